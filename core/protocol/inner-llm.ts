@@ -1,0 +1,106 @@
+/**
+ * Inner LLM invoke (PROTOCOL.md §3): the agent backend calls back into the api for every model call.
+ * The api owns credentials, metering and credits; the backend only names provider + model.
+ */
+import { z } from 'zod';
+import { Usage } from './run.js';
+
+export const TextContent = z.object({ type: z.literal('text'), data: z.string() }).strict();
+export const ImageContent = z
+  .object({ type: z.literal('image'), url: z.string().optional(), base64_data: z.string().optional(), mime_type: z.string().optional() })
+  .strict();
+export const PromptContent = z.union([z.string(), z.array(z.discriminatedUnion('type', [TextContent, ImageContent]))]);
+
+export const ToolCall = z
+  .object({
+    id: z.string(),
+    type: z.literal('function').default('function'),
+    function: z.object({ name: z.string(), arguments: z.string() }).strict(),
+  })
+  .strict();
+export type ToolCall = z.infer<typeof ToolCall>;
+
+export const PromptMessage = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('system'), content: z.string() }).strict(),
+  z.object({ role: z.literal('user'), content: PromptContent }).strict(),
+  z
+    .object({
+      role: z.literal('assistant'),
+      content: z.string().default(''),
+      reasoning_content: z.string().optional(),
+      tool_calls: z.array(ToolCall).optional(),
+    })
+    .strict(),
+  z.object({ role: z.literal('tool'), content: z.string(), tool_call_id: z.string(), name: z.string().optional() }).strict(),
+]);
+export type PromptMessage = z.infer<typeof PromptMessage>;
+
+export const ToolDefinition = z
+  .object({ name: z.string(), description: z.string().default(''), parameters: z.record(z.string(), z.unknown()) })
+  .strict();
+export type ToolDefinition = z.infer<typeof ToolDefinition>;
+
+export const InvokeCaller = z
+  .object({
+    invocation_id: z.string().min(1).max(200),
+    agent_run_id: z.string().min(1).max(200),
+    call_index: z.number().int().nonnegative(),
+    tenant_id: z.string().min(1),
+    user_id: z.string().min(1),
+    user_from: z.enum(['end-user', 'account']),
+    app_id: z.string().min(1),
+    invoke_from: z.string().min(1),
+    agent_mode: z.string().default('agent'),
+  })
+  .strict();
+
+export const InvokeTarget = z
+  .object({
+    provider: z.string().min(1),
+    model: z.string().min(1),
+    prompt_messages: z.array(PromptMessage).min(1),
+    tools: z.array(ToolDefinition).optional(),
+    model_parameters: z.record(z.string(), z.unknown()).default({}),
+    stream: z.boolean().default(true),
+  })
+  .strict();
+
+export const InvokeRequest = z.object({ caller: InvokeCaller, target: InvokeTarget }).strict();
+export type InvokeRequest = z.input<typeof InvokeRequest>;
+export type InvokeRequestParsed = z.output<typeof InvokeRequest>;
+
+/** One streamed chunk (Dify LLMResultChunk, trimmed). */
+export const ChunkData = z.object({
+  model: z.string(),
+  delta: z.object({
+    index: z.number().int().nonnegative(),
+    message: z.object({
+      content: z.string().default(''),
+      reasoning_content: z.string().optional(),
+      tool_calls: z.array(ToolCall).optional(),
+    }),
+    usage: Usage.optional(),
+    finish_reason: z.enum(['stop', 'length', 'tool_calls', 'content_filter', 'error']).nullable().optional(),
+  }),
+});
+export type ChunkData = z.infer<typeof ChunkData>;
+
+export const InvokeChunk = z.union([
+  z.object({ code: z.literal(0), message: z.literal(''), data: ChunkData }),
+  z.object({
+    code: z.number().int().negative(),
+    message: z.string(),
+    data: z.object({ error_type: z.string(), message: z.string() }),
+  }),
+]);
+export type InvokeChunk = z.infer<typeof InvokeChunk>;
+
+/** Provider failure kinds (Dify InvokeError subclasses), carried as `error_type` in error chunks. */
+export const InvokeErrorType = z.enum([
+  'InvokeRateLimitError',
+  'InvokeAuthorizationError',
+  'InvokeBadRequestError',
+  'InvokeConnectionError',
+  'InvokeServerUnavailableError',
+  'InvokeError',
+]);

@@ -1,0 +1,283 @@
+/**
+ * Agent backend run protocol (PROTOCOL.md §2): the one set of schemas shared by the api (client)
+ * and the reference agent backend (server). Unknown request fields are rejected (`.strict()`), and
+ * nothing in a run request can carry model credentials.
+ */
+import { z } from 'zod';
+
+export const LAYER_NAME_RE = /^[a-z][a-z0-9_]*$/;
+
+export const LayerSpec = z
+  .object({
+    /** Instance name (an alias may reuse a module under another name). */
+    name: z.string().regex(LAYER_NAME_RE),
+    /** Registered module name (never an import path). */
+    type: z.string().regex(LAYER_NAME_RE),
+    deps: z.array(z.string()).default([]),
+    metadata: z.record(z.string(), z.unknown()).default({}),
+    config: z.record(z.string(), z.unknown()).default({}),
+  })
+  .strict();
+export type LayerSpec = z.infer<typeof LayerSpec>;
+
+export const Composition = z
+  .object({
+    schema_version: z.literal(1),
+    layers: z.array(LayerSpec).min(1).max(64),
+  })
+  .strict();
+export type Composition = z.infer<typeof Composition>;
+
+export const LifecycleState = z.enum(['new', 'suspended', 'closed']);
+
+export const SessionSnapshot = z
+  .object({
+    schema_version: z.literal(1),
+    layers: z.array(
+      z
+        .object({
+          name: z.string(),
+          lifecycle_state: LifecycleState,
+          runtime_state: z.record(z.string(), z.unknown()).default({}),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
+export type SessionSnapshot = z.infer<typeof SessionSnapshot>;
+
+/** Result handed to a deferred tool call (ask_human) when a run resumes. */
+export const DeferredToolResult = z.union([
+  z
+    .object({
+      status: z.literal('submitted'),
+      action: z.object({ id: z.string(), label: z.string() }).strict(),
+      values: z.record(z.string(), z.unknown()),
+      rendered_content: z.string(),
+    })
+    .strict(),
+  z.object({ status: z.literal('timeout') }).strict(),
+  z.object({ status: z.literal('unavailable') }).strict(),
+]);
+export type DeferredToolResult = z.infer<typeof DeferredToolResult>;
+
+export const CreateRunRequest = z
+  .object({
+    composition: Composition,
+    purpose: z.enum(['agent_app', 'workflow_node', 'build']).default('agent_app'),
+    idempotency_key: z.string().min(1).max(200).optional(),
+    metadata: z.record(z.string(), z.unknown()).default({}),
+    session_snapshot: SessionSnapshot.nullable().optional(),
+    deferred_tool_results: z
+      .object({ calls: z.record(z.string(), DeferredToolResult) })
+      .strict()
+      .nullable()
+      .optional(),
+    on_exit: z.object({ default: z.enum(['suspend', 'delete']) }).strict().default({ default: 'suspend' }),
+  })
+  .strict();
+export type CreateRunRequest = z.input<typeof CreateRunRequest>;
+export type CreateRunRequestParsed = z.output<typeof CreateRunRequest>;
+
+export const RunStatus = z.enum(['running', 'succeeded', 'failed', 'cancelled']);
+export type RunStatus = z.infer<typeof RunStatus>;
+
+export const CreateRunResponse = z.object({ run_id: z.string(), status: RunStatus });
+
+export const RunStatusResponse = z.object({
+  run_id: z.string(),
+  status: RunStatus,
+  created_at: z.string(),
+  updated_at: z.string(),
+  error: z.string().nullable(),
+  error_type: z.string().nullable(),
+});
+
+export const CancelRunRequest = z
+  .object({ reason: z.string().max(200).optional(), message: z.string().max(2000).optional() })
+  .strict();
+
+/** Usage carried by every terminal event (and summed per message by the api). */
+export const Usage = z.object({
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+  total_tokens: z.number().int().nonnegative(),
+  prompt_unit_price: z.string().default('0'),
+  prompt_price_unit: z.string().default('0.000001'),
+  prompt_price: z.string().default('0'),
+  completion_unit_price: z.string().default('0'),
+  completion_price_unit: z.string().default('0.000001'),
+  completion_price: z.string().default('0'),
+  total_price: z.string().default('0'),
+  currency: z.string().default('USD'),
+  /** Seconds, wall clock of the run. */
+  latency: z.number().nonnegative().default(0),
+  /** Seconds until the first model token. */
+  time_to_first_token: z.number().nonnegative().nullable().default(null),
+  model_requests: z.number().int().nonnegative().default(0),
+  tool_calls: z.number().int().nonnegative().default(0),
+});
+export type Usage = z.infer<typeof Usage>;
+
+export function emptyUsage(): Usage {
+  return Usage.parse({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+}
+
+// ---- events ----------------------------------------------------------------------------------
+
+export const PartKind = z.enum(['text', 'thinking', 'tool-call', 'tool-return']);
+
+export const Part = z.object({
+  part_kind: PartKind,
+  content: z.unknown().optional(),
+  tool_name: z.string().optional(),
+  tool_call_id: z.string().optional(),
+  args: z.unknown().optional(),
+});
+
+export const PartDelta = z.object({
+  part_delta_kind: z.enum(['text', 'thinking', 'tool_call']),
+  content_delta: z.string().optional(),
+  args_delta: z.string().optional(),
+  tool_name_delta: z.string().optional(),
+  tool_call_id: z.string().optional(),
+});
+
+/** pydantic-ai style agent stream event (seed 001 / PROTOCOL §2). */
+export const AgentStreamEvent = z.object({
+  event_kind: z.enum([
+    'part_start',
+    'part_delta',
+    'part_end',
+    'function_tool_call',
+    'function_tool_result',
+    'output_tool_call',
+    'output_tool_result',
+    'final_result',
+  ]),
+  index: z.number().int().nonnegative().optional(),
+  part: Part.optional(),
+  delta: PartDelta.optional(),
+  tool_call_id: z.string().optional(),
+  tool_name: z.string().optional(),
+  args: z.unknown().optional(),
+  /** function_tool_result: the observation (JSON value or text). */
+  result: z.unknown().optional(),
+  is_error: z.boolean().optional(),
+  /** Files a tool produced, surfaced as message files. */
+  files: z.array(z.object({ url: z.string(), mime_type: z.string().optional(), name: z.string().optional() })).optional(),
+});
+export type AgentStreamEvent = z.infer<typeof AgentStreamEvent>;
+
+export const DeferredToolCall = z.object({
+  tool_call_id: z.string(),
+  tool_name: z.string(),
+  args: z.record(z.string(), z.unknown()),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+});
+export type DeferredToolCall = z.infer<typeof DeferredToolCall>;
+
+export const RunStartedData = z.object({}).passthrough();
+export const AgentMessageDeltaData = z.object({ delta: z.string() });
+export const RunSucceededData = z.union([
+  z.object({ session_snapshot: SessionSnapshot, usage: Usage, output: z.string(), deferred_tool_call: z.undefined().optional() }),
+  z.object({ session_snapshot: SessionSnapshot, usage: Usage, deferred_tool_call: DeferredToolCall, output: z.string().optional() }),
+]);
+export const RunFailedData = z.object({
+  error: z.string(),
+  error_type: z.string().nullable().optional(),
+  reason: z.string().nullable().optional(),
+  session_snapshot: SessionSnapshot.nullable().optional(),
+  usage: Usage.nullable().optional(),
+  /** Partial answer text produced before the failure. */
+  output: z.string().optional(),
+});
+export const RunCancelledData = z.object({
+  reason: z.string().nullable().optional(),
+  message: z.string().nullable().optional(),
+  session_snapshot: SessionSnapshot.nullable().optional(),
+  usage: Usage.nullable().optional(),
+  output: z.string().optional(),
+});
+
+const envelope = {
+  /** Ordered per run; decimal sequence numbers as strings ("1", "2", ...). Used as the cursor. */
+  id: z.string(),
+  run_id: z.string(),
+  created_at: z.string(),
+};
+
+export const RunEvent = z.discriminatedUnion('type', [
+  z.object({ ...envelope, type: z.literal('run_started'), data: RunStartedData }),
+  z.object({ ...envelope, type: z.literal('pydantic_ai_event'), data: AgentStreamEvent }),
+  z.object({ ...envelope, type: z.literal('agent_message_delta'), data: AgentMessageDeltaData }),
+  z.object({ ...envelope, type: z.literal('run_succeeded'), data: RunSucceededData }),
+  z.object({ ...envelope, type: z.literal('run_failed'), data: RunFailedData }),
+  z.object({ ...envelope, type: z.literal('run_cancelled'), data: RunCancelledData }),
+]);
+export type RunEvent = z.infer<typeof RunEvent>;
+export type RunEventType = RunEvent['type'];
+export const TERMINAL_EVENT_TYPES = ['run_succeeded', 'run_failed', 'run_cancelled'] as const;
+export function isTerminal(e: { type: string }): boolean {
+  return (TERMINAL_EVENT_TYPES as readonly string[]).includes(e.type);
+}
+
+export const EventsPage = z.object({
+  run_id: z.string(),
+  events: z.array(RunEvent),
+  next_cursor: z.string().nullable(),
+});
+
+export const RunFailureType = { AGENT_RUN_LIMIT_EXCEEDED: 'agent_run_limit_exceeded' } as const;
+
+/** Model settings the api may pass to the backend (seed 000 whitelist). */
+export const MODEL_SETTINGS_WHITELIST = [
+  'temperature',
+  'top_p',
+  'presence_penalty',
+  'frequency_penalty',
+  'max_tokens',
+  'stop_sequences',
+] as const;
+
+export const ModelSettings = z
+  .object({
+    temperature: z.number().min(0).max(2).optional(),
+    top_p: z.number().min(0).max(1).optional(),
+    presence_penalty: z.number().min(-2).max(2).optional(),
+    frequency_penalty: z.number().min(-2).max(2).optional(),
+    max_tokens: z.number().int().positive().optional(),
+    stop_sequences: z.array(z.string()).max(8).optional(),
+  })
+  .strict();
+export type ModelSettings = z.infer<typeof ModelSettings>;
+
+/** Layer configs the api builds for an Agent App (PROTOCOL §2). Field names shared with the backend. */
+export const LlmLayerConfig = z
+  .object({
+    provider: z.string(),
+    model: z.string(),
+    model_settings: ModelSettings.default({}),
+    context_window: z.number().int().positive().optional(),
+    /** Name of the execution_context layer this layer's callbacks are scoped by. */
+    execution_context: z.string().default('execution_context'),
+  })
+  .strict();
+
+export const ExecutionContextLayerConfig = z
+  .object({
+    tenant_id: z.string(),
+    user_id: z.string(),
+    user_from: z.enum(['end-user', 'account']).default('end-user'),
+    app_id: z.string(),
+    conversation_id: z.string().nullable(),
+    message_id: z.string().nullable().optional(),
+    agent_id: z.string(),
+    agent_config_version_id: z.string().nullable(),
+    invoke_from: z.enum(['service-api', 'web-app', 'debugger', 'explore']),
+    trace_id: z.string().optional(),
+    /** HMAC over the context by the api; lets the stub prove scope to the inner API. */
+    signature: z.string().optional(),
+  })
+  .strict();
+export type ExecutionContextLayerConfig = z.infer<typeof ExecutionContextLayerConfig>;
