@@ -44,6 +44,8 @@ export const EnvSchema = z.object({
   DELTA_DEBOUNCE_MS: int(50),
   /** SSE keep-alive ping interval, in ms. */
   SSE_PING_MS: int(10_000),
+  /** How long a stop waits for the backend's run_cancelled before keeping what it has, in ms. */
+  STOP_WAIT_MS: int(15_000),
 
   // --- agent backend ----------------------------------------------------------------------------
   AGENT_BACKEND_HOST: z.string().default('127.0.0.1'),

@@ -1,0 +1,68 @@
+/**
+ * loadOrCreateBinding (seed 000 AgentAppWorkspaceStore.load_or_create): the AgentWorkspaceBinding of the
+ * session scope. First turn creates it (idempotently, keyed by the scope key) and writes its id back to the
+ * owner; later turns validate its generation (config version, kind, home snapshot).
+ */
+import crypto from 'node:crypto';
+import type { ActivityDeps } from './deps.js';
+import { turnFailure } from './errors.js';
+import type { ResolvedConfig } from './resolve-config.js';
+
+export const HOME_SNAPSHOT_ID = 'home-v1';
+
+/** AgentAppSessionScope: (tenant, app, conversation, agent, config snapshot). */
+export function sessionScopeKey(s: { tenantId: string; appId: string; conversationId: string; agentId: string; scopeId: string }): string {
+  return crypto.createHash('sha256').update([s.tenantId, s.appId, s.conversationId, s.agentId, s.scopeId].join('|')).digest('hex');
+}
+
+export function createLoadOrCreateBinding({ db }: ActivityDeps) {
+  return async function loadOrCreateBinding(input: { messageId: string; resolved: ResolvedConfig }): Promise<{ bindingId: string; created: boolean }> {
+    const { resolved } = input;
+    const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { conversation: true } });
+    const agent = await db.agent.findUniqueOrThrow({ where: { app_id: msg.app_id } });
+    const conv = msg.conversation;
+
+    if (conv.agent_workspace_binding_id) {
+      const b = await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id }, include: { workspace: true } });
+      const ok =
+        b.session_scope_config_version_id === resolved.scopeId &&
+        b.config_kind === resolved.configKind &&
+        b.home_snapshot_id === b.workspace.home_snapshot_id;
+      if (!ok) {
+        throw turnFailure(
+          'agent_binding_generation_mismatch',
+          409,
+          `This conversation's agent session belongs to another configuration (${b.config_kind} ${b.session_scope_config_version_id}); start a new conversation.`,
+        );
+      }
+      return { bindingId: b.id, created: false };
+    }
+
+    const scopeKey = sessionScopeKey({ tenantId: msg.tenant_id, appId: msg.app_id, conversationId: conv.id, agentId: agent.id, scopeId: resolved.scopeId });
+    const workspace =
+      (await db.agentWorkspace.findFirst({ where: { agent_id: agent.id }, orderBy: { created_at: 'asc' } })) ??
+      (await db.agentWorkspace.create({
+        data: { tenant_id: msg.tenant_id, agent_id: agent.id, home_snapshot_id: HOME_SNAPSHOT_ID, backend_workspace_ref: `ws-${agent.id}` },
+      }));
+    const binding = await db.agentWorkspaceBinding.upsert({
+      where: { scope_key: scopeKey },
+      update: {},
+      create: {
+        tenant_id: msg.tenant_id,
+        app_id: msg.app_id,
+        agent_id: agent.id,
+        workspace_id: workspace.id,
+        owner_type: 'CONVERSATION',
+        owner_id: conv.id,
+        scope_key: scopeKey,
+        agent_config_version_id: resolved.configVersionId,
+        session_scope_config_version_id: resolved.scopeId,
+        config_kind: resolved.configKind,
+        home_snapshot_id: workspace.home_snapshot_id,
+        backend_binding_ref: `participant-${crypto.randomUUID()}`,
+      },
+    });
+    await db.conversation.updateMany({ where: { id: conv.id, agent_workspace_binding_id: null }, data: { agent_workspace_binding_id: binding.id } });
+    return { bindingId: binding.id, created: true };
+  };
+}

@@ -1,0 +1,143 @@
+/**
+ * buildRunRequest (seed 000 AgentAppRuntimeRequestBuilder): the layer composition for the agent backend,
+ * the retained session snapshot and deferred tool results. The request is stored on AgentBackendRun
+ * (not returned): snapshots grow with the conversation and must stay out of workflow history.
+ */
+import type { LayerSpec, SessionSnapshot, CreateRunRequest, DeferredToolResult } from '../core/protocol/run.js';
+import { signExecutionContext } from '../core/exec-context.js';
+import { expandPromptMentions } from '../core/mentions.js';
+import { whitelistModelSettings, type AgentSoulConfig } from '../core/soul.js';
+import type { ActivityDeps } from './deps.js';
+import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from './errors.js';
+import { loadSoulConfig, type ResolvedConfig } from './resolve-config.js';
+
+export interface BuildInput {
+  tenantId: string;
+  appId: string;
+  agentId: string;
+  conversationId: string;
+  messageId: string;
+  userId: string;
+  userFrom: 'end-user' | 'account';
+  invokeFrom: 'service-api' | 'web-app' | 'debugger' | 'explore';
+  configVersionId: string | null;
+  query: string;
+  files: { type: 'image' | 'document'; url?: string; name?: string; mime_type?: string }[];
+  supportsVision: boolean;
+  innerApiKey: string;
+}
+
+/** Pure: soul config + turn facts → ordered layer composition (PROTOCOL §2 order). */
+export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpec[] {
+  const layer = (name: string, config: Record<string, unknown>, deps: string[] = []): LayerSpec => ({ name, type: name, deps, metadata: {}, config });
+  const nativeImages = t.supportsVision;
+  const files = t.files.map((f) => ({ ...f, transfer: f.type === 'image' && nativeImages ? 'native' : 'download' }));
+  const downloads = files.filter((f) => f.transfer === 'download');
+  const text =
+    downloads.length === 0
+      ? t.query
+      : `${t.query}\n\nAttached files (download them before use):\n${downloads.map((f) => `- ${f.name ?? 'file'}: ${f.url}`).join('\n')}`;
+  const layers: LayerSpec[] = [
+    layer('agent_soul_prompt', { system_prompt: expandPromptMentions(soul.prompt.system_prompt) }),
+    layer('agent_app_user_prompt', { text, files: files.filter((f) => f.transfer === 'native') }),
+    layer(
+      'execution_context',
+      signExecutionContext(
+        {
+          tenant_id: t.tenantId,
+          user_id: t.userId,
+          user_from: t.userFrom,
+          app_id: t.appId,
+          conversation_id: t.conversationId,
+          message_id: t.messageId,
+          agent_id: t.agentId,
+          agent_config_version_id: t.configVersionId,
+          invoke_from: t.invokeFrom,
+          trace_id: t.messageId,
+        },
+        t.innerApiKey,
+      ),
+    ),
+    layer('history', { max_messages: soul.history.max_messages }),
+    layer(
+      'llm',
+      {
+        provider: soul.model.provider,
+        model: soul.model.model,
+        model_settings: whitelistModelSettings(soul.model.model_settings),
+        ...(soul.model.context_window ? { context_window: soul.model.context_window } : {}),
+        execution_context: 'execution_context',
+      },
+      ['execution_context'],
+    ),
+  ];
+  if (soul.tools.plugin.length > 0) layers.push(layer('tools', { tools: soul.tools.plugin }));
+  layers.push(layer('core_tools', { tools: soul.tools.core }));
+  if (soul.knowledge.enabled) layers.push(layer('knowledge', { dataset_ids: soul.knowledge.dataset_ids }));
+  if (soul.ask_human.enabled) layers.push(layer('ask_human', { enabled: true }));
+  layers.push(layer('output', {}));
+  return layers;
+}
+
+/** seed 000 _validate_session_snapshot_layers: topology must match; values may change. */
+export function assertSnapshotMatches(layers: LayerSpec[], snapshot: SessionSnapshot | null): void {
+  if (!snapshot) return;
+  const a = layers.map((l) => l.name);
+  const b = snapshot.layers.map((l) => l.name);
+  if (a.length !== b.length || a.some((n, i) => n !== b[i])) {
+    throw turnFailure('agent_session_configuration_changed', 409, SESSION_CONFIG_CHANGED_MESSAGE);
+  }
+}
+
+export function createBuildRunRequest(deps: ActivityDeps) {
+  const { db, config } = deps;
+  return async function buildRunRequest(input: {
+    messageId: string;
+    bindingId: string;
+    resolved: ResolvedConfig;
+    deferredToolResults?: Record<string, DeferredToolResult>;
+  }): Promise<{ layers: number; hasSnapshot: boolean }> {
+    const existing = await db.agentBackendRun.findUnique({ where: { message_id: input.messageId } });
+    if (existing?.backend_run_id) {
+      // Already sent: rebuilding could differ (e.g. a newer draft); the run is what it is.
+      const req = existing.request as unknown as CreateRunRequest;
+      return { layers: req.composition.layers.length, hasSnapshot: !!req.session_snapshot };
+    }
+    const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { files: true } });
+    const agent = await db.agent.findUniqueOrThrow({ where: { app_id: msg.app_id } });
+    const binding = await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: input.bindingId } });
+    const soul = await loadSoulConfig(db, input.resolved);
+    const layers = buildComposition(soul, {
+      tenantId: msg.tenant_id,
+      appId: msg.app_id,
+      agentId: agent.id,
+      conversationId: msg.conversation_id,
+      messageId: msg.id,
+      userId: msg.end_user_id ?? msg.account_id ?? 'anonymous',
+      userFrom: msg.end_user_id ? 'end-user' : 'account',
+      invokeFrom: msg.invoke_from as BuildInput['invokeFrom'],
+      configVersionId: input.resolved.configVersionId,
+      query: msg.query,
+      files: msg.files.map((f) => ({ type: f.type === 'image' ? 'image' : 'document', url: f.url ?? undefined })),
+      supportsVision: false,
+      innerApiKey: config.INNER_API_KEY,
+    });
+    const snapshot = (binding.session_snapshot as SessionSnapshot | null) ?? null;
+    assertSnapshotMatches(layers, snapshot);
+    const request: CreateRunRequest = {
+      composition: { schema_version: 1, layers },
+      purpose: 'agent_app',
+      idempotency_key: `message-${msg.id}`,
+      metadata: { message_id: msg.id, conversation_id: msg.conversation_id, backend_binding_ref: binding.backend_binding_ref },
+      session_snapshot: snapshot,
+      ...(input.deferredToolResults ? { deferred_tool_results: { calls: input.deferredToolResults } } : {}),
+      on_exit: { default: 'suspend' },
+    };
+    await db.agentBackendRun.upsert({
+      where: { message_id: msg.id },
+      update: { request: request as object },
+      create: { message_id: msg.id, request: request as object },
+    });
+    return { layers: layers.length, hasSnapshot: !!snapshot };
+  };
+}

@@ -1,0 +1,25 @@
+/** All activities of the turn workflow, built from injected dependencies. */
+import type { ActivityDeps } from './deps.js';
+import { createLoadOrCreateBinding } from './binding.js';
+import { createBuildRunRequest } from './build-request.js';
+import { createResolveConfig } from './resolve-config.js';
+import { createRunAgent } from './run-agent.js';
+import { createFailTurn, createReleaseTurn, createStopTurn } from './turn-bookkeeping.js';
+
+export type { ActivityDeps } from './deps.js';
+export type { ResolvedConfig } from './resolve-config.js';
+export type { RunAgentOutcome } from './run-agent.js';
+
+export function createActivities(deps: ActivityDeps) {
+  return {
+    resolveConfig: createResolveConfig(deps),
+    loadOrCreateBinding: createLoadOrCreateBinding(deps),
+    buildRunRequest: createBuildRunRequest(deps),
+    runAgent: createRunAgent(deps),
+    failTurn: createFailTurn(deps),
+    releaseTurn: createReleaseTurn(deps),
+    stopTurn: createStopTurn(deps),
+  };
+}
+
+export type Activities = ReturnType<typeof createActivities>;

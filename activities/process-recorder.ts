@@ -1,0 +1,162 @@
+/**
+ * The process recorder (seed 001 _AgentProcessRecorder): turns the backend's agent stream events into
+ * MessageAgentThought rows — thinking rows and tool rows — each change returned whole so the caller can
+ * persist it and publish an `agent_thought` event with the full row. Tool results are correlated to their
+ * call by tool_call_id, else by part index, else by the open call of the same tool name, so results that
+ * arrive out of order land on the right row. State is rebuilt from stored rows when a retried activity
+ * reattaches to a run.
+ */
+import crypto from 'node:crypto';
+import type { AgentStreamEvent } from '../core/protocol/run.js';
+
+export interface ThoughtRow {
+  id: string;
+  position: number;
+  kind: 'thinking' | 'answer' | 'tool';
+  thought: string;
+  tool: string;
+  tool_labels: Record<string, unknown>;
+  tool_input: string;
+  observation: string;
+  tool_call_id: string | null;
+  part_index: number | null;
+  message_files: string[];
+  /** true once the tool's result arrived (not persisted separately: observation !== '' or closed). */
+  closed: boolean;
+}
+
+export function observationText(result: unknown): string {
+  if (result === undefined || result === null) return '';
+  if (typeof result === 'string') return result;
+  try {
+    return JSON.stringify(result);
+  } catch {
+    return String(result);
+  }
+}
+
+export class ProcessRecorder {
+  private readonly rows: ThoughtRow[];
+  private readonly byCallId = new Map<string, ThoughtRow>();
+  private readonly toolByIndex = new Map<number, ThoughtRow>();
+  private readonly thinkingByIndex = new Map<number, ThoughtRow>();
+
+  constructor(existing: ThoughtRow[] = []) {
+    this.rows = [...existing].sort((a, b) => a.position - b.position);
+    for (const r of this.rows) this.index(r);
+  }
+
+  get all(): readonly ThoughtRow[] {
+    return this.rows;
+  }
+
+  private index(r: ThoughtRow): void {
+    if (r.kind === 'tool') {
+      if (r.tool_call_id) this.byCallId.set(r.tool_call_id, r);
+      if (r.part_index !== null) this.toolByIndex.set(r.part_index, r);
+    } else if (r.kind === 'thinking' && r.part_index !== null) {
+      this.thinkingByIndex.set(r.part_index, r);
+    }
+  }
+
+  private create(kind: ThoughtRow['kind'], init: Partial<ThoughtRow>): ThoughtRow {
+    const r: ThoughtRow = {
+      id: crypto.randomUUID(),
+      position: this.rows.length + 1,
+      kind,
+      thought: '',
+      tool: '',
+      tool_labels: {},
+      tool_input: '',
+      observation: '',
+      tool_call_id: null,
+      part_index: null,
+      message_files: [],
+      closed: false,
+      ...init,
+    };
+    this.rows.push(r);
+    this.index(r);
+    return r;
+  }
+
+  private findToolRow(ev: { tool_call_id?: string; index?: number; tool_name?: string }, openOnly: boolean): ThoughtRow | undefined {
+    if (ev.tool_call_id && this.byCallId.has(ev.tool_call_id)) return this.byCallId.get(ev.tool_call_id);
+    if (ev.index !== undefined) {
+      const r = this.toolByIndex.get(ev.index);
+      if (r && (!openOnly || !r.closed) && (!ev.tool_call_id || !r.tool_call_id)) return r;
+    }
+    if (ev.tool_name) return this.rows.find((r) => r.kind === 'tool' && r.tool === ev.tool_name && !r.closed);
+    return undefined;
+  }
+
+  /** Applies one stream event; returns the rows it created or changed (full state). */
+  handle(ev: AgentStreamEvent): ThoughtRow[] {
+    switch (ev.event_kind) {
+      case 'part_start': {
+        const p = ev.part;
+        if (!p) return [];
+        if (p.part_kind === 'thinking') {
+          const r = this.create('thinking', { part_index: ev.index ?? null, thought: typeof p.content === 'string' ? p.content : '' });
+          return [r];
+        }
+        if (p.part_kind === 'tool-call') {
+          const existing = this.findToolRow({ tool_call_id: p.tool_call_id, index: undefined }, false);
+          if (existing) return [];
+          const r = this.create('tool', {
+            part_index: ev.index ?? null,
+            tool: p.tool_name ?? '',
+            tool_call_id: p.tool_call_id ?? null,
+            tool_input: p.args === undefined ? '' : typeof p.args === 'string' ? p.args : JSON.stringify(p.args),
+          });
+          return [r];
+        }
+        return [];
+      }
+      case 'part_delta': {
+        const d = ev.delta;
+        if (!d || ev.index === undefined) return [];
+        if (d.part_delta_kind === 'thinking' && d.content_delta) {
+          const r = this.thinkingByIndex.get(ev.index) ?? this.create('thinking', { part_index: ev.index });
+          r.thought += d.content_delta;
+          return [r];
+        }
+        if (d.part_delta_kind === 'tool_call' && d.args_delta) {
+          const r = this.toolByIndex.get(ev.index);
+          if (!r || r.closed) return [];
+          r.tool_input += d.args_delta;
+          return [r];
+        }
+        return [];
+      }
+      case 'function_tool_call':
+      case 'output_tool_call': {
+        const name = ev.tool_name ?? ev.part?.tool_name ?? '';
+        const callId = ev.tool_call_id ?? ev.part?.tool_call_id;
+        const args = ev.args ?? ev.part?.args;
+        const r = this.findToolRow({ tool_call_id: callId, index: ev.index }, true) ?? this.create('tool', { part_index: ev.index ?? null });
+        r.tool = name || r.tool;
+        if (callId && !r.tool_call_id) {
+          r.tool_call_id = callId;
+          this.byCallId.set(callId, r);
+        }
+        if (args !== undefined) r.tool_input = typeof args === 'string' ? args : JSON.stringify(args);
+        return [r];
+      }
+      case 'function_tool_result':
+      case 'output_tool_result': {
+        const callId = ev.tool_call_id ?? ev.part?.tool_call_id;
+        const name = ev.tool_name ?? ev.part?.tool_name;
+        const r =
+          this.findToolRow({ tool_call_id: callId, index: ev.index, tool_name: name }, true) ??
+          this.create('tool', { tool: name ?? '', tool_call_id: callId ?? null, part_index: ev.index ?? null });
+        r.observation = observationText(ev.result ?? ev.part?.content);
+        r.closed = true;
+        if (ev.files?.length) r.message_files = [...r.message_files, ...ev.files.map((f) => f.url)];
+        return [r];
+      }
+      default:
+        return [];
+    }
+  }
+}

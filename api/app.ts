@@ -1,0 +1,51 @@
+/**
+ * The api: public service API (/v1, app keys), inner API (/inner/api, X-Inner-Api-Key), ops endpoints.
+ * Stateless: any number of replicas; turn streams come from the event log, not from memory.
+ */
+import express, { type Router } from 'express';
+import type { Client } from '@temporalio/client';
+import type { Config } from '../core/config.js';
+import type { Db } from '../core/db.js';
+import type { EventNotifier } from '../core/event-log.js';
+import type { Logger } from '../core/logger.js';
+import { appKeyAuth } from './auth.js';
+import { errorHandler, unknownRoute } from './errors.js';
+import { chatRoutes } from './routes/chat.js';
+import { messageRoutes } from './routes/messages.js';
+
+export interface ApiDeps {
+  db: Db;
+  temporal: Client;
+  notifier: EventNotifier;
+  config: Config;
+  logger: Logger;
+  /** Routers mounted under /inner/api (LLM invoke, agent-config prompt). */
+  inner?: { path: string; router: Router }[];
+  ready?: () => Promise<Record<string, boolean>>;
+}
+
+export function createApiApp(deps: ApiDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', false);
+
+  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/readyz', async (_req, res) => {
+    const checks = deps.ready ? await deps.ready() : {};
+    const ok = Object.values(checks).every(Boolean);
+    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks });
+  });
+
+  for (const m of deps.inner ?? []) app.use(m.path, express.json({ limit: '8mb' }), m.router);
+
+  const v1 = express.Router();
+  v1.use(express.json({ limit: '1mb' }));
+  v1.use(appKeyAuth(deps.db));
+  v1.use(chatRoutes(deps));
+  v1.use(messageRoutes(deps));
+  app.use('/v1', v1);
+
+  app.use(unknownRoute);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,51 @@
+/** One error shape for every client mistake: `{code, message, status}` (Dify's), never a stack trace. */
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { z } from 'zod';
+import type { Logger } from '../core/logger.js';
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (what = 'Resource') => new HttpError(404, 'not_found', `${what} not found.`);
+
+/** Parses with zod; a failure becomes 400 `invalid_param` naming the field. */
+export function parseOr400<T extends z.ZodType>(schema: T, value: unknown, where = 'body'): z.output<T> {
+  const r = schema.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const field = issue.path.length ? issue.path.join('.') : where;
+  throw new HttpError(400, 'invalid_param', `${field}: ${issue.message}`);
+}
+
+export const unknownRoute: RequestHandler = (req, _res, next) => {
+  next(new HttpError(404, 'not_found', `No route for ${req.method} ${req.path}.`));
+};
+
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    let e: HttpError;
+    if (err instanceof HttpError) e = err;
+    else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.too.large') e = new HttpError(413, 'request_entity_too_large', 'The request body is too large.');
+    else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.parse.failed') e = new HttpError(400, 'invalid_json', 'The request body is not valid JSON.');
+    else if (err && typeof err === 'object' && 'status' in err && typeof (err as { status: unknown }).status === 'number' && (err as { status: number }).status < 500) {
+      const status = (err as { status: number }).status;
+      e = new HttpError(status, 'bad_request', (err as Error).message || 'Bad request.');
+    } else {
+      logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : err, path: req.path }, 'unhandled error');
+      e = new HttpError(500, 'internal_server_error', 'Internal server error.');
+    }
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(e.status).json({ code: e.code, message: e.message, status: e.status, ...e.extra });
+  };
+}

@@ -1,0 +1,91 @@
+/** Chat routes: send a message (streaming or blocking), re-attach to a turn's stream, stop a turn. */
+import { Router } from 'express';
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { Config } from '../../core/config.js';
+import type { Db } from '../../core/db.js';
+import type { EventNotifier } from '../../core/event-log.js';
+import type { Logger } from '../../core/logger.js';
+import { appCtx } from '../auth.js';
+import { HttpError, parseOr400 } from '../errors.js';
+import { ChatRequest, StopRequest, Uuid, UserId } from '../schemas.js';
+import { collectTurn, lastEventId, streamTurn } from '../stream.js';
+import { startTurn, upsertEndUser } from '../turns.js';
+
+export interface ChatRouteDeps {
+  db: Db;
+  temporal: Client;
+  notifier: EventNotifier;
+  config: Config;
+  logger: Logger;
+}
+
+export function chatRoutes(deps: ChatRouteDeps): Router {
+  const r = Router();
+  const { db } = deps;
+
+  r.post('/chat-messages', async (req, res) => {
+    const app = appCtx(req);
+    const body = parseOr400(ChatRequest, req.body);
+    const turn = await startTurn(deps, app, body);
+    if (body.response_mode === 'streaming') {
+      await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, turn.messageId, 0);
+      return;
+    }
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const events = await collectTurn({ db, notifier: deps.notifier }, turn.messageId, abort.signal);
+    const last = events.at(-1);
+    if (last?.event === 'error') {
+      const d = last.data as { status?: number; code?: string; message?: string };
+      throw new HttpError(d.status ?? 400, d.code ?? 'completion_request_error', d.message ?? 'The turn failed.');
+    }
+    const final = events.find((e) => e.event === 'message')?.data as { answer?: string } | undefined;
+    const end = events.find((e) => e.event === 'message_end')?.data as { metadata?: unknown } | undefined;
+    res.json({
+      event: 'message',
+      task_id: turn.messageId,
+      id: turn.messageId,
+      message_id: turn.messageId,
+      conversation_id: turn.conversationId,
+      mode: 'agent',
+      answer: final?.answer ?? '',
+      metadata: end?.metadata ?? {},
+      created_at: turn.createdAt,
+    });
+  });
+
+  /** Extension: re-attach to a turn's stream; honours Last-Event-ID. */
+  r.get('/chat-messages/:task_id/events', async (req, res) => {
+    const app = appCtx(req);
+    const taskId = parseOr400(Uuid, req.params.task_id, 'task_id');
+    const user = parseOr400(UserId, req.query.user, 'user');
+    const msg = await findOwnedMessage(db, app.appId, user, taskId);
+    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, msg.id, lastEventId(req));
+  });
+
+  r.post('/chat-messages/:task_id/stop', async (req, res) => {
+    const app = appCtx(req);
+    const taskId = parseOr400(Uuid, req.params.task_id, 'task_id');
+    const { user } = parseOr400(StopRequest, req.body);
+    const msg = await findOwnedMessage(db, app.appId, user, taskId);
+    try {
+      await deps.temporal.workflow.getHandle(msg.workflow_id).cancel();
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+    res.json({ result: 'success' });
+  });
+
+  return r;
+}
+
+/** The message if it belongs to this app and this end user; 404 otherwise (never 403: no probing). */
+export async function findOwnedMessage(db: Db, appId: string, user: string, messageId: string) {
+  const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: appId, session_id: user } } });
+  const msg = endUser ? await db.message.findFirst({ where: { id: messageId, app_id: appId, end_user_id: endUser.id } }) : null;
+  if (!msg) throw new HttpError(404, 'not_found', 'Task not found.');
+  return msg;
+}
+
+export { upsertEndUser };

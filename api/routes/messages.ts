@@ -1,0 +1,102 @@
+/** History routes: messages with their agent thoughts, and the conversation list (Dify pagination). */
+import { Router } from 'express';
+import type { Db } from '../../core/db.js';
+import { appCtx } from '../auth.js';
+import { HttpError, parseOr400 } from '../errors.js';
+import { ConversationsQuery, MessagesQuery } from '../schemas.js';
+
+const unix = (d: Date) => Math.floor(d.getTime() / 1000);
+
+export function messageRoutes(deps: { db: Db }): Router {
+  const r = Router();
+  const { db } = deps;
+
+  r.get('/messages', async (req, res) => {
+    const app = appCtx(req);
+    const q = parseOr400(MessagesQuery, req.query, 'query');
+    const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: q.user } } });
+    const conv = endUser
+      ? await db.conversation.findFirst({ where: { id: q.conversation_id, app_id: app.appId, end_user_id: endUser.id, deleted_at: null } })
+      : null;
+    if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
+    let before: Date | undefined;
+    if (q.first_id) {
+      const first = await db.message.findFirst({ where: { id: q.first_id, conversation_id: conv.id } });
+      if (!first) throw new HttpError(404, 'first_message_not_exists', 'First Message Not Exists.');
+      before = first.created_at;
+    }
+    const rows = await db.message.findMany({
+      where: { conversation_id: conv.id, ...(before ? { created_at: { lt: before } } : {}) },
+      orderBy: [{ created_at: 'desc' }, { id: 'desc' }],
+      take: q.limit + 1,
+      include: { thoughts: { orderBy: { position: 'asc' } }, files: true, feedbacks: { where: { from_end_user_id: endUser!.id } } },
+    });
+    const has_more = rows.length > q.limit;
+    const page = rows.slice(0, q.limit).reverse();
+    res.json({
+      limit: q.limit,
+      has_more,
+      data: page.map((m) => ({
+        id: m.id,
+        conversation_id: m.conversation_id,
+        parent_message_id: null,
+        inputs: m.inputs,
+        query: m.query,
+        answer: m.answer,
+        status: m.status === 'failed' ? 'error' : 'normal',
+        turn_status: m.status,
+        error: m.error,
+        message_files: m.files.map((f) => ({ id: f.id, type: f.type, url: f.url, belongs_to: f.belongs_to })),
+        feedback: m.feedbacks[0] ? { rating: m.feedbacks[0].rating } : null,
+        retriever_resources: [],
+        agent_thoughts: m.thoughts.map((t) => ({
+          id: t.id,
+          message_id: m.id,
+          position: t.position,
+          thought: t.thought,
+          tool: t.tool,
+          tool_labels: t.tool_labels,
+          tool_input: t.tool_input,
+          observation: t.observation,
+          message_files: t.message_files,
+          created_at: unix(t.created_at),
+        })),
+        metadata: { usage: m.usage ?? null },
+        created_at: unix(m.created_at),
+      })),
+    });
+  });
+
+  r.get('/conversations', async (req, res) => {
+    const app = appCtx(req);
+    const q = parseOr400(ConversationsQuery, req.query, 'query');
+    const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: q.user } } });
+    if (!endUser) return void res.json({ limit: q.limit, has_more: false, data: [] });
+    let after: Date | undefined;
+    if (q.last_id) {
+      const last = await db.conversation.findFirst({ where: { id: q.last_id, app_id: app.appId, end_user_id: endUser.id } });
+      if (!last) throw new HttpError(404, 'last_conversation_not_exists', 'Last Conversation Not Exists.');
+      after = last.updated_at;
+    }
+    const rows = await db.conversation.findMany({
+      where: { app_id: app.appId, end_user_id: endUser.id, deleted_at: null, ...(after ? { updated_at: { lt: after } } : {}) },
+      orderBy: [{ updated_at: 'desc' }, { id: 'desc' }],
+      take: q.limit + 1,
+    });
+    res.json({
+      limit: q.limit,
+      has_more: rows.length > q.limit,
+      data: rows.slice(0, q.limit).map((c) => ({
+        id: c.id,
+        name: c.name,
+        inputs: c.inputs,
+        status: c.status,
+        introduction: '',
+        created_at: unix(c.created_at),
+        updated_at: unix(c.updated_at),
+      })),
+    });
+  });
+
+  return r;
+}

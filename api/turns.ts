@@ -1,0 +1,139 @@
+/**
+ * Starting a turn (seed 000 AgentAppGenerator.generate + _init_generate_records): the Conversation (first
+ * turn) and the Message rows, the one-in-flight-turn lock, and the `agentTurn` workflow with a
+ * deterministic id, search attributes and a readable summary.
+ */
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import crypto from 'node:crypto';
+import type { Config } from '../core/config.js';
+import type { Db } from '../core/db.js';
+import type { Logger } from '../core/logger.js';
+import { AGENT_TURN_WORKFLOW, workflowIdForMessage, type AgentTurnInput, type InvokeFrom } from '../workflows/definitions.js';
+import type { AppContext } from './auth.js';
+import { HttpError } from './errors.js';
+import type { ChatRequest } from './schemas.js';
+
+export const SA = {
+  TenantId: defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD),
+  AppId: defineSearchAttributeKey('AppId', SearchAttributeType.KEYWORD),
+  AgentId: defineSearchAttributeKey('AgentId', SearchAttributeType.KEYWORD),
+  ConversationId: defineSearchAttributeKey('ConversationId', SearchAttributeType.KEYWORD),
+  MessageId: defineSearchAttributeKey('MessageId', SearchAttributeType.KEYWORD),
+  InvokeFrom: defineSearchAttributeKey('InvokeFrom', SearchAttributeType.KEYWORD),
+};
+
+export interface StartedTurn {
+  messageId: string;
+  conversationId: string;
+  workflowId: string;
+  createdAt: number;
+}
+
+export interface TurnServiceDeps {
+  db: Db;
+  temporal: Client;
+  config: Config;
+  logger: Logger;
+}
+
+export function conversationName(query: string): string {
+  const oneLine = query.replace(/\s+/g, ' ').trim();
+  return oneLine.length <= 40 ? oneLine : `${oneLine.slice(0, 39)}…`;
+}
+
+export async function upsertEndUser(db: Db, app: AppContext, user: string) {
+  return db.endUser.upsert({
+    where: { app_id_session_id: { app_id: app.appId, session_id: user } },
+    update: {},
+    create: { tenant_id: app.tenantId, app_id: app.appId, session_id: user },
+  });
+}
+
+export async function startTurn(deps: TurnServiceDeps, app: AppContext, body: ChatRequest, invokeFrom: InvokeFrom = 'service-api'): Promise<StartedTurn> {
+  const { db, temporal, config, logger } = deps;
+  if (!app.agentId) throw new HttpError(400, 'app_unavailable', 'This app has no agent configured.');
+  const endUser = await upsertEndUser(db, app, body.user);
+  const messageId = crypto.randomUUID();
+  const workflowId = workflowIdForMessage(messageId);
+
+  const { conversationId, createdAt } = await db.$transaction(async (tx) => {
+    let conversationId = body.conversation_id || null;
+    if (conversationId) {
+      const conv = await tx.conversation.findFirst({ where: { id: conversationId, app_id: app.appId, end_user_id: endUser.id, deleted_at: null } });
+      if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
+    } else {
+      const conv = await tx.conversation.create({
+        data: {
+          tenant_id: app.tenantId,
+          app_id: app.appId,
+          end_user_id: endUser.id,
+          inputs: body.inputs as object,
+          invoke_from: invokeFrom,
+          name: body.auto_generate_name ? conversationName(body.query) : 'New conversation',
+        },
+      });
+      conversationId = conv.id;
+    }
+    const msg = await tx.message.create({
+      data: {
+        id: messageId,
+        tenant_id: app.tenantId,
+        app_id: app.appId,
+        conversation_id: conversationId,
+        end_user_id: endUser.id,
+        invoke_from: invokeFrom,
+        query: body.query,
+        inputs: body.inputs as object,
+        workflow_id: workflowId,
+      },
+    });
+    // The one-in-flight-turn lock: atomic, so of two racing messages exactly one wins.
+    const locked = await tx.conversation.updateMany({
+      where: { id: conversationId, active_message_id: null },
+      data: { active_message_id: messageId, dialogue_count: { increment: 1 } },
+    });
+    if (locked.count !== 1) {
+      const conv = await tx.conversation.findUniqueOrThrow({ where: { id: conversationId } });
+      const form = conv.active_message_id
+        ? await tx.humanInputForm.findFirst({ where: { message_id: conv.active_message_id, status: 'waiting' } })
+        : null;
+      if (form) {
+        throw new HttpError(409, 'conversation_waiting_for_human', 'This conversation is waiting for a form to be submitted.', { form_token: form.token });
+      }
+      throw new HttpError(409, 'conversation_busy', 'A turn is already running in this conversation; wait for it to finish or stop it.', { task_id: conv.active_message_id });
+    }
+    return { conversationId, createdAt: Math.floor(msg.created_at.getTime() / 1000) };
+  });
+
+  const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
+  try {
+    await temporal.workflow.start(AGENT_TURN_WORKFLOW, {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      workflowId,
+      args: [input],
+      typedSearchAttributes: [
+        { key: SA.TenantId, value: app.tenantId },
+        { key: SA.AppId, value: app.appId },
+        { key: SA.AgentId, value: app.agentId },
+        { key: SA.ConversationId, value: conversationId },
+        { key: SA.MessageId, value: messageId },
+        { key: SA.InvokeFrom, value: invokeFrom },
+      ],
+      staticSummary: `Agent turn · ${app.appName} · "${conversationName(body.query)}"`,
+      staticDetails: `conversation \`${conversationId}\`\n\nmessage \`${messageId}\`\n\nuser \`${body.user}\``,
+    });
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+      logger.error({ err: (err as Error).message, message_id: messageId }, 'could not start the turn workflow');
+      await db.$transaction([
+        db.message.update({ where: { id: messageId }, data: { status: 'failed', error: 'The turn could not be started.', error_code: 'temporal_unavailable' } }),
+        db.conversation.updateMany({ where: { id: conversationId, active_message_id: messageId }, data: { active_message_id: null } }),
+      ]);
+      throw new HttpError(503, 'service_unavailable', 'The turn could not be started; try again shortly.');
+    }
+  }
+  logger.info({ tenant_id: app.tenantId, app_id: app.appId, conversation_id: conversationId, message_id: messageId, workflow_id: workflowId }, 'turn started');
+  return { messageId, conversationId, workflowId, createdAt };
+}

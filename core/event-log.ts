@@ -1,0 +1,160 @@
+/**
+ * The client event log (ARCHITECTURE "Streaming"): one row per SSE event of a message, numbered per
+ * message, unique on its source key so a replayed append stores nothing twice. Inserts fire
+ * NOTIFY message_events (trigger in the init migration); readers wake up and read rows by seq, so any
+ * api replica can serve any stream and a reconnect replays exactly from Last-Event-ID.
+ */
+import { EventEmitter } from 'node:events';
+import pg from 'pg';
+import type { Db } from './db.js';
+import type { Logger } from './logger.js';
+
+export type ClientEventName =
+  | 'agent_message'
+  | 'agent_thought'
+  | 'message'
+  | 'message_end'
+  | 'message_replace'
+  | 'human_input_required'
+  | 'error';
+
+/** Events after which a turn's stream closes. */
+export const TERMINAL_CLIENT_EVENTS: ReadonlySet<string> = new Set(['message_end', 'error']);
+
+export interface NewClientEvent {
+  event: ClientEventName;
+  /** Natural key of the producer, e.g. `be:42:agent_message` or `terminal:message_end`. */
+  sourceKey: string;
+  data: Record<string, unknown>;
+}
+
+export interface StoredClientEvent {
+  seq: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+type Tx = Pick<Db, '$queryRaw' | '$executeRaw'>;
+
+/**
+ * Appends events for one message inside the caller's transaction. Serialised per message with an
+ * advisory lock so seq numbers are dense; duplicates (same source key) are skipped.
+ */
+export async function appendEvents(tx: Tx, messageId: string, events: NewClientEvent[]): Promise<number> {
+  if (events.length === 0) return 0;
+  await tx.$executeRaw`select pg_advisory_xact_lock(hashtextextended(${messageId}, 7))`;
+  const rows = await tx.$queryRaw<{ max: number | null }[]>`select max(seq) as max from message_events where message_id = ${messageId}::uuid`;
+  let seq = Number(rows[0]?.max ?? 0);
+  let inserted = 0;
+  for (const e of events) {
+    const n = await tx.$executeRaw`
+      insert into message_events (message_id, seq, event, data, source_key)
+      values (${messageId}::uuid, ${seq + 1}, ${e.event}, ${JSON.stringify(e.data)}::jsonb, ${e.sourceKey})
+      on conflict (message_id, source_key) do nothing`;
+    if (n > 0) {
+      seq += 1;
+      inserted += 1;
+    }
+  }
+  return inserted;
+}
+
+export async function readEvents(db: Db, messageId: string, afterSeq: number, limit = 500): Promise<StoredClientEvent[]> {
+  const rows = await db.messageEvent.findMany({
+    where: { message_id: messageId, seq: { gt: afterSeq } },
+    orderBy: { seq: 'asc' },
+    take: limit,
+    select: { seq: true, event: true, data: true },
+  });
+  return rows.map((r) => ({ seq: r.seq, event: r.event, data: r.data as Record<string, unknown> }));
+}
+
+/**
+ * One LISTEN connection per process, fanning notifications out by message id. Reconnects on error.
+ */
+export class EventNotifier {
+  private readonly emitter = new EventEmitter();
+  private client: pg.Client | null = null;
+  private closed = false;
+
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly logger?: Logger,
+  ) {
+    this.emitter.setMaxListeners(0);
+  }
+
+  async start(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.databaseUrl });
+    client.on('notification', (n) => {
+      if (n.payload) this.emitter.emit(n.payload);
+    });
+    client.on('error', (err) => {
+      this.logger?.warn({ err: err.message }, 'event notifier connection lost; reconnecting');
+      this.client = null;
+      if (!this.closed) setTimeout(() => void this.start().catch(() => undefined), 500);
+    });
+    await client.connect();
+    await client.query('LISTEN message_events');
+    this.client = client;
+    // Wake everyone once after a reconnect: they re-read rows, so nothing is missed.
+    for (const name of this.emitter.eventNames()) this.emitter.emit(name);
+  }
+
+  on(messageId: string, fn: () => void): () => void {
+    this.emitter.on(messageId, fn);
+    return () => this.emitter.off(messageId, fn);
+  }
+
+  async stop(): Promise<void> {
+    this.closed = true;
+    await this.client?.end().catch(() => undefined);
+    this.client = null;
+  }
+}
+
+/**
+ * Yields a message's events after `afterSeq`, live, until a terminal event (or abort).
+ * Rows are the source of truth; notifications only wake the reader, with a poll as a safety net.
+ */
+export async function* followEvents(
+  db: Db,
+  notifier: EventNotifier,
+  messageId: string,
+  afterSeq: number,
+  signal: AbortSignal,
+  pollMs = 1000,
+): AsyncGenerator<StoredClientEvent> {
+  let last = afterSeq;
+  let wake: (() => void) | null = null;
+  let pending = false;
+  const off = notifier.on(messageId, () => {
+    pending = true;
+    wake?.();
+  });
+  const onAbort = () => wake?.();
+  signal.addEventListener('abort', onAbort);
+  try {
+    while (!signal.aborted) {
+      pending = false;
+      const batch = await readEvents(db, messageId, last);
+      for (const e of batch) {
+        last = e.seq;
+        yield e;
+        if (TERMINAL_CLIENT_EVENTS.has(e.event)) return;
+      }
+      if (batch.length === 500 || pending) continue;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, pollMs);
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+      wake = null;
+    }
+  } finally {
+    off();
+    signal.removeEventListener('abort', onAbort);
+  }
+}

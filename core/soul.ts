@@ -1,0 +1,89 @@
+/**
+ * AgentSoulConfig: the versioned agent configuration (seed 000), stored whole in
+ * AgentConfigVersion.config_snapshot and AgentConfigDraft.config.
+ */
+import { z } from 'zod';
+import { ModelSettings } from './protocol/run.js';
+
+export const PluginToolRef = z
+  .object({
+    provider: z.string().min(1),
+    name: z.string().min(1),
+    description: z.string().default(''),
+    parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
+  })
+  .strict();
+
+export const AgentSoulConfig = z
+  .object({
+    prompt: z.object({ system_prompt: z.string().max(100_000).default('') }).strict().default({ system_prompt: '' }),
+    model: z
+      .object({
+        provider: z.string().min(1),
+        model: z.string().min(1),
+        model_settings: z.record(z.string(), z.unknown()).default({}),
+        context_window: z.number().int().positive().optional(),
+      })
+      .strict(),
+    tools: z
+      .object({
+        core: z.array(z.string()).default([]),
+        plugin: z.array(PluginToolRef).default([]),
+      })
+      .strict()
+      .default({ core: [], plugin: [] }),
+    ask_human: z.object({ enabled: z.boolean().default(false) }).strict().default({ enabled: false }),
+    knowledge: z
+      .object({ enabled: z.boolean().default(false), dataset_ids: z.array(z.string()).default([]) })
+      .strict()
+      .default({ enabled: false, dataset_ids: [] }),
+    history: z.object({ max_messages: z.number().int().positive().max(1000).default(100) }).strict().default({ max_messages: 100 }),
+    features: z
+      .object({
+        opening_statement: z.string().default(''),
+        suggested_questions: z.array(z.string()).default([]),
+        moderation: z
+          .object({
+            enabled: z.boolean().default(false),
+            keywords: z.array(z.string()).default([]),
+            preset_answer: z.string().default('Your message could not be processed.'),
+            output_enabled: z.boolean().default(false),
+            output_preset_answer: z.string().default('The answer was withheld by content moderation.'),
+          })
+          .strict()
+          .default({ enabled: false, keywords: [], preset_answer: 'Your message could not be processed.', output_enabled: false, output_preset_answer: 'The answer was withheld by content moderation.' }),
+        file_upload: z
+          .object({ enabled: z.boolean().default(true), image_enabled: z.boolean().default(true), max_files: z.number().int().min(0).max(20).default(5) })
+          .strict()
+          .default({ enabled: true, image_enabled: true, max_files: 5 }),
+      })
+      .strict()
+      .default({
+        opening_statement: '',
+        suggested_questions: [],
+        moderation: { enabled: false, keywords: [], preset_answer: 'Your message could not be processed.', output_enabled: false, output_preset_answer: 'The answer was withheld by content moderation.' },
+        file_upload: { enabled: true, image_enabled: true, max_files: 5 },
+      }),
+  })
+  .strict();
+export type AgentSoulConfig = z.output<typeof AgentSoulConfig>;
+
+/** Keeps only the whitelisted model settings (seed 000); anything else is dropped, never forwarded. */
+export function whitelistModelSettings(settings: Record<string, unknown>): z.infer<typeof ModelSettings> {
+  const picked: Record<string, unknown> = {};
+  for (const key of ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'max_tokens', 'stop_sequences']) {
+    if (settings[key] !== undefined) picked[key] = settings[key];
+  }
+  const parsed = ModelSettings.safeParse(picked);
+  return parsed.success ? parsed.data : {};
+}
+
+export function demoSoulConfig(): AgentSoulConfig {
+  return AgentSoulConfig.parse({
+    prompt: { system_prompt: 'You are a helpful demo agent. Answer briefly and remember what the user told you.' },
+    model: { provider: 'demo', model: 'demo-1', model_settings: { temperature: 0 } },
+    tools: { core: ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'], plugin: [] },
+    ask_human: { enabled: true },
+    features: { opening_statement: 'Hi! I am the demo agent. Try "/calc 6*7" or "/ask What is your name?".' },
+  });
+}

@@ -1,0 +1,2 @@
+// The workflow bundle's entry: only workflow functions, no I/O.
+export { agentTurn } from './agent-turn.js';
