@@ -1,0 +1,107 @@
+/**
+ * POST /inner/api/agent/llm/invoke (PROTOCOL.md §3): the agent backend's every model call. HTTP only:
+ * key check, body validation, SSE framing and "caller disconnected → abort the provider call";
+ * credentials, credits and streaming live in core/llm/invoke.ts.
+ */
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import type { z } from 'zod';
+import type { Config } from '../../core/config.js';
+import type { PrismaClient } from '../../core/generated/prisma/client.js';
+import { parseEncryptionKey } from '../../core/llm/credentials.js';
+import { createLlmInvoker, type Clock } from '../../core/llm/invoke.js';
+import type { ProviderRegistry } from '../../core/llm/provider.js';
+import type { Logger } from '../../core/logger.js';
+import { InvokeRequest } from '../../core/protocol/inner-llm.js';
+import { startSse, writeSse, writeSseComment } from '../../core/sse.js';
+import { requireInnerApiKey } from './auth.js';
+
+export interface InnerLlmRouterDeps {
+  db: PrismaClient;
+  config: Pick<Config, 'INNER_API_KEY' | 'ENCRYPTION_KEY'>;
+  logger: Logger;
+  providers: ProviderRegistry;
+  clock?: Clock;
+  /** Keep-alive comment interval while a model is slow to answer, ms (default 10 s). */
+  pingMs?: number;
+}
+
+/** Mount at `/inner/api/agent/llm`. */
+export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
+  const log = deps.logger.child({ component: 'inner-llm' });
+  const invoker = createLlmInvoker({
+    db: deps.db,
+    providers: deps.providers,
+    encryptionKey: parseEncryptionKey(deps.config.ENCRYPTION_KEY),
+    logger: log,
+    clock: deps.clock,
+  });
+  const pingMs = deps.pingMs ?? 10_000;
+  const router = express.Router();
+  router.use(requireInnerApiKey(deps.config.INNER_API_KEY));
+
+  router.post('/invoke', express.json({ limit: '20mb' }), async (req: Request, res: Response) => {
+    const parsed = InvokeRequest.safeParse(req.body);
+    if (!parsed.success) {
+      sendError(res, 400, 'invalid_request', formatIssues(parsed.error));
+      return;
+    }
+    // Created before any await so a disconnect during preparation is not missed.
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort(new Error('caller disconnected'));
+    });
+
+    const prepared = await invoker.prepare(parsed.data);
+    if (!prepared.ok) {
+      sendError(res, prepared.status, prepared.code, prepared.message);
+      return;
+    }
+    if (abort.signal.aborted) return;
+
+    startSse(res);
+    const ping = setInterval(() => writeSseComment(res, 'ping'), pingMs);
+    try {
+      for await (const chunk of prepared.run(abort.signal)) {
+        if (abort.signal.aborted) break;
+        if (!writeSse(res, { data: chunk })) await drained(res, abort.signal);
+      }
+    } finally {
+      clearInterval(ping);
+      if (!res.writableEnded) res.end();
+    }
+  });
+
+  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
+    if (res.headersSent) return next(err);
+    const e = err as { type?: string; status?: number; message?: string };
+    if (e.type === 'entity.parse.failed') return sendError(res, 400, 'invalid_request', 'body: not valid JSON');
+    if (e.type === 'entity.too.large') return sendError(res, 413, 'invalid_request', 'body: too large');
+    log.error({ err: e.message ?? String(err) }, 'inner llm invoke failed before streaming');
+    sendError(res, 500, 'internal_error', 'the inner LLM invoke failed; see the api logs');
+  });
+  return router;
+}
+
+function sendError(res: Response, status: number, code: string, message: string): void {
+  res.status(status).json({ code, message, status });
+}
+
+/** `target.model: Invalid input: expected string, received undefined; ...` */
+export function formatIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.join('.') : 'body'}: ${i.message}`)
+    .join('; ');
+}
+
+function drained(res: Response, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    res.on('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * Credits for system-hosted model calls. Each call has a billing request id
+ * (`<invocation_id>:<call_index>`); its CreditLedger row is unique on it, so a replayed call
+ * inserts nothing and charges nothing. Custom-credential calls get a row with `billable = false`
+ * and move no credits. A tenant without a CreditPool is unmetered (rows keep `pool_id = null`).
+ */
+import crypto from 'node:crypto';
+import type { PrismaClient } from '../generated/prisma/client.js';
+
+type Db = Pick<PrismaClient, 'creditPool' | 'creditLedger' | '$transaction'>;
+
+export function billingRequestId(invocationId: string, callIndex: number): string {
+  return `${invocationId}:${callIndex}`;
+}
+
+export type QuotaCheck =
+  | { allowed: true; /** The ledger already has this billing id: the replay will not be charged. */ alreadyBilled: boolean }
+  | { allowed: false; used: bigint; limit: bigint };
+
+/** Before a system-hosted call: refuse when the pool is exhausted (used >= limit), unless this call was already paid for. */
+export async function checkQuota(db: Db, tenantId: string, billingId: string): Promise<QuotaCheck> {
+  const existing = await db.creditLedger.findUnique({ where: { billing_request_id: billingId }, select: { id: true } });
+  if (existing) return { allowed: true, alreadyBilled: true };
+  const pool = await db.creditPool.findUnique({ where: { tenant_id: tenantId }, select: { quota_limit: true, quota_used: true } });
+  if (pool && pool.quota_used >= pool.quota_limit) return { allowed: false, used: pool.quota_used, limit: pool.quota_limit };
+  return { allowed: true, alreadyBilled: false };
+}
+
+export interface LedgerEntry {
+  tenantId: string;
+  billingRequestId: string;
+  agentRunId: string;
+  provider: string;
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  /** Integer micro-units of currency. */
+  credits: bigint;
+  /** Decimal string, at most 7 decimals. */
+  totalPrice: string;
+  currency: string;
+  billable: boolean;
+}
+
+/**
+ * Record a finished call, exactly once per billing request id, in one transaction: insert the
+ * ledger row (ON CONFLICT DO NOTHING) and increment the pool only when the row was inserted.
+ * Returns whether this call inserted the row and how many credits it moved.
+ */
+export async function recordUsage(db: Db, e: LedgerEntry): Promise<{ recorded: boolean; charged: bigint }> {
+  return db.$transaction(async (tx) => {
+    const pool = e.billable
+      ? await tx.creditPool.findUnique({ where: { tenant_id: e.tenantId }, select: { id: true } })
+      : null;
+    const credits = e.billable ? e.credits : 0n;
+    const inserted = await tx.$executeRaw`
+      INSERT INTO credit_ledger
+        (id, tenant_id, pool_id, billing_request_id, agent_run_id, provider, model,
+         prompt_tokens, completion_tokens, credits, total_price, currency, billable)
+      VALUES
+        (${crypto.randomUUID()}::uuid, ${e.tenantId}::uuid, ${pool?.id ?? null}::uuid, ${e.billingRequestId},
+         ${e.agentRunId}, ${e.provider}, ${e.model}, ${e.promptTokens}, ${e.completionTokens},
+         ${credits.toString()}::bigint, ${e.totalPrice}::numeric, ${e.currency}, ${e.billable})
+      ON CONFLICT (billing_request_id) DO NOTHING`;
+    if (inserted === 1 && pool && credits > 0n) {
+      await tx.creditPool.update({ where: { id: pool.id }, data: { quota_used: { increment: credits } } });
+    }
+    return { recorded: inserted === 1, charged: inserted === 1 && pool ? credits : 0n };
+  });
+}

@@ -1,0 +1,40 @@
+/**
+ * Provider failures, named after Dify's InvokeError subclasses. A provider throws `InvokeError`; the
+ * inner API turns it into an error chunk `{code: <negative>, message, data: {error_type, message}}`.
+ */
+import { InvokeErrorType } from '../protocol/inner-llm.js';
+
+export type InvokeErrorKind = (typeof InvokeErrorType.options)[number];
+
+/** Negative chunk codes, one per kind (the HTTP status a client would associate with it, negated). */
+export const INVOKE_ERROR_CODES: Record<InvokeErrorKind, number> = {
+  InvokeBadRequestError: -400,
+  InvokeAuthorizationError: -401,
+  InvokeRateLimitError: -429,
+  InvokeError: -500,
+  InvokeConnectionError: -502,
+  InvokeServerUnavailableError: -503,
+};
+
+export class InvokeError extends Error {
+  readonly errorType: InvokeErrorKind;
+  constructor(errorType: InvokeErrorKind, message: string) {
+    super(message);
+    this.name = errorType;
+    this.errorType = errorType;
+  }
+  get code(): number {
+    return INVOKE_ERROR_CODES[this.errorType];
+  }
+}
+
+export function isInvokeErrorKind(value: string): value is InvokeErrorKind {
+  return (InvokeErrorType.options as readonly string[]).includes(value);
+}
+
+/** Any thrown value as an InvokeError (unknown failures become the generic `InvokeError`). */
+export function toInvokeError(err: unknown): InvokeError {
+  if (err instanceof InvokeError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  return new InvokeError('InvokeError', message || 'model invocation failed');
+}

@@ -1,0 +1,240 @@
+/**
+ * One inner LLM call, transport-free: validate the target, resolve credentials (tenant's own →
+ * unbilled; none → system-hosted and charged), check the credit pool, then stream chunks from the
+ * provider and finish with priced usage, recorded once per billing request id. api/inner/llm.ts
+ * only adds HTTP (auth, SSE, disconnect → abort).
+ */
+import type { Logger } from '../logger.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
+import type { ChunkData, InvokeChunk, InvokeRequestParsed, ToolCall } from '../protocol/inner-llm.js';
+import { Usage } from '../protocol/run.js';
+import { loadCredentials } from './credentials.js';
+import { billingRequestId, checkQuota, recordUsage } from './credits.js';
+import { InvokeError, toInvokeError } from './errors.js';
+import { priceUsage } from './pricing.js';
+import type { FinishReason, LlmProvider, ModelInfo, ProviderCredentials, ProviderRegistry } from './provider.js';
+import { contentText } from './provider.js';
+
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+export interface LlmInvokerDeps {
+  db: PrismaClient;
+  providers: ProviderRegistry;
+  /** Parsed ENCRYPTION_KEY. */
+  encryptionKey: Buffer;
+  logger: Logger;
+  clock?: Clock;
+}
+
+/** A refusal before streaming (HTTP status + error code of PROTOCOL §3). */
+export interface InvokeRefusal {
+  ok: false;
+  status: 400 | 429;
+  code: 'invalid_request' | 'agent_llm_quota_exceeded';
+  message: string;
+}
+
+export interface PreparedInvoke {
+  ok: true;
+  billingRequestId: string;
+  /** True when the tenant's own credentials are used (call recorded unbilled). */
+  customCredentials: boolean;
+  /** Streams the chunks; ends after the final usage chunk or one error chunk. Stops quietly once `signal` aborts. */
+  run(signal: AbortSignal): AsyncGenerator<InvokeChunk>;
+}
+
+export interface LlmInvoker {
+  prepare(req: InvokeRequestParsed): Promise<PreparedInvoke | InvokeRefusal>;
+}
+
+const refuse = (status: 400 | 429, code: InvokeRefusal['code'], message: string): InvokeRefusal => ({ ok: false, status, code, message });
+
+export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
+  const clock = deps.clock ?? systemClock;
+
+  return {
+    async prepare(req) {
+      const { caller, target } = req;
+      const provider = deps.providers.get(target.provider);
+      if (!provider) {
+        const known = deps.providers.list().map((p) => p.name);
+        return refuse(400, 'invalid_request', `target.provider: unknown provider '${target.provider}' (known: ${known.join(', ')})`);
+      }
+      const model = provider.resolveModel(target.model);
+      if (!model) return refuse(400, 'invalid_request', `target.model: provider '${provider.name}' has no model '${target.model}'`);
+      const tools = target.tools ?? [];
+      if (tools.length > 0 && !model.supports_tools) {
+        return refuse(400, 'invalid_request', `target.tools: model '${model.model}' does not support tools`);
+      }
+      const hasImages = target.prompt_messages.some((m) => m.role === 'user' && typeof m.content !== 'string' && m.content.some((p) => p.type === 'image'));
+      if (hasImages && !model.supports_vision) {
+        return refuse(400, 'invalid_request', `target.prompt_messages: model '${model.model}' does not support images`);
+      }
+
+      const credentials = await loadCredentials(deps.db, deps.encryptionKey, caller.tenant_id, provider.name);
+      if (!credentials && !provider.hasSystemCredentials()) {
+        return refuse(
+          400,
+          'invalid_request',
+          `target.provider: '${provider.name}' has no credentials for this tenant and no system-hosted configuration`,
+        );
+      }
+      const billingId = billingRequestId(caller.invocation_id, caller.call_index);
+      if (!credentials) {
+        const quota = await checkQuota(deps.db, caller.tenant_id, billingId);
+        if (!quota.allowed) {
+          return refuse(429, 'agent_llm_quota_exceeded', `the tenant's model credits are used up (${quota.used} of ${quota.limit})`);
+        }
+      }
+      return {
+        ok: true,
+        billingRequestId: billingId,
+        customCredentials: credentials !== null,
+        run: (signal) => runInvoke(deps, clock, req, provider, model, credentials, billingId, signal),
+      };
+    },
+  };
+}
+
+async function* runInvoke(
+  deps: LlmInvokerDeps,
+  clock: Clock,
+  req: InvokeRequestParsed,
+  provider: LlmProvider,
+  model: ModelInfo,
+  credentials: ProviderCredentials | null,
+  billingId: string,
+  signal: AbortSignal,
+): AsyncGenerator<InvokeChunk> {
+  const { caller, target } = req;
+  const log = deps.logger.child({
+    tenant_id: caller.tenant_id,
+    app_id: caller.app_id,
+    agent_run_id: caller.agent_run_id,
+    billing_request_id: billingId,
+    provider: provider.name,
+    model: model.model,
+  });
+  const started = clock.now();
+  let firstTokenAt: number | null = null;
+  let index = 0;
+  let content = '';
+  let reasoning = '';
+  const toolCalls: ToolCall[] = [];
+  let finish: { finish_reason: FinishReason; usage: { prompt_tokens: number; completion_tokens: number } | null } | undefined;
+  const chunk = (delta: ChunkData['delta']): InvokeChunk => ({ code: 0, message: '', data: { model: model.model, delta } });
+  const failure = (err: InvokeError): InvokeChunk => ({
+    code: err.code,
+    message: err.message,
+    data: { error_type: err.errorType, message: err.message },
+  });
+
+  try {
+    const events = provider.invoke({
+      model: model.model,
+      prompt_messages: target.prompt_messages,
+      tools: target.tools ?? [],
+      model_parameters: target.model_parameters,
+      credentials,
+      signal,
+    });
+    for await (const ev of events) {
+      if (signal.aborted) break;
+      if (ev.type === 'finish') {
+        finish = ev;
+        continue;
+      }
+      firstTokenAt ??= clock.now();
+      content += ev.content ?? '';
+      reasoning += ev.reasoning_content ?? '';
+      toolCalls.push(...(ev.tool_calls ?? []));
+      if (target.stream) {
+        const message: ChunkData['delta']['message'] = { content: ev.content ?? '' };
+        if (ev.reasoning_content) message.reasoning_content = ev.reasoning_content;
+        if (ev.tool_calls?.length) message.tool_calls = ev.tool_calls;
+        yield chunk({ index: index++, message });
+      }
+    }
+  } catch (err) {
+    if (!signal.aborted) {
+      const e = toInvokeError(err);
+      log.warn({ error_type: e.errorType, err: e.message }, 'model call failed');
+      yield failure(e);
+      return;
+    }
+  }
+  if (signal.aborted) {
+    // Unfinished calls are not charged; a retry with the same billing id pays once when it completes.
+    log.info({ elapsed_ms: clock.now() - started }, 'model call aborted by the caller');
+    return;
+  }
+  if (!finish) {
+    yield failure(new InvokeError('InvokeError', 'the model stream ended without a finish'));
+    return;
+  }
+  if (!target.stream) {
+    const message: ChunkData['delta']['message'] = { content };
+    if (reasoning) message.reasoning_content = reasoning;
+    if (toolCalls.length) message.tool_calls = toolCalls;
+    yield chunk({ index: index++, message });
+  }
+
+  const tokens = finish.usage ?? {
+    prompt_tokens: estimateTokens(target.prompt_messages.map((m) => contentText(m.content)).join('\n')),
+    completion_tokens: estimateTokens(reasoning + content + toolCalls.map((c) => c.function.name + c.function.arguments).join('')),
+  };
+  const priced = priceUsage(tokens, model.pricing);
+  const ended = clock.now();
+  const usage = Usage.parse({
+    ...priced.usage,
+    latency: (ended - started) / 1000,
+    time_to_first_token: firstTokenAt === null ? null : (firstTokenAt - started) / 1000,
+    model_requests: 1,
+    tool_calls: toolCalls.length,
+  });
+
+  let charged = 0n;
+  try {
+    const r = await recordUsage(deps.db, {
+      tenantId: caller.tenant_id,
+      billingRequestId: billingId,
+      agentRunId: caller.agent_run_id,
+      provider: provider.name,
+      model: model.model,
+      promptTokens: usage.prompt_tokens,
+      completionTokens: usage.completion_tokens,
+      credits: priced.credits,
+      totalPrice: usage.total_price,
+      currency: usage.currency,
+      billable: credentials === null,
+    });
+    charged = r.charged;
+  } catch (err) {
+    // Failing the call (rather than answering unbilled) lets the caller's retry bill it exactly once.
+    log.error({ err: err instanceof Error ? err.message : String(err) }, 'recording model usage failed');
+    yield failure(new InvokeError('InvokeError', 'recording the model usage failed; retry the call'));
+    return;
+  }
+  log.info(
+    {
+      prompt_tokens: usage.prompt_tokens,
+      completion_tokens: usage.completion_tokens,
+      total_price: usage.total_price,
+      credits_charged: charged.toString(),
+      custom_credentials: credentials !== null,
+      latency: usage.latency,
+    },
+    'model call finished',
+  );
+  yield chunk({ index, message: { content: '' }, usage, finish_reason: finish.finish_reason });
+}
+
+/** Rough token estimate (≈4 characters per token) when a model reports no usage. */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
