@@ -81,7 +81,7 @@ export function whitelistModelSettings(settings: Record<string, unknown>): z.inf
 export function demoSoulConfig(): AgentSoulConfig {
   return AgentSoulConfig.parse({
     prompt: { system_prompt: 'You are a helpful demo agent. Answer briefly and remember what the user told you.' },
-    model: { provider: 'demo', model: 'demo-1', model_settings: { temperature: 0 } },
+    model: { provider: 'demo', model: 'demo-chat', model_settings: { temperature: 0 } },
     tools: { core: ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'], plugin: [] },
     ask_human: { enabled: true },
     features: { opening_statement: 'Hi! I am the demo agent. Try "/calc 6*7" or "/ask What is your name?".' },

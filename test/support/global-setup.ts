@@ -1,0 +1,60 @@
+/**
+ * Starts the real infrastructure once per test run: embedded PostgreSQL and the Temporal dev server
+ * (found or installed by the project's locator). Each test file then gets its own database and task
+ * queue, so files run in parallel without sharing state.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startEmbeddedPg } from '../../core/embedded-pg.js';
+import { locateTemporal, startTemporalDevServer } from '../../scripts/temporal.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+// Per run, so a developer's `npm start` or a second test run never collides with this one.
+export const TEST_DATA_DIR = path.join(ROOT, '.data', `test-${process.pid}`);
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgPort: number;
+    temporalAddress: string;
+    temporalBin: string;
+    temporalPort: number;
+    temporalUiPort: number;
+    testDataDir: string;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  fs.rmSync(TEST_DATA_DIR, { recursive: true, force: true });
+  fs.mkdirSync(TEST_DATA_DIR, { recursive: true });
+  const pgPort = await freePort();
+  const temporalPort = await freePort();
+  const temporalUiPort = await freePort();
+  const pg = await startEmbeddedPg({ dir: path.join(TEST_DATA_DIR, 'pg'), port: pgPort });
+  const bin = await locateTemporal({ explicit: process.env.TEMPORAL_CLI_PATH, log: (m) => console.log(`[temporal] ${m}`) });
+  const temporal = await startTemporalDevServer({ bin, dataDir: TEST_DATA_DIR, port: temporalPort, uiPort: temporalUiPort, headless: true });
+  project.provide('pgPort', pgPort);
+  project.provide('temporalAddress', temporal.address);
+  project.provide('temporalBin', bin);
+  project.provide('temporalPort', temporalPort);
+  project.provide('temporalUiPort', temporalUiPort);
+  project.provide('testDataDir', TEST_DATA_DIR);
+  return async () => {
+    await temporal.stop();
+    await pg.stop();
+    fs.rmSync(TEST_DATA_DIR, { recursive: true, force: true });
+  };
+}
