@@ -2,7 +2,7 @@
  * The Temporal worker: runs `agentTurn` workflows and their activities. Scale by running more of these on
  * the same task queue. `npm run worker` (the dev stack starts one in-process).
  */
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from './activities/index.js';
@@ -20,8 +20,28 @@ export interface RunningWorker {
   shutdown: () => Promise<void>;
 }
 
+let runtimeInstalled = false;
+
+/** Routes the SDK's own logs through pino at our level (once per process). */
+function installRuntimeLogger(logger: Logger, level: string): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const sdkLevel: LogLevel = level === 'debug' || level === 'trace' ? 'DEBUG' : level === 'info' ? 'INFO' : 'WARN';
+  try {
+    Runtime.install({
+      logger: new DefaultLogger(sdkLevel, (entry) => {
+        const fn = entry.level === 'ERROR' ? logger.error : entry.level === 'WARN' ? logger.warn : logger.debug;
+        fn.call(logger, { sdk: entry.meta }, entry.message);
+      }),
+    });
+  } catch {
+    /* already installed by the host process */
+  }
+}
+
 export async function startWorker(opts: { config: Config; db: Db; logger: Logger; temporalAddress: string }): Promise<RunningWorker> {
   const { config, db, logger } = opts;
+  installRuntimeLogger(logger, config.LOG_LEVEL);
   const connection = await NativeConnection.connect({ address: opts.temporalAddress });
   const backend = new AgentBackendClient(config.agentBackendUrl, config.AGENT_BACKEND_TOKEN);
   const worker = await Worker.create({

@@ -36,7 +36,8 @@ export function createApiApp(deps: ApiDeps): express.Express {
     res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks });
   });
 
-  for (const m of deps.inner ?? []) app.use(m.path, express.json({ limit: '8mb' }), m.router);
+  // Inner routers parse their own bodies (with their own limits).
+  for (const m of deps.inner ?? []) app.use(m.path, m.router);
 
   const v1 = express.Router();
   v1.use(express.json({ limit: '1mb' }));

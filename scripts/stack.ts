@@ -1,0 +1,214 @@
+/**
+ * Brings up the whole system on one machine: embedded PostgreSQL (unless DATABASE_URL), migrations,
+ * demo data, the Temporal dev server with its UI (unless TEMPORAL_ADDRESS), the api, the reference agent
+ * backend (unless AGENT_BACKEND_URL) and a worker. Used by `npm start`, the integration tests and the
+ * benchmarks, so all three run exactly the same wiring.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import { createAgentBackend } from '../agent-backend/server.js';
+import { PgRunStore } from '../agent-backend/store.js';
+import { createApiApp } from '../api/app.js';
+import { createInnerLlmRouter } from '../api/inner/llm.js';
+import type { Config } from '../core/config.js';
+import { createDb, type Db } from '../core/db.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
+import { EventNotifier } from '../core/event-log.js';
+import { createDefaultProviders } from '../core/llm/providers/index.js';
+import type { Logger } from '../core/logger.js';
+import { applyMigrations } from '../core/migrate.js';
+import { ensureDemoData, type DemoData } from '../core/seed.js';
+import { startWorker, type RunningWorker } from '../worker.js';
+import { locateTemporal, startTemporalDevServer, type DevServer } from './temporal.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface StackOptions {
+  config: Config;
+  logger: Logger;
+  /** Run the worker in this process, as a child process (killable), or not at all. */
+  worker?: 'in-process' | 'child' | 'none';
+  seed?: boolean;
+  /** Database name inside embedded PostgreSQL. */
+  databaseName?: string;
+  headlessTemporal?: boolean;
+}
+
+export interface Stack {
+  config: Config;
+  db: Db;
+  databaseUrl: string;
+  apiUrl: string;
+  agentBackendUrl: string;
+  temporalAddress: string;
+  temporalUiUrl: string | null;
+  temporal: Client;
+  demo: DemoData | null;
+  worker: RunningWorker | null;
+  workerChild: ChildProcess | null;
+  /** Starts a worker child process (after a kill). */
+  startWorkerChild: () => Promise<ChildProcess>;
+  stop: () => Promise<void>;
+}
+
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const { logger } = opts;
+  let config = opts.config;
+  const stops: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const s of stops.reverse()) await s().catch((err) => logger.warn({ err: (err as Error).message }, 'stop step failed'));
+  };
+  try {
+    // PostgreSQL
+    let pg: EmbeddedPg | null = null;
+    let databaseUrl = config.DATABASE_URL;
+    if (!databaseUrl) {
+      pg = await startEmbeddedPg({ dir: path.join(config.dataDir, 'pg'), port: config.EMBEDDED_PG_PORT });
+      stops.push(() => pg!.stop());
+      const name = opts.databaseName ?? 'dify_agent';
+      await pg.ensureDatabase(name);
+      databaseUrl = pg.url(name);
+    }
+    const migrated = await applyMigrations(databaseUrl);
+    if (migrated.applied.length) logger.info({ applied: migrated.applied }, 'migrations applied');
+    config = { ...config, DATABASE_URL: databaseUrl };
+    const db = createDb(databaseUrl, { max: 20 });
+    stops.push(() => db.$disconnect());
+    const demo = opts.seed === false ? null : await ensureDemoData(db, { dataDir: config.dataDir });
+
+    // Temporal
+    let dev: DevServer | null = null;
+    let temporalAddress = config.TEMPORAL_ADDRESS;
+    if (!temporalAddress) {
+      const bin = await locateTemporal({ explicit: config.TEMPORAL_CLI_PATH, log: (m) => logger.info(m) });
+      dev = await startTemporalDevServer({ bin, dataDir: config.dataDir, port: config.TEMPORAL_DEV_PORT, uiPort: config.TEMPORAL_UI_PORT, headless: opts.headlessTemporal });
+      stops.push(() => dev!.stop());
+      temporalAddress = dev.address;
+    }
+    const connection = await Connection.connect({ address: temporalAddress });
+    stops.push(() => connection.close());
+    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    config = { ...config, TEMPORAL_ADDRESS: temporalAddress };
+
+    // api (listening first: the agent backend calls back into it)
+    const notifier = new EventNotifier(databaseUrl, logger);
+    await notifier.start();
+    stops.push(() => notifier.stop());
+    const backendHolder: { url: string } = { url: config.agentBackendUrl };
+    const app = createApiApp({
+      db,
+      temporal,
+      notifier,
+      config,
+      logger: logger.child({ component: 'api' }),
+      inner: [{ path: '/inner/api/agent/llm', router: createInnerLlmRouter({ db, config, logger, providers: createDefaultProviders(config) }) }],
+      ready: async () => ({
+        database: await db.$queryRaw`select 1`.then(() => true, () => false),
+        temporal: await connection.workflowService.getSystemInfo({}).then(() => true, () => false),
+        agent_backend: await fetch(`${backendHolder.url}/healthz`).then((r) => r.ok, () => false),
+      }),
+    });
+    const server = app.listen(config.API_PORT, config.API_HOST);
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+    stops.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+    );
+    const apiUrl = config.API_INTERNAL_URL ?? `http://${config.API_HOST}:${(server.address() as AddressInfo).port}`;
+    config = { ...config, apiUrl };
+
+    // agent backend
+    let agentBackendUrl = config.AGENT_BACKEND_URL;
+    if (!agentBackendUrl) {
+      const store = new PgRunStore(databaseUrl, logger.child({ component: 'agent-backend' }));
+      await store.init();
+      stops.push(() => store.close());
+      const backend = createAgentBackend({ config, logger: logger.child({ component: 'agent-backend' }), store });
+      const running = await backend.start(config.AGENT_BACKEND_PORT, config.AGENT_BACKEND_HOST);
+      stops.push(() => running.close());
+      agentBackendUrl = running.url;
+    }
+    backendHolder.url = agentBackendUrl;
+    config = { ...config, agentBackendUrl, AGENT_BACKEND_URL: agentBackendUrl };
+
+    // worker
+    let worker: RunningWorker | null = null;
+    let workerChild: ChildProcess | null = null;
+    const startWorkerChild = async () => {
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'worker.ts')], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATABASE_URL: databaseUrl,
+          TEMPORAL_ADDRESS: temporalAddress,
+          TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
+          TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE,
+          AGENT_BACKEND_URL: agentBackendUrl,
+          AGENT_BACKEND_TOKEN: config.AGENT_BACKEND_TOKEN,
+          DELTA_DEBOUNCE_MS: String(config.DELTA_DEBOUNCE_MS),
+          STOP_WAIT_MS: String(config.STOP_WAIT_MS),
+          LOG_LEVEL: config.LOG_LEVEL,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout?.on('data', () => undefined);
+      child.stderr?.on('data', (d: Buffer) => logger.debug({ worker_stderr: d.toString().slice(0, 500) }));
+      await new Promise<void>((resolve, reject) => {
+        const onData = (d: Buffer) => {
+          if (d.toString().includes('worker running')) {
+            child.stdout?.off('data', onData);
+            resolve();
+          }
+        };
+        child.stdout?.on('data', onData);
+        child.once('exit', (code) => reject(new Error(`worker child exited with ${code}`)));
+      });
+      workerChild = child;
+      stack.workerChild = child;
+      return child;
+    };
+    const stack: Stack = {
+      config,
+      db,
+      databaseUrl,
+      apiUrl,
+      agentBackendUrl,
+      temporalAddress,
+      temporalUiUrl: dev?.uiUrl ?? null,
+      temporal,
+      demo,
+      worker,
+      workerChild,
+      startWorkerChild,
+      stop,
+    };
+    if ((opts.worker ?? 'in-process') === 'in-process') {
+      worker = await startWorker({ config, db, logger: logger.child({ component: 'worker' }), temporalAddress });
+      stops.push(() => worker!.shutdown());
+      stack.worker = worker;
+    } else if (opts.worker === 'child') {
+      await startWorkerChild();
+      stops.push(async () => {
+        const c = stack.workerChild;
+        if (c && c.exitCode === null && c.signalCode === null) {
+          const done = new Promise((r) => c.once('exit', r));
+          c.kill('SIGTERM');
+          await done;
+        }
+      });
+    }
+    return stack;
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

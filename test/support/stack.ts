@@ -1,0 +1,26 @@
+/** A whole stack per test file on the shared PostgreSQL + Temporal: own database, own task queue. */
+import path from 'node:path';
+import { inject } from 'vitest';
+import { loadConfig, type Env } from '../../core/config.js';
+import { createLogger } from '../../core/logger.js';
+import { startStack, type Stack, type StackOptions } from '../../scripts/stack.js';
+import { freshDatabase } from './db.js';
+
+export async function startTestStack(name: string, opts: { env?: Partial<Env>; worker?: StackOptions['worker'] } = {}): Promise<Stack> {
+  const databaseUrl = await freshDatabase(name);
+  const config = loadConfig(
+    {},
+    {
+      DATA_DIR: path.join(inject('testDataDir'), name),
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_TASK_QUEUE: `tq-${name}-${process.pid}`,
+      API_PORT: 0,
+      AGENT_BACKEND_PORT: 0,
+      DEMO_MODEL_TOKEN_DELAY_MS: 1,
+      LOG_LEVEL: (process.env.TEST_LOG_LEVEL as Env['LOG_LEVEL']) ?? 'silent',
+      ...opts.env,
+    },
+  );
+  return startStack({ config, logger: createLogger(`test-${name}`, config.LOG_LEVEL), worker: opts.worker ?? 'in-process' });
+}
