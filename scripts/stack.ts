@@ -8,16 +8,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import { Connection, type Client } from '@temporalio/client';
 import { createAgentBackend } from '../agent-backend/server.js';
 import { PgRunStore } from '../agent-backend/store.js';
-import { createApiApp } from '../api/app.js';
-import { createInnerLlmRouter } from '../api/inner/llm.js';
+import { createWiredApi } from '../api/wire.js';
 import type { Config } from '../core/config.js';
 import { createDb, type Db } from '../core/db.js';
 import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
 import { EventNotifier } from '../core/event-log.js';
-import { createDefaultProviders } from '../core/llm/providers/index.js';
 import type { Logger } from '../core/logger.js';
 import { applyMigrations } from '../core/migrate.js';
 import { ensureDemoData, type DemoData } from '../core/seed.js';
@@ -90,7 +88,6 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     }
     const connection = await Connection.connect({ address: temporalAddress });
     stops.push(() => connection.close());
-    const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
     config = { ...config, TEMPORAL_ADDRESS: temporalAddress };
 
     // api (listening first: the agent backend calls back into it)
@@ -98,19 +95,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await notifier.start();
     stops.push(() => notifier.stop());
     const backendHolder: { url: string } = { url: config.agentBackendUrl };
-    const app = createApiApp({
-      db,
-      temporal,
-      notifier,
-      config,
-      logger: logger.child({ component: 'api' }),
-      inner: [{ path: '/inner/api/agent/llm', router: createInnerLlmRouter({ db, config, logger, providers: createDefaultProviders(config) }) }],
-      ready: async () => ({
-        database: await db.$queryRaw`select 1`.then(() => true, () => false),
-        temporal: await connection.workflowService.getSystemInfo({}).then(() => true, () => false),
-        agent_backend: await fetch(`${backendHolder.url}/healthz`).then((r) => r.ok, () => false),
-      }),
-    });
+    const { app, temporal } = createWiredApi({ db, connection, notifier, config, logger, agentBackendUrl: () => backendHolder.url });
     const server = app.listen(config.API_PORT, config.API_HOST);
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);

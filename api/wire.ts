@@ -1,0 +1,36 @@
+/** The api with all its routers and readiness checks, as both `npm start` and a standalone replica run it. */
+import { Client, type Connection } from '@temporalio/client';
+import type { Config } from '../core/config.js';
+import type { Db } from '../core/db.js';
+import type { EventNotifier } from '../core/event-log.js';
+import { createDefaultProviders } from '../core/llm/providers/index.js';
+import type { Logger } from '../core/logger.js';
+import { createApiApp } from './app.js';
+import { createInnerLlmRouter } from './inner/llm.js';
+
+export function createWiredApi(deps: {
+  db: Db;
+  connection: Connection;
+  notifier: EventNotifier;
+  config: Config;
+  logger: Logger;
+  /** Where the agent backend is (known only after it started, in the dev stack). */
+  agentBackendUrl: () => string;
+}) {
+  const { db, connection, notifier, config, logger } = deps;
+  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const app = createApiApp({
+    db,
+    temporal,
+    notifier,
+    config,
+    logger: logger.child({ component: 'api' }),
+    inner: [{ path: '/inner/api/agent/llm', router: createInnerLlmRouter({ db, config, logger, providers: createDefaultProviders(config) }) }],
+    ready: async () => ({
+      database: await db.$queryRaw`select 1`.then(() => true, () => false),
+      temporal: await connection.workflowService.getSystemInfo({}).then(() => true, () => false),
+      agent_backend: await fetch(`${deps.agentBackendUrl()}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false),
+    }),
+  });
+  return { app, temporal };
+}
