@@ -1,0 +1,333 @@
+/**
+ * The agent loop: a manual loop over `LanguageModelV3.doStream` (clearer than streamText for
+ * event-by-event publishing, budgets, deferred tools and cancellation).
+ *
+ * Each step sends system instructions + history + this run's messages to the model, publishes the
+ * stream as events, and either ends (no tool calls), dispatches the tool calls and loops, or ends
+ * with a deferred tool call (ask_human). Messages are committed per complete step (assistant message
+ * + its tool results), so history stays well-formed whatever interrupts the run.
+ */
+import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { PromptMessage, ToolCall } from '../core/protocol/inner-llm.js';
+import type { CreateRunRequestParsed, DeferredToolCall, DeferredToolResult, ExecutionContextLayerConfig } from '../core/protocol/run.js';
+import type { RunLimits } from './composition.js';
+import { ModelCallError, RunLimitExceededError } from './errors.js';
+import type { RunEmitter } from './events.js';
+import { difyUsageOf, type ModelCaller } from './model/inner-llm-model.js';
+import { parseToolArgs, toV3Prompt } from './model/prompt.js';
+import type { LayerInstance, ToolOutcome, ToolSpec } from './modules/types.js';
+import type { UsageMeter } from './usage.js';
+
+export type LoopResult =
+  | { kind: 'succeeded'; output: string }
+  | { kind: 'deferred'; call: DeferredToolCall; output: string };
+
+/** Conversation state shared with the run task, so an interrupted run can still save history. */
+export interface LoopState {
+  /** History + this run's committed messages (no system message). */
+  messages: PromptMessage[];
+  /** Text of the model response in progress (not yet committed). */
+  partialText: string;
+  /** Text of the latest model response (committed or not): the partial output on failure. */
+  lastText: string;
+}
+
+export interface LoopContext {
+  runId: string;
+  request: CreateRunRequestParsed;
+  instances: LayerInstance[];
+  modelCaller: ModelCaller;
+  emitter: RunEmitter;
+  signal: AbortSignal;
+  limits: RunLimits;
+  usage: UsageMeter;
+  state: LoopState;
+}
+
+interface StepToolCall {
+  index: number;
+  id: string;
+  name: string;
+  rawArgs: string;
+  args: unknown;
+}
+
+export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
+  const { instances, emitter, signal, usage, state } = ctx;
+  const of = <K extends LayerInstance['capability']['kind']>(kind: K) =>
+    instances.filter((i) => i.capability.kind === kind) as Array<LayerInstance & { capability: Extract<LayerInstance['capability'], { kind: K }> }>;
+
+  const system = of('instructions')
+    .map((i) => i.capability.instructions())
+    .filter((t): t is string => Boolean(t))
+    .join('\n\n');
+  const binding = of('model')[0].capability.binding();
+  const ecLayer = of('execution_context').find((i) => i.name === binding.executionContextLayer);
+  const executionContext: ExecutionContextLayerConfig | null = ecLayer ? ecLayer.capability.context() : null;
+  if (!executionContext) throw new Error(`execution context layer '${binding.executionContextLayer}' is missing`);
+  const model = ctx.modelCaller({
+    runId: ctx.runId,
+    provider: binding.provider,
+    model: binding.model,
+    caller: {
+      tenant_id: executionContext.tenant_id,
+      user_id: executionContext.user_id,
+      user_from: executionContext.user_from,
+      app_id: executionContext.app_id,
+      invoke_from: executionContext.invoke_from,
+      agent_mode: ctx.request.purpose === 'agent_app' ? 'agent' : ctx.request.purpose,
+    },
+  });
+
+  const toolOwners = new Map<string, LayerInstance & { capability: { kind: 'toolset' } }>();
+  const toolSpecs: ToolSpec[] = [];
+  for (const ts of of('toolset')) {
+    for (const spec of ts.capability.tools()) {
+      toolOwners.set(spec.name, ts);
+      toolSpecs.push(spec);
+    }
+  }
+  const v3Tools: LanguageModelV3FunctionTool[] = toolSpecs.map((t) => ({
+    type: 'function',
+    name: t.name,
+    description: t.description,
+    inputSchema: t.parameters as LanguageModelV3FunctionTool['inputSchema'],
+  }));
+
+  // Earlier turns, then close any deferred call left open (resume with its result, or "unavailable").
+  state.messages = [...(of('history')[0]?.capability.messages() ?? [])];
+  const results = ctx.request.deferred_tool_results?.calls ?? {};
+  const closed = closeDanglingToolCalls(state.messages, results);
+  state.messages = closed.messages;
+  for (const c of closed.closed) {
+    await emitter.event('pydantic_ai_event', {
+      event_kind: 'function_tool_result',
+      tool_call_id: c.call.id,
+      tool_name: c.call.function.name,
+      result: c.result,
+      is_error: false,
+    });
+  }
+  const resuming = Boolean(ctx.request.deferred_tool_results);
+  if (!resuming) {
+    const user = of('user_prompt')[0]?.capability.userMessage();
+    if (user) state.messages.push(user);
+  }
+  if (!system && state.messages.length === 0) throw new Error('nothing to send to the model: no instructions, history or user prompt');
+
+  const { settings } = binding;
+  for (;;) {
+    throwIfAborted(signal);
+    if (usage.modelRequests >= ctx.limits.maxModelRequests) {
+      throw new RunLimitExceededError(`the run reached its limit of ${ctx.limits.maxModelRequests} model requests`);
+    }
+    const callIndex = usage.beginModelRequest();
+    const prompt = toV3Prompt([...(system ? [{ role: 'system' as const, content: system }] : []), ...state.messages]);
+    state.partialText = '';
+    const { stream } = await model.doStream({
+      prompt,
+      ...(v3Tools.length ? { tools: v3Tools, toolChoice: { type: 'auto' as const } } : {}),
+      ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
+      ...(settings.top_p !== undefined ? { topP: settings.top_p } : {}),
+      ...(settings.presence_penalty !== undefined ? { presencePenalty: settings.presence_penalty } : {}),
+      ...(settings.frequency_penalty !== undefined ? { frequencyPenalty: settings.frequency_penalty } : {}),
+      ...(settings.max_tokens !== undefined ? { maxOutputTokens: settings.max_tokens } : {}),
+      ...(settings.stop_sequences?.length ? { stopSequences: settings.stop_sequences } : {}),
+      abortSignal: signal,
+      providerOptions: { dify: { call_index: callIndex } },
+    });
+
+    const step = await consumeStep(stream, ctx);
+    const assistant: PromptMessage = {
+      role: 'assistant',
+      content: step.text,
+      ...(step.reasoning ? { reasoning_content: step.reasoning } : {}),
+      ...(step.toolCalls.length
+        ? { tool_calls: step.toolCalls.map((c): ToolCall => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.rawArgs } })) }
+        : {}),
+    };
+    state.lastText = step.text;
+
+    if (step.toolCalls.length === 0) {
+      state.messages.push(assistant);
+      state.partialText = '';
+      return { kind: 'succeeded', output: step.text };
+    }
+    if (usage.toolCalls + step.toolCalls.length > ctx.limits.maxToolCalls) {
+      throw new RunLimitExceededError(`the run reached its limit of ${ctx.limits.maxToolCalls} tool calls`);
+    }
+    usage.toolCalls += step.toolCalls.length;
+
+    const toolMessages: PromptMessage[] = [];
+    let deferred: DeferredToolCall | null = null;
+    for (const call of step.toolCalls) {
+      throwIfAborted(signal);
+      await emitter.event('pydantic_ai_event', {
+        event_kind: 'function_tool_call',
+        index: call.index,
+        tool_call_id: call.id,
+        tool_name: call.name,
+        args: call.args,
+      });
+      let outcome = await dispatchTool(call, toolOwners, ctx, executionContext);
+      if (outcome.kind === 'deferred') {
+        if (!deferred) {
+          deferred = { tool_call_id: call.id, tool_name: call.name, args: outcome.args, metadata: outcome.metadata };
+          continue;
+        }
+        outcome = { kind: 'result', result: 'Only one ask_human call per turn: ask one question at a time.', isError: true };
+      }
+      toolMessages.push({
+        role: 'tool',
+        tool_call_id: call.id,
+        name: call.name,
+        content: typeof outcome.result === 'string' ? outcome.result : JSON.stringify(outcome.result ?? null),
+      });
+      await emitter.event('pydantic_ai_event', {
+        event_kind: 'function_tool_result',
+        index: call.index,
+        tool_call_id: call.id,
+        tool_name: call.name,
+        result: outcome.result,
+        is_error: Boolean(outcome.isError),
+      });
+    }
+    state.messages.push(assistant, ...toolMessages);
+    state.partialText = '';
+    if (deferred) return { kind: 'deferred', call: deferred, output: step.text };
+  }
+}
+
+async function dispatchTool(
+  call: StepToolCall,
+  owners: Map<string, LayerInstance & { capability: { kind: 'toolset' } }>,
+  ctx: LoopContext,
+  executionContext: ExecutionContextLayerConfig,
+): Promise<ToolOutcome> {
+  const owner = owners.get(call.name);
+  if (!owner) return { kind: 'result', result: `Unknown tool '${call.name}'. Available tools: ${[...owners.keys()].join(', ') || 'none'}.`, isError: true };
+  if (typeof call.args === 'string') return { kind: 'result', result: 'The tool arguments are not valid JSON. Call the tool again with a JSON object.', isError: true };
+  try {
+    return await owner.capability.call(call.name, call.args, {
+      runId: ctx.runId,
+      toolCallId: call.id,
+      signal: ctx.signal,
+      executionContext,
+    });
+  } catch (err) {
+    throwIfAborted(ctx.signal);
+    return { kind: 'result', result: `Tool ${call.name} failed: ${(err as Error)?.message ?? String(err)}`, isError: true };
+  }
+}
+
+async function consumeStep(
+  stream: ReadableStream<LanguageModelV3StreamPart>,
+  ctx: LoopContext,
+): Promise<{ text: string; reasoning: string; toolCalls: StepToolCall[] }> {
+  const { emitter, usage, state, signal } = ctx;
+  const reader = stream.getReader();
+  let nextIndex = 0;
+  let textIndex = -1;
+  let reasoningIndex = -1;
+  let text = '';
+  let reasoning = '';
+  const toolCalls: StepToolCall[] = [];
+  // A model that ignores the abort signal must not keep the run alive.
+  const aborted = new Promise<never>((_, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => undefined);
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), aborted]);
+      if (done) break;
+      switch (value.type) {
+        case 'reasoning-start':
+          reasoningIndex = nextIndex++;
+          await emitter.event('pydantic_ai_event', { event_kind: 'part_start', index: reasoningIndex, part: { part_kind: 'thinking', content: '' } });
+          break;
+        case 'reasoning-delta':
+          usage.markFirstToken();
+          reasoning += value.delta;
+          emitter.delta('thinking', reasoningIndex, value.delta);
+          break;
+        case 'reasoning-end':
+          await emitter.event('pydantic_ai_event', { event_kind: 'part_end', index: reasoningIndex, part: { part_kind: 'thinking', content: reasoning } });
+          break;
+        case 'text-start':
+          textIndex = nextIndex++;
+          await emitter.event('pydantic_ai_event', { event_kind: 'part_start', index: textIndex, part: { part_kind: 'text', content: '' } });
+          break;
+        case 'text-delta':
+          usage.markFirstToken();
+          text += value.delta;
+          state.partialText = text;
+          emitter.delta('text', textIndex, value.delta);
+          break;
+        case 'text-end':
+          await emitter.event('pydantic_ai_event', { event_kind: 'part_end', index: textIndex, part: { part_kind: 'text', content: text } });
+          break;
+        case 'tool-call': {
+          usage.markFirstToken();
+          const call: StepToolCall = {
+            index: nextIndex++,
+            id: value.toolCallId || `call_${ctx.runId.slice(0, 8)}_${usage.modelRequests}_${toolCalls.length}`,
+            name: value.toolName,
+            rawArgs: value.input,
+            args: parseToolArgs(value.input),
+          };
+          toolCalls.push(call);
+          await emitter.event('pydantic_ai_event', {
+            event_kind: 'part_start',
+            index: call.index,
+            part: { part_kind: 'tool-call', tool_name: call.name, tool_call_id: call.id, args: call.args },
+          });
+          break;
+        }
+        case 'finish':
+          usage.addModelUsage(difyUsageOf(value.providerMetadata), value.usage);
+          break;
+        case 'error':
+          throw value.error instanceof Error ? value.error : new ModelCallError('InvokeError', String(value.error));
+        default:
+          break;
+      }
+    }
+  } finally {
+    reader.cancel().catch(() => undefined);
+  }
+  throwIfAborted(signal);
+  return { text, reasoning, toolCalls };
+}
+
+/**
+ * Gives every tool call in history without a result one: the deferred result from the request, or
+ * `{status: "unavailable"}` (the form was cancelled or the conversation moved on).
+ */
+export function closeDanglingToolCalls(
+  messages: PromptMessage[],
+  results: Record<string, DeferredToolResult>,
+): { messages: PromptMessage[]; closed: Array<{ call: ToolCall; result: DeferredToolResult }> } {
+  const answered = new Set(messages.filter((m) => m.role === 'tool').map((m) => (m as { tool_call_id: string }).tool_call_id));
+  const out: PromptMessage[] = [];
+  const closed: Array<{ call: ToolCall; result: DeferredToolResult }> = [];
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    out.push(m);
+    if (m.role !== 'assistant' || !m.tool_calls?.length) continue;
+    while (i + 1 < messages.length && messages[i + 1].role === 'tool') out.push(messages[++i]);
+    for (const call of m.tool_calls) {
+      if (answered.has(call.id)) continue;
+      const result: DeferredToolResult = results[call.id] ?? { status: 'unavailable' };
+      out.push({ role: 'tool', tool_call_id: call.id, name: call.function.name, content: JSON.stringify(result) });
+      closed.push({ call, result });
+    }
+  }
+  return { messages: out, closed };
+}
+
+function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw signal.reason;
+}

@@ -1,0 +1,69 @@
+/**
+ * Errors of the agent backend. HTTP errors answer as JSON `{code, message, status}` (the same shape
+ * the api uses); run errors classify how a run ended (terminal event data).
+ */
+import type { z } from 'zod';
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string, code = 'invalid_request') => new HttpError(400, code, message);
+
+/** One readable line per zod issue, each naming the offending path (and unknown keys by name). */
+export function formatZodError(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .map((issue) => {
+      const path = [prefix, ...issue.path.map(String)].filter(Boolean).join('.');
+      const where = path ? `${path}: ` : '';
+      if (issue.code === 'unrecognized_keys') {
+        const keys = (issue as { keys: string[] }).keys;
+        return `${where}unknown field${keys.length > 1 ? 's' : ''} ${keys.map((k) => `'${k}'`).join(', ')}`;
+      }
+      return `${where}${issue.message}`;
+    })
+    .join('; ');
+}
+
+/** A run budget was exhausted (model requests, tool calls): `error_type: agent_run_limit_exceeded`. */
+export class RunLimitExceededError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RunLimitExceededError';
+  }
+}
+
+/**
+ * A model call failed: the inner LLM endpoint answered an error status or streamed a chunk with a
+ * negative code. `errorType` is the Dify InvokeError kind and becomes the run's failure `reason`.
+ */
+export class ModelCallError extends Error {
+  constructor(
+    readonly errorType: string,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ModelCallError';
+  }
+}
+
+/** Why a run's abort signal fired; carried as the AbortSignal reason. */
+export type AbortCause =
+  | { kind: 'cancel'; reason?: string; message?: string }
+  | { kind: 'timeout'; limitMs: number }
+  | { kind: 'shutdown' }
+  /** Test/crash simulation: the process "dies", nothing more is written for the run. */
+  | { kind: 'abandon' };
+
+export function abortCause(signal: AbortSignal): AbortCause | null {
+  if (!signal.aborted) return null;
+  const r = signal.reason as AbortCause | undefined;
+  return r && typeof r === 'object' && 'kind' in r ? r : { kind: 'shutdown' };
+}

@@ -1,0 +1,37 @@
+/**
+ * Entry point of the agent backend: `npm run agent-backend`. Needs DATABASE_URL (the backend keeps
+ * runs and events in its own `agent_backend` schema) and reaches the api at API_INTERNAL_URL.
+ */
+import { loadConfig } from '../core/config.js';
+import { createLogger } from '../core/logger.js';
+import { createAgentBackend } from './server.js';
+import { PgRunStore } from './store.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger('agent-backend', config.LOG_LEVEL);
+  if (!config.DATABASE_URL) {
+    logger.fatal('DATABASE_URL is required (npm start provides embedded PostgreSQL)');
+    process.exit(1);
+  }
+  const store = new PgRunStore(config.DATABASE_URL, logger);
+  await store.init();
+  const backend = createAgentBackend({ config, logger, store });
+  const running = await backend.start();
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'agent backend stopping');
+    await running.close();
+    await store.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

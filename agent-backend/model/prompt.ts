@@ -1,0 +1,118 @@
+/**
+ * Conversion between the two message shapes the backend handles: the inner-LLM `PromptMessage`
+ * (what history stores and what the api's invoke endpoint takes) and the AI SDK `LanguageModelV3Prompt`
+ * (what the agent loop hands to a LanguageModelV3). Both directions are lossless for what we produce.
+ */
+import type {
+  LanguageModelV3FilePart,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3TextPart,
+} from '@ai-sdk/provider';
+import type { PromptMessage, ToolCall } from '../../core/protocol/inner-llm.js';
+
+export function parseToolArgs(args: string): unknown {
+  if (args.trim() === '') return {};
+  try {
+    return JSON.parse(args);
+  } catch {
+    return args;
+  }
+}
+
+const stringifyArgs = (input: unknown): string => (typeof input === 'string' ? input : JSON.stringify(input ?? {}));
+
+export function toV3Prompt(messages: PromptMessage[]): LanguageModelV3Prompt {
+  return messages.map((m): LanguageModelV3Message => {
+    switch (m.role) {
+      case 'system':
+        return { role: 'system', content: m.content };
+      case 'user': {
+        if (typeof m.content === 'string') return { role: 'user', content: [{ type: 'text', text: m.content }] };
+        const parts: Array<LanguageModelV3TextPart | LanguageModelV3FilePart> = m.content.map((c) => {
+          if (c.type === 'text') return { type: 'text', text: c.data };
+          const mediaType = c.mime_type ?? 'image/*';
+          if (c.base64_data) return { type: 'file', mediaType, data: c.base64_data };
+          return { type: 'file', mediaType, data: new URL(c.url ?? 'about:blank') };
+        });
+        return { role: 'user', content: parts };
+      }
+      case 'assistant': {
+        const content: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = [];
+        if (m.reasoning_content) content.push({ type: 'reasoning', text: m.reasoning_content });
+        if (m.content) content.push({ type: 'text', text: m.content });
+        for (const call of m.tool_calls ?? []) {
+          content.push({ type: 'tool-call', toolCallId: call.id, toolName: call.function.name, input: parseToolArgs(call.function.arguments) });
+        }
+        return { role: 'assistant', content };
+      }
+      case 'tool':
+        return {
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: m.tool_call_id, toolName: m.name ?? '', output: { type: 'text', value: m.content } }],
+        };
+    }
+  });
+}
+
+export function fromV3Prompt(prompt: LanguageModelV3Prompt): PromptMessage[] {
+  const out: PromptMessage[] = [];
+  for (const m of prompt) {
+    switch (m.role) {
+      case 'system':
+        out.push({ role: 'system', content: m.content });
+        break;
+      case 'user': {
+        const onlyText = m.content.every((p) => p.type === 'text');
+        if (onlyText) {
+          out.push({ role: 'user', content: m.content.map((p) => (p as LanguageModelV3TextPart).text).join('') });
+          break;
+        }
+        out.push({
+          role: 'user',
+          content: m.content.map((p) => {
+            if (p.type === 'text') return { type: 'text' as const, data: p.text };
+            const mime = p.mediaType === 'image/*' ? undefined : p.mediaType;
+            if (p.data instanceof URL) return { type: 'image' as const, url: p.data.toString(), ...(mime ? { mime_type: mime } : {}) };
+            const base64 = typeof p.data === 'string' ? p.data : Buffer.from(p.data).toString('base64');
+            return { type: 'image' as const, base64_data: base64, ...(mime ? { mime_type: mime } : {}) };
+          }),
+        });
+        break;
+      }
+      case 'assistant': {
+        let text = '';
+        let reasoning = '';
+        const toolCalls: ToolCall[] = [];
+        for (const p of m.content) {
+          if (p.type === 'text') text += p.text;
+          else if (p.type === 'reasoning') reasoning += p.text;
+          else if (p.type === 'tool-call') {
+            toolCalls.push({ id: p.toolCallId, type: 'function', function: { name: p.toolName, arguments: stringifyArgs(p.input) } });
+          }
+        }
+        out.push({
+          role: 'assistant',
+          content: text,
+          ...(reasoning ? { reasoning_content: reasoning } : {}),
+          ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+        });
+        break;
+      }
+      case 'tool':
+        for (const p of m.content) {
+          if (p.type !== 'tool-result') continue;
+          const o = p.output;
+          const content =
+            o.type === 'text' || o.type === 'error-text'
+              ? o.value
+              : o.type === 'json' || o.type === 'error-json'
+                ? JSON.stringify(o.value)
+                : JSON.stringify(o);
+          out.push({ role: 'tool', tool_call_id: p.toolCallId, name: p.toolName, content });
+        }
+        break;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,159 @@
+/**
+ * The run protocol (PROTOCOL §2): create, status, events page, events SSE, cancel.
+ */
+import crypto from 'node:crypto';
+import express, { type Request, type Response, type Router } from 'express';
+import type { Logger } from '../../core/logger.js';
+import { CancelRunRequest, isTerminal, type RunStatus } from '../../core/protocol/run.js';
+import { startSse, writeSse, writeSseComment } from '../../core/sse.js';
+import { planRun, type RunLimits } from '../composition.js';
+import { formatZodError, HttpError } from '../errors.js';
+import type { ModuleRegistry } from '../modules/registry.js';
+import type { RunManager } from '../run-manager.js';
+import type { PgRunStore, RunRow } from '../store.js';
+
+export interface RunRoutesDeps {
+  store: PgRunStore;
+  runs: RunManager;
+  registry: ModuleRegistry;
+  limits: RunLimits;
+  logger: Logger;
+  instanceId: string;
+  pollMs: number;
+  keepAliveMs: number;
+}
+
+const MAX_PAGE = 500;
+const DEFAULT_PAGE = 100;
+
+export function runRoutes(deps: RunRoutesDeps): Router {
+  const { store, runs } = deps;
+  const router = express.Router();
+
+  router.post('/runs', async (req, res) => {
+    // Validation happens entirely before any I/O.
+    const plan = planRun(req.body ?? {}, deps.registry, deps.limits);
+    const { run, created } = await store.createRun({
+      runId: crypto.randomUUID(),
+      idempotencyKey: plan.request.idempotency_key ?? null,
+      purpose: plan.request.purpose,
+      request: plan.request,
+      ownerId: deps.instanceId,
+    });
+    if (created) runs.start(run.run_id, plan);
+    res.status(202).json({ run_id: run.run_id, status: run.status });
+  });
+
+  router.get('/runs/:id', async (req, res) => {
+    const run = await mustGetRun(store, req.params.id);
+    res.json(statusBody(run));
+  });
+
+  router.get('/runs/:id/events', async (req, res) => {
+    const after = parseCursor(req.query.after);
+    const limit = parseLimit(req.query.limit);
+    const run = await mustGetRun(store, req.params.id);
+    const events = await store.listEvents(run.run_id, after, limit);
+    res.json({
+      run_id: run.run_id,
+      events,
+      next_cursor: events.length ? events[events.length - 1].id : req.query.after !== undefined ? String(after) : null,
+    });
+  });
+
+  router.get('/runs/:id/events/sse', async (req, res) => {
+    // Last-Event-ID (a reconnecting EventSource) wins over the `after` of the original URL.
+    const header = req.get('last-event-id');
+    const after = parseCursor(header !== undefined && header !== '' ? header : req.query.after);
+    const run = await mustGetRun(store, req.params.id);
+    await streamEvents(deps, req, res, run.run_id, after);
+  });
+
+  router.post('/runs/:id/cancel', async (req, res) => {
+    const body = CancelRunRequest.safeParse(req.body ?? {});
+    if (!body.success) throw new HttpError(400, 'invalid_request', formatZodError(body.error));
+    const outcome = await store.requestCancel(req.params.id, body.data.reason ?? null, body.data.message ?? null);
+    switch (outcome.kind) {
+      case 'not_found':
+        throw new HttpError(404, 'run_not_found', `run ${req.params.id} not found`);
+      case 'ended':
+        throw new HttpError(409, 'run_already_ended', `run ${req.params.id} already ended as ${outcome.run.status}`);
+      case 'already_cancelled':
+        res.status(200).json({ run_id: outcome.run.run_id, status: 'cancelled' satisfies RunStatus });
+        return;
+      case 'requested':
+        // Owned here: abort now. Owned elsewhere: the NOTIFY (or heartbeat poll) reaches the owner.
+        runs.cancelLocal(outcome.run.run_id, outcome.run.cancel_reason, outcome.run.cancel_message);
+        res.status(202).json({ run_id: outcome.run.run_id, status: outcome.run.status });
+        return;
+    }
+  });
+
+  return router;
+}
+
+async function streamEvents(deps: RunRoutesDeps, req: Request, res: Response, runId: string, after: number): Promise<void> {
+  const waiter = deps.runs.hub.subscribe(runId);
+  let open = true;
+  res.on('close', () => {
+    open = false;
+    waiter.close();
+  });
+  startSse(res);
+  const keepAlive = setInterval(() => writeSseComment(res, 'keep-alive'), deps.keepAliveMs);
+  let cursor = after;
+  try {
+    while (open) {
+      const events = await deps.store.listEvents(runId, cursor, MAX_PAGE);
+      for (const e of events) {
+        if (!open) return;
+        writeSse(res, { id: e.id, event: e.type, data: e });
+        cursor = Number(e.id);
+        if (isTerminal(e)) return;
+      }
+      if (events.length === MAX_PAGE) continue;
+      // No terminal yet: a run that ended without one can only be a deleted run.
+      if (events.length === 0) {
+        const run = await deps.store.getRun(runId);
+        if (!run) return;
+      }
+      await waiter.wait(deps.pollMs);
+    }
+  } catch (err) {
+    deps.logger.warn({ err, runId }, 'agent backend: SSE stream failed');
+  } finally {
+    clearInterval(keepAlive);
+    waiter.close();
+    if (!res.writableEnded) res.end();
+  }
+}
+
+async function mustGetRun(store: PgRunStore, runId: string): Promise<RunRow> {
+  const run = await store.getRun(runId);
+  if (!run) throw new HttpError(404, 'run_not_found', `run ${runId} not found`);
+  return run;
+}
+
+function statusBody(run: RunRow) {
+  return {
+    run_id: run.run_id,
+    status: run.status,
+    created_at: run.created_at,
+    updated_at: run.updated_at,
+    error: run.error,
+    error_type: run.error_type,
+  };
+}
+
+function parseCursor(v: unknown): number {
+  if (v === undefined || v === '') return 0;
+  if (typeof v !== 'string' || !/^\d{1,15}$/.test(v)) throw new HttpError(400, 'invalid_request', 'after must be an event id (a decimal number)');
+  return Number(v);
+}
+
+function parseLimit(v: unknown): number {
+  if (v === undefined || v === '') return DEFAULT_PAGE;
+  const n = typeof v === 'string' && /^\d{1,4}$/.test(v) ? Number(v) : NaN;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE) throw new HttpError(400, 'invalid_request', `limit must be an integer from 1 to ${MAX_PAGE}`);
+  return n;
+}

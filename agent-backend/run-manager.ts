@@ -1,0 +1,159 @@
+/**
+ * The runs this process owns: starts their tasks, enforces the wall-clock limit, delivers cancel
+ * requests (local, via NOTIFY from other replicas, or via the heartbeat poll), heartbeats, fails runs
+ * whose owner process stopped heartbeating (`backend_restarted`) and deletes expired runs.
+ */
+import type { Logger } from '../core/logger.js';
+import type { RunPlan } from './composition.js';
+import type { AbortCause } from './errors.js';
+import { EventHub, RunEmitter, type CoalesceOptions } from './events.js';
+import type { ModelCaller } from './model/inner-llm-model.js';
+import type { PluginToolResolver } from './modules/types.js';
+import { executeRun } from './run-task.js';
+import type { PgRunStore } from './store.js';
+
+export interface RunManagerOptions {
+  instanceId: string;
+  coalesce: CoalesceOptions;
+  heartbeatMs: number;
+  staleAfterMs: number;
+  reapIntervalMs: number;
+  retentionHours: number;
+  retentionIntervalMs: number;
+}
+
+interface ActiveRun {
+  controller: AbortController;
+  emitter: RunEmitter;
+  done: Promise<void>;
+}
+
+export class RunManager {
+  private readonly active = new Map<string, ActiveRun>();
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    private readonly store: PgRunStore,
+    readonly hub: EventHub,
+    private readonly modelCaller: ModelCaller,
+    private readonly toolResolver: PluginToolResolver,
+    private readonly logger: Logger,
+    readonly options: RunManagerOptions,
+  ) {}
+
+  get activeRunIds(): string[] {
+    return [...this.active.keys()];
+  }
+
+  start(runId: string, plan: RunPlan): void {
+    const controller = new AbortController();
+    const emitter = new RunEmitter(
+      this.store,
+      runId,
+      this.options.coalesce,
+      {
+        onAppended: (id) => this.hub.notify(id),
+        onRunEndedElsewhere: () => controller.abort({ kind: 'abandon' } satisfies AbortCause),
+      },
+      this.logger,
+    );
+    const limitMs = plan.limits.maxWallClockMs;
+    const timer = setTimeout(() => controller.abort({ kind: 'timeout', limitMs } satisfies AbortCause), limitMs);
+    const done = executeRun({
+      runId,
+      plan,
+      emitter,
+      signal: controller.signal,
+      modelCaller: this.modelCaller,
+      toolResolver: this.toolResolver,
+      logger: this.logger.child({ runId }),
+    })
+      .catch((err) => this.logger.error({ err, runId }, 'agent backend: run task crashed'))
+      .finally(async () => {
+        clearTimeout(timer);
+        await emitter.drain();
+        this.active.delete(runId);
+      });
+    this.active.set(runId, { controller, emitter, done });
+  }
+
+  /** Aborts a run this process owns; false when it runs elsewhere (or not at all). */
+  cancelLocal(runId: string, reason: string | null, message: string | null): boolean {
+    const run = this.active.get(runId);
+    if (!run) return false;
+    if (!run.controller.signal.aborted) {
+      run.controller.abort({ kind: 'cancel', reason: reason ?? undefined, message: message ?? undefined } satisfies AbortCause);
+    }
+    return true;
+  }
+
+  /** A cancel recorded by another replica (NOTIFY or heartbeat poll). */
+  async onRemoteCancel(runId: string): Promise<void> {
+    const run = this.active.get(runId);
+    if (!run || run.controller.signal.aborted) return;
+    const row = await this.store.getRun(runId);
+    if (row?.cancel_requested) this.cancelLocal(runId, row.cancel_reason, row.cancel_message);
+  }
+
+  /** Starts heartbeat, stale-run reaping and retention; reaps once right away. */
+  startBackground(): void {
+    const every = (ms: number, fn: () => Promise<void>) => {
+      const t = setInterval(() => void fn().catch((err) => this.logger.warn({ err }, 'agent backend: background task failed')), ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(this.options.heartbeatMs, () => this.heartbeat());
+    every(this.options.reapIntervalMs, async () => void (await this.reapStale()));
+    every(this.options.retentionIntervalMs, () => this.deleteExpired());
+    void this.reapStale().catch((err) => this.logger.warn({ err }, 'agent backend: reaping stale runs failed'));
+    void this.deleteExpired().catch((err) => this.logger.warn({ err }, 'agent backend: retention failed'));
+  }
+
+  async heartbeat(): Promise<void> {
+    const rows = await this.store.heartbeat(this.options.instanceId);
+    for (const r of rows) if (r.cancelRequested) await this.onRemoteCancel(r.runId);
+  }
+
+  /** Ends runs whose owner stopped heartbeating with `run_failed` reason `backend_restarted`. */
+  async reapStale(): Promise<string[]> {
+    const ids = await this.store.findStaleRuns(this.options.staleAfterMs, this.options.instanceId);
+    const reaped: string[] = [];
+    for (const runId of ids) {
+      const error = 'the agent backend process running this run stopped before it finished';
+      const stored = await this.store.appendEvent(
+        runId,
+        'run_failed',
+        { error, error_type: null, reason: 'backend_restarted', session_snapshot: null, usage: null },
+        { status: 'failed', error },
+        { staleAfterMs: this.options.staleAfterMs },
+      );
+      if (stored) {
+        reaped.push(runId);
+        this.hub.notify(runId);
+        this.logger.warn({ runId }, 'agent backend: failed a run whose owner stopped (backend_restarted)');
+      }
+    }
+    return reaped;
+  }
+
+  async deleteExpired(): Promise<void> {
+    const n = await this.store.deleteExpired(this.options.retentionHours);
+    if (n) this.logger.info({ deleted: n }, 'agent backend: deleted expired runs');
+  }
+
+  /**
+   * Stops the background work. `graceful`: running runs end with `run_failed` reason
+   * `backend_restarted` (snapshot included). `abandon`: nothing more is written — a crash, as the
+   * restart path (another process reaping the stale runs) sees it.
+   */
+  async shutdown(mode: 'graceful' | 'abandon' = 'graceful'): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    const runs = [...this.active.values()];
+    for (const r of runs) {
+      if (mode === 'abandon') r.emitter.detach();
+      if (!r.controller.signal.aborted) r.controller.abort({ kind: mode === 'abandon' ? 'abandon' : 'shutdown' } satisfies AbortCause);
+    }
+    await Promise.all(runs.map((r) => r.done));
+  }
+}

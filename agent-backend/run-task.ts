@@ -1,0 +1,182 @@
+/**
+ * One run from `run_started` to its single terminal event: enter the layers (acquiring resources),
+ * run the agent loop, write state back, exit every entered layer and release resources in `finally`
+ * (also on failure and cancellation), build the session snapshot, and classify the outcome.
+ */
+import type { Logger } from '../core/logger.js';
+import type { SessionSnapshot, Usage } from '../core/protocol/run.js';
+import { runAgentLoop, type LoopResult, type LoopState } from './agent-loop.js';
+import { instantiate, type RunPlan } from './composition.js';
+import { abortCause, ModelCallError, RunLimitExceededError } from './errors.js';
+import type { RunEmitter } from './events.js';
+import type { ModelCaller } from './model/inner-llm-model.js';
+import type { LayerInstance, PluginToolResolver, RunResources } from './modules/types.js';
+import { UsageMeter } from './usage.js';
+
+export interface RunTaskInput {
+  runId: string;
+  plan: RunPlan;
+  emitter: RunEmitter;
+  signal: AbortSignal;
+  modelCaller: ModelCaller;
+  toolResolver: PluginToolResolver;
+  logger: Logger;
+}
+
+/** Leases acquired by modules during a run, released in reverse order when the run ends. */
+class ResourceScope implements RunResources {
+  private readonly leases: Array<{ key: string; value: unknown; release: () => Promise<void> | void }> = [];
+  acquire<T>(key: string, value: T, release: () => Promise<void> | void): T {
+    this.leases.push({ key, value, release });
+    return value;
+  }
+  get<T>(key: string): T | undefined {
+    return this.leases.find((l) => l.key === key)?.value as T | undefined;
+  }
+  async releaseAll(logger: Logger): Promise<boolean> {
+    let ok = true;
+    while (this.leases.length) {
+      const lease = this.leases.pop()!;
+      try {
+        await lease.release();
+      } catch (err) {
+        ok = false;
+        logger.error({ err, resource: lease.key }, 'agent backend: releasing a resource failed');
+      }
+    }
+    return ok;
+  }
+}
+
+export async function executeRun(input: RunTaskInput): Promise<void> {
+  const { runId, plan, emitter, signal, logger } = input;
+  const usage = new UsageMeter();
+  const state: LoopState = { messages: [], partialText: '', lastText: '' };
+  const resources = new ResourceScope();
+  let instances: LayerInstance[] = [];
+  const entered: LayerInstance[] = [];
+  let result: LoopResult | undefined;
+  let failure: unknown;
+  let exitedCleanly = false;
+
+  try {
+    await emitter.event('run_started', {});
+    instances = instantiate(plan, { runId, logger, toolResolver: input.toolResolver, resources });
+    for (const layer of instances) {
+      await layer.enter?.();
+      entered.push(layer);
+    }
+    result = await runAgentLoop({
+      runId,
+      request: plan.request,
+      instances,
+      modelCaller: input.modelCaller,
+      emitter,
+      signal,
+      limits: plan.limits,
+      usage,
+      state,
+    });
+  } catch (err) {
+    failure = err;
+  } finally {
+    // Explicit state write-back: the conversation, plus the interrupted response's text if any.
+    const history = instances.find((i) => i.capability.kind === 'history');
+    if (history?.capability.kind === 'history' && entered.length === instances.length && state.messages.length) {
+      const messages = state.partialText ? [...state.messages, { role: 'assistant' as const, content: state.partialText }] : state.messages;
+      history.capability.save(messages);
+    }
+    exitedCleanly = entered.length === instances.length && instances.length > 0;
+    for (const layer of [...entered].reverse()) {
+      try {
+        await layer.exit?.();
+      } catch (err) {
+        exitedCleanly = false;
+        logger.error({ err, runId, layer: layer.name }, 'agent backend: layer exit failed');
+      }
+    }
+    if (!(await resources.releaseAll(logger))) exitedCleanly = false;
+  }
+
+  const cause = abortCause(signal);
+  if (cause?.kind === 'abandon') {
+    emitter.detach();
+    return;
+  }
+  const snapshot = exitedCleanly ? buildSnapshot(plan, instances, logger) : null;
+  const u: Usage = usage.snapshot();
+  // Partial output: the interrupted response's text, else the latest complete one.
+  const output = state.partialText || state.lastText;
+
+  if (!failure && result) {
+    if (!snapshot) {
+      await emitter.terminal(
+        'run_failed',
+        { error: 'the run finished but its layers did not exit cleanly', reason: 'layer_exit_failed', session_snapshot: null, usage: u, output },
+        { status: 'failed', error: 'the run finished but its layers did not exit cleanly' },
+      );
+      return;
+    }
+    const finalOutput = finalize(instances, result.output);
+    const data =
+      result.kind === 'deferred'
+        ? { session_snapshot: snapshot, usage: u, deferred_tool_call: result.call, output: finalOutput }
+        : { session_snapshot: snapshot, usage: u, output: finalOutput };
+    await emitter.terminal('run_succeeded', data, { status: 'succeeded' });
+    return;
+  }
+
+  if (cause?.kind === 'cancel') {
+    await emitter.terminal(
+      'run_cancelled',
+      { reason: cause.reason ?? null, message: cause.message ?? null, session_snapshot: snapshot, usage: u, output },
+      { status: 'cancelled' },
+    );
+    return;
+  }
+  let error: string;
+  let reason: string | null = null;
+  let errorType: string | null = null;
+  if (cause?.kind === 'timeout') {
+    error = `the run exceeded its wall-clock limit of ${cause.limitMs} ms`;
+    reason = 'run_timeout';
+  } else if (cause?.kind === 'shutdown') {
+    error = 'the agent backend shut down while the run was in progress';
+    reason = 'backend_restarted';
+  } else if (failure instanceof RunLimitExceededError) {
+    error = failure.message;
+    errorType = 'agent_run_limit_exceeded';
+  } else if (failure instanceof ModelCallError) {
+    error = failure.message;
+    reason = failure.errorType;
+  } else {
+    error = (failure as Error)?.message ?? String(failure);
+    reason = 'internal_error';
+    logger.error({ err: failure, runId }, 'agent backend: run failed unexpectedly');
+  }
+  await emitter.terminal(
+    'run_failed',
+    { error, error_type: errorType, reason, session_snapshot: snapshot, usage: u, output },
+    { status: 'failed', error, error_type: errorType },
+  );
+}
+
+function finalize(instances: LayerInstance[], text: string): string {
+  const out = instances.find((i) => i.capability.kind === 'output');
+  return out?.capability.kind === 'output' ? out.capability.finalize(text) : text;
+}
+
+/** One entry per composition layer, in order; states validated by their module schemas. */
+function buildSnapshot(plan: RunPlan, instances: LayerInstance[], logger: Logger): SessionSnapshot | null {
+  const lifecycle = plan.request.on_exit.default === 'delete' ? 'closed' : 'suspended';
+  const layers: SessionSnapshot['layers'] = [];
+  for (let i = 0; i < instances.length; i++) {
+    const parsed = plan.layers[i].module.stateSchema.safeParse(instances[i].state);
+    if (!parsed.success) {
+      logger.error({ layer: instances[i].name, issues: parsed.error.issues }, 'agent backend: layer state does not match its schema');
+      return null;
+    }
+    layers.push({ name: instances[i].name, lifecycle_state: lifecycle, runtime_state: parsed.data as Record<string, unknown> });
+  }
+  return { schema_version: 1, layers };
+}

@@ -1,0 +1,178 @@
+/**
+ * The agent backend service: the run protocol (PROTOCOL §2) behind the backend bearer token, and the
+ * agent stub (PROTOCOL §4) behind per-run stub tokens. Runs execute in this process; their events go
+ * to PostgreSQL so any replica can serve them.
+ */
+import crypto from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { Config } from '../core/config.js';
+import type { Logger } from '../core/logger.js';
+import type { RunLimits } from './composition.js';
+import { HttpError } from './errors.js';
+import { EventHub } from './events.js';
+import { createInnerLlmCaller, type ModelCaller } from './model/inner-llm-model.js';
+import { createRegistry, type ModuleRegistry } from './modules/registry.js';
+import { noPluginTools, type PluginToolResolver } from './modules/types.js';
+import { RunManager } from './run-manager.js';
+import { runRoutes } from './routes/runs.js';
+import { stubRoutes } from './routes/stub.js';
+import type { PgRunStore } from './store.js';
+
+export interface AgentBackendOptions {
+  /** Identifies this process as the owner of the runs it starts. */
+  instanceId: string;
+  heartbeatMs: number;
+  /** A running run whose owner has not heartbeated for this long fails with `backend_restarted`. */
+  staleAfterMs: number;
+  reapIntervalMs: number;
+  retentionIntervalMs: number;
+  /** SSE poll fallback when no NOTIFY arrives. */
+  pollMs: number;
+  keepAliveMs: number;
+}
+
+export interface AgentBackendDeps {
+  config: Config;
+  logger: Logger;
+  store: PgRunStore;
+  /** Model factory; default: the api's inner LLM endpoint at `config.apiUrl`. */
+  llm?: ModelCaller;
+  toolResolver?: PluginToolResolver;
+  registry?: ModuleRegistry;
+  /** fetch used by the agent stub (and the default model). */
+  fetch?: typeof fetch;
+  options?: Partial<AgentBackendOptions>;
+}
+
+export interface RunningBackend {
+  url: string;
+  port: number;
+  /** `abandonRuns` simulates a crash: running runs are left as they are (for the restart path). */
+  close(opts?: { abandonRuns?: boolean }): Promise<void>;
+}
+
+export function createAgentBackend(deps: AgentBackendDeps) {
+  const { config, logger, store } = deps;
+  const options: AgentBackendOptions = {
+    instanceId: `${process.pid}-${crypto.randomUUID()}`,
+    heartbeatMs: 5_000,
+    staleAfterMs: 30_000,
+    reapIntervalMs: 10_000,
+    retentionIntervalMs: 3_600_000,
+    pollMs: 1_000,
+    keepAliveMs: config.SSE_PING_MS,
+    ...deps.options,
+  };
+  const limits: RunLimits = {
+    maxModelRequests: config.RUN_MAX_MODEL_REQUESTS,
+    maxToolCalls: config.RUN_MAX_TOOL_CALLS,
+    maxWallClockMs: config.RUN_MAX_WALL_CLOCK_MS,
+  };
+  const hub = new EventHub();
+  const modelCaller = deps.llm ?? createInnerLlmCaller({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch });
+  const runs = new RunManager(store, hub, modelCaller, deps.toolResolver ?? noPluginTools, logger, {
+    instanceId: options.instanceId,
+    coalesce: { ms: config.BACKEND_DELTA_COALESCE_MS, chars: config.BACKEND_DELTA_COALESCE_CHARS },
+    heartbeatMs: options.heartbeatMs,
+    staleAfterMs: options.staleAfterMs,
+    reapIntervalMs: options.reapIntervalMs,
+    retentionHours: config.RUN_RETENTION_HOURS,
+    retentionIntervalMs: options.retentionIntervalMs,
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(express.json({ limit: '25mb' }));
+  app.get('/healthz', (_req, res) => {
+    res.json({ ok: true, instance_id: options.instanceId, active_runs: runs.activeRunIds.length });
+  });
+  app.use(
+    stubRoutes({
+      store,
+      logger,
+      apiUrl: config.apiUrl,
+      innerApiKey: config.INNER_API_KEY,
+      tokenSecret: config.AGENT_BACKEND_TOKEN,
+      fetch: deps.fetch,
+    }),
+  );
+  app.use('/runs', bearerAuth(config.AGENT_BACKEND_TOKEN));
+  app.use(
+    runRoutes({
+      store,
+      runs,
+      registry: deps.registry ?? createRegistry(),
+      limits,
+      logger,
+      instanceId: options.instanceId,
+      pollMs: options.pollMs,
+      keepAliveMs: options.keepAliveMs,
+    }),
+  );
+  app.use((_req: Request, _res: Response, next: NextFunction) => next(new HttpError(404, 'not_found', 'no such route')));
+  app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const e = toHttpError(err);
+    if (e.status >= 500) logger.error({ err }, 'agent backend: request failed');
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(e.status).json({ code: e.code, message: e.message, status: e.status });
+  });
+
+  let background = false;
+  const startBackground = async () => {
+    if (background) return;
+    background = true;
+    await store.listen({ onEvents: (runId) => hub.notify(runId), onCancel: (runId) => void runs.onRemoteCancel(runId) });
+    runs.startBackground();
+  };
+
+  return {
+    app,
+    runs,
+    instanceId: options.instanceId,
+    async start(port = config.AGENT_BACKEND_PORT, host = config.AGENT_BACKEND_HOST): Promise<RunningBackend> {
+      await startBackground();
+      const server = app.listen(port, host);
+      await new Promise<void>((resolve, reject) => {
+        server.once('listening', resolve);
+        server.once('error', reject);
+      });
+      const actual = (server.address() as AddressInfo).port;
+      const url = `http://${host.includes(':') ? `[${host}]` : host}:${actual}`;
+      logger.info({ url, instanceId: options.instanceId }, 'agent backend listening');
+      return {
+        url,
+        port: actual,
+        close: async (opts = {}) => {
+          server.close();
+          server.closeAllConnections();
+          await runs.shutdown(opts.abandonRuns ? 'abandon' : 'graceful');
+        },
+      };
+    },
+  };
+}
+
+export type AgentBackend = ReturnType<typeof createAgentBackend>;
+
+function bearerAuth(token: string) {
+  const expected = Buffer.from(token);
+  return (req: Request, _res: Response, next: NextFunction) => {
+    const m = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '');
+    const given = Buffer.from(m ? m[1].trim() : '');
+    if (given.length === expected.length && crypto.timingSafeEqual(given, expected)) return next();
+    next(new HttpError(401, 'unauthorized', 'a valid backend bearer token is required'));
+  };
+}
+
+function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  const e = err as { status?: number; type?: string; message?: string };
+  if (e?.type === 'entity.parse.failed') return new HttpError(400, 'invalid_request', 'the request body is not valid JSON');
+  if (e?.type === 'entity.too.large') return new HttpError(413, 'payload_too_large', 'the request body is too large');
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, 'invalid_request', e.message ?? 'bad request');
+  return new HttpError(500, 'internal_error', 'internal error');
+}

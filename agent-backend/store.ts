@@ -1,0 +1,334 @@
+/**
+ * Run store: runs and their events in PostgreSQL, in the backend's own schema `agent_backend`, so any
+ * replica can serve any run. Events are numbered per run by a counter on the run row, and the append
+ * is one statement that also checks the run is still running: the first terminal event wins and
+ * nothing is appended after it. Live fan-out uses LISTEN/NOTIFY on one connection per process.
+ */
+import pg from 'pg';
+import type { Logger } from '../core/logger.js';
+import type { RunStatus } from '../core/protocol/run.js';
+
+const { Pool, Client } = pg;
+
+export const SCHEMA = 'agent_backend';
+const EVENTS_CHANNEL = 'agent_backend_events';
+const CANCEL_CHANNEL = 'agent_backend_cancel';
+
+export interface RunRow {
+  run_id: string;
+  idempotency_key: string | null;
+  status: RunStatus;
+  purpose: string;
+  request: unknown;
+  error: string | null;
+  error_type: string | null;
+  owner_id: string;
+  cancel_requested: boolean;
+  cancel_reason: string | null;
+  cancel_message: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface StoredEvent {
+  id: string;
+  run_id: string;
+  type: string;
+  data: unknown;
+  created_at: string;
+}
+
+export interface TerminalUpdate {
+  status: Exclude<RunStatus, 'running'>;
+  error?: string | null;
+  error_type?: string | null;
+}
+
+export type CancelOutcome =
+  | { kind: 'requested'; run: RunRow }
+  | { kind: 'already_cancelled'; run: RunRow }
+  | { kind: 'ended'; run: RunRow }
+  | { kind: 'not_found' };
+
+export interface StoreListener {
+  onEvents(runId: string): void;
+  onCancel(runId: string): void;
+}
+
+const DDL = `
+create schema if not exists ${SCHEMA};
+create table if not exists ${SCHEMA}.runs (
+  run_id text primary key,
+  idempotency_key text unique,
+  status text not null,
+  purpose text not null,
+  request jsonb not null,
+  error text,
+  error_type text,
+  last_seq bigint not null default 0,
+  owner_id text not null,
+  heartbeat_at timestamptz not null default now(),
+  cancel_requested_at timestamptz,
+  cancel_reason text,
+  cancel_message text,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now()
+);
+create index if not exists runs_running_heartbeat_idx on ${SCHEMA}.runs (heartbeat_at) where status = 'running';
+create index if not exists runs_created_at_idx on ${SCHEMA}.runs (created_at);
+create table if not exists ${SCHEMA}.events (
+  run_id text not null references ${SCHEMA}.runs (run_id) on delete cascade,
+  seq bigint not null,
+  type text not null,
+  data jsonb not null,
+  created_at timestamptz not null default now(),
+  primary key (run_id, seq)
+);
+`;
+
+const RUN_COLUMNS = `run_id, idempotency_key, status, purpose, request, error, error_type, owner_id,
+  cancel_requested_at is not null as cancel_requested, cancel_reason, cancel_message, created_at, updated_at`;
+
+export class PgRunStore {
+  private readonly pool: pg.Pool;
+  private listenClient: pg.Client | null = null;
+  private listener: StoreListener | null = null;
+  private closed = false;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly connectionString: string,
+    private readonly logger: Logger,
+    poolSize = 10,
+  ) {
+    this.pool = new Pool({ connectionString, max: poolSize });
+    // An idle client losing its connection must not crash the process.
+    this.pool.on('error', (err) => this.logger.warn({ err }, 'agent backend store: idle connection error'));
+  }
+
+  /** Creates the schema idempotently; an advisory lock keeps concurrently starting replicas apart. */
+  async init(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query(`select pg_advisory_lock(hashtext('agent_backend.schema'))`);
+      try {
+        await client.query(DDL);
+      } finally {
+        await client.query(`select pg_advisory_unlock(hashtext('agent_backend.schema'))`);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Inserts a run, or returns the existing one for the same idempotency key (race-safe). */
+  async createRun(input: {
+    runId: string;
+    idempotencyKey: string | null;
+    purpose: string;
+    request: unknown;
+    ownerId: string;
+  }): Promise<{ run: RunRow; created: boolean }> {
+    const inserted = await this.pool.query(
+      `insert into ${SCHEMA}.runs (run_id, idempotency_key, status, purpose, request, owner_id)
+       values ($1, $2, 'running', $3, $4::jsonb, $5)
+       on conflict (idempotency_key) do nothing
+       returning ${RUN_COLUMNS}`,
+      [input.runId, input.idempotencyKey, input.purpose, JSON.stringify(input.request), input.ownerId],
+    );
+    if (inserted.rowCount === 1) return { run: toRun(inserted.rows[0]), created: true };
+    const existing = await this.pool.query(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where idempotency_key = $1`, [
+      input.idempotencyKey,
+    ]);
+    if (existing.rowCount !== 1) throw new Error('idempotent run create: conflicting run vanished');
+    return { run: toRun(existing.rows[0]), created: false };
+  }
+
+  async getRun(runId: string): Promise<RunRow | null> {
+    const r = await this.pool.query(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where run_id = $1`, [runId]);
+    return r.rowCount === 1 ? toRun(r.rows[0]) : null;
+  }
+
+  /**
+   * Appends one event while the run is running; a terminal event also ends the run. Returns null when
+   * the run has already ended (or, with `staleBeforeMs`, when its owner heartbeat is fresh).
+   */
+  async appendEvent(
+    runId: string,
+    type: string,
+    data: unknown,
+    terminal?: TerminalUpdate,
+    opts: { staleAfterMs?: number } = {},
+  ): Promise<StoredEvent | null> {
+    const staleClause = opts.staleAfterMs !== undefined ? `and heartbeat_at < now() - make_interval(secs => $7::double precision / 1000)` : '';
+    const params: unknown[] = [
+      runId,
+      type,
+      JSON.stringify(data),
+      terminal?.status ?? null,
+      terminal?.error ?? null,
+      terminal?.error_type ?? null,
+    ];
+    if (opts.staleAfterMs !== undefined) params.push(opts.staleAfterMs);
+    const r = await this.pool.query(
+      `with r as (
+         update ${SCHEMA}.runs
+            set last_seq = last_seq + 1,
+                updated_at = now(),
+                status = coalesce($4, status),
+                error = case when $4::text is null then error else $5 end,
+                error_type = case when $4::text is null then error_type else $6 end
+          where run_id = $1 and status = 'running' ${staleClause}
+          returning last_seq
+       ), ins as (
+         insert into ${SCHEMA}.events (run_id, seq, type, data)
+         select $1, last_seq, $2, $3::jsonb from r
+         returning seq, created_at
+       )
+       select ins.seq::text as seq, ins.created_at, pg_notify('${EVENTS_CHANNEL}', $1) from ins`,
+      params,
+    );
+    if (r.rowCount !== 1) return null;
+    return { id: r.rows[0].seq, run_id: runId, type, data, created_at: iso(r.rows[0].created_at) };
+  }
+
+  /** Events after the exclusive cursor, ordered. */
+  async listEvents(runId: string, after: number, limit: number): Promise<StoredEvent[]> {
+    const r = await this.pool.query(
+      `select seq::text as seq, type, data, created_at from ${SCHEMA}.events
+        where run_id = $1 and seq > $2 order by seq limit $3`,
+      [runId, after, limit],
+    );
+    return r.rows.map((row) => ({ id: row.seq, run_id: runId, type: row.type, data: row.data, created_at: iso(row.created_at) }));
+  }
+
+  /** Records a cancel intent; the owning process is woken through NOTIFY (and its heartbeat poll). */
+  async requestCancel(runId: string, reason: string | null, message: string | null): Promise<CancelOutcome> {
+    const r = await this.pool.query(
+      `with u as (
+         update ${SCHEMA}.runs
+            set cancel_requested_at = coalesce(cancel_requested_at, now()),
+                cancel_reason = coalesce(cancel_reason, $2),
+                cancel_message = coalesce(cancel_message, $3),
+                updated_at = now()
+          where run_id = $1 and status = 'running'
+          returning ${RUN_COLUMNS}
+       )
+       select u.*, pg_notify('${CANCEL_CHANNEL}', $1) from u`,
+      [runId, reason, message],
+    );
+    if (r.rowCount === 1) return { kind: 'requested', run: toRun(r.rows[0]) };
+    const run = await this.getRun(runId);
+    if (!run) return { kind: 'not_found' };
+    if (run.status === 'cancelled') return { kind: 'already_cancelled', run };
+    if (run.status === 'running') return this.requestCancel(runId, reason, message); // raced a create
+    return { kind: 'ended', run };
+  }
+
+  /** Refreshes the heartbeat of this process' running runs; reports which of them should cancel. */
+  async heartbeat(ownerId: string): Promise<Array<{ runId: string; cancelRequested: boolean }>> {
+    const r = await this.pool.query(
+      `update ${SCHEMA}.runs set heartbeat_at = now()
+        where owner_id = $1 and status = 'running'
+        returning run_id, cancel_requested_at is not null as cancel_requested`,
+      [ownerId],
+    );
+    return r.rows.map((row) => ({ runId: row.run_id, cancelRequested: row.cancel_requested }));
+  }
+
+  /** Running runs whose owner stopped heartbeating. */
+  async findStaleRuns(staleAfterMs: number, excludeOwner: string): Promise<string[]> {
+    const r = await this.pool.query(
+      `select run_id from ${SCHEMA}.runs
+        where status = 'running' and owner_id <> $2
+          and heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)
+        order by created_at limit 100`,
+      [staleAfterMs, excludeOwner],
+    );
+    return r.rows.map((row) => row.run_id);
+  }
+
+  /** Deletes ended runs (and their events) older than the retention window. */
+  async deleteExpired(retentionHours: number): Promise<number> {
+    const r = await this.pool.query(
+      `delete from ${SCHEMA}.runs
+        where status <> 'running' and created_at < now() - make_interval(hours => $1)`,
+      [retentionHours],
+    );
+    return r.rowCount ?? 0;
+  }
+
+  /** Starts the one LISTEN connection of this process; reconnects on loss (callers also poll). */
+  async listen(listener: StoreListener): Promise<void> {
+    this.listener = listener;
+    await this.connectListener();
+  }
+
+  private async connectListener(): Promise<void> {
+    if (this.closed || !this.listener) return;
+    const client = new Client({ connectionString: this.connectionString });
+    const retry = (err?: unknown) => {
+      if (err) this.logger.warn({ err }, 'agent backend store: LISTEN connection lost, reconnecting');
+      if (this.listenClient === client) this.listenClient = null;
+      client.removeAllListeners();
+      client.on('error', () => undefined);
+      client.end().catch(() => undefined);
+      if (!this.closed && !this.reconnectTimer) {
+        this.reconnectTimer = setTimeout(() => {
+          this.reconnectTimer = null;
+          void this.connectListener();
+        }, 1000);
+        this.reconnectTimer.unref();
+      }
+    };
+    client.on('error', retry);
+    client.on('end', () => retry());
+    client.on('notification', (msg) => {
+      if (!msg.payload) return;
+      if (msg.channel === EVENTS_CHANNEL) this.listener?.onEvents(msg.payload);
+      else if (msg.channel === CANCEL_CHANNEL) this.listener?.onCancel(msg.payload);
+    });
+    try {
+      await client.connect();
+      await client.query(`listen ${EVENTS_CHANNEL}; listen ${CANCEL_CHANNEL}`);
+      this.listenClient = client;
+    } catch (err) {
+      retry(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const c = this.listenClient;
+    this.listenClient = null;
+    if (c) {
+      c.removeAllListeners();
+      c.on('error', () => undefined);
+      await c.end().catch(() => undefined);
+    }
+    await this.pool.end().catch(() => undefined);
+  }
+}
+
+function iso(v: unknown): string {
+  return v instanceof Date ? v.toISOString() : new Date(String(v)).toISOString();
+}
+
+function toRun(row: Record<string, unknown>): RunRow {
+  return {
+    run_id: row.run_id as string,
+    idempotency_key: (row.idempotency_key as string | null) ?? null,
+    status: row.status as RunStatus,
+    purpose: row.purpose as string,
+    request: row.request,
+    error: (row.error as string | null) ?? null,
+    error_type: (row.error_type as string | null) ?? null,
+    owner_id: row.owner_id as string,
+    cancel_requested: Boolean(row.cancel_requested),
+    cancel_reason: (row.cancel_reason as string | null) ?? null,
+    cancel_message: (row.cancel_message as string | null) ?? null,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
