@@ -5,6 +5,7 @@
  */
 import type { LayerSpec, SessionSnapshot, CreateRunRequest, DeferredToolResult } from '../core/protocol/run.js';
 import { signExecutionContext } from '../core/exec-context.js';
+import { deferredResultFromForm } from '../core/human-input.js';
 import { expandPromptMentions } from '../core/mentions.js';
 import { whitelistModelSettings, type AgentSoulConfig } from '../core/soul.js';
 import type { ActivityDeps } from './deps.js';
@@ -95,13 +96,14 @@ export function createBuildRunRequest(deps: ActivityDeps) {
     messageId: string;
     bindingId: string;
     resolved: ResolvedConfig;
-    deferredToolResults?: Record<string, DeferredToolResult>;
-  }): Promise<{ layers: number; hasSnapshot: boolean }> {
+    /** Set when this message continues a paused turn: the form whose result resumes the run. */
+    resumeFormId?: string;
+  }): Promise<{ layers: number; hasSnapshot: boolean; deferredCalls: number }> {
     const existing = await db.agentBackendRun.findUnique({ where: { message_id: input.messageId } });
     if (existing?.backend_run_id) {
       // Already sent: rebuilding could differ (e.g. a newer draft); the run is what it is.
       const req = existing.request as unknown as CreateRunRequest;
-      return { layers: req.composition.layers.length, hasSnapshot: !!req.session_snapshot };
+      return { layers: req.composition.layers.length, hasSnapshot: !!req.session_snapshot, deferredCalls: Object.keys(req.deferred_tool_results?.calls ?? {}).length };
     }
     const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { files: true } });
     const agent = await db.agent.findUniqueOrThrow({ where: { app_id: msg.app_id } });
@@ -124,20 +126,34 @@ export function createBuildRunRequest(deps: ActivityDeps) {
     });
     const snapshot = (binding.session_snapshot as SessionSnapshot | null) ?? null;
     assertSnapshotMatches(layers, snapshot);
+    // Deferred tool results: the submitted/expired form of this continuation, or — for a new turn after a
+    // stop while a form waited — the dangling call closed as `unavailable`.
+    const deferred: Record<string, DeferredToolResult> = {};
+    const formId = input.resumeFormId ?? binding.pending_form_id;
+    if (formId && binding.pending_tool_call_id) {
+      const form = await db.humanInputForm.findUnique({ where: { id: formId } });
+      deferred[binding.pending_tool_call_id] = form && input.resumeFormId ? deferredResultFromForm(form) : { status: 'unavailable' };
+    }
     const request: CreateRunRequest = {
       composition: { schema_version: 1, layers },
       purpose: 'agent_app',
       idempotency_key: `message-${msg.id}`,
       metadata: { message_id: msg.id, conversation_id: msg.conversation_id, backend_binding_ref: binding.backend_binding_ref },
       session_snapshot: snapshot,
-      ...(input.deferredToolResults ? { deferred_tool_results: { calls: input.deferredToolResults } } : {}),
+      ...(Object.keys(deferred).length ? { deferred_tool_results: { calls: deferred } } : {}),
       on_exit: { default: 'suspend' },
     };
-    await db.agentBackendRun.upsert({
-      where: { message_id: msg.id },
-      update: { request: request as object },
-      create: { message_id: msg.id, request: request as object },
-    });
-    return { layers: layers.length, hasSnapshot: !!snapshot };
+    await db.$transaction([
+      db.agentBackendRun.upsert({
+        where: { message_id: msg.id },
+        update: { request: request as object },
+        create: { message_id: msg.id, request: request as object },
+      }),
+      db.agentWorkspaceBinding.update({
+        where: { id: binding.id },
+        data: Object.keys(deferred).length ? { pending_form_id: null, pending_tool_call_id: null, pending_message_id: null } : {},
+      }),
+    ]);
+    return { layers: layers.length, hasSnapshot: !!snapshot, deferredCalls: Object.keys(deferred).length };
   };
 }

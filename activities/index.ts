@@ -1,5 +1,6 @@
 /** All activities of the turn workflow, built from injected dependencies. */
 import type { ActivityDeps } from './deps.js';
+import { createAskHumanActivities } from './ask-human.js';
 import { createLoadOrCreateBinding } from './binding.js';
 import { createBuildRunRequest } from './build-request.js';
 import { createResolveConfig } from './resolve-config.js';
@@ -19,6 +20,7 @@ export function createActivities(deps: ActivityDeps) {
     failTurn: createFailTurn(deps),
     releaseTurn: createReleaseTurn(deps),
     stopTurn: createStopTurn(deps),
+    ...createAskHumanActivities(deps),
   };
 }
 

@@ -12,10 +12,12 @@
  * (bounded) for its terminal event, persist snapshot + usage + partial answer, publish the partial
  * `message` and `message_end`, then report the cancellation.
  */
+import crypto from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import type { Prisma } from '../core/db.js';
 import { appendEvents, type NewClientEvent } from '../core/event-log.js';
+import { formFromArgs, newFormToken } from '../core/human-input.js';
 import type { RunEvent, SessionSnapshot, Usage, CreateRunRequest } from '../core/protocol/run.js';
 import { emptyUsage } from '../core/protocol/run.js';
 import type { ActivityDeps } from './deps.js';
@@ -25,7 +27,7 @@ export type RunAgentOutcome =
   | { status: 'succeeded' }
   | { status: 'failed'; errorCode: string }
   | { status: 'stopped' }
-  | { status: 'paused'; toolCallId: string };
+  | { status: 'paused'; toolCallId: string; formId: string; formToken: string; expiresAt: string };
 
 type Tx = Prisma.TransactionClient;
 
@@ -81,8 +83,8 @@ export function createRunAgent(deps: ActivityDeps) {
 
     // Idempotent: a terminal already committed means an earlier attempt finished the work.
     if (run.terminal_type) {
-      const binding = facts.bindingId ? await db.agentWorkspaceBinding.findUnique({ where: { id: facts.bindingId } }) : null;
-      return outcomeOf(run.terminal_type, msg.error_code, binding?.pending_tool_call_id ?? undefined);
+      const form = await db.humanInputForm.findUnique({ where: { message_id: msg.id } });
+      return outcomeOf(run.terminal_type, msg.error_code, form);
     }
 
     const base = (extra: Record<string, unknown>) => ({
@@ -245,22 +247,70 @@ export function createRunAgent(deps: ActivityDeps) {
       if (ev.type === 'run_succeeded') {
         const d = ev.data;
         if (d.deferred_tool_call) {
-          // ask_human pause: handled by the ask_human issue's pause step; recorded here as paused.
+          // ask_human pause (seed 000 _pause_for_ask_human): a form keyed by the message id, the pause
+          // correlation on the binding, and the agent's question as this turn's answer.
           const call = d.deferred_tool_call;
+          const form = formFromArgs(call.args);
+          const formId = crypto.randomUUID();
+          const formToken = newFormToken();
+          const expiresAt = new Date(Date.now() + config.HUMAN_INPUT_FORM_EXPIRY_HOURS * 3_600_000);
+          const answerText = [answer + pendingText, form.question].filter(Boolean).join('\n\n');
           await commitTerminal(ev.id, 'deferred_tool_call', async (tx) => {
-            const evs = await writePendingText(tx);
+            const evs = pendingEvs();
             await saveUsageAndSnapshot(tx, d.usage, d.session_snapshot);
-            await tx.message.update({ where: { id: facts.messageId }, data: { status: 'paused' } });
+            await tx.humanInputForm.create({
+              data: {
+                id: formId,
+                tenant_id: msg.tenant_id,
+                app_id: msg.app_id,
+                conversation_id: facts.conversationId,
+                message_id: facts.messageId,
+                end_user_id: msg.end_user_id,
+                node_id: facts.messageId,
+                token: formToken,
+                title: form.title ?? 'The agent needs your input',
+                question: form.question,
+                markdown: form.markdown ?? '',
+                fields: form.fields as unknown as Prisma.InputJsonValue,
+                actions: form.actions as unknown as Prisma.InputJsonValue,
+                urgency: form.urgency,
+                workflow_id: msg.workflow_id,
+                tool_call_id: call.tool_call_id,
+                expires_at: expiresAt,
+              },
+            });
             if (facts.bindingId) {
               await tx.agentWorkspaceBinding.update({
                 where: { id: facts.bindingId },
-                data: { pending_tool_call_id: call.tool_call_id, pending_message_id: facts.messageId },
+                data: { pending_form_id: formId, pending_tool_call_id: call.tool_call_id, pending_message_id: facts.messageId },
               });
             }
-            return evs;
+            await tx.message.update({ where: { id: facts.messageId }, data: { status: 'paused', answer: answerText } });
+            return [
+              ...evs,
+              { event: 'message', sourceKey: 'terminal:message', data: base({ event: 'message', id: facts.messageId, answer: answerText }) },
+              {
+                event: 'human_input_required',
+                sourceKey: 'terminal:human_input_required',
+                data: base({
+                  event: 'human_input_required',
+                  data: {
+                    form_id: formId,
+                    form_token: formToken,
+                    node_id: facts.messageId,
+                    node_title: form.title ?? 'The agent needs your input',
+                    form_content: [form.question, form.markdown].filter(Boolean).join('\n\n'),
+                    inputs: form.fields,
+                    actions: form.actions,
+                    expiration_time: Math.floor(expiresAt.getTime() / 1000),
+                  },
+                }),
+              },
+              { event: 'message_end', sourceKey: 'terminal:message_end', data: base({ event: 'message_end', id: facts.messageId, metadata: { usage: usageOf(d.usage) } }) },
+            ];
           });
           clearPending();
-          return { status: 'paused', toolCallId: call.tool_call_id };
+          return { status: 'paused', toolCallId: call.tool_call_id, formId, formToken, expiresAt: expiresAt.toISOString() };
         }
         const finalAnswer = d.output ?? answer + pendingText;
         await commitTerminal(ev.id, 'run_succeeded', async (tx) => {
@@ -408,12 +458,17 @@ export function createRunAgent(deps: ActivityDeps) {
   };
 }
 
-function outcomeOf(type: string, errorCode: string | null, toolCallId?: string): RunAgentOutcome {
+function outcomeOf(
+  type: string,
+  errorCode: string | null,
+  form: { id: string; token: string; tool_call_id: string; expires_at: Date } | null,
+): RunAgentOutcome {
   switch (type) {
     case 'run_succeeded':
       return { status: 'succeeded' };
     case 'deferred_tool_call':
-      return { status: 'paused', toolCallId: toolCallId ?? '' };
+      if (!form) throw new Error('paused turn without its form');
+      return { status: 'paused', toolCallId: form.tool_call_id, formId: form.id, formToken: form.token, expiresAt: form.expires_at.toISOString() };
     case 'run_failed':
       return { status: 'failed', errorCode: errorCode ?? 'completion_request_error' };
     default:

@@ -11,6 +11,7 @@ import type { Logger } from '../core/logger.js';
 import { appKeyAuth } from './auth.js';
 import { errorHandler, unknownRoute } from './errors.js';
 import { chatRoutes } from './routes/chat.js';
+import { formRoutes } from './routes/forms.js';
 import { messageRoutes } from './routes/messages.js';
 
 export interface ApiDeps {
@@ -44,6 +45,7 @@ export function createApiApp(deps: ApiDeps): express.Express {
   v1.use(appKeyAuth(deps.db));
   v1.use(chatRoutes(deps));
   v1.use(messageRoutes(deps));
+  v1.use(formRoutes(deps));
   app.use('/v1', v1);
 
   app.use(unknownRoute);

@@ -8,14 +8,18 @@ import {
   ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
+  condition,
   isCancellation,
   proxyActivities,
   setCurrentDetails,
   setHandler,
+  uuid4,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import {
+  formSubmittedSignal,
   turnStateQuery,
+  type FormSubmittedSignal,
   type AgentTurnInput,
   type AgentTurnResult,
   type TurnState,
@@ -55,42 +59,79 @@ function errorDetails(err: unknown): TurnErrorDetails {
 }
 
 export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
-  const { messageId, conversationId } = input;
+  const { conversationId } = input;
+  // The message being worked on: the turn's own, then each ask_human continuation's.
+  let messageId = input.messageId;
+  const touched = [messageId];
   const state: TurnState = { phase: 'resolving_config', messageId, pendingFormId: null, pendingFormToken: null };
+  let submitted: FormSubmittedSignal | null = null;
   setHandler(turnStateQuery, () => state);
+  setHandler(formSubmittedSignal, (s) => {
+    if (s.formId === state.pendingFormId) submitted = s;
+  });
   // The Temporal UI shows this under "current details": ops see where a turn is without a query.
-  const enter = (phase: TurnState['phase']) => {
+  const enter = (phase: TurnState['phase'], extra = '') => {
     state.phase = phase;
-    setCurrentDetails(`phase: ${phase}`);
+    setCurrentDetails(`phase: ${phase}${extra}`);
   };
-  enter('resolving_config');
 
   try {
-    const resolved = await steps.resolveConfig({ messageId });
-    enter('loading_binding');
-    const { bindingId } = await steps.loadOrCreateBinding({ messageId, resolved });
-    enter('building_request');
-    await steps.buildRunRequest({ messageId, bindingId, resolved });
-    enter('running_agent');
-    const outcome = await agent.runAgent({ messageId });
-    switch (outcome.status) {
-      case 'succeeded':
+    let resumeFormId: string | undefined;
+    for (;;) {
+      enter('resolving_config');
+      const resolved = await steps.resolveConfig({ messageId });
+      enter('loading_binding');
+      const { bindingId } = await steps.loadOrCreateBinding({ messageId, resolved });
+      enter('building_request');
+      await steps.buildRunRequest({ messageId, bindingId, resolved, resumeFormId });
+      enter('running_agent');
+      const outcome = await agent.runAgent({ messageId });
+      if (outcome.status === 'succeeded') {
         enter('completed');
         return { status: 'succeeded', messageId };
-      case 'failed':
+      }
+      if (outcome.status === 'failed') {
         enter('failed');
         return { status: 'failed', messageId, errorCode: outcome.errorCode };
-      case 'paused':
-        enter('completed');
-        return { status: 'paused', messageId };
-      case 'stopped':
+      }
+      if (outcome.status === 'stopped') {
         enter('stopped');
         return { status: 'stopped', messageId };
+      }
+      // ask_human: wait durably for the form (signal) or its expiry (timer); days are fine.
+      state.pendingFormId = outcome.formId;
+      state.pendingFormToken = outcome.formToken;
+      submitted = null;
+      enter('waiting_for_human', ` · form ${outcome.formId}`);
+      const waitMs = Math.max(0, new Date(outcome.expiresAt).getTime() - Date.now());
+      const got = await condition(() => submitted !== null, waitMs);
+      let resumeMessageId: string;
+      if (got && submitted) {
+        resumeMessageId = (submitted as FormSubmittedSignal).resumeMessageId;
+      } else {
+        const expiry = await steps.expireForm({ formId: outcome.formId });
+        if (expiry.status === 'submitted' && expiry.resumeMessageId) {
+          resumeMessageId = expiry.resumeMessageId;
+        } else {
+          resumeMessageId = uuid4();
+          await steps.createTimeoutResume({ pausedMessageId: messageId, formId: outcome.formId, resumeMessageId });
+        }
+      }
+      resumeFormId = outcome.formId;
+      state.pendingFormId = null;
+      state.pendingFormToken = null;
+      messageId = resumeMessageId;
+      state.messageId = messageId;
+      touched.push(messageId);
     }
   } catch (err) {
     if (isCancellation(err)) {
       enter('stopped');
-      await CancellationScope.nonCancellable(() => steps.stopTurn({ messageId }));
+      const formId = state.pendingFormId;
+      await CancellationScope.nonCancellable(async () => {
+        if (formId) await steps.cancelPendingForm({ formId, messageId });
+        else await steps.stopTurn({ messageId });
+      });
       throw err;
     }
     const details = errorDetails(err);
@@ -98,6 +139,8 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     await CancellationScope.nonCancellable(() => steps.failTurn({ messageId, ...details }));
     return { status: 'failed', messageId, errorCode: details.code };
   } finally {
-    await CancellationScope.nonCancellable(() => steps.releaseTurn({ conversationId, messageId }));
+    await CancellationScope.nonCancellable(async () => {
+      for (const id of touched) await steps.releaseTurn({ conversationId, messageId: id });
+    });
   }
 }

@@ -400,11 +400,11 @@ CREATE UNIQUE INDEX "conversations_active_message_id_key" ON "conversations"("ac
 
 CREATE INDEX "conversations_app_id_end_user_id_updated_at_idx" ON "conversations"("app_id", "end_user_id", "updated_at");
 
-CREATE UNIQUE INDEX "messages_workflow_id_key" ON "messages"("workflow_id");
-
 CREATE UNIQUE INDEX "messages_resumed_from_message_id_key" ON "messages"("resumed_from_message_id");
 
 CREATE INDEX "messages_conversation_id_created_at_idx" ON "messages"("conversation_id", "created_at");
+
+CREATE INDEX "messages_workflow_id_idx" ON "messages"("workflow_id");
 
 CREATE UNIQUE INDEX "message_agent_thoughts_message_id_position_key" ON "message_agent_thoughts"("message_id", "position");
 
