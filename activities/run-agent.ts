@@ -146,7 +146,10 @@ export function createRunAgent(deps: ActivityDeps) {
         if (n !== 1) throw new FencedOut();
         const events = await build(tx);
         await appendEvents(tx, facts.messageId, events);
-        await tx.conversation.updateMany({ where: { id: facts.conversationId }, data: { updated_at: new Date() } });
+        // The turn is over for the client the moment its terminal event is visible, so the conversation is
+        // free in the same transaction (a paused turn keeps it: the form holds the conversation).
+        const release = type === 'deferred_tool_call' ? {} : { active_message_id: null };
+        await tx.conversation.updateMany({ where: { id: facts.conversationId, active_message_id: facts.messageId }, data: { updated_at: new Date(), ...release } });
       });
       if (newCursor) cursor = newCursor;
     }

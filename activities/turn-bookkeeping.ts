@@ -12,6 +12,7 @@ export function createFailTurn({ db }: ActivityDeps) {
         where: { id: msg.id, status: { in: ['pending', 'running'] } },
         data: { status: 'failed', error: input.message, error_code: input.code },
       });
+      await tx.conversation.updateMany({ where: { id: msg.conversation_id, active_message_id: msg.id }, data: { active_message_id: null } });
       await appendEvents(tx, msg.id, [
         {
           event: 'error',
@@ -58,6 +59,7 @@ export function createStopTurn({ db }: ActivityDeps) {
         conversation_id: msg.conversation_id,
         created_at: Math.floor(msg.created_at.getTime() / 1000),
       };
+      await tx.conversation.updateMany({ where: { id: msg.conversation_id, active_message_id: msg.id }, data: { active_message_id: null } });
       await appendEvents(tx, msg.id, [
         { event: 'message', sourceKey: 'terminal:message', data: { ...base, event: 'message', id: msg.id, answer: msg.answer } },
         { event: 'message_end', sourceKey: 'terminal:message_end', data: { ...base, event: 'message_end', id: msg.id, metadata: { usage: msg.usage ?? emptyUsage() } } },
