@@ -6,7 +6,7 @@ import path from 'node:path';
 import { loadConfig, type Config, type Env } from '../../core/config.js';
 import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
 import { createLogger } from '../../core/logger.js';
-import { RunEvent, type CreateRunRequest } from '../../core/protocol/run.js';
+import { RunEvent, type AgentStreamEvent, type CreateRunRequest } from '../../core/protocol/run.js';
 import { parseSse } from '../../core/sse.js';
 import { createAgentBackend, type AgentBackendOptions, type RunningBackend } from '../../agent-backend/server.js';
 import { PgRunStore } from '../../agent-backend/store.js';
@@ -210,4 +210,9 @@ export async function startFake(): Promise<FakeInnerLlm> {
   const fake = new FakeInnerLlm();
   await fake.start();
   return fake;
+}
+
+/** The pydantic_ai_event payloads of a run, optionally of one event kind. */
+export function aiEvents(events: RunEvent[], kind?: AgentStreamEvent['event_kind']): AgentStreamEvent[] {
+  return events.flatMap((e) => (e.type === 'pydantic_ai_event' && (!kind || e.data.event_kind === kind) ? [e.data] : []));
 }
