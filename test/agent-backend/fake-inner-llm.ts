@@ -1,8 +1,10 @@
 /**
- * A scripted stand-in for the api's inner LLM endpoint (PROTOCOL §3): the only fake in these tests.
+ * A scripted stand-in for the api's inner endpoints (PROTOCOL §3): the only fake in these tests.
+ * LLM invoke:
  * Each invoke consumes the next scripted response: text tokens, thinking, tool calls, usage, an error
  * chunk, an HTTP error, or a stream that never finishes. It records every request and whether the
- * client closed the connection before the response finished.
+ * client closed the connection before the response finished. Agent config: an in-memory prompt per
+ * agent, recording the headers the agent stub forwarded.
  */
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -37,6 +39,8 @@ export class FakeInnerLlm {
   private queue: ScriptedResponse[] = [];
   private server: Server | null = null;
   url = '';
+  readonly prompts = new Map<string, string>();
+  readonly configRequests: Array<{ method: string; agentId: string; headers: Record<string, string | string[] | undefined>; body: unknown }> = [];
   /** Used when the script is empty. */
   fallback: ScriptedResponse = { text: ['ok'] };
 
@@ -47,6 +51,8 @@ export class FakeInnerLlm {
   reset(): void {
     this.queue = [];
     this.calls.length = 0;
+    this.configRequests.length = 0;
+    this.prompts.clear();
   }
 
   async start(): Promise<void> {
@@ -113,6 +119,16 @@ export class FakeInnerLlm {
       } catch {
         /* client went away */
       }
+    });
+    app.get('/inner/api/agent-config/:agentId/prompt', (req, res) => {
+      this.configRequests.push({ method: 'GET', agentId: req.params.agentId, headers: req.headers, body: undefined });
+      if (req.get('x-inner-api-key') !== 'test-inner-key') return void res.status(401).json({ code: 'unauthorized', message: 'bad key', status: 401 });
+      res.json({ prompt: this.prompts.get(req.params.agentId) ?? '' });
+    });
+    app.put('/inner/api/agent-config/:agentId/prompt', (req, res) => {
+      this.configRequests.push({ method: 'PUT', agentId: req.params.agentId, headers: req.headers, body: req.body });
+      this.prompts.set(req.params.agentId, req.body.prompt);
+      res.json({ prompt: req.body.prompt });
     });
     await new Promise<void>((resolve) => {
       this.server = app.listen(0, '127.0.0.1', () => resolve());

@@ -1,0 +1,167 @@
+#!/usr/bin/env tsx
+/**
+ * `dify-agent`: the command installed in an agent's sandbox (PROTOCOL §4, seed 004).
+ *
+ *   dify-agent config prompt pull [--to PATH]   write the saved Agent Soul system prompt (UTF-8) to
+ *                                               PATH (default ./.dify_conf/prompt.md); print its
+ *                                               absolute path
+ *   dify-agent config prompt push [PATH|-]      replace the prompt with PATH (default the same file;
+ *                                               `-` reads stdin); print {"prompt": "saved text"}
+ *
+ * It talks to the agent backend's stub: DIFY_AGENT_STUB_URL (the backend's base URL) and
+ * DIFY_AGENT_STUB_TOKEN (the run's stub token), both provided in the sandbox environment. The text
+ * is exchanged byte for byte: raw mention markers, whitespace and line endings are preserved.
+ * Exit codes: 0 success, 1 error, 2 usage error.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export const DEFAULT_PROMPT_PATH = path.join('.dify_conf', 'prompt.md');
+
+const USAGE = `usage:
+  dify-agent config prompt pull [--to PATH]
+  dify-agent config prompt push [PATH|-]
+
+environment:
+  DIFY_AGENT_STUB_URL    base URL of the agent backend (agent stub)
+  DIFY_AGENT_STUB_TOKEN  the run's agent stub token`;
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  cwd: string;
+  stdin: AsyncIterable<Uint8Array | string>;
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  fetch?: typeof fetch;
+}
+
+class CliError extends Error {
+  constructor(
+    message: string,
+    readonly code = 1,
+  ) {
+    super(message);
+  }
+}
+
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  try {
+    await dispatch(argv, io);
+    return 0;
+  } catch (err) {
+    if (err instanceof CliError) {
+      io.stderr(err.code === 2 ? `${err.message}\n${USAGE}\n` : `error: ${err.message}\n`);
+      return err.code;
+    }
+    io.stderr(`error: ${(err as Error)?.message ?? String(err)}\n`);
+    return 1;
+  }
+}
+
+async function dispatch(argv: string[], io: CliIo): Promise<void> {
+  const [group, noun, verb, ...rest] = argv;
+  if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h') throw new CliError('dify-agent: missing command', 2);
+  if (group !== 'config' || noun !== 'prompt' || (verb !== 'pull' && verb !== 'push')) {
+    throw new CliError(`dify-agent: unknown command '${argv.slice(0, 3).join(' ')}'`, 2);
+  }
+  if (verb === 'pull') {
+    let to = DEFAULT_PROMPT_PATH;
+    for (let i = 0; i < rest.length; i++) {
+      if (rest[i] === '--to' && rest[i + 1] !== undefined) to = rest[++i];
+      else if (rest[i].startsWith('--to=')) to = rest[i].slice(5);
+      else throw new CliError(`dify-agent config prompt pull: unexpected argument '${rest[i]}'`, 2);
+    }
+    await pull(io, to);
+  } else {
+    if (rest.length > 1) throw new CliError('dify-agent config prompt push: at most one PATH', 2);
+    await push(io, rest[0] ?? DEFAULT_PROMPT_PATH);
+  }
+}
+
+async function pull(io: CliIo, to: string): Promise<void> {
+  const prompt = await callStub(io, 'GET');
+  const abs = path.resolve(io.cwd, to);
+  fs.mkdirSync(path.dirname(abs), { recursive: true });
+  fs.writeFileSync(abs, prompt, 'utf8');
+  io.stdout(`${abs}\n`);
+}
+
+async function push(io: CliIo, from: string): Promise<void> {
+  let bytes: Buffer;
+  let label: string;
+  if (from === '-') {
+    label = 'stdin';
+    const chunks: Buffer[] = [];
+    for await (const c of io.stdin) chunks.push(typeof c === 'string' ? Buffer.from(c, 'utf8') : Buffer.from(c));
+    bytes = Buffer.concat(chunks);
+  } else {
+    const abs = path.resolve(io.cwd, from);
+    label = abs;
+    try {
+      bytes = fs.readFileSync(abs);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') throw new CliError(`file not found: ${abs}`);
+      if (code === 'EISDIR') throw new CliError(`not a file: ${abs}`);
+      throw new CliError(`cannot read ${abs}: ${(err as Error).message}`);
+    }
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new CliError(`${label} is not valid UTF-8`);
+  }
+  const saved = await callStub(io, 'PUT', text);
+  io.stdout(`{"prompt": ${JSON.stringify(saved)}}\n`);
+}
+
+/** Calls the agent stub and returns the `prompt` string of its answer. */
+async function callStub(io: CliIo, method: 'GET' | 'PUT', prompt?: string): Promise<string> {
+  const base = io.env.DIFY_AGENT_STUB_URL;
+  const token = io.env.DIFY_AGENT_STUB_TOKEN;
+  if (!base) throw new CliError('DIFY_AGENT_STUB_URL is not set');
+  if (!token) throw new CliError('DIFY_AGENT_STUB_TOKEN is not set');
+  const doFetch = io.fetch ?? fetch;
+  let res: Response;
+  try {
+    res = await doFetch(`${base.replace(/\/+$/, '')}/agent-stub/config/prompt`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(method === 'PUT' ? { 'content-type': 'application/json' } : {}) },
+      body: method === 'PUT' ? JSON.stringify({ prompt }) : undefined,
+    });
+  } catch (err) {
+    throw new CliError(`cannot reach the agent stub at ${base}: ${(err as Error).message}`);
+  }
+  const raw = await res.text();
+  let body: unknown;
+  try {
+    body = raw ? JSON.parse(raw) : undefined;
+  } catch {
+    body = undefined;
+  }
+  if (!res.ok) {
+    const message = (body as { message?: unknown } | undefined)?.message;
+    throw new CliError(`the agent stub answered ${res.status}: ${typeof message === 'string' ? message : raw.slice(0, 200) || res.statusText}`);
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new CliError('the agent stub answered something that is not a JSON object');
+  if (!('prompt' in body)) throw new CliError('the agent stub answer has no prompt field');
+  const value = (body as { prompt: unknown }).prompt;
+  if (value === null) throw new CliError('the agent stub answered a null prompt');
+  if (typeof value !== 'string') throw new CliError('the agent stub answered a prompt that is not a string');
+  return value;
+}
+
+const invokedDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(fs.realpathSync(process.argv[1])).href;
+if (invokedDirectly) {
+  runCli(process.argv.slice(2), {
+    env: process.env,
+    cwd: process.cwd(),
+    stdin: process.stdin,
+    stdout: (t) => process.stdout.write(t),
+    stderr: (t) => process.stderr.write(t),
+  }).then((code) => {
+    process.exitCode = code;
+  });
+}

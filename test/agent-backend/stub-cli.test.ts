@@ -1,0 +1,187 @@
+/**
+ * The agent stub and the `dify-agent` CLI (PROTOCOL §4): pull/push through the stub to the api's
+ * inner agent-config endpoint with the run's signed execution context, and every error the CLI owes.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { mintStubToken } from '../../agent-backend/stub-token.js';
+import type { EmbeddedPg } from '../../core/embedded-pg.js';
+import { runCli } from '../../cli/dify-agent.js';
+import type { FakeInnerLlm } from './fake-inner-llm.js';
+import { EXECUTION_CONTEXT, INNER_KEY, runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from './harness.js';
+
+let pg: EmbeddedPg;
+let fake: FakeInnerLlm;
+let backend: TestBackend;
+let tmp: string;
+
+beforeAll(async () => {
+  const db = await startPg('stub', 55434);
+  pg = db.pg;
+  fake = await startFake();
+  backend = await startBackend({ databaseUrl: db.url, apiUrl: fake.url });
+}, 120_000);
+
+afterAll(async () => {
+  await backend?.stop();
+  await fake?.stop();
+  await pg?.stop();
+});
+
+beforeEach(() => {
+  fake.reset();
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dify-agent-cli-'));
+});
+
+/** A run that stays running (the model hangs) so its stub token is honoured. */
+async function runningRun(opts: { config?: boolean } = { config: true }) {
+  fake.script({ text: ['thinking'], hang: true });
+  const { run_id } = await backend.client.createRun(runRequest({ config: opts.config }));
+  return { runId: run_id, token: mintStubToken(TOKEN, run_id) };
+}
+
+async function cli(argv: string[], env: Record<string, string | undefined>, stdin: string[] = []) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, {
+    env,
+    cwd: tmp,
+    stdin: (async function* () {
+      for (const s of stdin) yield s;
+    })(),
+    stdout: (t) => (stdout += t),
+    stderr: (t) => (stderr += t),
+  });
+  return { code, stdout, stderr };
+}
+
+describe('agent stub', () => {
+  it('forwards reads and writes with the inner key and the signed execution context', async () => {
+    const { runId, token } = await runningRun();
+    fake.prompts.set('agent-1', 'Be kind.');
+    const get = await fetch(`${backend.url}/agent-stub/config/prompt`, { headers: { authorization: `Bearer ${token}` } });
+    expect(get.status).toBe(200);
+    expect(await get.json()).toEqual({ prompt: 'Be kind.' });
+    const put = await fetch(`${backend.url}/agent-stub/config/prompt`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: 'Be brief.' }),
+    });
+    expect(await put.json()).toEqual({ prompt: 'Be brief.' });
+    expect(fake.prompts.get('agent-1')).toBe('Be brief.');
+
+    const forwarded = fake.configRequests[0];
+    expect(forwarded.agentId).toBe('agent-1');
+    expect(forwarded.headers['x-inner-api-key']).toBe(INNER_KEY);
+    const ctx = JSON.parse(Buffer.from(String(forwarded.headers['x-agent-execution-context']), 'base64').toString('utf8'));
+    expect(ctx).toEqual(EXECUTION_CONTEXT);
+    await backend.client.cancel(runId);
+  });
+
+  it('refuses forged tokens, runs without a config layer, ended runs and null prompts', async () => {
+    const url = `${backend.url}/agent-stub/config/prompt`;
+    const forged = await fetch(url, { headers: { authorization: `Bearer ${mintStubToken('other-secret', 'x')}` } });
+    expect(forged.status).toBe(401);
+    expect((await fetch(url)).status).toBe(401);
+
+    const noConfig = await runningRun({ config: false });
+    const res = await fetch(url, { headers: { authorization: `Bearer ${noConfig.token}` } });
+    expect(res.status).toBe(403);
+    await backend.client.cancel(noConfig.runId);
+
+    const { runId, token } = await runningRun();
+    const nullPrompt = await fetch(url, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ prompt: null }),
+    });
+    expect(nullPrompt.status).toBe(400);
+    await backend.client.cancel(runId);
+    await backend.client.untilTerminal(runId);
+    const ended = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    expect(ended.status).toBe(401);
+    expect(fake.configRequests).toHaveLength(0);
+  });
+});
+
+describe('dify-agent CLI', () => {
+  it('pulls to ./.dify_conf/prompt.md byte for byte and pushes it back', async () => {
+    const { runId, token } = await runningRun();
+    const env = { DIFY_AGENT_STUB_URL: backend.url, DIFY_AGENT_STUB_TOKEN: token };
+    const prompt = 'Hello {{#sys.query#}}\r\n  indented ünïcödé \n\n';
+    fake.prompts.set('agent-1', prompt);
+
+    const pulled = await cli(['config', 'prompt', 'pull'], env);
+    expect(pulled).toMatchObject({ code: 0, stderr: '' });
+    const file = path.join(tmp, '.dify_conf', 'prompt.md');
+    expect(pulled.stdout).toBe(`${file}\n`);
+    expect(fs.readFileSync(file, 'utf8')).toBe(prompt);
+
+    fs.writeFileSync(file, 'Edited\n');
+    const pushed = await cli(['config', 'prompt', 'push'], env);
+    expect(pushed).toEqual({ code: 0, stdout: '{"prompt": "Edited\\n"}\n', stderr: '' });
+    expect(fake.prompts.get('agent-1')).toBe('Edited\n');
+
+    const other = await cli(['config', 'prompt', 'pull', '--to', 'sub/p.txt'], env);
+    expect(other.stdout).toBe(`${path.join(tmp, 'sub', 'p.txt')}\n`);
+
+    const fromStdin = await cli(['config', 'prompt', 'push', '-'], env, ['from ', 'stdin']);
+    expect(fromStdin.stdout).toBe('{"prompt": "from stdin"}\n');
+    const cleared = await cli(['config', 'prompt', 'push', '-'], env, []);
+    expect(cleared.stdout).toBe('{"prompt": ""}\n');
+    expect(fake.prompts.get('agent-1')).toBe('');
+    await backend.client.cancel(runId);
+  });
+
+  it('reports missing files, invalid UTF-8, missing or null prompt fields and usage errors', async () => {
+    const env = { DIFY_AGENT_STUB_URL: backend.url, DIFY_AGENT_STUB_TOKEN: 'x' };
+    const missing = await cli(['config', 'prompt', 'push', 'nope.md'], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toBe(`error: file not found: ${path.join(tmp, 'nope.md')}\n`);
+
+    fs.writeFileSync(path.join(tmp, 'bad.md'), Buffer.from([0x48, 0xff, 0xfe, 0x21]));
+    const bad = await cli(['config', 'prompt', 'push', 'bad.md'], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('is not valid UTF-8');
+
+    const answering = (body: unknown): typeof fetch => async () => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
+    for (const [body, message] of [
+      [{}, 'no prompt field'],
+      [{ prompt: null }, 'null prompt'],
+    ] as const) {
+      let stderr = '';
+      const code = await runCli(['config', 'prompt', 'pull'], { env, cwd: tmp, stdin: (async function* () {})(), stdout: () => undefined, stderr: (t) => (stderr += t), fetch: answering(body) });
+      expect(code).toBe(1);
+      expect(stderr).toContain(message);
+    }
+
+    const unauthorized = await cli(['config', 'prompt', 'pull'], env);
+    expect(unauthorized.code).toBe(1);
+    expect(unauthorized.stderr).toContain('the agent stub answered 401');
+    expect((await cli(['config', 'prompt', 'pull'], {})).stderr).toBe('error: DIFY_AGENT_STUB_URL is not set\n');
+    expect((await cli(['config', 'prompt', 'fetch'], env)).code).toBe(2);
+    expect((await cli([], env)).code).toBe(2);
+  });
+
+  it('runs as a program', async () => {
+    const { runId, token } = await runningRun();
+    fake.prompts.set('agent-1', 'From the program');
+    const root = path.resolve(import.meta.dirname, '../..');
+    const child = spawn(path.join(root, 'node_modules', '.bin', 'tsx'), [path.join(root, 'cli', 'dify-agent.ts'), 'config', 'prompt', 'pull'], {
+      cwd: tmp,
+      env: { ...process.env, DIFY_AGENT_STUB_URL: backend.url, DIFY_AGENT_STUB_TOKEN: token },
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    expect({ code, err }).toEqual({ code: 0, err: '' });
+    expect(out).toBe(`${path.join(tmp, '.dify_conf', 'prompt.md')}\n`);
+    expect(fs.readFileSync(path.join(tmp, '.dify_conf', 'prompt.md'), 'utf8')).toBe('From the program');
+    await backend.client.cancel(runId);
+  });
+});
