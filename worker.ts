@@ -75,6 +75,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const db = createDb(config.DATABASE_URL, { max: 20 });
   const w = await startWorker({ config, db, logger, temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}` });
   logger.info({ task_queue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
+  // A parent that spawned us with an IPC channel (the dev stack, tests) waits for this.
+  process.send?.('worker-ready');
   const stop = () => void w.shutdown().then(() => db.$disconnect()).then(() => process.exit(0));
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -12,7 +12,7 @@ import { Connection, type Client } from '@temporalio/client';
 import { createAgentBackend } from '../agent-backend/server.js';
 import { PgRunStore } from '../agent-backend/store.js';
 import { createWiredApi } from '../api/wire.js';
-import type { Config } from '../core/config.js';
+import { EnvSchema, type Config } from '../core/config.js';
 import { createDb, type Db } from '../core/db.js';
 import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
 import { EventNotifier } from '../core/event-log.js';
@@ -131,30 +131,16 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const startWorkerChild = async () => {
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'worker.ts')], {
         cwd: ROOT,
-        env: {
-          ...process.env,
-          DATABASE_URL: databaseUrl,
-          TEMPORAL_ADDRESS: temporalAddress,
-          TEMPORAL_TASK_QUEUE: config.TEMPORAL_TASK_QUEUE,
-          TEMPORAL_NAMESPACE: config.TEMPORAL_NAMESPACE,
-          AGENT_BACKEND_URL: agentBackendUrl,
-          AGENT_BACKEND_TOKEN: config.AGENT_BACKEND_TOKEN,
-          DELTA_DEBOUNCE_MS: String(config.DELTA_DEBOUNCE_MS),
-          STOP_WAIT_MS: String(config.STOP_WAIT_MS),
-          LOG_LEVEL: config.LOG_LEVEL,
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        // The child reads the same configuration this stack runs with (resolved addresses included).
+        env: { ...process.env, ...configToEnv(config), DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, AGENT_BACKEND_URL: agentBackendUrl },
+        stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       });
       child.stdout?.on('data', () => undefined);
       child.stderr?.on('data', (d: Buffer) => logger.debug({ worker_stderr: d.toString().slice(0, 500) }));
       await new Promise<void>((resolve, reject) => {
-        const onData = (d: Buffer) => {
-          if (d.toString().includes('worker running')) {
-            child.stdout?.off('data', onData);
-            resolve();
-          }
-        };
-        child.stdout?.on('data', onData);
+        child.on('message', (m) => {
+          if (m === 'worker-ready') resolve();
+        });
         child.once('exit', (code) => reject(new Error(`worker child exited with ${code}`)));
       });
       workerChild = child;
@@ -196,4 +182,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await stop();
     throw err;
   }
+}
+
+/** The environment that reproduces a config in another process. */
+export function configToEnv(config: Config): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of Object.keys(EnvSchema.shape) as (keyof Config)[]) {
+    const v = config[key];
+    if (v !== undefined && v !== null && typeof v !== 'object') env[key] = String(v);
+  }
+  return env;
 }
