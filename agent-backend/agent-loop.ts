@@ -7,7 +7,7 @@
  * with a deferred tool call (ask_human). Messages are committed per complete step (assistant message
  * + its tool results), so history stays well-formed whatever interrupts the run.
  */
-import type { LanguageModelV3, LanguageModelV3FunctionTool, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import type { LanguageModelV3FunctionTool, LanguageModelV3StreamPart } from '@ai-sdk/provider';
 import type { PromptMessage, ToolCall } from '../core/protocol/inner-llm.js';
 import type { CreateRunRequestParsed, DeferredToolCall, DeferredToolResult, ExecutionContextLayerConfig } from '../core/protocol/run.js';
 import type { RunLimits } from './composition.js';

@@ -365,6 +365,29 @@ describe('limits', () => {
   });
 });
 
+describe('replicas', () => {
+  it('serves live events and cancels through another replica over the same database', async () => {
+    const b = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, options: { pollMs: 10_000 } });
+    try {
+      fake.script({ text: Array.from({ length: 200 }, (_, i) => `w${i} `), delayMs: 20 });
+      const { run_id } = await backend.client.createRun(runRequest());
+      let cancel: Promise<Response> | null = null;
+      // pollMs is 10 s on replica b: only NOTIFY can deliver these events in time.
+      const { events } = await b.client.sse(run_id, {
+        onEvent: (e) => {
+          if (e.type === 'agent_message_delta' && !cancel) cancel = b.client.cancel(run_id, { reason: 'user_stop' });
+        },
+      });
+      expect((await cancel!)?.status).toBe(202);
+      const t = terminalOf(events);
+      expect(t.type).toBe('run_cancelled');
+      expect(await fake.calls[0].ended).toEqual({ aborted: true });
+    } finally {
+      await b.stop();
+    }
+  });
+});
+
 describe('restart', () => {
   it('fails a run whose backend process died with reason backend_restarted', async () => {
     const a = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, options: { heartbeatMs: 100 } });

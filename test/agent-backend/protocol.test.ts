@@ -2,19 +2,22 @@
  * Run protocol over real HTTP against the real backend, embedded PostgreSQL and the scripted inner LLM:
  * auth, request validation, idempotent create, event paging, SSE replay, and a plain text run.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { EmbeddedPg } from '../../core/embedded-pg.js';
 import { RunEvent } from '../../core/protocol/run.js';
 import type { FakeInnerLlm } from './fake-inner-llm.js';
 import { agentAppComposition, INNER_KEY, runRequest, shape, startBackend, startFake, startPg, textOf, type TestBackend } from './harness.js';
 
-let pg: EmbeddedPg;
+let embedded: EmbeddedPg;
+let dbUrl: string;
 let fake: FakeInnerLlm;
 let backend: TestBackend;
 
 beforeAll(async () => {
   const db = await startPg('protocol', 55432);
-  pg = db.pg;
+  embedded = db.pg;
+  dbUrl = db.url;
   fake = await startFake();
   backend = await startBackend({ databaseUrl: db.url, apiUrl: fake.url });
 }, 120_000);
@@ -22,7 +25,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await backend?.stop();
   await fake?.stop();
-  await pg?.stop();
+  await embedded?.stop();
 });
 
 beforeEach(() => fake.reset());
@@ -223,6 +226,21 @@ describe('runs', () => {
     expect(t.data.usage?.model_requests).toBe(1);
     expect(t.data.session_snapshot).not.toBeNull();
     expect(await backend.client.status(run_id)).toMatchObject({ status: 'failed', error: t.data.error, error_type: null });
+  });
+
+  it('deletes ended runs and their events after the retention window', async () => {
+    const { run_id } = await backend.client.createRun(runRequest());
+    await backend.client.untilTerminal(run_id);
+    expect(await backend.store.deleteExpired(1)).toBe(0);
+    const pool = new pg.Pool({ connectionString: dbUrl, max: 1 });
+    try {
+      await pool.query(`update agent_backend.runs set created_at = now() - interval '2 hours' where run_id = $1`, [run_id]);
+      expect(await backend.store.deleteExpired(1)).toBe(1);
+      expect((await pool.query('select count(*)::int as n from agent_backend.events where run_id = $1', [run_id])).rows[0].n).toBe(0);
+    } finally {
+      await pool.end();
+    }
+    expect((await backend.client.request('GET', `/runs/${run_id}`)).status).toBe(404);
   });
 
   it('maps an HTTP error of the inner endpoint to the failure reason', async () => {

@@ -1,0 +1,234 @@
+/**
+ * Unit-level specifications of the backend's pure parts: the calculator, decimal price sums, the
+ * inner-LLM model's request and stream mapping, request planning (aliases, frozen config) and
+ * dangling deferred calls.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { closeDanglingToolCalls } from '../../agent-backend/agent-loop.js';
+import { instantiate, planRun } from '../../agent-backend/composition.js';
+import { addDecimal } from '../../agent-backend/decimal.js';
+import { HttpError, ModelCallError } from '../../agent-backend/errors.js';
+import { createInnerLlmCaller } from '../../agent-backend/model/inner-llm-model.js';
+import { CalculatorError, evaluate } from '../../agent-backend/modules/calculator.js';
+import { createRegistry } from '../../agent-backend/modules/registry.js';
+import { Mutex, noPluginTools } from '../../agent-backend/modules/types.js';
+import { createLogger } from '../../core/logger.js';
+import { runRequest } from './harness.js';
+
+describe('calculator', () => {
+  it('follows arithmetic precedence, right-associative powers and functions', () => {
+    expect(evaluate('2 + 3 * 4')).toBe(14);
+    expect(evaluate('(2 + 3) * 4')).toBe(20);
+    expect(evaluate('2 ^ 3 ^ 2')).toBe(512);
+    expect(evaluate('2 ** 3')).toBe(8);
+    expect(evaluate('-2 ^ 2')).toBe(-4);
+    expect(evaluate('10 % 4 + sqrt(16) + max(1, 7, 3) + abs(-2)')).toBe(15);
+    expect(evaluate('1.5e2 / 3')).toBe(50);
+    expect(evaluate('round(pi * 100)')).toBe(314);
+  });
+
+  it('rejects anything that is not arithmetic', () => {
+    for (const bad of ['', '1 +', 'process.exit()', 'constructor', '1 / 0', '(1', 'foo(1)', '2 3', 'sqrt(1, 2)', "'a'"]) {
+      expect(() => evaluate(bad), bad).toThrow(CalculatorError);
+    }
+  });
+
+  it('agrees with integer arithmetic on random expressions', () => {
+    type Expr = { src: string; value: bigint };
+    const leaf = fc.integer({ min: 0, max: 1000 }).map((n): Expr => ({ src: String(n), value: BigInt(n) }));
+    const { expr } = fc.letrec<{ expr: Expr }>((tie) => ({
+      expr: fc.oneof(
+        { depthSize: 'small', withCrossShrink: true },
+        leaf,
+        fc.tuple(tie('expr'), fc.constantFrom('+', '-', '*'), tie('expr')).map(([a, op, b]): Expr => ({
+          src: `(${a.src} ${op} ${b.src})`,
+          value: op === '+' ? a.value + b.value : op === '-' ? a.value - b.value : a.value * b.value,
+        })),
+      ),
+    }));
+    fc.assert(
+      fc.property(expr, (e) => {
+        fc.pre(e.value < 2n ** 50n && e.value > -(2n ** 50n));
+        expect(evaluate(e.src)).toBe(Number(e.value));
+      }),
+    );
+  });
+});
+
+describe('decimal prices', () => {
+  it('adds decimal strings exactly', () => {
+    expect(addDecimal('0.1', '0.2')).toBe('0.3');
+    expect(addDecimal('0.00001', '0.00002')).toBe('0.00003');
+    expect(addDecimal('0', '1.50')).toBe('1.5');
+    expect(addDecimal('12', '0.0000001')).toBe('12.0000001');
+    expect(addDecimal('1e-7', '0')).toBe('0.0000001');
+  });
+
+  it('matches scaled integer addition', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 10n ** 15n }), fc.bigInt({ min: 0n, max: 10n ** 15n }), (a, b) => {
+        const dec = (v: bigint) => `${v / 10n ** 7n}.${(v % 10n ** 7n).toString().padStart(7, '0')}`;
+        const norm = (s: string) => (s.includes('.') ? s.replace(/0+$/, '').replace(/\.$/, '') : s);
+        expect(addDecimal(dec(a), dec(b))).toBe(norm(dec(a + b)));
+      }),
+    );
+  });
+});
+
+describe('inner LLM model', () => {
+  const target = {
+    runId: 'run-1',
+    provider: 'openai',
+    model: 'gpt-x',
+    caller: { tenant_id: 't', user_id: 'u', user_from: 'account' as const, app_id: 'a', invoke_from: 'debugger' },
+  };
+  const sse = (...chunks: unknown[]) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('');
+  const chunk = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+    code: 0,
+    message: '',
+    data: { model: 'gpt-x', delta: { index: 0, message: { content: '', ...message }, ...extra } },
+  });
+  async function parts(body: string, status = 200, capture?: (init: RequestInit) => void) {
+    const model = createInnerLlmCaller({
+      apiUrl: 'http://api.test/',
+      innerApiKey: 'k',
+      fetch: async (_url, init) => {
+        capture?.(init!);
+        return new Response(body, { status, headers: { 'content-type': status === 200 ? 'text/event-stream' : 'application/json' } });
+      },
+    })(target);
+    const { stream } = await model.doStream({
+      prompt: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+      temperature: 0.5,
+      maxOutputTokens: 100,
+      topK: 3,
+      providerOptions: { dify: { call_index: 4 } },
+    });
+    const out: LanguageModelV3StreamPart[] = [];
+    const reader = stream.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return out;
+      out.push(value);
+    }
+  }
+
+  it('sends whitelisted settings, the run as invocation and the call index', async () => {
+    let sent: Record<string, unknown> = {};
+    await parts(sse(chunk({ content: 'x' })), 200, (init) => (sent = JSON.parse(String(init.body))));
+    expect(sent).toEqual({
+      caller: { invocation_id: 'run-1', agent_run_id: 'run-1', call_index: 4, tenant_id: 't', user_id: 'u', user_from: 'account', app_id: 'a', invoke_from: 'debugger', agent_mode: 'agent' },
+      target: { provider: 'openai', model: 'gpt-x', prompt_messages: [{ role: 'user', content: 'hi' }], model_parameters: { temperature: 0.5, max_tokens: 100 }, stream: true },
+    });
+  });
+
+  it('joins fragmented tool calls and reports usage with prices', async () => {
+    const out = await parts(
+      sse(
+        chunk({ tool_calls: [{ id: 'c1', type: 'function', function: { name: 'calculator', arguments: '{"expr' } }] }),
+        chunk({ tool_calls: [{ id: '', type: 'function', function: { name: '', arguments: 'ession":"1"}' } }] }),
+        chunk({}, { usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5, total_price: '0.1' }, finish_reason: 'tool_calls' }),
+      ),
+    );
+    expect(out.find((p) => p.type === 'tool-call')).toMatchObject({ toolCallId: 'c1', toolName: 'calculator', input: '{"expression":"1"}' });
+    const finish = out.find((p) => p.type === 'finish');
+    expect(finish).toMatchObject({ finishReason: { unified: 'tool-calls' }, providerMetadata: { dify: { usage: { total_price: '0.1' } } } });
+  });
+
+  it('turns error chunks and HTTP errors into provider errors with the error type', async () => {
+    const out = await parts(sse(chunk({ content: 'a' }), { code: -1, message: 'bad', data: { error_type: 'InvokeServerUnavailableError', message: 'down' } }));
+    const err = out.find((p) => p.type === 'error');
+    expect(err && err.type === 'error' && err.error).toBeInstanceOf(ModelCallError);
+    expect((err as { error: ModelCallError }).error.errorType).toBe('InvokeServerUnavailableError');
+    await expect(parts(JSON.stringify({ code: 'unauthorized', message: 'no' }), 401)).rejects.toMatchObject({ errorType: 'InvokeAuthorizationError' });
+    await expect(parts('oops', 503)).rejects.toMatchObject({ errorType: 'InvokeServerUnavailableError' });
+  });
+});
+
+describe('run planning', () => {
+  const registry = createRegistry();
+  const limits = { maxModelRequests: 5, maxToolCalls: 5, maxWallClockMs: 1000 };
+  const services = { runId: 'r', logger: createLogger('t', 'silent'), toolResolver: noPluginTools, resources: { acquire: <T>(_k: string, v: T) => v, get: () => undefined } };
+
+  it('gives aliases of one module independent config and state, and freezes config', () => {
+    const req = runRequest({
+      extraLayers: [
+        { name: 'math_tools', type: 'core_tools', config: { tools: ['calculator'] } },
+        { name: 'notes', type: 'core_tools', config: { tools: ['scratchpad_set'] } },
+        { name: 'style', type: 'prompt', config: { text: 'Be terse.' } },
+      ],
+    });
+    const plan = planRun(req, registry, limits);
+    const [a, b] = instantiate(plan, services).filter((i) => i.type === 'core_tools');
+    const [a2] = instantiate(plan, services).filter((i) => i.type === 'core_tools');
+    expect([a.name, b.name]).toEqual(['math_tools', 'notes']);
+    expect(a.state).not.toBe(b.state);
+    expect(a.state).not.toBe(a2.state);
+    const llm = plan.layers.find((l) => l.spec.type === 'llm')!;
+    expect(Object.isFrozen(llm.config)).toBe(true);
+    expect(Object.isFrozen((llm.config as { model_settings: object }).model_settings)).toBe(true);
+  });
+
+  it('rejects the same tool name from two layers, a second model and too-generous limits', () => {
+    const dup = runRequest({ coreTools: ['calculator'], extraLayers: [{ name: 'more', type: 'core_tools', config: { tools: ['calculator'] } }] });
+    expect(() => planRun(dup, registry, limits)).toThrow(/tool name 'calculator' is offered by both/);
+    const twoModels = runRequest({ extraLayers: [{ name: 'llm2', type: 'llm', config: { provider: 'p', model: 'm' } }] });
+    expect(() => planRun(twoModels, registry, limits)).toThrow(/exactly one model layer/);
+    const plan = planRun(runRequest({ metadata: { limits: { max_model_requests: 50, max_tool_calls: 2 } } }), registry, limits);
+    expect(plan.limits).toEqual({ maxModelRequests: 5, maxToolCalls: 2, maxWallClockMs: 1000 });
+    const err = (() => {
+      try {
+        planRun(runRequest({ deferred_tool_results: { calls: {} } }), registry, limits);
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(HttpError);
+  });
+});
+
+describe('deferred tool calls in history', () => {
+  it('closes each open call with its result or unavailable, after existing results', () => {
+    const { messages, closed } = closeDanglingToolCalls(
+      [
+        { role: 'user', content: 'q' },
+        {
+          role: 'assistant',
+          content: '',
+          tool_calls: [
+            { id: 'a', type: 'function', function: { name: 'ask_human', arguments: '{}' } },
+            { id: 'b', type: 'function', function: { name: 'calculator', arguments: '{}' } },
+            { id: 'c', type: 'function', function: { name: 'ask_human', arguments: '{}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'b', content: '2' },
+      ],
+      { a: { status: 'timeout' } },
+    );
+    expect(messages.slice(2).map((m) => (m.role === 'tool' ? [m.tool_call_id, m.content] : m.role))).toEqual([
+      ['b', '2'],
+      ['a', '{"status":"timeout"}'],
+      ['c', '{"status":"unavailable"}'],
+    ]);
+    expect(closed.map((c) => c.call.id)).toEqual(['a', 'c']);
+  });
+});
+
+describe('mutex', () => {
+  it('runs critical sections one at a time in order', async () => {
+    const m = new Mutex();
+    const log: string[] = [];
+    await Promise.all(
+      [3, 1, 2].map((ms, i) =>
+        m.run(async () => {
+          log.push(`start ${i}`);
+          await new Promise((r) => setTimeout(r, ms));
+          log.push(`end ${i}`);
+        }),
+      ),
+    );
+    expect(log).toEqual(['start 0', 'end 0', 'start 1', 'end 1', 'start 2', 'end 2']);
+  });
+});
