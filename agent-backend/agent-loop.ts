@@ -30,6 +30,8 @@ export interface LoopState {
   partialText: string;
   /** Text of the latest model response (committed or not): the partial output on failure. */
   lastText: string;
+  /** Next part index. Unique across the run (not per response), so consumers can key parts by it. */
+  nextPartIndex: number;
 }
 
 export interface LoopContext {
@@ -108,11 +110,13 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
       is_error: false,
     });
   }
-  const resuming = Boolean(ctx.request.deferred_tool_results);
-  if (!resuming) {
-    const user = of('user_prompt')[0]?.capability.userMessage();
-    if (user) state.messages.push(user);
-  }
+  // A resume re-sends the paused turn's query (the composition must match the snapshot): when a
+  // deferred call was just closed and the user prompt equals the last user message, it is not new
+  // input. A new turn after an abandoned form closes the call as unavailable and adds its query.
+  const user = of('user_prompt')[0]?.capability.userMessage();
+  const lastUser = [...state.messages].reverse().find((m) => m.role === 'user');
+  const resending = closed.closed.length > 0 && user !== undefined && lastUser !== undefined && JSON.stringify(user) === JSON.stringify(lastUser);
+  if (user && !resending) state.messages.push(user);
   if (!system && state.messages.length === 0) throw new Error('nothing to send to the model: no instructions, history or user prompt');
 
   const { settings } = binding;
@@ -226,7 +230,6 @@ async function consumeStep(
 ): Promise<{ text: string; reasoning: string; toolCalls: StepToolCall[] }> {
   const { emitter, usage, state, signal } = ctx;
   const reader = stream.getReader();
-  let nextIndex = 0;
   let textIndex = -1;
   let reasoningIndex = -1;
   let text = '';
@@ -245,7 +248,7 @@ async function consumeStep(
       if (done) break;
       switch (value.type) {
         case 'reasoning-start':
-          reasoningIndex = nextIndex++;
+          reasoningIndex = state.nextPartIndex++;
           await emitter.event('pydantic_ai_event', { event_kind: 'part_start', index: reasoningIndex, part: { part_kind: 'thinking', content: '' } });
           break;
         case 'reasoning-delta':
@@ -257,7 +260,7 @@ async function consumeStep(
           await emitter.event('pydantic_ai_event', { event_kind: 'part_end', index: reasoningIndex, part: { part_kind: 'thinking', content: reasoning } });
           break;
         case 'text-start':
-          textIndex = nextIndex++;
+          textIndex = state.nextPartIndex++;
           await emitter.event('pydantic_ai_event', { event_kind: 'part_start', index: textIndex, part: { part_kind: 'text', content: '' } });
           break;
         case 'text-delta':
@@ -272,7 +275,7 @@ async function consumeStep(
         case 'tool-call': {
           usage.markFirstToken();
           const call: StepToolCall = {
-            index: nextIndex++,
+            index: state.nextPartIndex++,
             id: value.toolCallId || `call_${ctx.runId.slice(0, 8)}_${usage.modelRequests}_${toolCalls.length}`,
             name: value.toolName,
             rawArgs: value.input,

@@ -51,7 +51,7 @@ class ResourceScope implements RunResources {
 export async function executeRun(input: RunTaskInput): Promise<void> {
   const { runId, plan, emitter, signal, logger } = input;
   const usage = new UsageMeter();
-  const state: LoopState = { messages: [], partialText: '', lastText: '' };
+  const state: LoopState = { messages: [], partialText: '', lastText: '', nextPartIndex: 0 };
   const resources = new ResourceScope();
   let instances: LayerInstance[] = [];
   const entered: LayerInstance[] = [];

@@ -112,10 +112,15 @@ async function streamEvents(deps: RunRoutesDeps, req: Request, res: Response, ru
         if (isTerminal(e)) return;
       }
       if (events.length === MAX_PAGE) continue;
-      // No terminal yet: a run that ended without one can only be a deleted run.
       if (events.length === 0) {
+        // Nothing new: a deleted run, or an ended run whose terminal the client already has
+        // (the status flips in the same statement that stores the terminal, so re-check once).
         const run = await deps.store.getRun(runId);
         if (!run) return;
+        if (run.status !== 'running') {
+          if ((await deps.store.listEvents(runId, cursor, 1)).length === 0) return;
+          continue;
+        }
       }
       await waiter.wait(deps.pollMs);
     }

@@ -74,6 +74,8 @@ describe('tool steps', () => {
     const call = events.find((e) => e.type === 'pydantic_ai_event' && e.data.event_kind === 'function_tool_call' && e.data.tool_name === 'scratchpad_set');
     expect(call?.data).toMatchObject({ index: 1, tool_call_id: 'call_2', args: { key: 'answer', value: '42' } });
 
+    // Part indexes are unique across the run: the answer of the second response is part 2.
+    expect(aiEvents(events, 'part_start').map((e) => e.index)).toEqual([0, 1, 2]);
     const data = succeeded(events);
     expect(data.output).toBe('The answer is 42.');
     expect(data.usage).toMatchObject({ model_requests: 2, tool_calls: 2, prompt_tokens: 20, completion_tokens: 10, total_price: '0.00006' });
@@ -252,6 +254,21 @@ describe('ask_human', () => {
       { role: 'tool', tool_call_id: 'ask_2', name: 'ask_human', content: '{"status":"unavailable"}' },
       { role: 'user', content: 'Never mind' },
     ]);
+  });
+
+  it('adds the new query of a turn that abandons a pending form (deferred result unavailable)', async () => {
+    fake.script({ toolCalls: [{ id: 'ask_3', name: 'ask_human', args: { question: 'Size?' } }] }, { text: ['OK, new topic.'] });
+    const first = succeeded(await backend.client.untilTerminal((await backend.client.createRun(runRequest({ askHuman: true, query: 'Order a shirt' }))).run_id));
+    await backend.client.untilTerminal(
+      (
+        await backend.client.createRun(
+          runRequest({ askHuman: true, query: 'Something else', session_snapshot: first.session_snapshot, deferred_tool_results: { calls: { ask_3: { status: 'unavailable' } } } }),
+        )
+      ).run_id,
+    );
+    const sent = fake.calls[1].body.target.prompt_messages;
+    expect(sent.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['Order a shirt', 'Something else']);
+    expect(sent.at(-2)).toEqual({ role: 'tool', tool_call_id: 'ask_3', name: 'ask_human', content: '{"status":"unavailable"}' });
   });
 });
 

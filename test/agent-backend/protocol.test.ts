@@ -210,6 +210,9 @@ describe('runs', () => {
     const resumed = await backend.client.sse(run_id, { after: '1', lastEventId: '3' });
     expect(resumed.events.map((e) => e.id)).toEqual(ids.slice(3));
     expect(replay.events).toEqual(live.events.slice(2));
+    // Reconnecting after the terminal event: nothing to send, the stream closes at once.
+    const after = await backend.client.sse(run_id, { lastEventId: ids.at(-1) });
+    expect(after.events).toEqual([]);
   });
 
   it('fails the run with the provider error type as reason', async () => {
