@@ -10,7 +10,13 @@ import type { EventNotifier } from '../core/event-log.js';
 import type { Logger } from '../core/logger.js';
 import { appKeyAuth } from './auth.js';
 import { errorHandler, unknownRoute } from './errors.js';
+import { openApiRoute } from './openapi.js';
+import { requestLog } from './request-log.js';
+import { appInfoRoutes } from './routes/app-info.js';
 import { chatRoutes } from './routes/chat.js';
+import { conversationRoutes } from './routes/conversations.js';
+import { feedbackRoutes } from './routes/feedbacks.js';
+import { fileRoutes, signedFileRoutes } from './routes/files.js';
 import { formRoutes } from './routes/forms.js';
 import { messageRoutes } from './routes/messages.js';
 
@@ -29,6 +35,7 @@ export function createApiApp(deps: ApiDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
+  app.use(requestLog(deps.logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', async (_req, res) => {
@@ -36,6 +43,9 @@ export function createApiApp(deps: ApiDeps): express.Express {
     const ok = Object.values(checks).every(Boolean);
     res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks });
   });
+
+  app.get('/openapi.json', openApiRoute);
+  app.use(signedFileRoutes(deps));
 
   // Inner routers parse their own bodies (with their own limits).
   for (const m of deps.inner ?? []) app.use(m.path, m.router);
@@ -46,6 +56,10 @@ export function createApiApp(deps: ApiDeps): express.Express {
   v1.use(chatRoutes(deps));
   v1.use(messageRoutes(deps));
   v1.use(formRoutes(deps));
+  v1.use(conversationRoutes(deps));
+  v1.use(feedbackRoutes(deps));
+  v1.use(appInfoRoutes(deps));
+  v1.use(fileRoutes(deps));
   app.use('/v1', v1);
 
   app.use(unknownRoute);

@@ -2,7 +2,12 @@
 import { z } from 'zod';
 
 export const Uuid = z.string().uuid();
-export const UserId = z.string().trim().min(1, 'is required').max(255);
+/** PostgreSQL text and jsonb cannot hold NUL; refusing it here keeps such input a 400, not a 500. */
+const noNul = (s: string) => !s.includes('\u0000');
+const NUL_MESSAGE = 'must not contain NUL characters';
+export const UserId = z.string().trim().min(1, 'is required').max(255).refine(noNul, NUL_MESSAGE);
+/** `inputs`: a JSON object whose strings (keys and values, at any depth) hold no NUL. */
+const Inputs = z.record(z.string(), z.unknown()).refine((v) => noNul(JSON.stringify(v)), NUL_MESSAGE);
 
 export const ChatFile = z.object({
   type: z.enum(['image', 'document', 'audio', 'video', 'custom']),
@@ -12,12 +17,13 @@ export const ChatFile = z.object({
 });
 
 export const ChatRequest = z.object({
-  inputs: z.record(z.string(), z.unknown()).default({}),
-  query: z.string().min(1, 'is required').max(100_000),
+  inputs: Inputs.default({}),
+  query: z.string().min(1, 'is required').max(100_000).refine(noNul, NUL_MESSAGE),
   user: UserId,
   response_mode: z.enum(['streaming', 'blocking']).default('streaming'),
-  conversation_id: z.union([Uuid, z.literal('')]).optional(),
-  files: z.array(ChatFile).max(20).default([]),
+  // Dify's SDKs send `null` for "none" (dify-client posts `files: null`).
+  conversation_id: z.union([Uuid, z.literal('')]).nullish(),
+  files: z.array(ChatFile).max(20).nullable().default([]),
   auto_generate_name: z.boolean().default(true),
 });
 export type ChatRequest = z.output<typeof ChatRequest>;
@@ -35,4 +41,199 @@ export const ConversationsQuery = z.object({
   user: UserId,
   last_id: z.union([Uuid, z.literal('')]).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
+  sort_by: z.enum(['created_at', '-created_at', 'updated_at', '-updated_at']).default('-updated_at'),
+});
+
+export const RenameConversationRequest = z.object({
+  name: z.string().trim().max(255).refine(noNul, NUL_MESSAGE).nullish(),
+  /** Name the conversation from its first query instead of `name`. */
+  auto_generate: z.boolean().nullish().default(false),
+  user: UserId,
+});
+
+/** DELETE carries `{user}` in its JSON body (Dify); `?user=` is accepted too. */
+export const DeleteConversationRequest = z.object({ user: UserId });
+
+export const FeedbackRequest = z.object({
+  /** `null` removes this user's feedback. */
+  rating: z.enum(['like', 'dislike']).nullable(),
+  user: UserId,
+  content: z.string().max(10_000).refine(noNul, NUL_MESSAGE).nullish(),
+});
+
+export const UserQuery = z.object({ user: UserId.optional() });
+
+export const FilePreviewQuery = z.object({
+  user: UserId,
+  as_attachment: z.enum(['true', 'false']).default('false'),
+});
+
+/** The multipart form of POST /v1/files/upload (documentation only: parsed by busboy). */
+export const FileUploadForm = z.object({
+  file: z.string().meta({ contentMediaType: 'application/octet-stream', description: 'The file (images: png, jpg, jpeg, webp, gif ≤ 10 MB; documents: pdf, txt, md, csv, json, docx ≤ 15 MB).' }),
+  user: UserId,
+});
+
+// ---- responses -------------------------------------------------------------------------------
+
+export const ErrorResponse = z.object({ code: z.string(), message: z.string(), status: z.number().int() });
+
+export const SuccessResponse = z.object({ result: z.literal('success') });
+
+export const ConversationResponse = z.object({
+  id: Uuid,
+  name: z.string(),
+  inputs: z.record(z.string(), z.unknown()),
+  status: z.string(),
+  introduction: z.string(),
+  created_at: z.number().int(),
+  updated_at: z.number().int(),
+});
+
+export const ConversationListResponse = z.object({
+  limit: z.number().int(),
+  has_more: z.boolean(),
+  data: z.array(ConversationResponse),
+});
+
+export const MessageFileResponse = z.object({
+  id: Uuid,
+  type: z.string(),
+  url: z.string().nullable(),
+  belongs_to: z.string(),
+});
+
+export const AgentThoughtResponse = z.object({
+  id: Uuid,
+  message_id: Uuid,
+  position: z.number().int(),
+  thought: z.string(),
+  tool: z.string(),
+  tool_labels: z.unknown(),
+  tool_input: z.string(),
+  observation: z.string(),
+  message_files: z.unknown(),
+  created_at: z.number().int(),
+});
+
+export const MessageResponse = z.object({
+  id: Uuid,
+  conversation_id: Uuid,
+  parent_message_id: z.null(),
+  inputs: z.unknown(),
+  query: z.string(),
+  answer: z.string(),
+  status: z.enum(['normal', 'error']),
+  turn_status: z.enum(['pending', 'running', 'paused', 'succeeded', 'failed', 'stopped']),
+  error: z.string().nullable(),
+  message_files: z.array(MessageFileResponse),
+  feedback: z.object({ rating: z.string() }).nullable(),
+  retriever_resources: z.array(z.unknown()),
+  agent_thoughts: z.array(AgentThoughtResponse),
+  metadata: z.object({ usage: z.unknown() }),
+  created_at: z.number().int(),
+});
+
+export const MessageListResponse = z.object({
+  limit: z.number().int(),
+  has_more: z.boolean(),
+  data: z.array(MessageResponse),
+});
+
+export const ChatBlockingResponse = z.object({
+  event: z.literal('message'),
+  task_id: Uuid,
+  id: Uuid,
+  message_id: Uuid,
+  conversation_id: Uuid,
+  mode: z.literal('agent'),
+  answer: z.string(),
+  metadata: z.unknown(),
+  created_at: z.number().int(),
+});
+
+export const UploadFileResponse = z.object({
+  id: Uuid,
+  name: z.string(),
+  size: z.number().int(),
+  extension: z.string(),
+  mime_type: z.string(),
+  created_by: Uuid,
+  created_at: z.number().int(),
+});
+
+const Enabled = z.object({ enabled: z.boolean() });
+export const ParametersResponse = z.object({
+  opening_statement: z.string(),
+  suggested_questions: z.array(z.string()),
+  suggested_questions_after_answer: Enabled,
+  speech_to_text: Enabled,
+  text_to_speech: Enabled,
+  retriever_resource: Enabled,
+  annotation_reply: Enabled,
+  more_like_this: Enabled,
+  sensitive_word_avoidance: Enabled,
+  user_input_form: z.array(z.unknown()),
+  file_upload: z.object({
+    enabled: z.boolean(),
+    allowed_file_types: z.array(z.string()),
+    allowed_file_extensions: z.array(z.string()),
+    allowed_file_upload_methods: z.array(z.enum(['local_file', 'remote_url'])),
+    number_limits: z.number().int(),
+    image: z.object({
+      enabled: z.boolean(),
+      number_limits: z.number().int(),
+      detail: z.string(),
+      transfer_methods: z.array(z.enum(['local_file', 'remote_url'])),
+    }),
+  }),
+  /** Size limits in MB (0: that kind of file is not accepted). */
+  system_parameters: z.object({
+    file_size_limit: z.number(),
+    image_file_size_limit: z.number(),
+    audio_file_size_limit: z.number(),
+    video_file_size_limit: z.number(),
+    workflow_file_upload_limit: z.number(),
+  }),
+});
+
+export const AppInfoResponse = z.object({
+  name: z.string(),
+  description: z.string(),
+  tags: z.array(z.string()),
+  mode: z.literal('agent'),
+});
+
+// ---- ask_human forms (routes in api/routes/forms.ts; these document them) -----------------------
+
+export const HumanInputSubmitRequest = z.object({
+  /** Field name → value. */
+  inputs: z.record(z.string(), z.unknown()).default({}),
+  /** The id of one of the form's actions. */
+  action: z.string().min(1).max(64),
+  user: UserId,
+});
+
+export const HumanInputFormResponse = z.object({
+  form_id: Uuid,
+  form_token: z.string(),
+  node_id: z.string(),
+  node_title: z.string(),
+  form_content: z.string(),
+  inputs: z.array(z.unknown()),
+  actions: z.array(z.unknown()),
+  urgency: z.string(),
+  status: z.enum(['waiting', 'submitted', 'expired', 'cancelled']),
+  expiration_time: z.number().int(),
+  conversation_id: Uuid,
+  message_id: Uuid,
+  resume_message_id: Uuid.nullable(),
+});
+
+export const HumanInputSubmitResponse = z.object({
+  result: z.literal('success'),
+  /** The continuation message: re-attach with GET /v1/chat-messages/{task_id}/events. */
+  task_id: Uuid,
+  message_id: Uuid,
+  conversation_id: Uuid,
 });

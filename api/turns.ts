@@ -13,6 +13,7 @@ import type { Logger } from '../core/logger.js';
 import { AGENT_TURN_WORKFLOW, workflowIdForMessage, type AgentTurnInput, type InvokeFrom } from '../workflows/definitions.js';
 import type { AppContext } from './auth.js';
 import { HttpError } from './errors.js';
+import { createMessageFiles, prepareMessageFiles } from './message-files.js';
 import type { ChatRequest } from './schemas.js';
 
 export const SA = {
@@ -57,6 +58,7 @@ export async function startTurn(deps: TurnServiceDeps, app: AppContext, body: Ch
   const endUser = await upsertEndUser(db, app, body.user);
   const messageId = crypto.randomUUID();
   const workflowId = workflowIdForMessage(messageId);
+  const files = await prepareMessageFiles(deps, app, endUser.id, body.files);
 
   const { conversationId, createdAt } = await db.$transaction(async (tx) => {
     let conversationId = body.conversation_id || null;
@@ -89,6 +91,7 @@ export async function startTurn(deps: TurnServiceDeps, app: AppContext, body: Ch
         workflow_id: workflowId,
       },
     });
+    await createMessageFiles(tx, messageId, files);
     // The one-in-flight-turn lock: atomic, so of two racing messages exactly one wins.
     const locked = await tx.conversation.updateMany({
       where: { id: conversationId, active_message_id: null },

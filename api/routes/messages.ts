@@ -1,9 +1,9 @@
-/** History routes: messages with their agent thoughts, and the conversation list (Dify pagination). */
+/** History route: messages with their agent thoughts, files and feedback (Dify pagination). */
 import { Router } from 'express';
 import type { Db } from '../../core/db.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
-import { ConversationsQuery, MessagesQuery } from '../schemas.js';
+import { MessagesQuery } from '../schemas.js';
 
 const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
@@ -63,37 +63,6 @@ export function messageRoutes(deps: { db: Db }): Router {
         })),
         metadata: { usage: m.usage ?? null },
         created_at: unix(m.created_at),
-      })),
-    });
-  });
-
-  r.get('/conversations', async (req, res) => {
-    const app = appCtx(req);
-    const q = parseOr400(ConversationsQuery, req.query, 'query');
-    const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: q.user } } });
-    if (!endUser) return void res.json({ limit: q.limit, has_more: false, data: [] });
-    let after: Date | undefined;
-    if (q.last_id) {
-      const last = await db.conversation.findFirst({ where: { id: q.last_id, app_id: app.appId, end_user_id: endUser.id } });
-      if (!last) throw new HttpError(404, 'last_conversation_not_exists', 'Last Conversation Not Exists.');
-      after = last.updated_at;
-    }
-    const rows = await db.conversation.findMany({
-      where: { app_id: app.appId, end_user_id: endUser.id, deleted_at: null, ...(after ? { updated_at: { lt: after } } : {}) },
-      orderBy: [{ updated_at: 'desc' }, { id: 'desc' }],
-      take: q.limit + 1,
-    });
-    res.json({
-      limit: q.limit,
-      has_more: rows.length > q.limit,
-      data: rows.slice(0, q.limit).map((c) => ({
-        id: c.id,
-        name: c.name,
-        inputs: c.inputs,
-        status: c.status,
-        introduction: '',
-        created_at: unix(c.created_at),
-        updated_at: unix(c.updated_at),
       })),
     });
   });

@@ -1,0 +1,299 @@
+/**
+ * File upload (Dify's POST /v1/files/upload): multipart `file` + `user`, images ≤ 10 MB and documents
+ * ≤ 15 MB, type checked by extension and by the content's leading bytes, stored under
+ * DATA_DIR/uploads/<tenant>/<id>.<ext> with an UploadFile row. An upload belongs to its app and end user;
+ * chat requests reference it by id (local_file). Also the previews: GET /v1/files/{id}/preview for the
+ * uploading user, and a signed, key-less URL (/files/{id}/file-preview?sign=) the agent can download from.
+ */
+import busboy from 'busboy';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Router, type Request, type Response } from 'express';
+import type { Config } from '../../core/config.js';
+import type { Db } from '../../core/db.js';
+import { appCtx, type AppContext } from '../auth.js';
+import { HttpError, parseOr400 } from '../errors.js';
+import { FilePreviewQuery, UserId, Uuid } from '../schemas.js';
+
+const MB = 1024 * 1024;
+
+export const UPLOAD_LIMITS = {
+  imageMb: 10,
+  documentMb: 15,
+  /** Bytes of multipart framing tolerated above the largest file before refusing by Content-Length. */
+  overheadBytes: 64 * 1024,
+} as const;
+
+type Kind = 'image' | 'document';
+
+interface FileType {
+  mime: string;
+  kind: Kind;
+  /** Does the content start like this type? */
+  sniff: (head: Buffer) => boolean;
+}
+
+const startsWith = (sig: number[] | string, at = 0) => (head: Buffer) => {
+  const bytes = typeof sig === 'string' ? Buffer.from(sig, 'latin1') : Buffer.from(sig);
+  return head.length >= at + bytes.length && head.subarray(at, at + bytes.length).equals(bytes);
+};
+const isText = (head: Buffer) => !head.includes(0);
+const jpeg = startsWith([0xff, 0xd8, 0xff]);
+
+export const FILE_TYPES: Record<string, FileType> = {
+  png: { mime: 'image/png', kind: 'image', sniff: startsWith([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },
+  jpg: { mime: 'image/jpeg', kind: 'image', sniff: jpeg },
+  jpeg: { mime: 'image/jpeg', kind: 'image', sniff: jpeg },
+  webp: { mime: 'image/webp', kind: 'image', sniff: (h) => startsWith('RIFF')(h) && startsWith('WEBP', 8)(h) },
+  gif: { mime: 'image/gif', kind: 'image', sniff: (h) => startsWith('GIF87a')(h) || startsWith('GIF89a')(h) },
+  pdf: { mime: 'application/pdf', kind: 'document', sniff: startsWith('%PDF-') },
+  txt: { mime: 'text/plain', kind: 'document', sniff: isText },
+  md: { mime: 'text/markdown', kind: 'document', sniff: isText },
+  csv: { mime: 'text/csv', kind: 'document', sniff: isText },
+  json: { mime: 'application/json', kind: 'document', sniff: isText },
+  docx: { mime: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', kind: 'document', sniff: startsWith([0x50, 0x4b, 0x03, 0x04]) },
+};
+
+export const ALLOWED_EXTENSIONS = Object.keys(FILE_TYPES);
+const maxBytes = (kind: Kind) => (kind === 'image' ? UPLOAD_LIMITS.imageMb : UPLOAD_LIMITS.documentMb) * MB;
+const MAX_BYTES = Math.max(maxBytes('image'), maxBytes('document'));
+
+const tooLarge = (kind?: Kind) =>
+  new HttpError(413, 'file_too_large', kind ? `File size exceeded: ${kind}s may be at most ${maxBytes(kind) / MB} MB.` : `File size exceeded: at most ${MAX_BYTES / MB} MB.`);
+const unsupported = (why: string) => new HttpError(415, 'unsupported_file_type', `File type not allowed: ${why} Allowed: ${ALLOWED_EXTENSIONS.join(', ')}.`);
+
+export function uploadsDir(config: Config): string {
+  return path.join(config.dataDir, 'uploads');
+}
+
+function cleanName(raw: string | undefined, ext: string): string {
+  const base = path.posix.basename((raw ?? '').replace(/\\/g, '/')).replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  return (base || `upload.${ext}`).slice(0, 200);
+}
+
+function extensionOf(filename: string | undefined, mime: string): string | null {
+  const m = /\.([A-Za-z0-9]{1,10})$/.exec(filename ?? '');
+  if (m) return m[1]!.toLowerCase();
+  const byMime = Object.entries(FILE_TYPES).find(([, t]) => t.mime === mime.toLowerCase());
+  return byMime ? byMime[0] : null;
+}
+
+interface Received {
+  tmpPath: string;
+  name: string;
+  ext: string;
+  type: FileType;
+  size: number;
+  hash: string;
+  user: string | undefined;
+}
+
+/** Streams the one `file` part to a temp file, enforcing type and size as bytes arrive. */
+function receive(req: Request, tmpDir: string): Promise<Received> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const tmpPath = path.join(tmpDir, crypto.randomUUID());
+    let out: fs.WriteStream | null = null;
+    let bb: busboy.Busboy;
+    const fail = (err: HttpError) => {
+      if (settled) return;
+      settled = true;
+      req.unpipe(bb);
+      req.resume(); // drain what the client still sends; the error response goes out now
+      if (out) {
+        out.destroy();
+        fs.rm(tmpPath, { force: true }, () => undefined);
+      }
+      reject(err);
+    };
+    try {
+      bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: MAX_BYTES, fields: 10, fieldSize: 4096, parts: 20, headerPairs: 50 } });
+    } catch {
+      reject(new HttpError(400, 'no_file_uploaded', 'Please upload your file as multipart/form-data with a `file` part.'));
+      return;
+    }
+    let user: string | undefined;
+    let file: { name: string; ext: string; type: FileType; written: Promise<void>; size: () => number; hash: crypto.Hash } | null = null;
+
+    bb.on('file', (field, stream, info) => {
+      if (field !== 'file' || settled) {
+        stream.resume();
+        return;
+      }
+      const ext = extensionOf(info.filename, info.mimeType);
+      const type = ext ? FILE_TYPES[ext] : undefined;
+      if (!ext || !type) {
+        stream.resume();
+        fail(unsupported(ext ? `.${ext} files are not accepted.` : 'the file has no extension.'));
+        return;
+      }
+      const limit = maxBytes(type.kind);
+      const hash = crypto.createHash('sha256');
+      let size = 0;
+      let head = Buffer.alloc(0);
+      const ws = fs.createWriteStream(tmpPath, { flags: 'wx', mode: 0o600 });
+      out = ws;
+      const written = new Promise<void>((res, rej) => {
+        ws.on('finish', res);
+        ws.on('error', rej);
+      });
+      written.catch(() => undefined);
+      stream.on('data', (chunk: Buffer) => {
+        if (settled) return;
+        size += chunk.length;
+        if (size > limit) {
+          fail(tooLarge(type.kind));
+          return;
+        }
+        if (head.length < 4096) head = Buffer.concat([head, chunk.subarray(0, 4096 - head.length)]);
+        hash.update(chunk);
+        if (!ws.write(chunk)) {
+          stream.pause();
+          ws.once('drain', () => stream.resume());
+        }
+      });
+      stream.on('limit', () => fail(tooLarge(type.kind)));
+      stream.on('end', () => {
+        if (settled) return;
+        if (!type.sniff(head)) {
+          fail(unsupported(`the content is not a valid .${ext} file.`));
+          return;
+        }
+        ws.end();
+      });
+      file = { name: cleanName(info.filename, ext), ext, type, written, size: () => size, hash };
+    });
+    bb.on('field', (name, value) => {
+      if (name === 'user') user = value;
+    });
+    bb.on('filesLimit', () => fail(new HttpError(400, 'too_many_files', 'Only one file may be uploaded at a time.')));
+    bb.on('fieldsLimit', () => fail(new HttpError(400, 'invalid_param', 'Too many form fields.')));
+    bb.on('partsLimit', () => fail(new HttpError(400, 'invalid_param', 'Too many form parts.')));
+    bb.on('error', () => fail(new HttpError(400, 'invalid_multipart', 'The multipart body could not be parsed.')));
+    bb.on('close', async () => {
+      if (settled) return;
+      if (!file) return fail(new HttpError(400, 'no_file_uploaded', 'Please upload your file in the `file` part.'));
+      if (file.size() === 0) return fail(new HttpError(400, 'invalid_param', 'file: is empty.'));
+      try {
+        await file.written;
+      } catch {
+        return fail(new HttpError(503, 'storage_unavailable', 'The file could not be stored; try again.'));
+      }
+      if (settled) return;
+      settled = true;
+      resolve({ tmpPath, name: file.name, ext: file.ext, type: file.type, size: file.size(), hash: file.hash.digest('hex'), user });
+    });
+    req.on('error', () => fail(new HttpError(400, 'request_aborted', 'The upload was interrupted.')));
+    req.pipe(bb);
+  });
+}
+
+/** Signature of the key-less preview URL of an upload (a capability: whoever has it may read the file). */
+export function signFileId(config: Config, fileId: string): string {
+  const key = crypto.createHash('sha256').update(`file-preview:${config.ENCRYPTION_KEY}`).digest();
+  return crypto.createHmac('sha256', key).update(fileId).digest('base64url');
+}
+
+export function signedFileUrl(config: Config, baseUrl: string, fileId: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/files/${fileId}/file-preview?sign=${signFileId(config, fileId)}`;
+}
+
+type UploadRow = { id: string; name: string; mime_type: string; storage_key: string };
+
+function sendUpload(config: Config, res: Response, file: UploadRow, asAttachment: boolean) {
+  const disposition = `${asAttachment ? 'attachment' : 'inline'}; filename*=UTF-8''${encodeURIComponent(file.name)}`;
+  return new Promise<void>((resolve, reject) => {
+    res.sendFile(
+      path.join(uploadsDir(config), file.storage_key),
+      {
+        dotfiles: 'allow', // DATA_DIR is often .data
+        headers: {
+          'Content-Type': file.mime_type,
+          'Content-Disposition': disposition,
+          'X-Content-Type-Options': 'nosniff',
+          'Content-Security-Policy': "sandbox; default-src 'none'",
+        },
+      },
+      (err) => (err ? reject(res.headersSent ? err : new HttpError(404, 'file_not_found', 'File not found.')) : resolve()),
+    );
+  });
+}
+
+export interface FileRouteDeps {
+  db: Db;
+  config: Config;
+}
+
+/** /v1 routes (app key). */
+export function fileRoutes(deps: FileRouteDeps): Router {
+  const r = Router();
+  const { db, config } = deps;
+
+  r.post('/files/upload', async (req, res) => {
+    const app: AppContext = appCtx(req);
+    if (!req.is('multipart/form-data')) throw new HttpError(400, 'no_file_uploaded', 'Please upload your file as multipart/form-data with a `file` part.');
+    const declared = Number(req.header('content-length'));
+    if (Number.isFinite(declared) && declared > MAX_BYTES + UPLOAD_LIMITS.overheadBytes) {
+      req.resume();
+      throw tooLarge();
+    }
+    const tmpDir = path.join(uploadsDir(config), 'tmp');
+    await fs.promises.mkdir(tmpDir, { recursive: true });
+    const got = await receive(req, tmpDir);
+    try {
+      const user = parseOr400(UserId, got.user, 'user');
+      const endUser = await db.endUser.upsert({
+        where: { app_id_session_id: { app_id: app.appId, session_id: user } },
+        update: {},
+        create: { tenant_id: app.tenantId, app_id: app.appId, session_id: user },
+      });
+      const id = crypto.randomUUID();
+      const storageKey = `${app.tenantId}/${id}.${got.ext}`;
+      await fs.promises.mkdir(path.join(uploadsDir(config), app.tenantId), { recursive: true });
+      await fs.promises.rename(got.tmpPath, path.join(uploadsDir(config), storageKey));
+      const row = await db.uploadFile.create({
+        data: { id, tenant_id: app.tenantId, app_id: app.appId, end_user_id: endUser.id, name: got.name, size: got.size, extension: got.ext, mime_type: got.type.mime, storage_key: storageKey, hash: got.hash },
+      });
+      res.status(201).json({
+        id: row.id,
+        name: row.name,
+        size: row.size,
+        extension: row.extension,
+        mime_type: row.mime_type,
+        created_by: endUser.id,
+        created_at: Math.floor(row.created_at.getTime() / 1000),
+      });
+    } finally {
+      await fs.promises.rm(got.tmpPath, { force: true });
+    }
+  });
+
+  r.get('/files/:file_id/preview', async (req, res) => {
+    const app = appCtx(req);
+    const fileId = parseOr400(Uuid, req.params.file_id, 'file_id');
+    const q = parseOr400(FilePreviewQuery, req.query, 'query');
+    const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: q.user } } });
+    const file = endUser ? await db.uploadFile.findFirst({ where: { id: fileId, tenant_id: app.tenantId, app_id: app.appId, end_user_id: endUser.id } }) : null;
+    if (!file) throw new HttpError(404, 'file_not_found', 'File not found.');
+    await sendUpload(config, res, file, q.as_attachment === 'true');
+  });
+
+  return r;
+}
+
+/** The key-less signed preview (outside /v1): what MessageFile.url of a local_file points at. */
+export function signedFileRoutes(deps: FileRouteDeps): Router {
+  const r = Router();
+  r.get('/files/:file_id/file-preview', async (req, res) => {
+    const fileId = parseOr400(Uuid, req.params.file_id, 'file_id');
+    const sign = typeof req.query.sign === 'string' ? req.query.sign : '';
+    const want = Buffer.from(signFileId(deps.config, fileId));
+    const got = Buffer.from(sign);
+    if (got.length !== want.length || !crypto.timingSafeEqual(got, want)) throw new HttpError(403, 'forbidden', 'Invalid or missing file signature.');
+    const file = await deps.db.uploadFile.findUnique({ where: { id: fileId } });
+    if (!file) throw new HttpError(404, 'file_not_found', 'File not found.');
+    await sendUpload(deps.config, res, file, req.query.as_attachment === 'true');
+  });
+  return r;
+}
