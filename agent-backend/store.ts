@@ -196,7 +196,7 @@ export class PgRunStore {
   async listEvents(runId: string, after: number, limit: number): Promise<StoredEvent[]> {
     const r = await this.pool.query(
       `select seq::text as seq, type, data, created_at from ${SCHEMA}.events
-        where run_id = $1 and seq > $2 order by seq limit $3`,
+        where run_id = $1 and seq > $2 order by events.seq limit $3`,
       [runId, after, limit],
     );
     return r.rows.map((row) => ({ id: row.seq, run_id: runId, type: row.type, data: row.data, created_at: iso(row.created_at) }));

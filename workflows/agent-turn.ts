@@ -34,7 +34,7 @@ const steps = proxyActivities<Activities>({
 /** The agent run: long, heartbeating, cancellable, reattaches on retry. */
 const agent = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '8 seconds',
+  heartbeatTimeout: '5 seconds',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   retry: { initialInterval: '300 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 25 },
 });

@@ -34,3 +34,24 @@ export async function chat(apiUrl: string, key: string, body: Record<string, unk
   if (res.status !== 200) return { status: res.status, frames: [{ id: undefined, event: 'http_error', data: (await res.json()) as Record<string, unknown> }] };
   return { status: res.status, frames: await readFrames(res) };
 }
+
+/** Reads one response in several steps (e.g. before and after killing a worker) without cancelling it. */
+export class FrameReader {
+  private readonly it: AsyncIterator<{ id?: string; event?: string; data: string }>;
+  constructor(res: Response) {
+    if (!res.body) throw new Error('no body');
+    this.it = parseSse(res.body)[Symbol.asyncIterator]();
+  }
+
+  async read(until?: (f: ClientFrame) => boolean): Promise<ClientFrame[]> {
+    const out: ClientFrame[] = [];
+    for (;;) {
+      const r = await this.it.next();
+      if (r.done) return out;
+      if (r.value.event === 'ping') continue;
+      const frame = { id: r.value.id, event: r.value.event, data: JSON.parse(r.value.data) as Record<string, unknown> };
+      out.push(frame);
+      if (until?.(frame)) return out;
+    }
+  }
+}
