@@ -55,7 +55,6 @@ describe('tool steps', () => {
     );
     const { run_id } = await backend.client.createRun(runRequest({ coreTools: ['calculator', 'scratchpad_set', 'scratchpad_get'] }));
     const events = await backend.client.untilTerminal(run_id);
-
     expect(shape(events)).toEqual([
       'run_started',
       'part_start:tool-call:calculator',
