@@ -110,15 +110,16 @@ export class RunManager {
   }
 
   async heartbeat(): Promise<void> {
-    const rows = await this.store.heartbeat(this.options.instanceId);
+    const rows = await this.store.heartbeat(this.options.instanceId, this.activeRunIds);
     for (const r of rows) if (r.cancelRequested) await this.onRemoteCancel(r.runId);
   }
 
-  /** Ends runs whose owner stopped heartbeating with `run_failed` reason `backend_restarted`. */
+  /** Ends runs nobody heartbeats any more with `run_failed` reason `backend_restarted`. */
   async reapStale(): Promise<string[]> {
-    const ids = await this.store.findStaleRuns(this.options.staleAfterMs, this.options.instanceId);
+    const ids = await this.store.findStaleRuns(this.options.staleAfterMs);
     const reaped: string[] = [];
     for (const runId of ids) {
+      if (this.active.has(runId)) continue; // ours and alive: its heartbeat is just late
       const error = 'the agent backend process running this run stopped before it finished';
       const stored = await this.store.appendEvent(
         runId,

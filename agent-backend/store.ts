@@ -225,25 +225,29 @@ export class PgRunStore {
     return { kind: 'ended', run };
   }
 
-  /** Refreshes the heartbeat of this process' running runs; reports which of them should cancel. */
-  async heartbeat(ownerId: string): Promise<Array<{ runId: string; cancelRequested: boolean }>> {
+  /**
+   * Refreshes the heartbeat of the runs this process is executing (not merely owns: a run whose task
+   * vanished must go stale); reports which of them should cancel.
+   */
+  async heartbeat(ownerId: string, runIds: string[]): Promise<Array<{ runId: string; cancelRequested: boolean }>> {
+    if (runIds.length === 0) return [];
     const r = await this.pool.query(
       `update ${SCHEMA}.runs set heartbeat_at = now()
-        where owner_id = $1 and status = 'running'
+        where owner_id = $1 and status = 'running' and run_id = any($2::text[])
         returning run_id, cancel_requested_at is not null as cancel_requested`,
-      [ownerId],
+      [ownerId, runIds],
     );
     return r.rows.map((row) => ({ runId: row.run_id, cancelRequested: row.cancel_requested }));
   }
 
-  /** Running runs whose owner stopped heartbeating. */
-  async findStaleRuns(staleAfterMs: number, excludeOwner: string): Promise<string[]> {
+  /** Running runs nobody has heartbeated for `staleAfterMs` (owner gone, or its task vanished). */
+  async findStaleRuns(staleAfterMs: number): Promise<string[]> {
     const r = await this.pool.query(
       `select run_id from ${SCHEMA}.runs
-        where status = 'running' and owner_id <> $2
+        where status = 'running'
           and heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)
         order by created_at limit 100`,
-      [staleAfterMs, excludeOwner],
+      [staleAfterMs],
     );
     return r.rows.map((row) => row.run_id);
   }

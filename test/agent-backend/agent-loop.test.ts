@@ -405,6 +405,20 @@ describe('replicas', () => {
 });
 
 describe('restart', () => {
+  it('does not reap a long run whose owner keeps heartbeating', async () => {
+    const a = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, options: { heartbeatMs: 100 } });
+    const b = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, options: { staleAfterMs: 400, reapIntervalMs: 100, heartbeatMs: 100 } });
+    try {
+      fake.script({ text: Array.from({ length: 20 }, (_, i) => `s${i} `), delayMs: 50 });
+      const { run_id } = await a.client.createRun(runRequest());
+      const t = terminalOf(await b.client.untilTerminal(run_id));
+      expect(t.type).toBe('run_succeeded');
+    } finally {
+      await b.stop();
+      await a.stop();
+    }
+  });
+
   it('fails a run whose backend process died with reason backend_restarted', async () => {
     const a = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, options: { heartbeatMs: 100 } });
     fake.script({ text: ['working'], hang: true });
