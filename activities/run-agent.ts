@@ -423,7 +423,9 @@ export function createRunAgent(deps: ActivityDeps) {
             }
             if (ev.type === 'run_started') continue;
             const outcome = await handleTerminal(ev);
-            if (outcome.status === 'stopped' || (stopRequested && outcome.status !== 'succeeded')) throw new CancelledFailure('turn stopped');
+            // Cancelled through Temporal: report the cancellation. Cancelled at the backend first (the api's
+            // fast stop path): return `stopped` and the workflow, which also has the cancel request, ends Cancelled.
+            if (ctx.cancellationSignal.aborted && outcome.status !== 'succeeded') throw new CancelledFailure('turn stopped');
             return outcome;
           }
         } catch (err) {

@@ -4,6 +4,7 @@
  */
 import express, { type Router } from 'express';
 import type { Client } from '@temporalio/client';
+import type { AgentBackendClient } from '../core/backend-client.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
 import type { EventNotifier } from '../core/event-log.js';
@@ -22,6 +23,8 @@ import { messageRoutes } from './routes/messages.js';
 
 export interface ApiDeps {
   db: Db;
+  /** The agent backend, for the fast stop path. */
+  backend: AgentBackendClient;
   temporal: Client;
   notifier: EventNotifier;
   config: Config;

@@ -1,5 +1,6 @@
 /** The api with all its routers and readiness checks, as both `npm start` and a standalone replica run it. */
 import { Client, type Connection } from '@temporalio/client';
+import { AgentBackendClient } from '../core/backend-client.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
 import type { EventNotifier } from '../core/event-log.js';
@@ -19,8 +20,10 @@ export function createWiredApi(deps: {
 }) {
   const { db, connection, notifier, config, logger } = deps;
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const backend = new AgentBackendClient(deps.agentBackendUrl, config.AGENT_BACKEND_TOKEN);
   const app = createApiApp({
     db,
+    backend,
     temporal,
     notifier,
     config,

@@ -21,10 +21,15 @@ export class BackendHttpError extends Error {
 }
 
 export class AgentBackendClient {
+  /** `baseUrl` may be a function when the backend's address is known only after start-up (dev stack). */
   constructor(
-    readonly baseUrl: string,
+    private readonly base: string | (() => string),
     private readonly token: string,
   ) {}
+
+  get baseUrl(): string {
+    return typeof this.base === 'function' ? this.base() : this.base;
+  }
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
     return { authorization: `Bearer ${this.token}`, ...extra };

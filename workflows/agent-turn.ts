@@ -8,6 +8,7 @@ import {
   ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   condition,
   isCancellation,
   proxyActivities,
@@ -96,6 +97,8 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       }
       if (outcome.status === 'stopped') {
         enter('stopped');
+        // A user stop: the cancel request is in history before the run's end, so end Cancelled.
+        if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('turn stopped');
         return { status: 'stopped', messageId };
       }
       // ask_human: wait durably for the form (signal) or its expiry (timer); days are fine.

@@ -2,6 +2,7 @@
 import { Router } from 'express';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import type { AgentBackendClient } from '../../core/backend-client.js';
 import type { Config } from '../../core/config.js';
 import type { Db } from '../../core/db.js';
 import type { EventNotifier } from '../../core/event-log.js';
@@ -14,6 +15,7 @@ import { startTurn, upsertEndUser } from '../turns.js';
 
 export interface ChatRouteDeps {
   db: Db;
+  backend: AgentBackendClient;
   temporal: Client;
   notifier: EventNotifier;
   config: Config;
@@ -70,9 +72,18 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     const { user } = parseOr400(StopRequest, req.body);
     const msg = await findOwnedMessage(db, app.appId, user, taskId);
     try {
+      // First the durable request (recorded in the workflow's history) ...
       await deps.temporal.workflow.getHandle(msg.workflow_id).cancel();
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+    // ... then the fast path: the backend stops the model now instead of at the activity's next heartbeat.
+    // runAgent records the run_cancelled either way; a failure here only costs latency.
+    const run = await db.agentBackendRun.findUnique({ where: { message_id: msg.id } });
+    if (run?.backend_run_id && !run.terminal_type) {
+      await deps.backend.cancelRun(run.backend_run_id, { reason: 'user_stop', message: 'Stopped by the user.' }).catch((err: Error) => {
+        deps.logger.warn({ err: err.message, message_id: msg.id }, 'fast-path backend cancel failed');
+      });
     }
     res.json({ result: 'success' });
   });
