@@ -8,6 +8,7 @@ import { createDefaultProviders } from '../core/llm/providers/index.js';
 import type { Logger } from '../core/logger.js';
 import { createApiApp } from './app.js';
 import { createInnerLlmRouter } from './inner/llm.js';
+import { innerAgentConfigRoutes } from './routes/inner-agent-config.js';
 
 export function createWiredApi(deps: {
   db: Db;
@@ -28,7 +29,10 @@ export function createWiredApi(deps: {
     notifier,
     config,
     logger: logger.child({ component: 'api' }),
-    inner: [{ path: '/inner/api/agent/llm', router: createInnerLlmRouter({ db, config, logger, providers: createDefaultProviders(config) }) }],
+    inner: [
+      { path: '/inner/api/agent/llm', router: createInnerLlmRouter({ db, config, logger, providers: createDefaultProviders(config) }) },
+      { path: '/inner/api/agent-config', router: innerAgentConfigRoutes({ db, innerApiKey: config.INNER_API_KEY }) },
+    ],
     ready: async () => ({
       database: await db.$queryRaw`select 1`.then(() => true, () => false),
       temporal: await connection.workflowService.getSystemInfo({}).then(() => true, () => false),

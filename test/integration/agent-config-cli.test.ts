@@ -1,0 +1,105 @@
+/**
+ * The `dify-agent` CLI end to end (PROTOCOL §3/§4): CLI → agent stub on the real backend (per-run stub
+ * token) → the api's inner agent-config endpoint (signed execution context) → PostgreSQL. Pull reads the
+ * raw prompt; push writes only the calling account's build draft; an end user may read but not write.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildComposition } from '../../activities/build-request.js';
+import { mintStubToken } from '../../agent-backend/stub-token.js';
+import { AgentBackendClient } from '../../core/backend-client.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import type { Stack } from '../../scripts/stack.js';
+import { startTestStack } from '../support/stack.js';
+
+const run = promisify(execFile);
+const CLI = path.resolve(import.meta.dirname, '../../cli/dify-agent.ts');
+// The CLI runs in a scratch dir: load tsx by absolute URL, not by package name.
+const TSX = pathToFileURL(path.resolve(import.meta.dirname, '../../node_modules/tsx/dist/loader.mjs')).href;
+let stack: Stack;
+
+beforeAll(async () => {
+  stack = await startTestStack('agent_config_cli');
+  const soul = demoSoulConfig();
+  soul.prompt.system_prompt = 'Be kind. Cite [§dataset:ds-1:Handbook§] and {{#sys.query#}}.\r\nSecond line.';
+  await stack.db.agentConfigDraft.updateMany({ where: { agent_id: stack.demo!.agentId, draft_type: 'DRAFT' }, data: { config: soul as object } });
+});
+afterAll(async () => stack?.stop());
+
+/** A running backend run whose composition has a `config` layer; returns its stub token. */
+async function runningRun(userFrom: 'account' | 'end-user', userId: string): Promise<{ token: string; runId: string }> {
+  const d = stack.demo!;
+  const layers = buildComposition(demoSoulConfig(), {
+    tenantId: d.tenantId, appId: d.appId, agentId: d.agentId, conversationId: crypto.randomUUID(), messageId: crypto.randomUUID(),
+    userId, userFrom, invokeFrom: 'debugger', configVersionId: null, query: '/slow 200 /long 200', files: [], supportsVision: false,
+    innerApiKey: stack.config.INNER_API_KEY,
+  });
+  const at = layers.findIndex((l) => l.name === 'history');
+  layers.splice(at, 0, { name: 'config', type: 'config', deps: [], metadata: {}, config: { execution_context: 'execution_context' } });
+  const backend = new AgentBackendClient(stack.agentBackendUrl, stack.config.AGENT_BACKEND_TOKEN);
+  const created = await backend.createRun({ composition: { schema_version: 1, layers }, purpose: 'agent_app' });
+  return { runId: created.run_id, token: mintStubToken(stack.config.AGENT_BACKEND_TOKEN, created.run_id) };
+}
+
+function cli(args: string[], token: string, cwd: string, input?: string) {
+  const p = run(process.execPath, ['--import', TSX, CLI, ...args], { cwd, env: { ...process.env, DIFY_AGENT_STUB_URL: stack.agentBackendUrl, DIFY_AGENT_STUB_TOKEN: token } });
+  if (input !== undefined) {
+    p.child.stdin!.end(input);
+  }
+  return p;
+}
+
+describe('dify-agent config prompt', () => {
+  it('pulls the raw prompt (markers unexpanded, line endings kept) and pushes into the account’s own build draft only', async () => {
+    const account = stack.demo!.accountId;
+    const { token, runId } = await runningRun('account', account);
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-'));
+    const pulled = await cli(['config', 'prompt', 'pull'], token, cwd);
+    const file = pulled.stdout.trim();
+    expect(file).toBe(path.join(cwd, '.dify_conf', 'prompt.md'));
+    expect(fs.readFileSync(file, 'utf8')).toBe('Be kind. Cite [§dataset:ds-1:Handbook§] and {{#sys.query#}}.\r\nSecond line.');
+
+    fs.writeFileSync(file, 'New prompt with [§tool:t1:Search§].\n');
+    const pushed = await cli(['config', 'prompt', 'push'], token, cwd);
+    expect(JSON.parse(pushed.stdout)).toEqual({ prompt: 'New prompt with [§tool:t1:Search§].\n' });
+
+    const own = await stack.db.agentConfigDraft.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: account } });
+    expect(AgentSoulConfig.parse(own.config).prompt.system_prompt).toBe('New prompt with [§tool:t1:Search§].\n');
+    // Only the prompt changed; the shared draft and the published version are untouched.
+    expect(AgentSoulConfig.parse(own.config).model).toEqual(demoSoulConfig().model);
+    const shared = await stack.db.agentConfigDraft.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, draft_type: 'DRAFT' } });
+    expect(AgentSoulConfig.parse(shared.config).prompt.system_prompt).toContain('Be kind.');
+    const published = await stack.db.agentConfigVersion.findUniqueOrThrow({ where: { id: stack.demo!.configVersionId } });
+    expect(AgentSoulConfig.parse(published.config_snapshot).prompt.system_prompt).toBe(demoSoulConfig().prompt.system_prompt);
+
+    // Reads now follow the personal build draft; `-` reads stdin; empty text clears it.
+    const again = await cli(['config', 'prompt', 'pull', '--to', 'p.md'], token, cwd);
+    expect(fs.readFileSync(again.stdout.trim(), 'utf8')).toBe('New prompt with [§tool:t1:Search§].\n');
+    const cleared = await cli(['config', 'prompt', 'push', '-'], token, cwd, '');
+    expect(JSON.parse(cleared.stdout)).toEqual({ prompt: '' });
+    await new AgentBackendClient(stack.agentBackendUrl, stack.config.AGENT_BACKEND_TOKEN).cancelRun(runId);
+  });
+
+  it('lets an end user read but not write', async () => {
+    const { token, runId } = await runningRun('end-user', 'some-end-user');
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-'));
+    await cli(['config', 'prompt', 'pull'], token, cwd);
+    await expect(cli(['config', 'prompt', 'push'], token, cwd)).rejects.toMatchObject({ code: 1 });
+    await new AgentBackendClient(stack.agentBackendUrl, stack.config.AGENT_BACKEND_TOKEN).cancelRun(runId);
+  });
+
+  it('refuses a forged execution context at the inner endpoint', async () => {
+    const ctx = { tenant_id: stack.demo!.tenantId, user_id: 'x', user_from: 'account', app_id: stack.demo!.appId, conversation_id: null, agent_id: stack.demo!.agentId, agent_config_version_id: null, invoke_from: 'debugger', signature: 'ab'.repeat(32) };
+    const res = await fetch(`${stack.apiUrl}/inner/api/agent-config/${stack.demo!.agentId}/prompt`, {
+      headers: { 'x-inner-api-key': stack.config.INNER_API_KEY, 'x-agent-execution-context': Buffer.from(JSON.stringify(ctx)).toString('base64') },
+    });
+    expect(res.status).toBe(403);
+    const noKey = await fetch(`${stack.apiUrl}/inner/api/agent-config/${stack.demo!.agentId}/prompt`);
+    expect(noKey.status).toBe(401);
+  });
+});
