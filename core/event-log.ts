@@ -69,6 +69,11 @@ export async function readEvents(db: Db, messageId: string, afterSeq: number, li
   return rows.map((r) => ({ seq: r.seq, event: r.event, data: r.data as Record<string, unknown> }));
 }
 
+async function hasTerminal(db: Db, messageId: string): Promise<boolean> {
+  const n = await db.messageEvent.count({ where: { message_id: messageId, event: { in: [...TERMINAL_CLIENT_EVENTS] } } });
+  return n > 0;
+}
+
 /**
  * One LISTEN connection per process, fanning notifications out by message id. Reconnects on error.
  */
@@ -144,6 +149,8 @@ export async function* followEvents(
         if (TERMINAL_CLIENT_EVENTS.has(e.event)) return;
       }
       if (batch.length === 500 || pending) continue;
+      // Nothing after the cursor: if the turn already ended (a re-attach at or past its end), close now.
+      if (batch.length === 0 && (await hasTerminal(db, messageId))) return;
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, pollMs);
         wake = () => {
