@@ -2,11 +2,11 @@
 import path from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig, type Env } from '../../core/config.js';
-import { createLogger } from '../../core/logger.js';
+import { createLogger, type Logger } from '../../core/logger.js';
 import { startStack, type Stack, type StackOptions } from '../../scripts/stack.js';
 import { freshDatabase } from './db.js';
 
-export async function startTestStack(name: string, opts: { env?: Partial<Env>; worker?: StackOptions['worker'] } = {}): Promise<Stack> {
+export async function startTestStack(name: string, opts: { env?: Partial<Env>; worker?: StackOptions['worker']; logger?: Logger } = {}): Promise<Stack> {
   const databaseUrl = await freshDatabase(name);
   const config = loadConfig(
     {},
@@ -22,5 +22,5 @@ export async function startTestStack(name: string, opts: { env?: Partial<Env>; w
       ...opts.env,
     },
   );
-  return startStack({ config, logger: createLogger(`test-${name}`, config.LOG_LEVEL), worker: opts.worker ?? 'in-process' });
+  return startStack({ config, logger: opts.logger ?? createLogger(`test-${name}`, config.LOG_LEVEL), worker: opts.worker ?? 'in-process' });
 }
