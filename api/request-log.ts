@@ -29,6 +29,8 @@ export function currentRequest(): RequestContext | undefined {
   return storage.getStore();
 }
 
+/** Health probes hit every few seconds; they log at debug so they don't drown the rest. */
+const PROBES = new Set(['/healthz', '/readyz']);
 const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 function selfUrlOf(req: Request): string {
@@ -60,6 +62,7 @@ export function requestLog(logger: Logger): RequestHandler {
         app_id: req.appCtx?.appId,
       };
       if (res.statusCode >= 500) log.error(fields, 'request failed');
+      else if (PROBES.has(req.path)) log.debug(fields, 'request');
       else log.info(fields, 'request');
     };
     res.once('finish', done);
