@@ -21,9 +21,14 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
     const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { conversation: true } });
     const agent = await db.agent.findUniqueOrThrow({ where: { app_id: msg.app_id } });
     const conv = msg.conversation;
+    // A personal build draft owns its session (seed 000: owner type BUILD_DRAFT); otherwise the conversation does.
+    const buildDraft = resolved.draftType === 'BUILD_DRAFT' ? await db.agentConfigDraft.findUniqueOrThrow({ where: { id: resolved.scopeId } }) : null;
+    const owner = buildDraft
+      ? { type: 'BUILD_DRAFT' as const, id: buildDraft.id, bindingId: buildDraft.agent_workspace_binding_id }
+      : { type: 'CONVERSATION' as const, id: conv.id, bindingId: conv.agent_workspace_binding_id };
 
-    if (conv.agent_workspace_binding_id) {
-      const b = await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id }, include: { workspace: true } });
+    if (owner.bindingId) {
+      const b = await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: owner.bindingId }, include: { workspace: true } });
       const ok =
         b.session_scope_config_version_id === resolved.scopeId &&
         b.config_kind === resolved.configKind &&
@@ -38,7 +43,7 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
       return { bindingId: b.id, created: false };
     }
 
-    const scopeKey = sessionScopeKey({ tenantId: msg.tenant_id, appId: msg.app_id, conversationId: conv.id, agentId: agent.id, scopeId: resolved.scopeId });
+    const scopeKey = sessionScopeKey({ tenantId: msg.tenant_id, appId: msg.app_id, conversationId: owner.type === 'BUILD_DRAFT' ? `build:${owner.id}` : conv.id, agentId: agent.id, scopeId: resolved.scopeId });
     const workspace =
       (await db.agentWorkspace.findFirst({ where: { agent_id: agent.id }, orderBy: { created_at: 'asc' } })) ??
       (await db.agentWorkspace.create({
@@ -52,8 +57,8 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
         app_id: msg.app_id,
         agent_id: agent.id,
         workspace_id: workspace.id,
-        owner_type: 'CONVERSATION',
-        owner_id: conv.id,
+        owner_type: owner.type,
+        owner_id: owner.id,
         scope_key: scopeKey,
         agent_config_version_id: resolved.configVersionId,
         session_scope_config_version_id: resolved.scopeId,
@@ -62,7 +67,12 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
         backend_binding_ref: `participant-${crypto.randomUUID()}`,
       },
     });
-    await db.conversation.updateMany({ where: { id: conv.id, agent_workspace_binding_id: null }, data: { agent_workspace_binding_id: binding.id } });
+    // Write the binding id back to its owner (first writer wins; a retry finds it already set).
+    if (owner.type === 'BUILD_DRAFT') {
+      await db.agentConfigDraft.updateMany({ where: { id: owner.id, agent_workspace_binding_id: null }, data: { agent_workspace_binding_id: binding.id } });
+    } else {
+      await db.conversation.updateMany({ where: { id: conv.id, agent_workspace_binding_id: null }, data: { agent_workspace_binding_id: binding.id } });
+    }
     return { bindingId: binding.id, created: true };
   };
 }

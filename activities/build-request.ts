@@ -134,6 +134,8 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       const form = await db.humanInputForm.findUnique({ where: { id: formId } });
       deferred[binding.pending_tool_call_id] = form && input.resumeFormId ? deferredResultFromForm(form) : { status: 'unavailable' };
     }
+    const mod = soul.features.moderation;
+    const outputModeration = mod.output_enabled && mod.keywords.length ? { keywords: mod.keywords, preset_answer: mod.output_preset_answer } : undefined;
     const request: CreateRunRequest = {
       composition: { schema_version: 1, layers },
       purpose: 'agent_app',
@@ -146,8 +148,8 @@ export function createBuildRunRequest(deps: ActivityDeps) {
     await db.$transaction([
       db.agentBackendRun.upsert({
         where: { message_id: msg.id },
-        update: { request: request as object },
-        create: { message_id: msg.id, request: request as object },
+        update: { request: request as object, binding_id: binding.id, output_moderation: outputModeration },
+        create: { message_id: msg.id, request: request as object, binding_id: binding.id, output_moderation: outputModeration },
       }),
       db.agentWorkspaceBinding.update({
         where: { id: binding.id },

@@ -10,6 +10,8 @@ import { turnFailure } from './errors.js';
 
 export interface ResolvedConfig {
   configKind: 'published' | 'draft';
+  /** For drafts: the shared DRAFT or the account's personal BUILD_DRAFT (which owns its own session). */
+  draftType?: 'DRAFT' | 'BUILD_DRAFT';
   /** Immutable AgentConfigVersion id (published) or null (draft). */
   configVersionId: string | null;
   /** Draft row id or snapshot id: what the session binding is scoped by. */
@@ -24,9 +26,12 @@ export function createResolveConfig({ db }: ActivityDeps) {
 
     let resolved: ResolvedConfig;
     if (msg.invoke_from === 'debugger') {
-      const draft = await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'DRAFT', account_id: null } });
-      if (!draft) throw turnFailure('agent_draft_not_found', 404, 'The agent has no draft to debug.');
-      resolved = { configKind: 'draft', configVersionId: null, scopeId: draft.id };
+      const build = (msg.metadata as { draft_type?: string }).draft_type === 'BUILD_DRAFT';
+      const draft = build
+        ? await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: msg.account_id } })
+        : await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'DRAFT', account_id: null } });
+      if (!draft) throw turnFailure('agent_draft_not_found', 404, build ? 'You have no build draft for this agent.' : 'The agent has no draft to debug.');
+      resolved = { configKind: 'draft', draftType: build ? 'BUILD_DRAFT' : 'DRAFT', configVersionId: null, scopeId: draft.id };
     } else {
       const bindingId = msg.conversation.agent_workspace_binding_id;
       const binding = bindingId ? await db.agentWorkspaceBinding.findUnique({ where: { id: bindingId } }) : null;

@@ -21,6 +21,7 @@ import { formFromArgs, newFormToken } from '../core/human-input.js';
 import type { RunEvent, SessionSnapshot, Usage, CreateRunRequest } from '../core/protocol/run.js';
 import { emptyUsage } from '../core/protocol/run.js';
 import type { ActivityDeps } from './deps.js';
+import { keywordHit } from './input-guards.js';
 import { ProcessRecorder, type ThoughtRow } from './process-recorder.js';
 
 export type RunAgentOutcome =
@@ -76,7 +77,7 @@ export function createRunAgent(deps: ActivityDeps) {
     const facts: TurnFacts = {
       messageId: msg.id,
       conversationId: msg.conversation_id,
-      bindingId: msg.conversation.agent_workspace_binding_id,
+      bindingId: run.binding_id ?? msg.conversation.agent_workspace_binding_id,
       createdAt: Math.floor(msg.created_at.getTime() / 1000),
     };
     const log = logger.child({ tenant_id: msg.tenant_id, app_id: msg.app_id, conversation_id: msg.conversation_id, message_id: msg.id, workflow_id: ctx.info.workflowExecution?.workflowId, attempt: ctx.info.attempt });
@@ -315,13 +316,20 @@ export function createRunAgent(deps: ActivityDeps) {
           clearPending();
           return { status: 'paused', toolCallId: call.tool_call_id, formId, formToken, expiresAt: expiresAt.toISOString() };
         }
-        const finalAnswer = d.output ?? answer + pendingText;
+        let finalAnswer = d.output ?? answer + pendingText;
+        // Output moderation (seed 000's pipeline): a flagged answer is replaced, and clients are told.
+        const moderation = run!.output_moderation as { keywords: string[]; preset_answer: string } | null;
+        const flagged = moderation ? keywordHit(moderation.keywords, [finalAnswer]) : null;
+        if (moderation && flagged) finalAnswer = moderation.preset_answer;
         await commitTerminal(ev.id, 'run_succeeded', async (tx) => {
           const evs = pendingEvs();
           await saveUsageAndSnapshot(tx, d.usage, d.session_snapshot);
           await tx.message.update({ where: { id: facts.messageId }, data: { answer: finalAnswer, status: 'succeeded', error: null } });
           return [
             ...evs,
+            ...(flagged
+              ? [{ event: 'message_replace' as const, sourceKey: 'terminal:message_replace', data: base({ event: 'message_replace', answer: finalAnswer, reason: 'output_moderation' }) }]
+              : []),
             { event: 'message', sourceKey: 'terminal:message', data: base({ event: 'message', id: facts.messageId, answer: finalAnswer }) },
             { event: 'message_end', sourceKey: 'terminal:message_end', data: base({ event: 'message_end', id: facts.messageId, metadata: { usage: usageOf(d.usage) } }) },
           ];

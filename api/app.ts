@@ -15,6 +15,7 @@ import { openApiRoute } from './openapi.js';
 import { requestLog } from './request-log.js';
 import { appInfoRoutes } from './routes/app-info.js';
 import { chatRoutes } from './routes/chat.js';
+import { consoleRoutes } from './routes/console.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { feedbackRoutes } from './routes/feedbacks.js';
 import { fileRoutes, signedFileRoutes } from './routes/files.js';
@@ -64,6 +65,7 @@ export function createApiApp(deps: ApiDeps): express.Express {
   v1.use(appInfoRoutes(deps));
   v1.use(fileRoutes(deps));
   app.use('/v1', v1);
+  app.use('/console/api', consoleRoutes(deps));
 
   app.use(unknownRoute);
   app.use(errorHandler(deps.logger));

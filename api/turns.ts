@@ -52,25 +52,36 @@ export async function upsertEndUser(db: Db, app: AppContext, user: string) {
   });
 }
 
-export async function startTurn(deps: TurnServiceDeps, app: AppContext, body: ChatRequest, invokeFrom: InvokeFrom = 'service-api'): Promise<StartedTurn> {
+/** Who a turn belongs to: a service-API end user, or a console account debugging a draft. */
+export type TurnCaller = { kind: 'end-user' } | { kind: 'account'; accountId: string; draftType: 'DRAFT' | 'BUILD_DRAFT' };
+
+export async function startTurn(
+  deps: TurnServiceDeps,
+  app: AppContext,
+  body: ChatRequest,
+  invokeFrom: InvokeFrom = 'service-api',
+  caller: TurnCaller = { kind: 'end-user' },
+): Promise<StartedTurn> {
   const { db, temporal, config, logger } = deps;
   if (!app.agentId) throw new HttpError(400, 'app_unavailable', 'This app has no agent configured.');
-  const endUser = await upsertEndUser(db, app, body.user);
+  const endUser = caller.kind === 'end-user' ? await upsertEndUser(db, app, body.user) : null;
+  const accountId = caller.kind === 'account' ? caller.accountId : null;
+  const owner = endUser ? { end_user_id: endUser.id } : { account_id: accountId };
   const messageId = crypto.randomUUID();
   const workflowId = workflowIdForMessage(messageId);
-  const files = await prepareMessageFiles(deps, app, endUser.id, body.files);
+  const files = endUser ? await prepareMessageFiles(deps, app, endUser.id, body.files) : [];
 
   const { conversationId, createdAt } = await db.$transaction(async (tx) => {
     let conversationId = body.conversation_id || null;
     if (conversationId) {
-      const conv = await tx.conversation.findFirst({ where: { id: conversationId, app_id: app.appId, end_user_id: endUser.id, deleted_at: null } });
+      const conv = await tx.conversation.findFirst({ where: { id: conversationId, app_id: app.appId, ...owner, invoke_from: invokeFrom, deleted_at: null } });
       if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
     } else {
       const conv = await tx.conversation.create({
         data: {
           tenant_id: app.tenantId,
           app_id: app.appId,
-          end_user_id: endUser.id,
+          ...owner,
           inputs: body.inputs as object,
           invoke_from: invokeFrom,
           name: body.auto_generate_name ? conversationName(body.query) : 'New conversation',
@@ -84,11 +95,12 @@ export async function startTurn(deps: TurnServiceDeps, app: AppContext, body: Ch
         tenant_id: app.tenantId,
         app_id: app.appId,
         conversation_id: conversationId,
-        end_user_id: endUser.id,
+        ...owner,
         invoke_from: invokeFrom,
         query: body.query,
         inputs: body.inputs as object,
         workflow_id: workflowId,
+        metadata: caller.kind === 'account' ? { draft_type: caller.draftType } : {},
       },
     });
     await createMessageFiles(tx, messageId, files);

@@ -16,17 +16,22 @@ export interface DemoData {
   agentId: string;
   configVersionId: string;
   apiKey: string;
+  /** The demo account's console key (console API). */
+  consoleKey: string;
 }
 
 export const DEMO_TENANT_NAME = 'Demo workspace';
 
 export async function ensureDemoData(db: Db, opts: { dataDir: string; soul?: AgentSoulConfig; creditQuota?: bigint }): Promise<DemoData> {
   const keyFile = path.join(opts.dataDir, 'demo-app-key.txt');
+  const consoleKeyFile = path.join(opts.dataDir, 'demo-console-key.txt');
   const existing = await db.tenant.findFirst({ where: { name: DEMO_TENANT_NAME }, include: { apps: { include: { agent: true } }, accounts: true } });
-  if (existing && existing.apps[0]?.agent?.active_config_snapshot_id && fs.existsSync(keyFile)) {
+  if (existing && existing.apps[0]?.agent?.active_config_snapshot_id && fs.existsSync(keyFile) && fs.existsSync(consoleKeyFile)) {
     const apiKey = fs.readFileSync(keyFile, 'utf8').trim();
+    const consoleKey = fs.readFileSync(consoleKeyFile, 'utf8').trim();
     const token = await db.apiToken.findUnique({ where: { token_hash: hashApiKey(apiKey) } });
-    if (token && !token.revoked_at) {
+    const ctoken = await db.consoleToken.findUnique({ where: { token_hash: hashApiKey(consoleKey) } });
+    if (token && !token.revoked_at && ctoken && !ctoken.revoked_at) {
       const app = existing.apps[0];
       return {
         tenantId: existing.id,
@@ -35,11 +40,13 @@ export async function ensureDemoData(db: Db, opts: { dataDir: string; soul?: Age
         agentId: app.agent!.id,
         configVersionId: app.agent!.active_config_snapshot_id!,
         apiKey,
+        consoleKey,
       };
     }
   }
   const soul = opts.soul ?? demoSoulConfig();
   const { key, hash, prefix } = generateAppApiKey();
+  const consoleKey = `console-${generateAppApiKey().key.slice(4)}`;
   const data = await db.$transaction(async (tx) => {
     const tenant = existing ?? (await tx.tenant.create({ data: { name: DEMO_TENANT_NAME } }));
     const account =
@@ -59,6 +66,7 @@ export async function ensureDemoData(db: Db, opts: { dataDir: string; soul?: Age
     const draft = await tx.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'DRAFT', account_id: null } });
     if (!draft) await tx.agentConfigDraft.create({ data: { tenant_id: tenant.id, agent_id: agent.id, draft_type: 'DRAFT', config: soul as object, base_version_id: versionId } });
     await tx.apiToken.create({ data: { tenant_id: tenant.id, app_id: app.id, token_hash: hash, token_prefix: prefix, name: 'demo' } });
+    await tx.consoleToken.create({ data: { tenant_id: tenant.id, account_id: account.id, token_hash: hashApiKey(consoleKey) } });
     await tx.creditPool.upsert({
       where: { tenant_id: tenant.id },
       update: {},
@@ -68,7 +76,8 @@ export async function ensureDemoData(db: Db, opts: { dataDir: string; soul?: Age
   });
   fs.mkdirSync(opts.dataDir, { recursive: true });
   fs.writeFileSync(keyFile, key + '\n', { mode: 0o600 });
-  return { ...data, apiKey: key };
+  fs.writeFileSync(consoleKeyFile, consoleKey + '\n', { mode: 0o600 });
+  return { ...data, apiKey: key, consoleKey };
 }
 
 /** Creates one more agent app with its own key (tests: isolation, fresh configs). */

@@ -18,6 +18,7 @@ const curl = `curl -N ${stack.apiUrl}/v1/chat-messages \\
 console.log(`
   api            ${stack.apiUrl}
   app api key    ${key}
+  console key    ${stack.demo?.consoleKey ?? '-'}   (console API: drafts, publish, debugger turns)
   agent backend  ${stack.agentBackendUrl}
   Temporal UI    ${stack.temporalUiUrl ?? `(external Temporal at ${stack.temporalAddress})`}
   database       ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded PostgreSQL under ${config.dataDir}/pg`}

@@ -81,6 +81,15 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     for (;;) {
       enter('resolving_config');
       const resolved = await steps.resolveConfig({ messageId });
+      // Input guards run on a fresh turn only: never on an ask_human continuation (seed 000).
+      if (!resumeFormId && !input.resumeOfMessageId) {
+        enter('input_guards');
+        const guard = await steps.inputGuards({ messageId, resolved });
+        if (guard.hit) {
+          enter('completed', ` · answered by ${guard.hit}`);
+          return { status: 'answered_by_guard', messageId };
+        }
+      }
       enter('loading_binding');
       const { bindingId } = await steps.loadOrCreateBinding({ messageId, resolved });
       enter('building_request');

@@ -61,6 +61,17 @@ CREATE TABLE "api_tokens" (
 );
 
 -- CreateTable
+CREATE TABLE "console_tokens" (
+    "id" UUID NOT NULL,
+    "tenant_id" UUID NOT NULL,
+    "account_id" UUID NOT NULL,
+    "token_hash" TEXT NOT NULL,
+    "revoked_at" TIMESTAMPTZ(3),
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    CONSTRAINT "console_tokens_pkey" PRIMARY KEY ("id")
+);
+
+-- CreateTable
 CREATE TABLE "end_users" (
     "id" UUID NOT NULL,
     "tenant_id" UUID NOT NULL,
@@ -351,6 +362,8 @@ CREATE TABLE "agent_backend_runs" (
     "message_id" UUID NOT NULL,
     "backend_run_id" TEXT,
     "request" JSONB NOT NULL,
+    "binding_id" UUID,
+    "output_moderation" JSONB,
     "cursor" TEXT,
     "status" TEXT NOT NULL DEFAULT 'created',
     "terminal_type" TEXT,
@@ -381,6 +394,10 @@ CREATE INDEX "apps_tenant_id_idx" ON "apps"("tenant_id");
 CREATE UNIQUE INDEX "api_tokens_token_hash_key" ON "api_tokens"("token_hash");
 
 CREATE INDEX "api_tokens_app_id_idx" ON "api_tokens"("app_id");
+
+CREATE UNIQUE INDEX "console_tokens_token_hash_key" ON "console_tokens"("token_hash");
+
+CREATE INDEX "console_tokens_account_id_idx" ON "console_tokens"("account_id");
 
 CREATE UNIQUE INDEX "end_users_app_id_session_id_key" ON "end_users"("app_id", "session_id");
 
@@ -458,6 +475,8 @@ ALTER TABLE "accounts" ADD CONSTRAINT "accounts_tenant_id_fkey" FOREIGN KEY ("te
 ALTER TABLE "apps" ADD CONSTRAINT "apps_tenant_id_fkey" FOREIGN KEY ("tenant_id") REFERENCES "tenants"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 ALTER TABLE "api_tokens" ADD CONSTRAINT "api_tokens_app_id_fkey" FOREIGN KEY ("app_id") REFERENCES "apps"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+ALTER TABLE "console_tokens" ADD CONSTRAINT "console_tokens_account_id_fkey" FOREIGN KEY ("account_id") REFERENCES "accounts"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 
 ALTER TABLE "end_users" ADD CONSTRAINT "end_users_app_id_fkey" FOREIGN KEY ("app_id") REFERENCES "apps"("id") ON DELETE CASCADE ON UPDATE CASCADE;
 

@@ -1,0 +1,174 @@
+/**
+ * Console API (`/console/api`, `Authorization: Bearer <console key>` of an account): edit the agent's
+ * shared draft and one's personal build draft, publish a draft as a new immutable version, list versions,
+ * manage annotations, and run debugger turns against a draft (invoke_from `debugger`, seed 000).
+ */
+import express, { type NextFunction, type Request, type Response, Router } from 'express';
+import { z } from 'zod';
+import { hashApiKey } from '../../core/api-keys.js';
+import type { Db, Prisma } from '../../core/db.js';
+import { AgentSoulConfig } from '../../core/soul.js';
+import type { AppContext } from '../auth.js';
+import { HttpError, parseOr400 } from '../errors.js';
+import { Uuid } from '../schemas.js';
+import { streamTurn } from '../stream.js';
+import { startTurn, type TurnServiceDeps } from '../turns.js';
+import type { EventNotifier } from '../../core/event-log.js';
+
+interface ConsoleCtx {
+  tenantId: string;
+  accountId: string;
+}
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    consoleCtx?: ConsoleCtx;
+  }
+}
+
+const DraftBody = z.object({ config: AgentSoulConfig });
+const PublishBody = z.object({ from: z.enum(['draft', 'build-draft']).default('draft') });
+const DebugChat = z.object({
+  query: z.string().min(1).max(100_000),
+  inputs: z.record(z.string(), z.unknown()).default({}),
+  conversation_id: z.union([Uuid, z.literal('')]).optional(),
+  draft: z.enum(['draft', 'build']).default('draft'),
+});
+const AnnotationBody = z.object({ question: z.string().min(1).max(2000), content: z.string().min(1).max(20_000) });
+const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.number().min(0).max(1).default(0.8) });
+
+const unix = (d: Date) => Math.floor(d.getTime() / 1000);
+
+export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier }): Router {
+  const { db } = deps;
+  const r = Router();
+  r.use(express.json({ limit: '1mb' }));
+  r.use(async (req: Request, _res: Response, next: NextFunction) => {
+    try {
+      const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+      if (!m) throw new HttpError(401, 'unauthorized', 'Authorization header must be "Bearer <console key>".');
+      const token = await db.consoleToken.findUnique({ where: { token_hash: hashApiKey(m[1]!) } });
+      if (!token || token.revoked_at) throw new HttpError(401, 'unauthorized', 'Console key is invalid.');
+      req.consoleCtx = { tenantId: token.tenant_id, accountId: token.account_id };
+      next();
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  /** The app and its agent, in the caller's tenant only (404 otherwise). */
+  async function appOf(req: Request) {
+    const ctx = req.consoleCtx!;
+    const appId = parseOr400(Uuid, req.params.app_id, 'app_id');
+    const app = await db.app.findFirst({ where: { id: appId, tenant_id: ctx.tenantId }, include: { agent: true } });
+    if (!app?.agent) throw new HttpError(404, 'app_not_found', 'App not found.');
+    return { app, agent: app.agent, ctx };
+  }
+
+  async function sharedDraft(agentId: string) {
+    const d = await db.agentConfigDraft.findFirst({ where: { agent_id: agentId, draft_type: 'DRAFT', account_id: null } });
+    if (!d) throw new HttpError(404, 'agent_draft_not_found', 'The agent has no draft.');
+    return d;
+  }
+
+  const draftJson = (d: { id: string; draft_type: string; config: unknown; updated_at: Date; base_version_id: string | null }) => ({
+    id: d.id,
+    draft_type: d.draft_type,
+    config: d.config,
+    base_version_id: d.base_version_id,
+    updated_at: unix(d.updated_at),
+  });
+
+  r.get('/apps/:app_id/agent/draft', async (req, res) => {
+    const { agent } = await appOf(req);
+    res.json(draftJson(await sharedDraft(agent.id)));
+  });
+
+  r.put('/apps/:app_id/agent/draft', async (req, res) => {
+    const { agent } = await appOf(req);
+    const { config } = parseOr400(DraftBody, req.body);
+    const d = await sharedDraft(agent.id);
+    // Drafts are edited in place: their id cannot prove a retained snapshot still fits (seed 000), so the
+    // topology check at run time does.
+    res.json(draftJson(await db.agentConfigDraft.update({ where: { id: d.id }, data: { config: config as unknown as Prisma.InputJsonValue } })));
+  });
+
+  r.get('/apps/:app_id/agent/build-draft', async (req, res) => {
+    const { agent, ctx } = await appOf(req);
+    const d = await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.accountId } });
+    if (!d) throw new HttpError(404, 'agent_build_draft_not_found', 'You have no build draft for this agent.');
+    res.json(draftJson(d));
+  });
+
+  r.put('/apps/:app_id/agent/build-draft', async (req, res) => {
+    const { agent, ctx } = await appOf(req);
+    const { config } = parseOr400(DraftBody, req.body);
+    const existing = await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.accountId } });
+    const data = { config: config as unknown as Prisma.InputJsonValue };
+    const d = existing
+      ? await db.agentConfigDraft.update({ where: { id: existing.id }, data })
+      : await db.agentConfigDraft.create({ data: { ...data, tenant_id: ctx.tenantId, agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.accountId, base_version_id: agent.active_config_snapshot_id } });
+    res.json(draftJson(d));
+  });
+
+  r.post('/apps/:app_id/agent/publish', async (req, res) => {
+    const { agent, ctx } = await appOf(req);
+    const { from } = parseOr400(PublishBody, req.body ?? {});
+    const version = await db.$transaction(async (tx) => {
+      const draft =
+        from === 'draft'
+          ? await tx.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'DRAFT', account_id: null } })
+          : await tx.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.accountId } });
+      if (!draft) throw new HttpError(404, 'agent_draft_not_found', 'Nothing to publish.');
+      const config = AgentSoulConfig.parse(draft.config);
+      // Serialise publishes of one agent; versions are immutable and numbered densely.
+      await tx.$executeRaw`select pg_advisory_xact_lock(hashtextextended(${agent.id}, 11))`;
+      const last = await tx.agentConfigVersion.findFirst({ where: { agent_id: agent.id }, orderBy: { version: 'desc' } });
+      const v = await tx.agentConfigVersion.create({
+        data: { tenant_id: ctx.tenantId, agent_id: agent.id, version: (last?.version ?? 0) + 1, config_snapshot: config as unknown as Prisma.InputJsonValue, created_by: ctx.accountId },
+      });
+      await tx.agent.update({ where: { id: agent.id }, data: { active_config_snapshot_id: v.id } });
+      return v;
+    });
+    res.status(201).json({ id: version.id, version: version.version, created_at: unix(version.created_at) });
+  });
+
+  r.get('/apps/:app_id/agent/versions', async (req, res) => {
+    const { agent } = await appOf(req);
+    const rows = await db.agentConfigVersion.findMany({ where: { agent_id: agent.id }, orderBy: { version: 'desc' } });
+    res.json({
+      data: rows.map((v) => ({ id: v.id, version: v.version, active: v.id === agent.active_config_snapshot_id, created_by: v.created_by, created_at: unix(v.created_at) })),
+    });
+  });
+
+  r.post('/apps/:app_id/annotations', async (req, res) => {
+    const { app, ctx } = await appOf(req);
+    const body = parseOr400(AnnotationBody, req.body);
+    const a = await db.annotation.create({ data: { tenant_id: ctx.tenantId, app_id: app.id, ...body } });
+    res.status(201).json({ id: a.id, question: a.question, content: a.content, hit_count: a.hit_count, created_at: unix(a.created_at) });
+  });
+
+  r.put('/apps/:app_id/annotation-settings', async (req, res) => {
+    const { app } = await appOf(req);
+    const body = parseOr400(AnnotationSettings, req.body);
+    await db.app.update({ where: { id: app.id }, data: { annotation_reply_enabled: body.enabled, annotation_score_threshold: body.score_threshold } });
+    res.json({ enabled: body.enabled, score_threshold: body.score_threshold });
+  });
+
+  /** A debugger turn against the shared draft or the caller's build draft; streams like the service API. */
+  r.post('/apps/:app_id/agent/debug/chat-messages', async (req, res) => {
+    const { app, agent, ctx } = await appOf(req);
+    const body = parseOr400(DebugChat, req.body);
+    const appCtx: AppContext = { tenantId: ctx.tenantId, appId: app.id, agentId: agent.id, appName: app.name };
+    const turn = await startTurn(
+      deps,
+      appCtx,
+      { query: body.query, inputs: body.inputs, conversation_id: body.conversation_id, user: ctx.accountId, response_mode: 'streaming', files: [], auto_generate_name: true },
+      'debugger',
+      { kind: 'account', accountId: ctx.accountId, draftType: body.draft === 'build' ? 'BUILD_DRAFT' : 'DRAFT' },
+    );
+    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, turn.messageId, 0);
+  });
+
+  return r;
+}
