@@ -6,7 +6,7 @@
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { hashApiKey } from '../../core/api-keys.js';
-import type { Db, Prisma } from '../../core/db.js';
+import type { Prisma } from '../../core/db.js';
 import { AgentSoulConfig } from '../../core/soul.js';
 import type { AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
