@@ -9,6 +9,7 @@ import { createActivities } from './activities/index.js';
 import { AgentBackendClient } from './core/backend-client.js';
 import { loadConfig, type Config } from './core/config.js';
 import { createDb, type Db } from './core/db.js';
+import { createDefaultProviders } from './core/llm/providers/index.js';
 import { createLogger, type Logger } from './core/logger.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -44,12 +45,19 @@ export async function startWorker(opts: { config: Config; db: Db; logger: Logger
   installRuntimeLogger(logger, config.LOG_LEVEL);
   const connection = await NativeConnection.connect({ address: opts.temporalAddress });
   const backend = new AgentBackendClient(config.agentBackendUrl, config.AGENT_BACKEND_TOKEN);
+  const providers = createDefaultProviders(config);
   const worker = await Worker.create({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     workflowsPath: WORKFLOWS_PATH,
-    activities: createActivities({ db, backend, config, logger: logger.child({ component: 'activities' }) }),
+    activities: createActivities({
+      db,
+      backend,
+      config,
+      logger: logger.child({ component: 'activities' }),
+      modelSupportsVision: (provider, model) => providers.get(provider)?.resolveModel(model)?.supports_vision ?? false,
+    }),
     maxConcurrentActivityTaskExecutions: 200,
     maxConcurrentWorkflowTaskExecutions: 100,
     // Keep the stuck-detector quiet and shut down fast in dev; runAgent reattaches on retry anyway.

@@ -121,7 +121,7 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       configVersionId: input.resolved.configVersionId,
       query: msg.query,
       files: msg.files.map((f) => ({ type: f.type === 'image' ? 'image' : 'document', url: f.url ?? undefined })),
-      supportsVision: false,
+      supportsVision: deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
       innerApiKey: config.INNER_API_KEY,
     });
     const snapshot = (binding.session_snapshot as SessionSnapshot | null) ?? null;

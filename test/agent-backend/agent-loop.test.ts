@@ -3,12 +3,11 @@
  * ask_human deferral and resume, cancellation, run limits and restart recovery.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { EmbeddedPg } from '../../core/embedded-pg.js';
 import { isTerminal, type RunEvent } from '../../core/protocol/run.js';
 import { sleep, type FakeInnerLlm } from './fake-inner-llm.js';
 import { aiEvents, runRequest, shape, startBackend, startFake, startPg, textOf, type TestBackend } from './harness.js';
 
-let pg: EmbeddedPg;
+let pg: { stop: () => Promise<void> };
 let dbUrl: string;
 let fake: FakeInnerLlm;
 let backend: TestBackend;

@@ -2,24 +2,25 @@
  * Test harness: embedded PostgreSQL (one per test file: own port, dir and database), the scripted
  * inner LLM, the real backend on an ephemeral port, and a small HTTP client for the run protocol.
  */
-import path from 'node:path';
 import { loadConfig, type Config, type Env } from '../../core/config.js';
-import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
 import { createLogger } from '../../core/logger.js';
 import { RunEvent, type AgentStreamEvent, type CreateRunRequest } from '../../core/protocol/run.js';
 import { parseSse } from '../../core/sse.js';
 import { createAgentBackend, type AgentBackendOptions, type RunningBackend } from '../../agent-backend/server.js';
 import { PgRunStore } from '../../agent-backend/store.js';
+import { freshDatabase } from '../support/db.js';
 import { FakeInnerLlm } from './fake-inner-llm.js';
 
 export const TOKEN = 'test-backend-token';
 export const INNER_KEY = 'test-inner-key';
 
-export async function startPg(name: string, port: number): Promise<{ pg: EmbeddedPg; url: string }> {
-  const pg = await startEmbeddedPg({ dir: path.join('.data', 'test-agent-backend', name), port });
-  const db = `agent_backend_${name}`;
-  await pg.ensureDatabase(db);
-  return { pg, url: pg.url(db) };
+/**
+ * A fresh database on the run's shared embedded PostgreSQL (test/support/global-setup.ts), so test files
+ * running in parallel never compete for a port. `pg.stop()` is a no-op: the global teardown stops it.
+ */
+export async function startPg(name: string, _port?: number): Promise<{ pg: { stop: () => Promise<void> }; url: string }> {
+  const url = await freshDatabase(`agent_backend_${name}`);
+  return { pg: { stop: async () => undefined }, url };
 }
 
 export interface TestBackend {

@@ -4,12 +4,11 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { EmbeddedPg } from '../../core/embedded-pg.js';
 import { RunEvent } from '../../core/protocol/run.js';
 import type { FakeInnerLlm } from './fake-inner-llm.js';
 import { agentAppComposition, INNER_KEY, runRequest, shape, startBackend, startFake, startPg, textOf, type TestBackend } from './harness.js';
 
-let embedded: EmbeddedPg;
+let embedded: { stop: () => Promise<void> };
 let dbUrl: string;
 let fake: FakeInnerLlm;
 let backend: TestBackend;

@@ -8,12 +8,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mintStubToken } from '../../agent-backend/stub-token.js';
-import type { EmbeddedPg } from '../../core/embedded-pg.js';
 import { runCli } from '../../cli/dify-agent.js';
 import type { FakeInnerLlm } from './fake-inner-llm.js';
 import { EXECUTION_CONTEXT, INNER_KEY, runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from './harness.js';
 
-let pg: EmbeddedPg;
+let pg: { stop: () => Promise<void> };
 let fake: FakeInnerLlm;
 let backend: TestBackend;
 let tmp: string;

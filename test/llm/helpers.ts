@@ -3,13 +3,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import express from 'express';
-import pg from 'pg';
 import pino from 'pino';
 import { createInnerLlmRouter, type InnerLlmRouterDeps } from '../../api/inner/llm.js';
 import { createDb, type Db } from '../../core/db.js';
-import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
 import type { Logger } from '../../core/logger.js';
-import { applyMigrations } from '../../core/migrate.js';
+import { freshDatabase } from '../support/db.js';
 import type { InvokeRequest } from '../../core/protocol/inner-llm.js';
 import { parseSse } from '../../core/sse.js';
 
@@ -22,23 +20,15 @@ export interface TestDb {
   close(): Promise<void>;
 }
 
-/** Embedded PostgreSQL on 55433 (dir .data/test-llm), a fresh `llm_test` database, migrated. */
+/** A fresh, migrated database on the run's shared embedded PostgreSQL (test/support/global-setup.ts). */
 export async function startTestDb(): Promise<TestDb> {
-  const pgServer: EmbeddedPg = await startEmbeddedPg({ dir: '.data/test-llm', port: 55433 });
-  const admin = new pg.Client({ connectionString: pgServer.url('postgres') });
-  await admin.connect();
-  await admin.query('drop database if exists llm_test with (force)');
-  await admin.query('create database llm_test');
-  await admin.end();
-  const url = pgServer.url('llm_test');
-  await applyMigrations(url);
+  const url = await freshDatabase('llm');
   const db = createDb(url);
   return {
     db,
     url,
     close: async () => {
       await db.$disconnect();
-      await pgServer.stop();
     },
   };
 }

@@ -1,0 +1,63 @@
+/** The process recorder (seed 001): thinking and tool rows, correlation of results, reattach. */
+import { describe, expect, it } from 'vitest';
+import { observationText, ProcessRecorder } from '../../activities/process-recorder.js';
+
+describe('ProcessRecorder', () => {
+  it('records thinking as one row per part index and appends its deltas', () => {
+    const r = new ProcessRecorder();
+    r.handle({ event_kind: 'part_start', index: 0, part: { part_kind: 'thinking', content: 'Let me ' } });
+    const [row] = r.handle({ event_kind: 'part_delta', index: 0, delta: { part_delta_kind: 'thinking', content_delta: 'think.' } });
+    expect(row).toMatchObject({ kind: 'thinking', position: 1, thought: 'Let me think.' });
+    expect(r.all).toHaveLength(1);
+  });
+
+  it('correlates tool results by tool_call_id even when they arrive out of order', () => {
+    const r = new ProcessRecorder();
+    r.handle({ event_kind: 'function_tool_call', index: 1, tool_call_id: 'a', tool_name: 'calculator', args: { expression: '1+1' } });
+    r.handle({ event_kind: 'function_tool_call', index: 2, tool_call_id: 'b', tool_name: 'calculator', args: { expression: '2+2' } });
+    r.handle({ event_kind: 'function_tool_result', tool_call_id: 'b', tool_name: 'calculator', result: { result: 4 } });
+    r.handle({ event_kind: 'function_tool_result', tool_call_id: 'a', tool_name: 'calculator', result: 'two' });
+    expect(r.all.map((t) => [t.position, t.tool_call_id, t.tool_input, t.observation])).toEqual([
+      [1, 'a', '{"expression":"1+1"}', 'two'],
+      [2, 'b', '{"expression":"2+2"}', '{"result":4}'],
+    ]);
+  });
+
+  it('falls back to the part index, then to the open call of the same tool name', () => {
+    const r = new ProcessRecorder();
+    r.handle({ event_kind: 'function_tool_call', index: 3, tool_name: 'current_time', args: {} });
+    r.handle({ event_kind: 'function_tool_result', index: 3, result: '12:00' });
+    r.handle({ event_kind: 'function_tool_call', tool_name: 'scratchpad_get', args: { key: 'k' } });
+    r.handle({ event_kind: 'function_tool_result', tool_name: 'scratchpad_get', result: 'v' });
+    expect(r.all.map((t) => [t.tool, t.observation])).toEqual([
+      ['current_time', '12:00'],
+      ['scratchpad_get', 'v'],
+    ]);
+  });
+
+  it('builds tool input from streamed args deltas and keeps tool files as message files', () => {
+    const r = new ProcessRecorder();
+    r.handle({ event_kind: 'part_start', index: 0, part: { part_kind: 'tool-call', tool_name: 'render', tool_call_id: 'c' } });
+    r.handle({ event_kind: 'part_delta', index: 0, delta: { part_delta_kind: 'tool_call', args_delta: '{"a":' } });
+    r.handle({ event_kind: 'part_delta', index: 0, delta: { part_delta_kind: 'tool_call', args_delta: '1}' } });
+    const [row] = r.handle({ event_kind: 'function_tool_result', tool_call_id: 'c', result: 'ok', files: [{ url: 'https://x/f.png' }] });
+    expect(row).toMatchObject({ tool: 'render', tool_input: '{"a":1}', observation: 'ok', message_files: ['https://x/f.png'] });
+  });
+
+  it('continues from stored rows after a reattach without creating duplicates', () => {
+    const first = new ProcessRecorder();
+    first.handle({ event_kind: 'function_tool_call', index: 1, tool_call_id: 'a', tool_name: 'calculator', args: {} });
+    const stored = first.all.map((t) => ({ ...t }));
+    const again = new ProcessRecorder(stored);
+    const [row] = again.handle({ event_kind: 'function_tool_result', tool_call_id: 'a', result: 42 });
+    expect(row!.id).toBe(stored[0]!.id);
+    expect(again.all).toHaveLength(1);
+    expect(row!.observation).toBe('42');
+  });
+
+  it('renders observations as text or JSON', () => {
+    expect(observationText('plain')).toBe('plain');
+    expect(observationText({ a: 1 })).toBe('{"a":1}');
+    expect(observationText(null)).toBe('');
+  });
+});
