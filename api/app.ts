@@ -2,6 +2,8 @@
  * The api: public service API (/v1, app keys), inner API (/inner/api, X-Inner-Api-Key), ops endpoints.
  * Stateless: any number of replicas; turn streams come from the event log, not from memory.
  */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import express, { type Router } from 'express';
 import type { Client } from '@temporalio/client';
 import type { AgentBackendClient } from '../core/backend-client.js';
@@ -21,6 +23,8 @@ import { feedbackRoutes } from './routes/feedbacks.js';
 import { fileRoutes, signedFileRoutes } from './routes/files.js';
 import { formRoutes } from './routes/forms.js';
 import { messageRoutes } from './routes/messages.js';
+
+const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../web');
 
 export interface ApiDeps {
   db: Db;
@@ -42,6 +46,19 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.use(requestLog(deps.logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+
+  // The chat page (web/): static files, strict CSP; the app key travels only in the URL fragment.
+  app.get('/', (_req, res) => res.redirect(302, '/chat/'));
+  app.use(
+    '/chat',
+    (_req, res, next) => {
+      res.setHeader('Content-Security-Policy', "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'");
+      res.setHeader('X-Content-Type-Options', 'nosniff');
+      res.setHeader('Referrer-Policy', 'no-referrer');
+      next();
+    },
+    express.static(WEB_DIR, { index: 'index.html', maxAge: 0 }),
+  );
   app.get('/readyz', async (_req, res) => {
     const checks = deps.ready ? await deps.ready() : {};
     const ok = Object.values(checks).every(Boolean);

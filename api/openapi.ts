@@ -226,8 +226,11 @@ function paths(): Record<string, Record<string, JsonSchema>> {
       get: {
         operationId: 'getHumanInputForm',
         tags: ['forms'],
-        summary: 'Read an ask_human form to render it.',
-        parameters: [{ name: 'form_token', in: 'path', required: true, schema: { type: 'string' } }],
+        summary: 'Read an ask_human form to render it (only the conversation’s user).',
+        parameters: [
+          { name: 'form_token', in: 'path', required: true, schema: { type: 'string' } },
+          { name: 'user', in: 'query', required: true, schema: { type: 'string' } },
+        ],
         responses: { '200': ok('The form.', 'HumanInputFormResponse'), ...errors() },
       },
       post: {

@@ -7,7 +7,8 @@ import { startSse, writeSse } from '../core/sse.js';
 export function lastEventId(req: Request): number {
   const raw = req.header('last-event-id') ?? (typeof req.query.last_event_id === 'string' ? req.query.last_event_id : undefined);
   const n = raw === undefined ? 0 : Number(raw);
-  return Number.isInteger(n) && n >= 0 ? n : 0;
+  // seq is a 32-bit column: anything past it simply means "after everything".
+  return Number.isInteger(n) && n >= 0 ? Math.min(n, 2_147_483_647) : 0;
 }
 
 export async function streamTurn(

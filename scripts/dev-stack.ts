@@ -16,6 +16,7 @@ const curl = `curl -N ${stack.apiUrl}/v1/chat-messages \\
   -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' \\
   -d '{"inputs": {}, "query": "Hello! My name is Ada.", "user": "demo-user", "response_mode": "streaming"}'`;
 console.log(`
+  chat in the browser  ${stack.apiUrl}/chat/#key=${key}
   api            ${stack.apiUrl}
   app api key    ${key}
   console key    ${stack.demo?.consoleKey ?? '-'}   (console API: drafts, publish, debugger turns)

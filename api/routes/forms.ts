@@ -37,6 +37,10 @@ export function formRoutes(deps: { db: Db; temporal: Client; logger: Logger }): 
   r.get('/form/human_input/:token', async (req, res) => {
     const app = appCtx(req);
     const form = await load(app.appId, parseOr400(FormToken, req.params.token, 'form_token'));
+    // Only the conversation's user may read it: the token alone is not enough inside an app.
+    const user = parseOr400(UserId, req.query.user, 'user');
+    const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: user } } });
+    if (!endUser || endUser.id !== form.end_user_id) throw new HttpError(404, 'human_input_form_not_found', 'Form not found.');
     const expired = form.status === 'waiting' && form.expires_at <= new Date();
     res.json({
       form_id: form.id,

@@ -113,9 +113,10 @@ describe('isolation matrix', () => {
     expect(failures).toEqual([]);
   });
 
-  it("answers 404 to another app reading the form (the token is the form's capability inside its app)", async () => {
-    expect((await api(stack.apiUrl, keyB, 'GET', `/v1/form/human_input/${formToken}`)).status).toBe(404);
-    expect((await api(stack.apiUrl, keyA, 'GET', `/v1/form/human_input/${formToken}`)).status).toBe(200);
+  it('answers 404 to another app or another user reading the form; only its user reads it', async () => {
+    expect((await api(stack.apiUrl, keyB, 'GET', `/v1/form/human_input/${formToken}?user=u1`)).status).toBe(404);
+    expect((await api(stack.apiUrl, keyA, 'GET', `/v1/form/human_input/${formToken}?user=u2`)).status).toBe(404);
+    expect((await api(stack.apiUrl, keyA, 'GET', `/v1/form/human_input/${formToken}?user=u1`)).status).toBe(200);
   });
 
   it('answers 401 to a revoked key of the owning app on every route', async () => {
@@ -124,7 +125,7 @@ describe('isolation matrix', () => {
       const status = await route.call(revokedKeyA, 'u1');
       if (status !== 401) failures.push(`${route.name}: ${status}`);
     }
-    for (const path of ['/v1/conversations?user=u1', '/v1/parameters', '/v1/info', `/v1/form/human_input/${formToken}`]) {
+    for (const path of ['/v1/conversations?user=u1', '/v1/parameters', '/v1/info', `/v1/form/human_input/${formToken}?user=u1`]) {
       const status = (await api(stack.apiUrl, revokedKeyA, 'GET', path)).status;
       if (status !== 401) failures.push(`GET ${path}: ${status}`);
     }

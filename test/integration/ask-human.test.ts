@@ -71,7 +71,8 @@ describe('ask_human', () => {
     expect(busy.frames[0]!.data).toMatchObject({ code: 'conversation_waiting_for_human', form_token: form.form_token });
 
     // The form to render.
-    const got = await fetch(`${stack.apiUrl}/v1/form/human_input/${form.form_token}`, { headers: auth() });
+    expect((await fetch(`${stack.apiUrl}/v1/form/human_input/${form.form_token}?user=mallory`, { headers: auth() })).status).toBe(404);
+    const got = await fetch(`${stack.apiUrl}/v1/form/human_input/${form.form_token}?user=hana`, { headers: auth() });
     expect(got.status).toBe(200);
     const rendered = (await got.json()) as { inputs: { name: string }[]; actions: { id: string }[]; status: string };
     expect(rendered.inputs.map((i) => i.name)).toEqual(['answer']);
