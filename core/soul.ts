@@ -78,10 +78,13 @@ export function whitelistModelSettings(settings: Record<string, unknown>): z.inf
   return parsed.success ? parsed.data : {};
 }
 
-export function demoSoulConfig(): AgentSoulConfig {
+/** The demo agent's config: the demo model, or a real OpenAI-compatible model when one is configured. */
+export function demoSoulConfig(realModel?: { model: string }): AgentSoulConfig {
   return AgentSoulConfig.parse({
     prompt: { system_prompt: 'You are a helpful demo agent. Answer briefly and remember what the user told you.' },
-    model: { provider: 'demo', model: 'demo-chat', model_settings: { temperature: 0 } },
+    model: realModel
+      ? { provider: 'openai_compatible', model: realModel.model, model_settings: { temperature: 0.2 } }
+      : { provider: 'demo', model: 'demo-chat', model_settings: { temperature: 0 } },
     tools: { core: ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'], plugin: [] },
     ask_human: { enabled: true },
     features: { opening_statement: 'Hi! I am the demo agent. Try "/calc 6*7" or "/ask What is your name?".' },

@@ -19,6 +19,7 @@ import { EventNotifier } from '../core/event-log.js';
 import type { Logger } from '../core/logger.js';
 import { applyMigrations } from '../core/migrate.js';
 import { ensureDemoData, type DemoData } from '../core/seed.js';
+import { demoSoulConfig } from '../core/soul.js';
 import { startWorker, type RunningWorker } from '../worker.js';
 import { locateTemporal, startTemporalDevServer, type DevServer } from './temporal.js';
 
@@ -75,7 +76,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     config = { ...config, DATABASE_URL: databaseUrl };
     const db = createDb(databaseUrl, { max: 20 });
     stops.push(() => db.$disconnect());
-    const demo = opts.seed === false ? null : await ensureDemoData(db, { dataDir: config.dataDir });
+    // With OPENAI_COMPATIBLE_BASE_URL set, the demo agent is created on that model instead of the demo one.
+    const realModel = config.OPENAI_COMPATIBLE_BASE_URL ? { model: config.OPENAI_COMPATIBLE_MODEL ?? 'default' } : undefined;
+    const demo = opts.seed === false ? null : await ensureDemoData(db, { dataDir: config.dataDir, soul: demoSoulConfig(realModel) });
 
     // Temporal
     let dev: DevServer | null = null;
