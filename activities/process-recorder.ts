@@ -1,7 +1,10 @@
 /**
  * The process recorder (seed 001 _AgentProcessRecorder): turns the backend's agent stream events into
- * MessageAgentThought rows — thinking rows and tool rows — each change returned whole so the caller can
- * persist it and publish an `agent_thought` event with the full row. Tool results are correlated to their
+ * MessageAgentThought rows — thinking rows, answer rows (text the model wrote, e.g. before a tool call) and
+ * tool rows — each change returned whole so the caller can persist it and publish an `agent_thought` event
+ * with the full row. The last answer row is held back from clients (`isHeld`) until a later row proves it
+ * was not the final answer; at the end `trimAnswerSuffix` removes its overlap with the authoritative
+ * answer, so the final text is never stored twice. Tool results are correlated to their
  * call by tool_call_id, else by part index, else by the open call of the same tool name, so results that
  * arrive out of order land on the right row. State is rebuilt from stored rows when a retried activity
  * reattaches to a run.
@@ -59,6 +62,32 @@ export class ProcessRecorder {
     }
   }
 
+  /** The last row, when it is an answer row: it may still turn out to be the final answer. */
+  heldAnswer(): ThoughtRow | undefined {
+    const last = this.rows[this.rows.length - 1];
+    return last?.kind === 'answer' ? last : undefined;
+  }
+
+  isHeld(row: ThoughtRow): boolean {
+    return this.heldAnswer() === row;
+  }
+
+  /**
+   * seed 001 trim_answer_suffix at the end of a run: the held answer row loses its overlap with the final
+   * answer. Returns the row (changed) or, when nothing is left, removes it and returns `{removed}`.
+   */
+  finishAnswer(finalAnswer: string): { changed?: ThoughtRow; removed?: ThoughtRow } {
+    const row = this.heldAnswer();
+    if (!row) return {};
+    const kept = trimAnswerSuffix(row.thought, finalAnswer);
+    if (kept === '') {
+      this.rows.pop();
+      return { removed: row };
+    }
+    row.thought = kept;
+    return { changed: row };
+  }
+
   private create(kind: ThoughtRow['kind'], init: Partial<ThoughtRow>): ThoughtRow {
     const r: ThoughtRow = {
       id: crypto.randomUUID(),
@@ -113,6 +142,11 @@ export class ProcessRecorder {
         }
         return [];
       }
+      case 'part_end': {
+        const p = ev.part;
+        if (p?.part_kind !== 'text' || typeof p.content !== 'string' || p.content === '') return [];
+        return [this.create('answer', { part_index: ev.index ?? null, thought: p.content })];
+      }
       case 'part_delta': {
         const d = ev.delta;
         if (!d || ev.index === undefined) return [];
@@ -159,4 +193,17 @@ export class ProcessRecorder {
         return [];
     }
   }
+}
+
+/**
+ * Removes the overlap between streamed answer text and the final answer: all of it when the final answer
+ * contains the text, else the longest suffix of the text that begins the final answer.
+ */
+export function trimAnswerSuffix(text: string, finalAnswer: string): string {
+  if (!finalAnswer) return text;
+  if (finalAnswer.includes(text.trim())) return '';
+  for (let k = Math.min(text.length, finalAnswer.length); k > 0; k--) {
+    if (text.endsWith(finalAnswer.slice(0, k))) return text.slice(0, text.length - k).trimEnd();
+  }
+  return text;
 }

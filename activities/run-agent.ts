@@ -179,7 +179,15 @@ export function createRunAgent(deps: ActivityDeps) {
       clearPending();
     }
 
-    async function persistThoughts(tx: Tx, rows: ThoughtRow[], sourceId: string): Promise<NewClientEvent[]> {
+    /** Answer-row bookkeeping at a terminal (seed 001 trim_answer_suffix): trim, publish or drop the held row. */
+    async function finishThoughts(tx: Tx, finalText: string, sourceId: string): Promise<NewClientEvent[]> {
+      const { changed, removed } = recorder.finishAnswer(finalText);
+      if (removed) await tx.messageAgentThought.deleteMany({ where: { id: removed.id } });
+      return changed ? persistThoughts(tx, [changed], sourceId, true) : [];
+    }
+
+    /** Persists rows and publishes each as `agent_thought`, except a held answer row (see ProcessRecorder). */
+    async function persistThoughts(tx: Tx, rows: ThoughtRow[], sourceId: string, publishHeld = false): Promise<NewClientEvent[]> {
       const out: NewClientEvent[] = [];
       for (const r of rows) {
         const data = {
@@ -197,6 +205,7 @@ export function createRunAgent(deps: ActivityDeps) {
           create: { id: r.id, message_id: facts.messageId, position: r.position, kind: r.kind, ...data },
           update: data,
         });
+        if (!publishHeld && recorder.isHeld(r)) continue;
         out.push({
           event: 'agent_thought',
           sourceKey: `be:${sourceId}:thought:${r.position}`,
@@ -260,7 +269,7 @@ export function createRunAgent(deps: ActivityDeps) {
           const expiresAt = new Date(Date.now() + config.HUMAN_INPUT_FORM_EXPIRY_HOURS * 3_600_000);
           const answerText = [answer + pendingText, form.question].filter(Boolean).join('\n\n');
           await commitTerminal(ev.id, 'deferred_tool_call', async (tx) => {
-            const evs = pendingEvs();
+            const evs = [...pendingEvs(), ...(await finishThoughts(tx, answerText, ev.id))];
             await saveUsageAndSnapshot(tx, d.usage, d.session_snapshot);
             await tx.humanInputForm.create({
               data: {
@@ -322,7 +331,7 @@ export function createRunAgent(deps: ActivityDeps) {
         const flagged = moderation ? keywordHit(moderation.keywords, [finalAnswer]) : null;
         if (moderation && flagged) finalAnswer = moderation.preset_answer;
         await commitTerminal(ev.id, 'run_succeeded', async (tx) => {
-          const evs = pendingEvs();
+          const evs = [...pendingEvs(), ...(await finishThoughts(tx, finalAnswer, ev.id))];
           await saveUsageAndSnapshot(tx, d.usage, d.session_snapshot);
           await tx.message.update({ where: { id: facts.messageId }, data: { answer: finalAnswer, status: 'succeeded', error: null } });
           return [
@@ -340,9 +349,9 @@ export function createRunAgent(deps: ActivityDeps) {
       if (ev.type === 'run_cancelled') {
         const d = ev.data;
         await commitTerminal(ev.id, 'run_cancelled', async (tx) => {
-          const evs = await writePendingText(tx);
-          await saveUsageAndSnapshot(tx, d.usage, d.session_snapshot);
           const partial = answer + pendingText;
+          const evs = [...(await writePendingText(tx)), ...(await finishThoughts(tx, partial, ev.id))];
+          await saveUsageAndSnapshot(tx, d.usage, d.session_snapshot);
           await tx.message.update({ where: { id: facts.messageId }, data: { status: 'stopped', answer: partial } });
           return [
             ...evs,
@@ -357,7 +366,7 @@ export function createRunAgent(deps: ActivityDeps) {
         const d = ev.data;
         const err = classifyFailure(d);
         await commitTerminal(ev.id, 'run_failed', async (tx) => {
-          const evs = await writePendingText(tx);
+          const evs = [...(await writePendingText(tx)), ...(await finishThoughts(tx, answer + pendingText, ev.id))];
           await saveUsageAndSnapshot(tx, d.usage, d.session_snapshot);
           await tx.message.update({ where: { id: facts.messageId }, data: { status: 'failed', error: err.message, error_code: err.code } });
           return [...evs, { event: 'error', sourceKey: 'terminal:error', data: base({ event: 'error', status: err.status, code: err.code, message: err.message }) }];
@@ -423,7 +432,10 @@ export function createRunAgent(deps: ActivityDeps) {
               continue;
             }
             if (ev.type === 'pydantic_ai_event') {
+              const held = recorder.heldAnswer();
               const rows = recorder.handle(ev.data);
+              // A held answer row followed by another row was not the final answer: release it to clients.
+              if (held && !recorder.isHeld(held) && !rows.includes(held)) rows.unshift(held);
               if (rows.length === 0) continue;
               await commit(ev.id, async (tx) => [...(await writePendingText(tx)), ...(await persistThoughts(tx, rows, ev.id))]);
               clearPending();
@@ -456,8 +468,8 @@ export function createRunAgent(deps: ActivityDeps) {
     async function stopWithoutTerminal(): Promise<never> {
       // The backend did not confirm within STOP_WAIT_MS: keep what we have, snapshot untouched.
       await commitTerminal(null, 'stop_timeout', async (tx) => {
-        const evs = await writePendingText(tx);
         const partial = answer + pendingText;
+        const evs = [...(await writePendingText(tx)), ...(await finishThoughts(tx, partial, 'stop'))];
         await tx.message.update({ where: { id: facts.messageId }, data: { status: 'stopped', answer: partial } });
         return [
           ...evs,

@@ -1,6 +1,6 @@
 /** The process recorder (seed 001): thinking and tool rows, correlation of results, reattach. */
 import { describe, expect, it } from 'vitest';
-import { observationText, ProcessRecorder } from '../../activities/process-recorder.js';
+import { observationText, ProcessRecorder, trimAnswerSuffix } from '../../activities/process-recorder.js';
 
 describe('ProcessRecorder', () => {
   it('records thinking as one row per part index and appends its deltas', () => {
@@ -59,5 +59,30 @@ describe('ProcessRecorder', () => {
     expect(observationText('plain')).toBe('plain');
     expect(observationText({ a: 1 })).toBe('{"a":1}');
     expect(observationText(null)).toBe('');
+  });
+
+  it('holds an answer row until a later row proves it was not the final answer, then trims the final one', () => {
+    const r = new ProcessRecorder();
+    const [first] = r.handle({ event_kind: 'part_end', index: 0, part: { part_kind: 'text', content: 'Let me calculate that.' } });
+    expect(first).toMatchObject({ kind: 'answer', thought: 'Let me calculate that.' });
+    expect(r.isHeld(first!)).toBe(true);
+    r.handle({ event_kind: 'function_tool_call', index: 1, tool_call_id: 'a', tool_name: 'calculator', args: {} });
+    expect(r.isHeld(first!)).toBe(false);
+    r.handle({ event_kind: 'function_tool_result', tool_call_id: 'a', result: 42 });
+    r.handle({ event_kind: 'part_end', index: 2, part: { part_kind: 'text', content: 'The calculator says 42.' } });
+    // The last text is the final answer: trimmed away entirely, never stored twice.
+    const { removed } = r.finishAnswer('The calculator says 42.');
+    expect(removed?.thought).toBe('The calculator says 42.');
+    expect(r.all.map((t) => [t.kind, t.thought || t.tool])).toEqual([
+      ['answer', 'Let me calculate that.'],
+      ['tool', 'calculator'],
+    ]);
+  });
+
+  it('trims only the overlap with the final answer', () => {
+    expect(trimAnswerSuffix('Thinking aloud. The answer is 4', 'The answer is 4.')).toBe('Thinking aloud.');
+    expect(trimAnswerSuffix('same text', 'same text')).toBe('');
+    expect(trimAnswerSuffix('unrelated', 'final')).toBe('unrelated');
+    expect(trimAnswerSuffix('kept', '')).toBe('kept');
   });
 });
