@@ -1,20 +1,24 @@
 /**
- * The agent loop: a manual loop over `LanguageModelV3.doStream` (clearer than streamText for
- * event-by-event publishing, budgets, deferred tools and cancellation).
+ * The agent loop, on the AI SDK (`ai@6`): one `streamText` call per model request, with our own loop
+ * around it.
  *
- * Each step sends system instructions + history + this run's messages to the model, publishes the
- * stream as events, and either ends (no tool calls), dispatches the tool calls and loops, or ends
- * with a deferred tool call (ask_human). Messages are committed per complete step (assistant message
- * + its tool results), so history stays well-formed whatever interrupts the run.
+ * Each step sends system instructions + history + this run's messages to the model through
+ * `streamText` (the run's `LanguageModelV3`, `maxRetries: 0`, the run's abort signal, the request's
+ * `call_index` as provider options), publishes its `fullStream` as events, and either ends (no tool
+ * calls), dispatches the tool calls and loops, or ends with a deferred tool call (ask_human). Tools
+ * are declared to the SDK without `execute`, so a step ends at its tool calls and this loop runs them:
+ * serialized per stateful toolset, errors as observations, budgets checked first, ask_human deferred.
+ * Messages are committed per complete step (assistant message + its tool results), so history stays
+ * well-formed whatever interrupts the run.
  */
-import type { LanguageModelV3FunctionTool, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+import { jsonSchema, streamText, tool, type TextStreamPart, type Tool, type ToolSet } from 'ai';
 import type { PromptMessage, ToolCall } from '../core/protocol/inner-llm.js';
 import type { CreateRunRequestParsed, DeferredToolCall, DeferredToolResult, ExecutionContextLayerConfig } from '../core/protocol/run.js';
 import type { RunLimits } from './composition.js';
 import { ModelCallError, RunLimitExceededError } from './errors.js';
 import type { RunEmitter } from './events.js';
-import { difyUsageOf, type ModelCaller } from './model/inner-llm-model.js';
-import { parseToolArgs, toV3Prompt } from './model/prompt.js';
+import { difyUsageOf, rawToolArgsOf, type ModelCaller } from './model/inner-llm-model.js';
+import { toModelMessages } from './model/prompt.js';
 import type { LayerInstance, ToolOutcome, ToolSpec } from './modules/types.js';
 import type { UsageMeter } from './usage.js';
 
@@ -89,12 +93,12 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
       toolSpecs.push(spec);
     }
   }
-  const v3Tools: LanguageModelV3FunctionTool[] = toolSpecs.map((t) => ({
-    type: 'function',
-    name: t.name,
-    description: t.description,
-    inputSchema: t.parameters as LanguageModelV3FunctionTool['inputSchema'],
-  }));
+  // No `execute`: streamText stops at the tool calls and this loop executes them itself.
+  const tools: Record<string, Tool> = {};
+  for (const t of toolSpecs) {
+    tools[t.name] = tool({ description: t.description, inputSchema: jsonSchema(t.parameters as Parameters<typeof jsonSchema>[0]) });
+  }
+  const hasTools = toolSpecs.length > 0;
 
   // Earlier turns, then close any deferred call left open (resume with its result, or "unavailable").
   state.messages = [...(of('history')[0]?.capability.messages() ?? [])];
@@ -126,22 +130,32 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
       throw new RunLimitExceededError(`the run reached its limit of ${ctx.limits.maxModelRequests} model requests`);
     }
     const callIndex = usage.beginModelRequest();
-    const prompt = toV3Prompt([...(system ? [{ role: 'system' as const, content: system }] : []), ...state.messages]);
     state.partialText = '';
-    const { stream } = await model.doStream({
-      prompt,
-      ...(v3Tools.length ? { tools: v3Tools, toolChoice: { type: 'auto' as const } } : {}),
+    // One streamText call = one model request with its own call_index (the api owns retries and
+    // billing idempotency, hence maxRetries: 0).
+    const result = streamText({
+      model,
+      // The instructions are ours (layers), not user input: kept as the leading system message so a
+      // run without any user message still sends them.
+      messages: toModelMessages([...(system ? [{ role: 'system' as const, content: system }] : []), ...state.messages]),
+      allowSystemInMessages: true,
+      ...(hasTools ? { tools, toolChoice: 'auto' as const } : {}),
       ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
       ...(settings.top_p !== undefined ? { topP: settings.top_p } : {}),
       ...(settings.presence_penalty !== undefined ? { presencePenalty: settings.presence_penalty } : {}),
       ...(settings.frequency_penalty !== undefined ? { frequencyPenalty: settings.frequency_penalty } : {}),
       ...(settings.max_tokens !== undefined ? { maxOutputTokens: settings.max_tokens } : {}),
       ...(settings.stop_sequences?.length ? { stopSequences: settings.stop_sequences } : {}),
+      maxRetries: 0,
       abortSignal: signal,
       providerOptions: { dify: { call_index: callIndex } },
+      // URLs go to the model as they are (the api fetches what it needs); nothing is downloaded here.
+      experimental_download: async (files) => files.map(() => null),
+      // Errors arrive as `error` parts of fullStream and end the run; no console logging.
+      onError: () => undefined,
     });
 
-    const step = await consumeStep(stream, ctx);
+    const step = await consumeStep(result.fullStream, ctx);
     const assistant: PromptMessage = {
       role: 'assistant',
       content: step.text,
@@ -225,7 +239,7 @@ async function dispatchTool(
 }
 
 async function consumeStep(
-  stream: ReadableStream<LanguageModelV3StreamPart>,
+  stream: ReadableStream<TextStreamPart<ToolSet>>,
   ctx: LoopContext,
 ): Promise<{ text: string; reasoning: string; toolCalls: StepToolCall[] }> {
   const { emitter, usage, state, signal } = ctx;
@@ -253,8 +267,8 @@ async function consumeStep(
           break;
         case 'reasoning-delta':
           usage.markFirstToken();
-          reasoning += value.delta;
-          emitter.delta('thinking', reasoningIndex, value.delta);
+          reasoning += value.text;
+          emitter.delta('thinking', reasoningIndex, value.text);
           break;
         case 'reasoning-end':
           await emitter.event('pydantic_ai_event', { event_kind: 'part_end', index: reasoningIndex, part: { part_kind: 'thinking', content: reasoning } });
@@ -265,21 +279,28 @@ async function consumeStep(
           break;
         case 'text-delta':
           usage.markFirstToken();
-          text += value.delta;
+          text += value.text;
           state.partialText = text;
-          emitter.delta('text', textIndex, value.delta);
+          emitter.delta('text', textIndex, value.text);
           break;
         case 'text-end':
           await emitter.event('pydantic_ai_event', { event_kind: 'part_end', index: textIndex, part: { part_kind: 'text', content: text } });
           break;
+        case 'tool-input-start':
+        case 'tool-input-delta':
+          // Calls are published complete (part_start at `tool-call`), as before.
+          break;
         case 'tool-call': {
+          // Unknown tools and invalid JSON come as `invalid` calls (input = the raw text when it is not
+          // JSON); dispatchTool turns them into observations. The SDK's `tool-error` part is ignored.
           usage.markFirstToken();
+          const input: unknown = value.input;
           const call: StepToolCall = {
             index: state.nextPartIndex++,
             id: value.toolCallId || `call_${ctx.runId.slice(0, 8)}_${usage.modelRequests}_${toolCalls.length}`,
             name: value.toolName,
-            rawArgs: value.input,
-            args: parseToolArgs(value.input),
+            rawArgs: rawToolArgsOf(value.providerMetadata) ?? (typeof input === 'string' ? input : JSON.stringify(input ?? {})),
+            args: input,
           };
           toolCalls.push(call);
           await emitter.event('pydantic_ai_event', {
@@ -289,15 +310,23 @@ async function consumeStep(
           });
           break;
         }
-        case 'finish':
+        case 'finish-step':
+          // Per model request: the inner endpoint's usage (with prices) rides in providerMetadata.
           usage.addModelUsage(difyUsageOf(value.providerMetadata), value.usage);
           break;
         case 'error':
+          throwIfAborted(signal);
           throw value.error instanceof Error ? value.error : new ModelCallError('InvokeError', String(value.error));
+        case 'abort':
+          throwIfAborted(signal);
+          throw new Error('the model stream was aborted');
         default:
           break;
       }
     }
+  } catch (err) {
+    throwIfAborted(signal);
+    throw err;
   } finally {
     reader.cancel().catch(() => undefined);
   }

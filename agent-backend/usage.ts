@@ -2,7 +2,7 @@
  * Usage of one run, summed over its model calls: tokens, prices (decimal strings added exactly),
  * latency, time to first token, model requests and tool calls. Carried by every terminal event.
  */
-import type { LanguageModelV3Usage } from '@ai-sdk/provider';
+import type { LanguageModelUsage } from 'ai';
 import { emptyUsage, type Usage } from '../core/protocol/run.js';
 import { addDecimal } from './decimal.js';
 
@@ -23,8 +23,11 @@ export class UsageMeter {
     if (this.firstTokenAt === null) this.firstTokenAt = Date.now();
   }
 
-  /** Prefers the usage the inner endpoint reported (with prices); falls back to token counts. */
-  addModelUsage(reported: Partial<Usage> | undefined, tokens?: LanguageModelV3Usage): void {
+  /**
+   * Prefers the usage the inner endpoint reported (with prices; `providerMetadata.dify.usage` of the
+   * step's `finish-step` part); falls back to the AI SDK token counts.
+   */
+  addModelUsage(reported: Partial<Usage> | undefined, tokens?: Pick<LanguageModelUsage, 'inputTokens' | 'outputTokens'>): void {
     const u = this.usage;
     if (reported) {
       const p = reported.prompt_tokens ?? 0;
@@ -42,8 +45,8 @@ export class UsageMeter {
       if (reported.currency) u.currency = reported.currency;
       return;
     }
-    const p = tokens?.inputTokens.total ?? 0;
-    const c = tokens?.outputTokens.total ?? 0;
+    const p = tokens?.inputTokens ?? 0;
+    const c = tokens?.outputTokens ?? 0;
     u.prompt_tokens += p;
     u.completion_tokens += c;
     u.total_tokens += p + c;

@@ -42,10 +42,19 @@ export interface ModelTarget {
 /** Creates the model of one run. Swappable in tests or for a local demo model. */
 export type ModelCaller = (target: ModelTarget) => LanguageModelV3;
 
-/** Dify usage as reported by the inner endpoint, exposed on the `finish` part's providerMetadata. */
+/**
+ * Dify usage as reported by the inner endpoint, exposed on the `finish` part's providerMetadata
+ * (`streamText` passes it on as the `finish-step` part's providerMetadata).
+ */
 export function difyUsageOf(meta: unknown): Partial<Usage> | undefined {
   const u = (meta as { dify?: { usage?: Partial<Usage> } } | undefined)?.dify?.usage;
   return u && typeof u === 'object' ? u : undefined;
+}
+
+/** The raw argument text of a tool call (`providerMetadata.dify.arguments` of its `tool-call` part). */
+export function rawToolArgsOf(meta: unknown): string | undefined {
+  const a = (meta as { dify?: { arguments?: unknown } } | undefined)?.dify?.arguments;
+  return typeof a === 'string' ? a : undefined;
 }
 
 export function callIndexOf(options: LanguageModelV3CallOptions): number {
@@ -225,7 +234,12 @@ function toPartStream(
 
   const finish = (ctrl: ReadableStreamDefaultController<LanguageModelV3StreamPart>) => {
     closeOpen(ctrl);
-    for (const c of calls) push(ctrl, { type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.args || '{}' });
+    // The raw argument text also rides along in providerMetadata: the AI SDK hands the loop parsed
+    // input, and history keeps the arguments exactly as the model sent them.
+    for (const c of calls) {
+      const input = c.args || '{}';
+      push(ctrl, { type: 'tool-call', toolCallId: c.id, toolName: c.name, input, providerMetadata: { dify: { arguments: input } } });
+    }
     const p = usage?.prompt_tokens;
     const o = usage?.completion_tokens;
     push(ctrl, {

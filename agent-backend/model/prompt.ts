@@ -1,14 +1,11 @@
 /**
  * Conversion between the two message shapes the backend handles: the inner-LLM `PromptMessage`
- * (what history stores and what the api's invoke endpoint takes) and the AI SDK `LanguageModelV3Prompt`
- * (what the agent loop hands to a LanguageModelV3). Both directions are lossless for what we produce.
+ * (what history stores and what the api's invoke endpoint takes) and the AI SDK shapes: `ModelMessage`
+ * (what the agent loop hands to `streamText`) and `LanguageModelV3Prompt` (what the model receives).
+ * Both directions are lossless for what we produce.
  */
-import type {
-  LanguageModelV3FilePart,
-  LanguageModelV3Message,
-  LanguageModelV3Prompt,
-  LanguageModelV3TextPart,
-} from '@ai-sdk/provider';
+import type { LanguageModelV3Prompt, LanguageModelV3TextPart } from '@ai-sdk/provider';
+import type { AssistantContent, FilePart, ModelMessage, TextPart } from 'ai';
 import type { PromptMessage, ToolCall } from '../../core/protocol/inner-llm.js';
 
 export function parseToolArgs(args: string): unknown {
@@ -22,14 +19,20 @@ export function parseToolArgs(args: string): unknown {
 
 const stringifyArgs = (input: unknown): string => (typeof input === 'string' ? input : JSON.stringify(input ?? {}));
 
-export function toV3Prompt(messages: PromptMessage[]): LanguageModelV3Prompt {
-  return messages.map((m): LanguageModelV3Message => {
+/**
+ * History → AI SDK `ModelMessage[]` (what `streamText` takes). `streamText` turns these into the
+ * `LanguageModelV3Prompt` the model receives; `fromV3Prompt` maps that back to the inner-LLM shape.
+ * Files are `file` parts with an explicit media type (no sniffing), URLs are never downloaded (the
+ * loop passes a no-op download function), so the round trip is lossless for what we produce.
+ */
+export function toModelMessages(messages: PromptMessage[]): ModelMessage[] {
+  return messages.map((m): ModelMessage => {
     switch (m.role) {
       case 'system':
         return { role: 'system', content: m.content };
       case 'user': {
         if (typeof m.content === 'string') return { role: 'user', content: [{ type: 'text', text: m.content }] };
-        const parts: Array<LanguageModelV3TextPart | LanguageModelV3FilePart> = m.content.map((c) => {
+        const parts: Array<TextPart | FilePart> = m.content.map((c) => {
           if (c.type === 'text') return { type: 'text', text: c.data };
           const mediaType = c.mime_type ?? 'image/*';
           if (c.base64_data) return { type: 'file', mediaType, data: c.base64_data };
@@ -38,7 +41,7 @@ export function toV3Prompt(messages: PromptMessage[]): LanguageModelV3Prompt {
         return { role: 'user', content: parts };
       }
       case 'assistant': {
-        const content: Extract<LanguageModelV3Message, { role: 'assistant' }>['content'] = [];
+        const content: Exclude<AssistantContent, string> = [];
         if (m.reasoning_content) content.push({ type: 'reasoning', text: m.reasoning_content });
         if (m.content) content.push({ type: 'text', text: m.content });
         for (const call of m.tool_calls ?? []) {
