@@ -1,0 +1,77 @@
+/**
+ * The benchmark proper (run.ts makes sure the Prisma client exists first): what durability costs.
+ * Starts the stack on embedded defaults in `.data/bench-<pid>`, runs every workload through the durable path (api → Temporal workflow → agent backend) and the direct
+ * path (agent backend alone, same composition) side by side, prints the tables, writes the JSON result
+ * and records the run in bench/README.md. See bench/README.md.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseCli, USAGE } from './cli-options.js';
+import { renderMarkdown } from './report.js';
+import { runBench } from './runner.js';
+import { startBenchStack } from './stack.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const README = path.join(ROOT, 'bench', 'README.md');
+const START = '<!-- bench:results:start -->';
+const END = '<!-- bench:results:end -->';
+
+let cli;
+try {
+  cli = parseCli(process.argv.slice(2), process.env);
+} catch (err) {
+  console.error(`${(err as Error).message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+const t0 = Date.now();
+const log = (line: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+const load = os.loadavg()[0]!;
+if (load > 1) log(`note: load average ${load.toFixed(1)} before the run; other work on this machine skews every figure`);
+log(`starting the stack (embedded PostgreSQL, Temporal dev server, api, agent backend, worker ${cli.worker}) ...`);
+const bench = await startBenchStack({ worker: cli.worker, logLevel: cli.logLevel, keepData: cli.keepData, temporalCliPath: cli.temporalCliPath });
+let exitCode = 0;
+try {
+  log(`stack up: api ${bench.stack.apiUrl}, agent backend ${bench.stack.agentBackendUrl}, data ${path.relative(ROOT, bench.dataDir)}`);
+  const result = { ...(await runBench({ stack: bench.stack, log }, cli.bench)), code: codeUnderTest() };
+  const markdown = renderMarkdown(result);
+  console.log(`\n${markdown}`);
+  const out = path.resolve(ROOT, cli.out);
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+  fs.writeFileSync(out.replace(/\.json$/, '') + '.md', markdown + '\n');
+  log(`wrote ${path.relative(ROOT, out)}`);
+  if (cli.record) {
+    const readme = fs.readFileSync(README, 'utf8');
+    const a = readme.indexOf(START);
+    const b = readme.indexOf(END);
+    if (a >= 0 && b > a) {
+      fs.writeFileSync(README, `${readme.slice(0, a + START.length)}\n${markdown}\n${readme.slice(b)}`);
+      log('recorded the run in bench/README.md');
+    }
+  }
+  const errors = result.workloads.flatMap((w) => w.cells).reduce((n, c) => n + c.errors, 0);
+  if (errors > 0) {
+    log(`${errors} turn(s) failed`);
+    exitCode = 1;
+  }
+} catch (err) {
+  console.error(err);
+  exitCode = 1;
+} finally {
+  await bench.stop();
+  log('stack stopped');
+}
+process.exit(exitCode);
+
+/** The commit measured, and whether files outside bench/ differ from it. */
+function codeUnderTest(): { commit: string | null; dirty: boolean | null } {
+  const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
+  const head = git('rev-parse', '--short', 'HEAD');
+  if (head.status !== 0) return { commit: null, dirty: null };
+  const status = git('status', '--porcelain', '--', '.', ':!bench', ':!test/bench');
+  return { commit: head.stdout.trim(), dirty: status.stdout.trim() !== '' };
+}

@@ -1,0 +1,292 @@
+/**
+ * The measurement: for each workload, warm both paths up, capture the durable path's CreateRunRequest,
+ * then run one cell per (concurrency, path) — closed loop, `concurrency` clients each sending the next
+ * turn when their previous one ends — and collect latency, throughput, frames, RSS, CPU and database
+ * writes per cell. Durable and direct cells of one concurrency run back to back (their order alternates),
+ * in one process lifetime on one stack, so their ratio is what this machine says.
+ */
+import os from 'node:os';
+import type { Stack } from '../scripts/stack.js';
+import { directTurn, durableTurn, nowMs, type PathName, type TurnSample } from './client.js';
+import { CommitRecorder, dbDelta, DbProbe, describeMachine, ProcessProbe, RssSampler, statementCounter, type Component, type Machine } from './probes.js';
+import { distribution, mean, type Distribution } from './stats.js';
+import { DIRECT_SEGMENTS, DURABLE_SEGMENTS, directTimelines, durableTimelines, summariseTimelines, type TimelineSummary } from './timeline.js';
+import { workloadByName, type Workload } from './workloads.js';
+
+export interface BenchOptions {
+  workloads: string[];
+  concurrency: number[];
+  /** Turns per cell: max(turns, 2 × concurrency). */
+  turns: number;
+  /** Warm-up turns per path and workload (not measured). */
+  warmup: number;
+  /** At most this many turns per cell go through the timeline analysis. */
+  timelineSample: number;
+  /** Idle CPU is sampled this long before the first workload (0: skip). */
+  idleSampleMs: number;
+  /** Which paths to run (both by default; one alone is for profiling). */
+  paths: PathName[];
+}
+
+export const DEFAULT_OPTIONS: BenchOptions = {
+  workloads: ['plain', 'tool', 'zero'],
+  concurrency: [1, 8, 32, 64],
+  turns: 30,
+  warmup: 3,
+  timelineSample: 40,
+  idleSampleMs: 3000,
+  paths: ['durable', 'direct'],
+};
+
+/** `--quick`: a smoke run (< 60 s with the stack's start-up). */
+export const QUICK_OPTIONS: BenchOptions = {
+  workloads: ['plain', 'tool', 'zero'],
+  concurrency: [1, 4],
+  turns: 3,
+  warmup: 0,
+  timelineSample: 8,
+  idleSampleMs: 0,
+  paths: ['durable', 'direct'],
+};
+
+export interface CellResult {
+  path: PathName;
+  concurrency: number;
+  turns: number;
+  ok: number;
+  errors: number;
+  errorSamples: string[];
+  wallMs: number;
+  turnsPerSec: number;
+  /** Time to the first answer token, ms. */
+  ttft: Distribution;
+  /** Time to message_end (durable) / the terminal event (direct), ms. */
+  end: Distribution;
+  framesPerTurn: number | null;
+  /** Peak RSS during the cell, MB: this process (api + backend + load generator [+ in-process worker]), the worker child. */
+  peakRssMB: { main: number; worker: number | null };
+  /** CPU time per turn by process, ms (null where /proc is unavailable). */
+  cpuMsPerTurn: Record<Component, number> | null;
+  db: {
+    rowsPerTurn: Record<string, number>;
+    rowsTotalPerTurn: number;
+    writeTransactionsPerTurn: number;
+    walKBPerTurn: number;
+    /** SQL statements sent by this process per turn (null when the worker runs in a child). */
+    statementsPerTurn: number | null;
+  };
+  timeline: TimelineSummary;
+}
+
+export interface WorkloadResult {
+  name: string;
+  query: string;
+  description: string;
+  cells: CellResult[];
+}
+
+export interface BenchResult {
+  version: 1;
+  startedAt: string;
+  durationS: number;
+  machine: Machine;
+  options: BenchOptions;
+  stack: Record<string, string | number>;
+  workloads: WorkloadResult[];
+  /** CPU per second of wall time with the stack idle, ms, by process (the floor under CPU/turn). */
+  idleCpuMsPerSec: Record<Component, number> | null;
+  /** 1-minute load average before and after the run: other work on the machine skews every figure. */
+  loadAvg: { before: number; after: number };
+  /** The commit measured (set by the CLI); dirty: files outside bench/ differ from it. */
+  code?: { commit: string | null; dirty: boolean | null };
+  /** VmHWM over the whole run, MB. */
+  lifetimePeakRssMB: { main: number | null; worker: number | null };
+}
+
+export interface BenchContext {
+  stack: Stack;
+  log: (line: string) => void;
+}
+
+export async function runBench(ctx: BenchContext, options: BenchOptions): Promise<BenchResult> {
+  const { stack, log } = ctx;
+  const started = Date.now();
+  const loadBefore = os.loadavg()[0]!;
+  const workloads = options.workloads.map(workloadByName);
+  const probe = await DbProbe.connect(stack.databaseUrl);
+  const commits = await CommitRecorder.start(stack.databaseUrl, nowMs);
+  const procs = new ProcessProbe(() => stack.workerChild?.pid);
+  const results: WorkloadResult[] = [];
+  let idleCpuMsPerSec: BenchResult['idleCpuMsPerSec'] = null;
+  try {
+    if (procs.available && options.idleSampleMs > 0) {
+      const before = procs.cpu();
+      await new Promise((r) => setTimeout(r, options.idleSampleMs));
+      const d = ProcessProbe.cpuDelta(before, procs.cpu());
+      idleCpuMsPerSec = Object.fromEntries(Object.entries(d).map(([k, v]) => [k, round1(v / (options.idleSampleMs / 1000))])) as Record<Component, number>;
+      log(`idle CPU (ms per s): ${Object.entries(idleCpuMsPerSec).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    }
+    for (const w of workloads) {
+      log(`workload ${w.name}: ${w.description}`);
+      const paths = await preparePaths(stack, w, options.warmup);
+      const cells: CellResult[] = [];
+      for (const [i, c] of options.concurrency.entries()) {
+        const n = Math.max(options.turns, 2 * c);
+        const order: PathName[] = i % 2 === 0 ? ['durable', 'direct'] : ['direct', 'durable'];
+        for (const path of order.filter((p) => options.paths.includes(p))) {
+          const cell = await runCell({ stack, probe, procs, commits, path, concurrency: c, turns: n, turn: paths[path], timelineSample: options.timelineSample });
+          cells.push(cell);
+          log(
+            `  ${path.padEnd(7)} c=${String(c).padStart(2)} n=${String(n).padStart(3)}  ttft p50 ${fmt(cell.ttft.p50)} p99 ${fmt(cell.ttft.p99)}  end p50 ${fmt(cell.end.p50)}  ${cell.turnsPerSec.toFixed(1)} turns/s  errors ${cell.errors}`,
+          );
+          for (const e of cell.errorSamples) log(`    error: ${e}`);
+        }
+      }
+      results.push({ name: w.name, query: w.query, description: w.description, cells });
+    }
+  } finally {
+    await probe.close();
+    await commits.close();
+  }
+  const workerPid = stack.workerChild?.pid;
+  const mb = (b: number | null) => (b === null ? null : round1(b / 2 ** 20));
+  return {
+    version: 1,
+    startedAt: new Date(started).toISOString(),
+    durationS: Math.round((Date.now() - started) / 100) / 10,
+    machine: describeMachine(),
+    options,
+    stack: {
+      worker: stack.workerChild ? 'child process' : stack.worker ? 'in-process' : 'none',
+      DEMO_MODEL_TOKEN_DELAY_MS: stack.config.DEMO_MODEL_TOKEN_DELAY_MS,
+      DELTA_DEBOUNCE_MS: stack.config.DELTA_DEBOUNCE_MS,
+      BACKEND_DELTA_COALESCE_MS: stack.config.BACKEND_DELTA_COALESCE_MS,
+      postgres: stack.config.DATABASE_URL?.includes('127.0.0.1') ? 'embedded' : 'external',
+      temporal: stack.temporalUiUrl ? 'dev server' : 'external',
+    },
+    workloads: results,
+    idleCpuMsPerSec,
+    loadAvg: { before: round1(loadBefore), after: round1(os.loadavg()[0]!) },
+    lifetimePeakRssMB: { main: mb(ProcessProbe.hwm(process.pid)), worker: workerPid ? mb(ProcessProbe.hwm(workerPid)) : null },
+  };
+}
+
+type TurnFn = () => Promise<TurnSample>;
+
+/**
+ * Warms both paths up and builds the direct path's request exactly like the durable path does: the
+ * CreateRunRequest stored for a durable turn of this workload, minus its session snapshot and
+ * idempotency key (each direct run gets a fresh key).
+ */
+async function preparePaths(stack: Stack, w: Workload, warmup: number): Promise<Record<PathName, TurnFn>> {
+  const durable: TurnFn = () => durableTurn({ apiUrl: stack.apiUrl, apiKey: stack.demo!.apiKey, user: 'bench' }, w.query);
+  const first = await durable();
+  if (!first.ok || !first.id) throw new Error(`workload ${w.name}: the durable template turn failed: ${first.error}`);
+  const run = await stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: first.id } });
+  const { session_snapshot: _snapshot, idempotency_key: _key, ...request } = run.request as Record<string, unknown>;
+  const direct: TurnFn = () => directTurn({ backendUrl: stack.agentBackendUrl, token: stack.config.AGENT_BACKEND_TOKEN, request });
+  for (let i = 0; i < warmup; i++) {
+    for (const [name, fn] of [['durable', durable], ['direct', direct]] as const) {
+      const s = await fn();
+      if (!s.ok) throw new Error(`workload ${w.name}: ${name} warm-up turn failed: ${s.error}`);
+    }
+  }
+  return { durable, direct };
+}
+
+async function runCell(a: {
+  stack: Stack;
+  probe: DbProbe;
+  procs: ProcessProbe;
+  commits: CommitRecorder;
+  path: PathName;
+  concurrency: number;
+  turns: number;
+  turn: TurnFn;
+  timelineSample: number;
+}): Promise<CellResult> {
+  const { stack, probe, procs, commits } = a;
+  commits.clear();
+  const statements = statementCounter();
+  const dbBefore = await probe.read();
+  const statementsBefore = statements();
+  const cpuBefore = procs.available ? procs.cpu() : null;
+  const rss = new RssSampler(procs);
+  rss.start();
+  const samples: TurnSample[] = [];
+  const t0 = nowMs();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: a.concurrency }, async () => {
+      while (next < a.turns) {
+        next += 1;
+        samples.push(await a.turn());
+      }
+    }),
+  );
+  const lastEnd = Math.max(...samples.map((s) => s.startAt + (s.endMs ?? 0)), t0);
+  const wallMs = lastEnd - t0;
+  // The turn's remaining work (the workflow's releaseTurn, backend run bookkeeping) belongs to its cost.
+  if (a.path === 'durable') await settleWorkflows(stack, samples);
+  await new Promise((r) => setTimeout(r, 300));
+  rss.stop();
+  const cpuAfter = procs.available ? procs.cpu() : null;
+  const statementsAfter = statements();
+  const dbAfter = await probe.read();
+
+  const ok = samples.filter((s) => s.ok);
+  const db = dbDelta(dbBefore, dbAfter);
+  const per = (v: number) => round1(v / a.turns);
+  const sample = ok.slice(0, a.timelineSample);
+  const tl = a.path === 'durable' ? await durableTimelines(stack.temporal, probe, commits, sample) : await directTimelines(probe, commits, sample);
+  const cpu = cpuBefore && cpuAfter ? ProcessProbe.cpuDelta(cpuBefore, cpuAfter) : null;
+  return {
+    path: a.path,
+    concurrency: a.concurrency,
+    turns: a.turns,
+    ok: ok.length,
+    errors: samples.length - ok.length,
+    errorSamples: [...new Set(samples.filter((s) => !s.ok).map((s) => s.error ?? 'unknown'))].slice(0, 3),
+    wallMs: round1(wallMs),
+    turnsPerSec: Math.round((ok.length / (wallMs / 1000)) * 100) / 100,
+    ttft: roundDist(distribution(ok.map((s) => s.ttftMs!))),
+    end: roundDist(distribution(ok.map((s) => s.endMs!))),
+    framesPerTurn: round1n(mean(ok.map((s) => s.frames))),
+    peakRssMB: { main: round1(rss.peakMain / 2 ** 20), worker: rss.peakWorker === null ? null : round1(rss.peakWorker / 2 ** 20) },
+    cpuMsPerTurn: cpu ? (Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, per(v)])) as Record<Component, number>) : null,
+    db: {
+      rowsPerTurn: Object.fromEntries(Object.entries(db.rows).map(([k, v]) => [k, per(v)])),
+      rowsTotalPerTurn: per(db.rowsTotal),
+      writeTransactionsPerTurn: per(db.writeTransactions),
+      walKBPerTurn: per(db.walBytes / 1024),
+      statementsPerTurn: stack.workerChild ? null : per(statementsAfter - statementsBefore),
+    },
+    timeline: summariseTimelines(tl.turns, tl.frameLags, a.path === 'durable' ? DURABLE_SEGMENTS : DIRECT_SEGMENTS),
+  };
+}
+
+/** Waits until every durable turn's workflow has closed (bounded). */
+async function settleWorkflows(stack: Stack, samples: TurnSample[]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise((r) => (timer = setTimeout(r, 60_000)));
+  const all = Promise.all(samples.filter((s) => s.id).map((s) => stack.temporal.workflow.getHandle(`agent-turn-${s.id}`).result().catch(() => undefined)));
+  await Promise.race([all, deadline]);
+  clearTimeout(timer);
+}
+
+function fmt(v: number | null): string {
+  return v === null ? '   -' : `${v.toFixed(0).padStart(5)} ms`;
+}
+
+function round1(v: number): number {
+  return Math.round(v * 10) / 10;
+}
+
+function round1n(v: number | null): number | null {
+  return v === null ? null : round1(v);
+}
+
+function roundDist(d: Distribution): Distribution {
+  const r = (v: number | null) => (v === null ? null : round1(v));
+  return { n: d.n, p50: r(d.p50), p95: r(d.p95), p99: r(d.p99), max: r(d.max) };
+}

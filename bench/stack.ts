@@ -1,0 +1,71 @@
+/**
+ * The benchmark's stack: exactly the `npm start` wiring (scripts/stack.ts) on embedded defaults, in a
+ * fresh data dir `.data/bench-<pid>` on free ports, removed afterwards.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig, type Env } from '../core/config.js';
+import { createLogger } from '../core/logger.js';
+import { startStack, type Stack, type StackOptions } from '../scripts/stack.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface BenchStack {
+  stack: Stack;
+  dataDir: string;
+  stop: () => Promise<void>;
+}
+
+/** Per-token delay of the demo model outside `/slow` (the tool workload's calls use it). */
+export const BENCH_TOKEN_DELAY_MS = 5;
+
+export interface BenchStackOptions {
+  worker: NonNullable<StackOptions['worker']>;
+  logLevel: Env['LOG_LEVEL'];
+  /** Explicit `temporal` CLI binary (else the project's locator finds one). */
+  temporalCliPath?: string;
+  keepData?: boolean;
+}
+
+export async function startBenchStack(opts: BenchStackOptions): Promise<BenchStack> {
+  const dataDir = path.join(ROOT, '.data', `bench-${process.pid}`);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  const config = loadConfig(
+    {},
+    {
+      ...(opts.temporalCliPath ? { TEMPORAL_CLI_PATH: opts.temporalCliPath } : {}),
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: await freePort(),
+      TEMPORAL_DEV_PORT: await freePort(),
+      TEMPORAL_UI_PORT: await freePort(),
+      API_PORT: 0,
+      AGENT_BACKEND_PORT: 0,
+      DEMO_MODEL_TOKEN_DELAY_MS: BENCH_TOKEN_DELAY_MS,
+      TEMPORAL_TASK_QUEUE: 'agent-turns-bench',
+      LOG_LEVEL: opts.logLevel,
+    },
+  );
+  const stack = await startStack({ config, logger: createLogger('bench', opts.logLevel), worker: opts.worker, headlessTemporal: true });
+  return {
+    stack,
+    dataDir,
+    stop: async () => {
+      await stack.stop();
+      if (!opts.keepData) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

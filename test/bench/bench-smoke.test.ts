@@ -1,0 +1,58 @@
+/**
+ * The benchmark harness, smoke-tested: its quick mode against a real stack, two turns per path at
+ * concurrency 1, must produce figures for both paths of every workload and no failed turn. No timing is
+ * asserted: absolute numbers are the benchmark's business, not a test's.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderMarkdown } from '../../bench/report.js';
+import { QUICK_OPTIONS, runBench, type BenchResult } from '../../bench/runner.js';
+import type { Stack } from '../../scripts/stack.js';
+import { startTestStack } from '../support/stack.js';
+
+let stack: Stack;
+let result: BenchResult;
+
+beforeAll(async () => {
+  stack = await startTestStack('bench_smoke');
+  result = await runBench({ stack, log: () => undefined }, { ...QUICK_OPTIONS, concurrency: [1], turns: 2, warmup: 0 });
+}, 180_000);
+afterAll(async () => stack?.stop());
+
+describe('npm run bench --quick, two turns per path at concurrency 1', () => {
+  it('measures every workload through both the durable and the direct path without a failed turn', () => {
+    expect(result.workloads.map((w) => w.name)).toEqual(QUICK_OPTIONS.workloads);
+    for (const w of result.workloads) {
+      expect(w.cells.map((c) => `${c.path}@${c.concurrency}`).sort()).toEqual(['direct@1', 'durable@1']);
+      for (const c of w.cells) {
+        expect({ workload: w.name, path: c.path, ok: c.ok, errors: c.errors, errorSamples: c.errorSamples }).toEqual({
+          workload: w.name,
+          path: c.path,
+          ok: 2,
+          errors: 0,
+          errorSamples: [],
+        });
+      }
+    }
+  });
+
+  it('reports latency, throughput, frames, memory and database writes for each cell', () => {
+    for (const c of result.workloads.flatMap((w) => w.cells)) {
+      for (const v of [c.ttft.p50, c.ttft.p99, c.end.p50, c.end.p99, c.turnsPerSec, c.framesPerTurn, c.peakRssMB.main, c.db.rowsTotalPerTurn]) {
+        expect(v).toBeTypeOf('number');
+        expect(v).toBeGreaterThan(0);
+      }
+      // Both paths run the agent backend, so both store its run and events.
+      expect(c.db.rowsPerTurn['agent_backend.events']).toBeGreaterThan(0);
+      expect(c.timeline.total).toBeGreaterThan(0);
+    }
+    const durable = result.workloads[0]!.cells.find((c) => c.path === 'durable')!;
+    expect(durable.db.rowsPerTurn['public.message_events']).toBeGreaterThan(0);
+    expect(durable.timeline.activities?.runAgent).toBeDefined();
+  });
+
+  it('renders the side-by-side table with a ratio column', () => {
+    const md = renderMarkdown(result);
+    expect(md).toContain('| metric | conc. | durable | direct | durable/direct |');
+    expect(md).toMatch(/\| first token p50 \(ms\) \| 1 \| [\d.]+ \| [\d.]+ \| [\d.]+× \|/);
+  });
+});
