@@ -45,11 +45,9 @@ export function conversationName(query: string): string {
 }
 
 export async function upsertEndUser(db: Db, app: AppContext, user: string) {
-  return db.endUser.upsert({
-    where: { app_id_session_id: { app_id: app.appId, session_id: user } },
-    update: {},
-    create: { tenant_id: app.tenantId, app_id: app.appId, session_id: user },
-  });
+  // Insert-or-ignore then read: Prisma's upsert is select-then-insert, which races between first requests.
+  await db.endUser.createMany({ data: [{ tenant_id: app.tenantId, app_id: app.appId, session_id: user }], skipDuplicates: true });
+  return db.endUser.findUniqueOrThrow({ where: { app_id_session_id: { app_id: app.appId, session_id: user } } });
 }
 
 /** Who a turn belongs to: a service-API end user, or a console account debugging a draft. */

@@ -69,9 +69,13 @@ export async function readEvents(db: Db, messageId: string, afterSeq: number, li
   return rows.map((r) => ({ seq: r.seq, event: r.event, data: r.data as Record<string, unknown> }));
 }
 
-async function hasTerminal(db: Db, messageId: string): Promise<boolean> {
-  const n = await db.messageEvent.count({ where: { message_id: messageId, event: { in: [...TERMINAL_CLIENT_EVENTS] } } });
-  return n > 0;
+async function lastTerminalSeq(db: Db, messageId: string): Promise<number | null> {
+  const row = await db.messageEvent.findFirst({
+    where: { message_id: messageId, event: { in: [...TERMINAL_CLIENT_EVENTS] } },
+    orderBy: { seq: 'desc' },
+    select: { seq: true },
+  });
+  return row?.seq ?? null;
 }
 
 /**
@@ -150,8 +154,13 @@ export async function* followEvents(
         if (TERMINAL_CLIENT_EVENTS.has(e.event)) return;
       }
       if (batch.length === 500 || pending) continue;
-      // Nothing after the cursor: if the turn already ended (a re-attach at or past its end), close now.
-      if (batch.length === 0 && (await hasTerminal(db, messageId))) return;
+      // Nothing after the cursor: if the turn already ended at or before it (a re-attach at or past its end),
+      // close now. A terminal committed after our read is past the cursor: loop and read it.
+      if (batch.length === 0) {
+        const terminalSeq = await lastTerminalSeq(db, messageId);
+        if (terminalSeq !== null && terminalSeq <= last) return;
+        if (terminalSeq !== null) continue;
+      }
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, pollMs);
         wake = () => {

@@ -126,6 +126,13 @@ describe('a first turn, streamed end to end through Temporal', () => {
     expect(frames.map((f) => f.id)).toEqual([String(firstFrames.length - 1), String(firstFrames.length)]);
   });
 
+  it('starts every turn when a new user sends several first messages at once', async () => {
+    const results = await Promise.all([1, 2, 3, 4, 5].map((i) => chat(stack.apiUrl, key, { query: `parallel ${i}`, user: 'brand-new-user' })));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    for (const r of results) expect(r.frames.map((f) => f.event).slice(-2)).toEqual(['message', 'message_end']);
+    expect(await stack.db.endUser.count({ where: { session_id: 'brand-new-user' } })).toBe(1);
+  });
+
   it('refuses a bad key and a bad body with clear 4xx errors', async () => {
     const noKey = await fetch(`${stack.apiUrl}/v1/chat-messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(noKey.status).toBe(401);
