@@ -4,6 +4,7 @@ import { createAskHumanActivities } from './ask-human.js';
 import { createLoadOrCreateBinding } from './binding.js';
 import { createBuildRunRequest } from './build-request.js';
 import { createInputGuards } from './input-guards.js';
+import { createPrepareTurn } from './prepare-turn.js';
 import { createResolveConfig } from './resolve-config.js';
 import { createRunAgent } from './run-agent.js';
 import { createFailTurn, createReleaseTurn, createStopTurn } from './turn-bookkeeping.js';
@@ -14,6 +15,7 @@ export type { RunAgentOutcome } from './run-agent.js';
 
 export function createActivities(deps: ActivityDeps) {
   return {
+    prepareTurn: createPrepareTurn(deps),
     resolveConfig: createResolveConfig(deps),
     inputGuards: createInputGuards(deps),
     loadOrCreateBinding: createLoadOrCreateBinding(deps),

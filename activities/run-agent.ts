@@ -428,7 +428,8 @@ export function createRunAgent(deps: ActivityDeps) {
               if (!pendingText) pendingFirstAt = Date.now();
               pendingText += ev.data.delta;
               pendingLastId = ev.id;
-              if (stopRequested) await flush();
+              // The first text of a turn goes out at once (time to first token); later deltas are debounced.
+              if (stopRequested || answer === '') await flush();
               continue;
             }
             if (ev.type === 'pydantic_ai_event') {

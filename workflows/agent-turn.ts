@@ -12,6 +12,7 @@ import {
   condition,
   isCancellation,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   setHandler,
   uuid4,
@@ -26,8 +27,11 @@ import {
   type TurnState,
 } from './definitions.js';
 
-/** Short, idempotent database steps. */
-const steps = proxyActivities<Activities>({
+/**
+ * Short, idempotent database steps run as local activities: no task-queue round trip and a single marker
+ * in history each (the durable path's first-token latency is dominated by round trips; bench/README.md).
+ */
+const steps = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 10 },
 });
@@ -79,21 +83,14 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   try {
     let resumeFormId: string | undefined;
     for (;;) {
+      // resolveConfig → inputGuards (fresh turns only, never an ask_human continuation: seed 000) →
+      // loadOrCreateBinding → buildRunRequest, in one local activity.
       enter('resolving_config');
-      const resolved = await steps.resolveConfig({ messageId });
-      // Input guards run on a fresh turn only: never on an ask_human continuation (seed 000).
-      if (!resumeFormId && !input.resumeOfMessageId) {
-        enter('input_guards');
-        const guard = await steps.inputGuards({ messageId, resolved });
-        if (guard.hit) {
-          enter('completed', ` · answered by ${guard.hit}`);
-          return { status: 'answered_by_guard', messageId };
-        }
+      const prepared = await steps.prepareTurn({ messageId, runGuards: !resumeFormId && !input.resumeOfMessageId, resumeFormId });
+      if (prepared.guard) {
+        enter('completed', ` · answered by ${prepared.guard}`);
+        return { status: 'answered_by_guard', messageId };
       }
-      enter('loading_binding');
-      const { bindingId } = await steps.loadOrCreateBinding({ messageId, resolved });
-      enter('building_request');
-      await steps.buildRunRequest({ messageId, bindingId, resolved, resumeFormId });
       enter('running_agent');
       const outcome = await agent.runAgent({ messageId });
       if (outcome.status === 'succeeded') {
