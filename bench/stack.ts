@@ -3,26 +3,15 @@
  * fresh data dir `.data/bench-<pid>` on free ports, removed afterwards.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type Env } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { startStack, type Stack, type StackOptions } from '../scripts/stack.js';
+import { freePort } from '../scripts/ports.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export interface BenchStack {
   stack: Stack;

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startTemporalDevServer, type DevServer } from '../../scripts/temporal.js';
 import type { Stack } from '../../scripts/stack.js';
-import { freePort } from '../support/global-setup.js';
+import { freePort } from '../../scripts/ports.js';
 import { chat, readFrames } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 

@@ -4,27 +4,16 @@
  * queue, so files run in parallel without sharing state.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPg } from '../../core/embedded-pg.js';
 import { locateTemporal, startTemporalDevServer } from '../../scripts/temporal.js';
+import { freePort } from '../../scripts/ports.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 // Per run, so a developer's `npm start` or a second test run never collides with this one.
 export const TEST_DATA_DIR = path.join(ROOT, '.data', `test-${process.pid}`);
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 declare module 'vitest' {
   export interface ProvidedContext {
