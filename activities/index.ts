@@ -1,11 +1,7 @@
 /** All activities of the turn workflow, built from injected dependencies. */
 import type { ActivityDeps } from './deps.js';
 import { createAskHumanActivities } from './ask-human.js';
-import { createLoadOrCreateBinding } from './binding.js';
-import { createBuildRunRequest } from './build-request.js';
-import { createInputGuards } from './input-guards.js';
 import { createPrepareTurn } from './prepare-turn.js';
-import { createResolveConfig } from './resolve-config.js';
 import { createRunAgent } from './run-agent.js';
 import { createFailTurn, createReleaseTurn, createStopTurn } from './turn-bookkeeping.js';
 
@@ -15,11 +11,8 @@ export type { RunAgentOutcome } from './run-agent.js';
 
 export function createActivities(deps: ActivityDeps) {
   return {
+    // resolveConfig → inputGuards → loadOrCreateBinding → buildRunRequest (see prepare-turn.ts)
     prepareTurn: createPrepareTurn(deps),
-    resolveConfig: createResolveConfig(deps),
-    inputGuards: createInputGuards(deps),
-    loadOrCreateBinding: createLoadOrCreateBinding(deps),
-    buildRunRequest: createBuildRunRequest(deps),
     runAgent: createRunAgent(deps),
     failTurn: createFailTurn(deps),
     releaseTurn: createReleaseTurn(deps),

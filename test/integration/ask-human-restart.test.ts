@@ -33,7 +33,8 @@ afterAll(async () => {
 });
 
 describe('ask_human across restarts', () => {
-  it('resumes and completes after the worker stopped and the Temporal server restarted mid-wait', async () => {
+  // Restarting a server and a worker under CI load takes a while: a generous, explicit budget.
+  it('resumes and completes after the worker stopped and the Temporal server restarted mid-wait', { timeout: 180_000 }, async () => {
     const key = stack.demo!.apiKey;
     const { frames } = await chat(stack.apiUrl, key, { query: '/ask Favourite number?', user: 'kai' });
     const hir = frames.find((f) => f.event === 'human_input_required')!;
