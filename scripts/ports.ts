@@ -12,3 +12,21 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * A free port outside the kernel's ephemeral range (32768+ on Linux), for a server that must come back on
+ * the same port after a restart: an ephemeral port freed by a stop can be handed to any other socket.
+ */
+export async function stablePort(from = 20_000, to = 32_000): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = from + Math.floor(Math.random() * (to - from));
+    const ok = await new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.unref();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (ok) return port;
+  }
+  throw new Error(`no free port in ${from}..${to}`);
+}

@@ -168,6 +168,9 @@ export async function startTemporalDevServer(opts: {
     if (Date.now() > deadline) throw new Error(`temporal dev server did not open port ${opts.port} within 60 s`);
     await new Promise((r) => setTimeout(r, 150));
   }
+  // Someone else may hold the port (the server then fails to bind and exits): make sure ours is the one up.
+  await new Promise((r) => setTimeout(r, 300));
+  if (exited) throw new Error(`temporal dev server exited at start (port ${opts.port} or ${opts.uiPort} in use?); see ${path.join(dir, 'server.log')}`);
   return {
     address,
     uiUrl: `http://127.0.0.1:${opts.uiPort}`,

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startTemporalDevServer, type DevServer } from '../../scripts/temporal.js';
 import type { Stack } from '../../scripts/stack.js';
-import { freePort } from '../../scripts/ports.js';
+import { stablePort } from '../../scripts/ports.js';
 import { chat, readFrames } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 
@@ -22,8 +22,9 @@ async function startServer() {
 }
 
 beforeAll(async () => {
-  port = await freePort();
-  uiPort = await freePort();
+  // Not an ephemeral port: the server restarts on it, and a freed ephemeral port can be taken meanwhile.
+  port = await stablePort();
+  uiPort = await stablePort();
   temporal = await startServer();
   stack = await startTestStack('ask_restart', { env: { TEMPORAL_ADDRESS: temporal.address }, worker: 'child' });
 });
