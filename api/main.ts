@@ -16,7 +16,10 @@ if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
   process.exit(1);
 }
 const db = createDb(config.DATABASE_URL, { max: 20 });
-const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+const connection = await Connection.connect({
+  address: config.TEMPORAL_ADDRESS,
+  channelArgs: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 3000 },
+});
 const notifier = new EventNotifier(config.DATABASE_URL, logger);
 await notifier.start();
 const { app } = createWiredApi({ db, connection, notifier, config, logger, agentBackendUrl: () => config.agentBackendUrl });

@@ -87,6 +87,22 @@ export async function startTurn(
       });
       conversationId = conv.id;
     }
+    // The turn lock first: inserting a message first would key-share-lock the conversation row and
+    // deadlock with a racing request's lock update (active_message_id is a unique, i.e. key, column).
+    const locked = await tx.conversation.updateMany({
+      where: { id: conversationId, active_message_id: null },
+      data: { active_message_id: messageId, dialogue_count: { increment: 1 } },
+    });
+    if (locked.count !== 1) {
+      const conv = await tx.conversation.findUniqueOrThrow({ where: { id: conversationId } });
+      const form = conv.active_message_id
+        ? await tx.humanInputForm.findFirst({ where: { message_id: conv.active_message_id, status: 'waiting' } })
+        : null;
+      if (form) {
+        throw new HttpError(409, 'conversation_waiting_for_human', 'This conversation is waiting for a form to be submitted.', { form_token: form.token });
+      }
+      throw new HttpError(409, 'conversation_busy', 'A turn is already running in this conversation; wait for it to finish or stop it.', { task_id: conv.active_message_id });
+    }
     const msg = await tx.message.create({
       data: {
         id: messageId,
@@ -103,20 +119,6 @@ export async function startTurn(
     });
     await createMessageFiles(tx, messageId, files);
     // The one-in-flight-turn lock: atomic, so of two racing messages exactly one wins.
-    const locked = await tx.conversation.updateMany({
-      where: { id: conversationId, active_message_id: null },
-      data: { active_message_id: messageId, dialogue_count: { increment: 1 } },
-    });
-    if (locked.count !== 1) {
-      const conv = await tx.conversation.findUniqueOrThrow({ where: { id: conversationId } });
-      const form = conv.active_message_id
-        ? await tx.humanInputForm.findFirst({ where: { message_id: conv.active_message_id, status: 'waiting' } })
-        : null;
-      if (form) {
-        throw new HttpError(409, 'conversation_waiting_for_human', 'This conversation is waiting for a form to be submitted.', { form_token: form.token });
-      }
-      throw new HttpError(409, 'conversation_busy', 'A turn is already running in this conversation; wait for it to finish or stop it.', { task_id: conv.active_message_id });
-    }
     return { conversationId, createdAt: Math.floor(msg.created_at.getTime() / 1000) };
   });
 

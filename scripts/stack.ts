@@ -89,7 +89,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       stops.push(() => dev!.stop());
       temporalAddress = dev.address;
     }
-    const connection = await Connection.connect({ address: temporalAddress });
+    // Reconnect quickly after a Temporal restart (gRPC's default backoff grows to two minutes).
+    const connection = await Connection.connect({
+      address: temporalAddress,
+      channelArgs: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 3000 },
+    });
     stops.push(() => connection.close());
     config = { ...config, TEMPORAL_ADDRESS: temporalAddress };
 
