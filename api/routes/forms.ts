@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import { Router } from 'express';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { Db } from '../../core/db.js';
 import { createResumeMessage, SubmissionError, validateSubmission, type FormAction, type FormField } from '../../core/human-input.js';
@@ -93,11 +93,20 @@ export function formRoutes(deps: { db: Db; temporal: Client; logger: Logger }): 
       }
       await createResumeMessage(tx as never, form.message_id, form.id, resumeMessageId);
     });
-    try {
-      await deps.temporal.workflow.getHandle(form.workflow_id).signal(formSubmittedSignal, { formId: form.id, resumeMessageId });
-    } catch (err) {
-      // The submission is stored; the workflow's expiry path will still find it (status submitted).
-      deps.logger.error({ err: (err as Error).message, form_id: form.id, workflow_id: form.workflow_id }, 'could not signal the waiting turn');
+    // The submission is stored; now wake the waiting workflow. Retried: a Temporal restart or a reconnect
+    // must not leave the turn waiting for its expiry timer (whose path would still find the submission).
+    const handle = deps.temporal.workflow.getHandle(form.workflow_id);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await handle.signal(formSubmittedSignal, { formId: form.id, resumeMessageId });
+        break;
+      } catch (err) {
+        if (err instanceof WorkflowNotFoundError || attempt >= 12) {
+          deps.logger.error({ err: (err as Error).message, form_id: form.id, workflow_id: form.workflow_id, attempt }, 'could not signal the waiting turn');
+          break;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(2000, 200 * 2 ** attempt)));
+      }
     }
     res.json({ result: 'success', task_id: resumeMessageId, message_id: resumeMessageId, conversation_id: form.conversation_id });
   });
