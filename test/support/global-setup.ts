@@ -12,7 +12,8 @@ import { freePort } from '../../scripts/ports.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 // Per run, so a developer's `npm start` or a second test run never collides with this one.
-export const TEST_DATA_DIR = path.join(ROOT, '.data', `test-${process.pid}`);
+// (and per test project: each project runs this setup).
+const TEST_DATA_DIR = path.join(ROOT, '.data', `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
 
 declare module 'vitest' {
