@@ -5,6 +5,7 @@
  * benchmarks, so all three run exactly the same wiring.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -142,8 +143,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         env: { ...process.env, ...configToEnv(config), DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, AGENT_BACKEND_URL: agentBackendUrl },
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       });
-      child.stdout?.on('data', () => undefined);
-      child.stderr?.on('data', (d: Buffer) => logger.debug({ worker_stderr: d.toString().slice(0, 500) }));
+      // The child's own log lines go to a file next to the data, for whoever debugs a restart.
+      fs.mkdirSync(config.dataDir, { recursive: true });
+      const out = fs.createWriteStream(path.join(config.dataDir, 'worker-child.log'), { flags: 'a' });
+      child.stdout?.pipe(out);
+      child.stderr?.pipe(out);
       await new Promise<void>((resolve, reject) => {
         child.on('message', (m) => {
           if (m === 'worker-ready') resolve();

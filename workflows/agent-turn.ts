@@ -11,6 +11,7 @@ import {
   CancelledFailure,
   condition,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setCurrentDetails,
@@ -70,9 +71,17 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   const touched = [messageId];
   const state: TurnState = { phase: 'resolving_config', messageId, pendingFormId: null, pendingFormToken: null };
   let submitted: FormSubmittedSignal | null = null;
+  // The form exists (and its token reaches the client) before runAgent's completion is processed, so a
+  // submission can be signalled before the workflow knows the form id: a fast human, or a worker that was
+  // down when runAgent completed (the signal then lands in the same activation, and signals are handled
+  // first). Such early submissions are kept by form id instead of dropped. Patched: workflows started
+  // before this change replay with the old handler.
+  const keepEarly = patched('keep-early-form-submissions');
+  const early = new Map<string, FormSubmittedSignal>();
   setHandler(turnStateQuery, () => state);
   setHandler(formSubmittedSignal, (s) => {
     if (s.formId === state.pendingFormId) submitted = s;
+    else if (keepEarly && early.size < 16 && !early.has(s.formId)) early.set(s.formId, s);
   });
   // The Temporal UI shows this under "current details": ops see where a turn is without a query.
   const enter = (phase: TurnState['phase'], extra = '') => {
@@ -110,7 +119,8 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       // ask_human: wait durably for the form (signal) or its expiry (timer); days are fine.
       state.pendingFormId = outcome.formId;
       state.pendingFormToken = outcome.formToken;
-      submitted = null;
+      submitted = early.get(outcome.formId) ?? null;
+      early.clear();
       enter('waiting_for_human', ` · form ${outcome.formId}`);
       const waitMs = Math.max(0, new Date(outcome.expiresAt).getTime() - Date.now());
       const got = await condition(() => submitted !== null, waitMs);

@@ -45,6 +45,7 @@ export default async function setup(project: TestProject) {
   return async () => {
     await temporal.stop();
     await pg.stop();
-    fs.rmSync(TEST_DATA_DIR, { recursive: true, force: true });
+    // KEEP_TEST_DATA=1 keeps the logs (worker-child.log, temporal/server.log) for a post-mortem.
+    if (!process.env.KEEP_TEST_DATA) fs.rmSync(TEST_DATA_DIR, { recursive: true, force: true });
   };
 }
