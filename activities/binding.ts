@@ -6,7 +6,9 @@
 import crypto from 'node:crypto';
 import type { ActivityDeps } from './deps.js';
 import { turnFailure } from './errors.js';
-import type { ResolvedConfig } from './resolve-config.js';
+import type { Prisma } from '../core/generated/prisma/client.js';
+import type { Resolution } from './resolve-config.js';
+import type { TurnContext } from './turn-context.js';
 
 export const HOME_SNAPSHOT_ID = 'home-v1';
 
@@ -15,20 +17,23 @@ export function sessionScopeKey(s: { tenantId: string; appId: string; conversati
   return crypto.createHash('sha256').update([s.tenantId, s.appId, s.conversationId, s.agentId, s.scopeId].join('|')).digest('hex');
 }
 
+export type Binding = Prisma.AgentWorkspaceBindingGetPayload<object>;
+
 export function createLoadOrCreateBinding({ db }: ActivityDeps) {
-  return async function loadOrCreateBinding(input: { messageId: string; resolved: ResolvedConfig }): Promise<{ bindingId: string; created: boolean }> {
-    const { resolved } = input;
-    const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { conversation: true } });
-    const agent = await db.agent.findUniqueOrThrow({ where: { app_id: msg.app_id } });
+  return async function loadOrCreateBinding(ctx: TurnContext, r: Resolution): Promise<{ binding: Binding; created: boolean }> {
+    const { resolved } = r;
+    const { msg, agent } = ctx;
     const conv = msg.conversation;
     // A personal build draft owns its session (seed 000: owner type BUILD_DRAFT); otherwise the conversation does.
-    const buildDraft = resolved.draftType === 'BUILD_DRAFT' ? await db.agentConfigDraft.findUniqueOrThrow({ where: { id: resolved.scopeId } }) : null;
-    const owner = buildDraft
-      ? { type: 'BUILD_DRAFT' as const, id: buildDraft.id, bindingId: buildDraft.agent_workspace_binding_id }
+    const owner = r.buildDraft
+      ? { type: 'BUILD_DRAFT' as const, id: r.buildDraft.id, bindingId: r.buildDraft.agent_workspace_binding_id }
       : { type: 'CONVERSATION' as const, id: conv.id, bindingId: conv.agent_workspace_binding_id };
 
     if (owner.bindingId) {
-      const b = await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: owner.bindingId }, include: { workspace: true } });
+      const b =
+        r.conversationBinding?.id === owner.bindingId
+          ? r.conversationBinding
+          : await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: owner.bindingId }, include: { workspace: true } });
       const ok =
         b.session_scope_config_version_id === resolved.scopeId &&
         b.config_kind === resolved.configKind &&
@@ -40,7 +45,8 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
           `This conversation's agent session belongs to another configuration (${b.config_kind} ${b.session_scope_config_version_id}); start a new conversation.`,
         );
       }
-      return { bindingId: b.id, created: false };
+      const { workspace: _workspace, ...binding } = b;
+      return { binding, created: false };
     }
 
     const scopeKey = sessionScopeKey({ tenantId: msg.tenant_id, appId: msg.app_id, conversationId: owner.type === 'BUILD_DRAFT' ? `build:${owner.id}` : conv.id, agentId: agent.id, scopeId: resolved.scopeId });
@@ -73,6 +79,6 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
     } else {
       await db.conversation.updateMany({ where: { id: conv.id, agent_workspace_binding_id: null }, data: { agent_workspace_binding_id: binding.id } });
     }
-    return { bindingId: binding.id, created: true };
+    return { binding, created: true };
   };
 }

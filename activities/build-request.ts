@@ -10,7 +10,10 @@ import { expandPromptMentions } from '../core/mentions.js';
 import { whitelistModelSettings, type AgentSoulConfig } from '../core/soul.js';
 import type { ActivityDeps } from './deps.js';
 import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from './errors.js';
-import { loadSoulConfig, type ResolvedConfig } from './resolve-config.js';
+import type { Prisma } from '../core/generated/prisma/client.js';
+import type { Binding } from './binding.js';
+import type { Resolution } from './resolve-config.js';
+import type { TurnContext } from './turn-context.js';
 
 export interface BuildInput {
   tenantId: string;
@@ -92,23 +95,20 @@ export function assertSnapshotMatches(layers: LayerSpec[], snapshot: SessionSnap
 
 export function createBuildRunRequest(deps: ActivityDeps) {
   const { db, config } = deps;
-  return async function buildRunRequest(input: {
-    messageId: string;
-    bindingId: string;
-    resolved: ResolvedConfig;
+  return async function buildRunRequest(
+    ctx: TurnContext,
+    r: Resolution,
+    binding: Binding,
     /** Set when this message continues a paused turn: the form whose result resumes the run. */
-    resumeFormId?: string;
-  }): Promise<{ layers: number; hasSnapshot: boolean; deferredCalls: number }> {
-    const existing = await db.agentBackendRun.findUnique({ where: { message_id: input.messageId } });
-    if (existing?.backend_run_id) {
+    resumeFormId?: string,
+  ): Promise<{ layers: number; hasSnapshot: boolean; deferredCalls: number }> {
+    const { msg, agent, existingRun } = ctx;
+    if (existingRun?.backend_run_id) {
       // Already sent: rebuilding could differ (e.g. a newer draft); the run is what it is.
-      const req = existing.request as unknown as CreateRunRequest;
+      const req = existingRun.request as unknown as CreateRunRequest;
       return { layers: req.composition.layers.length, hasSnapshot: !!req.session_snapshot, deferredCalls: Object.keys(req.deferred_tool_results?.calls ?? {}).length };
     }
-    const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { files: true } });
-    const agent = await db.agent.findUniqueOrThrow({ where: { app_id: msg.app_id } });
-    const binding = await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: input.bindingId } });
-    const soul = await loadSoulConfig(db, input.resolved);
+    const { soul, resolved } = r;
     const layers = buildComposition(soul, {
       tenantId: msg.tenant_id,
       appId: msg.app_id,
@@ -118,7 +118,7 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       userId: msg.end_user_id ?? msg.account_id ?? 'anonymous',
       userFrom: msg.end_user_id ? 'end-user' : 'account',
       invokeFrom: msg.invoke_from as BuildInput['invokeFrom'],
-      configVersionId: input.resolved.configVersionId,
+      configVersionId: resolved.configVersionId,
       query: msg.query,
       files: msg.files.map((f) => ({ type: f.type === 'image' ? 'image' : 'document', url: f.url ?? undefined })),
       supportsVision: deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
@@ -129,10 +129,10 @@ export function createBuildRunRequest(deps: ActivityDeps) {
     // Deferred tool results: the submitted/expired form of this continuation, or — for a new turn after a
     // stop while a form waited — the dangling call closed as `unavailable`.
     const deferred: Record<string, DeferredToolResult> = {};
-    const formId = input.resumeFormId ?? binding.pending_form_id;
+    const formId = resumeFormId ?? binding.pending_form_id;
     if (formId && binding.pending_tool_call_id) {
-      const form = await db.humanInputForm.findUnique({ where: { id: formId } });
-      deferred[binding.pending_tool_call_id] = form && input.resumeFormId ? deferredResultFromForm(form) : { status: 'unavailable' };
+      const form = resumeFormId ? await db.humanInputForm.findUnique({ where: { id: formId } }) : null;
+      deferred[binding.pending_tool_call_id] = form ? deferredResultFromForm(form) : { status: 'unavailable' };
     }
     const mod = soul.features.moderation;
     const outputModeration = mod.output_enabled && mod.keywords.length ? { keywords: mod.keywords, preset_answer: mod.output_preset_answer } : undefined;
@@ -145,17 +145,21 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       ...(Object.keys(deferred).length ? { deferred_tool_results: { calls: deferred } } : {}),
       on_exit: { default: 'suspend' },
     };
-    await db.$transaction([
+    // One transaction: the run request, the pending call it closes, the version the message ran with.
+    const writes: Prisma.PrismaPromise<unknown>[] = [
       db.agentBackendRun.upsert({
         where: { message_id: msg.id },
         update: { request: request as object, binding_id: binding.id, output_moderation: outputModeration },
         create: { message_id: msg.id, request: request as object, binding_id: binding.id, output_moderation: outputModeration },
       }),
-      db.agentWorkspaceBinding.update({
-        where: { id: binding.id },
-        data: Object.keys(deferred).length ? { pending_form_id: null, pending_tool_call_id: null, pending_message_id: null } : {},
-      }),
-    ]);
+    ];
+    if (Object.keys(deferred).length) {
+      writes.push(db.agentWorkspaceBinding.update({ where: { id: binding.id }, data: { pending_form_id: null, pending_tool_call_id: null, pending_message_id: null } }));
+    }
+    if (msg.agent_config_version_id !== resolved.configVersionId) {
+      writes.push(db.message.update({ where: { id: msg.id }, data: { agent_config_version_id: resolved.configVersionId } }));
+    }
+    await db.$transaction(writes);
     return { layers: layers.length, hasSnapshot: !!snapshot, deferredCalls: Object.keys(deferred).length };
   };
 }

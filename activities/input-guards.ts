@@ -7,7 +7,7 @@ import { appendEvents } from '../core/event-log.js';
 import { emptyUsage } from '../core/protocol/run.js';
 import type { AgentSoulConfig } from '../core/soul.js';
 import type { ActivityDeps } from './deps.js';
-import { loadSoulConfig, type ResolvedConfig } from './resolve-config.js';
+import type { TurnContext } from './turn-context.js';
 
 export function keywordHit(keywords: string[], texts: string[]): string | null {
   const hay = texts.map((t) => t.toLowerCase());
@@ -25,13 +25,12 @@ export function inputTexts(query: string, inputs: unknown): string[] {
 
 export function createInputGuards(deps: ActivityDeps) {
   const { db } = deps;
-  return async function inputGuards(input: { messageId: string; resolved: ResolvedConfig }): Promise<{ hit: null | 'moderation' | 'annotation' }> {
-    const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { conversation: true } });
+  return async function inputGuards(ctx: TurnContext, soul: AgentSoulConfig, configVersionId: string | null): Promise<{ hit: null | 'moderation' | 'annotation' }> {
+    const { msg, app } = ctx;
     if (msg.status !== 'pending' && msg.status !== 'running') {
       // Already answered by an earlier attempt.
       return { hit: (msg.metadata as { guard?: 'moderation' | 'annotation' })?.guard ?? null };
     }
-    const soul: AgentSoulConfig = await loadSoulConfig(db, input.resolved);
     const mod = soul.features.moderation;
     let answer: string | null = null;
     let guard: 'moderation' | 'annotation' | null = null;
@@ -39,21 +38,18 @@ export function createInputGuards(deps: ActivityDeps) {
     if (mod.enabled && keywordHit(mod.keywords, inputTexts(msg.query, msg.inputs))) {
       answer = mod.preset_answer;
       guard = 'moderation';
-    } else {
-      const app = await db.app.findUniqueOrThrow({ where: { id: msg.app_id } });
-      if (app.annotation_reply_enabled) {
-        const rows = await db.$queryRaw<{ id: string; question: string; content: string; score: number }[]>`
-          select id::text, question, content, similarity(question, ${msg.query})::float8 as score
-            from app_annotations
-           where app_id = ${msg.app_id}::uuid and similarity(question, ${msg.query}) >= ${app.annotation_score_threshold}
-           order by score desc limit 1`;
-        const hit = rows[0];
-        if (hit) {
-          answer = hit.content;
-          guard = 'annotation';
-          metadata = { annotation_reply: { id: hit.id, question: hit.question, score: Number(hit.score.toFixed(4)) } };
-          await db.annotation.update({ where: { id: hit.id }, data: { hit_count: { increment: 1 } } });
-        }
+    } else if (app.annotation_reply_enabled) {
+      const rows = await db.$queryRaw<{ id: string; question: string; content: string; score: number }[]>`
+        select id::text, question, content, similarity(question, ${msg.query})::float8 as score
+          from app_annotations
+         where app_id = ${msg.app_id}::uuid and similarity(question, ${msg.query}) >= ${app.annotation_score_threshold}
+         order by score desc limit 1`;
+      const hit = rows[0];
+      if (hit) {
+        answer = hit.content;
+        guard = 'annotation';
+        metadata = { annotation_reply: { id: hit.id, question: hit.question, score: Number(hit.score.toFixed(4)) } };
+        await db.annotation.update({ where: { id: hit.id }, data: { hit_count: { increment: 1 } } });
       }
     }
     if (!guard || answer === null) return { hit: null };
@@ -64,7 +60,7 @@ export function createInputGuards(deps: ActivityDeps) {
       created_at: Math.floor(msg.created_at.getTime() / 1000),
     };
     await db.$transaction(async (tx) => {
-      await tx.message.update({ where: { id: msg.id }, data: { answer, status: 'succeeded', metadata: { guard, ...metadata }, usage: emptyUsage() } });
+      await tx.message.update({ where: { id: msg.id }, data: { answer, status: 'succeeded', metadata: { guard, ...metadata }, usage: emptyUsage(), agent_config_version_id: configVersionId } });
       await tx.conversation.updateMany({ where: { id: msg.conversation_id, active_message_id: msg.id }, data: { active_message_id: null } });
       await appendEvents(tx, msg.id, [
         { event: 'message', sourceKey: 'terminal:message', data: { ...base, event: 'message', id: msg.id, answer } },

@@ -9,6 +9,7 @@ import { createLoadOrCreateBinding } from './binding.js';
 import { createBuildRunRequest } from './build-request.js';
 import { createInputGuards } from './input-guards.js';
 import { createResolveConfig } from './resolve-config.js';
+import { loadTurnContext } from './turn-context.js';
 
 export function createPrepareTurn(deps: ActivityDeps) {
   const resolveConfig = createResolveConfig(deps);
@@ -16,13 +17,21 @@ export function createPrepareTurn(deps: ActivityDeps) {
   const loadOrCreateBinding = createLoadOrCreateBinding(deps);
   const buildRunRequest = createBuildRunRequest(deps);
   return async function prepareTurn(input: { messageId: string; runGuards: boolean; resumeFormId?: string }): Promise<{ guard: null | 'moderation' | 'annotation' }> {
-    const resolved = await resolveConfig({ messageId: input.messageId });
+    const t0 = performance.now();
+    const ctx = await loadTurnContext(deps.db, input.messageId);
+    const r = await resolveConfig(ctx);
+    const t1 = performance.now();
     if (input.runGuards) {
-      const { hit } = await inputGuards({ messageId: input.messageId, resolved });
+      const { hit } = await inputGuards(ctx, r.soul, r.resolved.configVersionId);
       if (hit) return { guard: hit };
     }
-    const { bindingId } = await loadOrCreateBinding({ messageId: input.messageId, resolved });
-    await buildRunRequest({ messageId: input.messageId, bindingId, resolved, resumeFormId: input.resumeFormId });
+    const t2 = performance.now();
+    const { binding } = await loadOrCreateBinding(ctx, r);
+    const t3 = performance.now();
+    await buildRunRequest(ctx, r, binding, input.resumeFormId);
+    const t4 = performance.now();
+    const ms = (a: number, b: number) => Math.round((b - a) * 10) / 10;
+    deps.logger.debug({ message_id: input.messageId, ms: { resolve: ms(t0, t1), guards: ms(t1, t2), binding: ms(t2, t3), build: ms(t3, t4), total: ms(t0, t4) } }, 'turn prepared');
     return { guard: null };
   };
 }

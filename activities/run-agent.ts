@@ -71,13 +71,16 @@ export function createRunAgent(deps: ActivityDeps) {
 
   return async function runAgent(input: { messageId: string }): Promise<RunAgentOutcome> {
     const ctx = Context.current();
-    const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { conversation: true, agent_run: true } });
+    logger.debug({ message_id: input.messageId, attempt: ctx.info.attempt, scheduled_to_start_ms: Date.now() - ctx.info.currentAttemptScheduledTimestampMs }, 'runAgent started');
+    const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { agent_run: true } });
     const run = msg.agent_run;
     if (!run) throw new Error(`no run request was built for message ${msg.id}`);
     const facts: TurnFacts = {
       messageId: msg.id,
       conversationId: msg.conversation_id,
-      bindingId: run.binding_id ?? msg.conversation.agent_workspace_binding_id,
+      bindingId:
+        run.binding_id ??
+        (await db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id }, select: { agent_workspace_binding_id: true } })).agent_workspace_binding_id,
       createdAt: Math.floor(msg.created_at.getTime() / 1000),
     };
     const log = logger.child({ tenant_id: msg.tenant_id, app_id: msg.app_id, conversation_id: msg.conversation_id, message_id: msg.id, workflow_id: ctx.info.workflowExecution?.workflowId, attempt: ctx.info.attempt });
@@ -98,7 +101,8 @@ export function createRunAgent(deps: ActivityDeps) {
 
     let cursor: string | null = run.cursor;
     let answer = msg.answer;
-    const storedRows = await db.messageAgentThought.findMany({ where: { message_id: msg.id }, orderBy: { position: 'asc' } });
+    // Thoughts are only written together with a cursor: a first attempt has none to read.
+    const storedRows = cursor === null ? [] : await db.messageAgentThought.findMany({ where: { message_id: msg.id }, orderBy: { position: 'asc' } });
     const recorder = new ProcessRecorder(storedRows.map(toThoughtRow));
     let pendingText = '';
     let pendingFirstAt = 0;
@@ -117,12 +121,15 @@ export function createRunAgent(deps: ActivityDeps) {
       });
       throw new CancelledFailure('stopped before the agent run started');
     }
+    // The message turns `running` while the backend run is created (independent writes, one wait).
+    const markRunning = msg.status === 'pending' ? db.message.update({ where: { id: msg.id }, data: { status: 'running' } }) : null;
     if (!backendRunId) {
-      const created = await backend.createRun(run.request as unknown as CreateRunRequest);
+      const [created] = await Promise.all([backend.createRun(run.request as unknown as CreateRunRequest), markRunning]);
       backendRunId = created.run_id;
       await db.agentBackendRun.update({ where: { message_id: facts.messageId }, data: { backend_run_id: backendRunId, status: 'running' } });
+    } else {
+      await markRunning;
     }
-    if (msg.status === 'pending') await db.message.update({ where: { id: msg.id }, data: { status: 'running' } });
 
     log.info({ backend_run_id: backendRunId, cursor }, 'consuming agent run');
     ctx.heartbeat({ backendRunId, cursor });
