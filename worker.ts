@@ -24,7 +24,7 @@ export interface RunningWorker {
 let runtimeInstalled = false;
 
 /** Routes the SDK's own logs through pino at our level (once per process). */
-function installRuntimeLogger(logger: Logger, level: string): void {
+export function installRuntimeLogger(logger: Logger, level: string): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const sdkLevel: LogLevel = level === 'debug' || level === 'trace' ? 'DEBUG' : level === 'info' ? 'INFO' : 'WARN';
@@ -40,10 +40,17 @@ function installRuntimeLogger(logger: Logger, level: string): void {
   }
 }
 
-export async function startWorker(opts: { config: Config; db: Db; logger: Logger; temporalAddress: string }): Promise<RunningWorker> {
+export async function startWorker(opts: {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  temporalAddress: string;
+  /** A connection shared with this process's api client (eager workflow start); its owner closes it. */
+  connection?: NativeConnection;
+}): Promise<RunningWorker> {
   const { config, db, logger } = opts;
   installRuntimeLogger(logger, config.LOG_LEVEL);
-  const connection = await NativeConnection.connect({ address: opts.temporalAddress });
+  const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.temporalAddress }));
   const backend = new AgentBackendClient(config.agentBackendUrl, config.AGENT_BACKEND_TOKEN);
   const providers = createDefaultProviders(config);
   const worker = await Worker.create({
@@ -70,7 +77,7 @@ export async function startWorker(opts: { config: Config; db: Db; logger: Logger
     shutdown: async () => {
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await run.catch(() => undefined);
-      await connection.close().catch(() => undefined);
+      if (!opts.connection) await connection.close().catch(() => undefined);
     },
   };
 }

@@ -31,6 +31,8 @@ export interface ApiDeps {
   /** The agent backend, for the fast stop path. */
   backend: AgentBackendClient;
   temporal: Client;
+  /** See TurnServiceDeps.eagerStart. */
+  eagerStart?: boolean;
   notifier: EventNotifier;
   config: Config;
   logger: Logger;

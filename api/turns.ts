@@ -37,6 +37,9 @@ export interface TurnServiceDeps {
   temporal: Client;
   config: Config;
   logger: Logger;
+  /** The client shares its NativeConnection with a worker of this process: ask the server to hand the
+   * first workflow task straight to it (eager workflow start, no matching round trip). */
+  eagerStart?: boolean;
 }
 
 export function conversationName(query: string): string {
@@ -124,10 +127,11 @@ export async function startTurn(
 
   const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
   try {
-    await temporal.workflow.start(AGENT_TURN_WORKFLOW, {
+    const handle = await temporal.workflow.start(AGENT_TURN_WORKFLOW, {
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       workflowId,
       args: [input],
+      requestEagerStart: deps.eagerStart ?? false,
       typedSearchAttributes: [
         { key: SA.TenantId, value: app.tenantId },
         { key: SA.AppId, value: app.appId },
@@ -139,6 +143,7 @@ export async function startTurn(
       staticSummary: `Agent turn · ${app.appName} · "${conversationName(body.query)}"`,
       staticDetails: `conversation \`${conversationId}\`\n\nmessage \`${messageId}\`\n\nuser \`${body.user}\``,
     });
+    logger.debug({ message_id: messageId, workflow_id: workflowId, eagerly_started: handle.eagerlyStarted }, 'turn workflow started');
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
       logger.error({ err: (err as Error).message, message_id: messageId }, 'could not start the turn workflow');

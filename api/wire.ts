@@ -1,5 +1,5 @@
 /** The api with all its routers and readiness checks, as both `npm start` and a standalone replica run it. */
-import { Client, type Connection } from '@temporalio/client';
+import { Client, type ConnectionLike } from '@temporalio/client';
 import { AgentBackendClient } from '../core/backend-client.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
@@ -12,7 +12,9 @@ import { innerAgentConfigRoutes } from './routes/inner-agent-config.js';
 
 export function createWiredApi(deps: {
   db: Db;
-  connection: Connection;
+  connection: ConnectionLike;
+  /** True when `connection` is a NativeConnection a worker of this process polls with (eager start). */
+  eagerStart?: boolean;
   notifier: EventNotifier;
   config: Config;
   logger: Logger;
@@ -26,6 +28,7 @@ export function createWiredApi(deps: {
     db,
     backend,
     temporal,
+    eagerStart: deps.eagerStart,
     notifier,
     config,
     logger: logger.child({ component: 'api' }),

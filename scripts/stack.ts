@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Connection, type Client } from '@temporalio/client';
+import { Connection, type Client, type ConnectionLike } from '@temporalio/client';
+import { NativeConnection } from '@temporalio/worker';
 import { createAgentBackend } from '../agent-backend/server.js';
 import { PgRunStore } from '../agent-backend/store.js';
 import { createWiredApi } from '../api/wire.js';
@@ -21,7 +22,7 @@ import type { Logger } from '../core/logger.js';
 import { applyMigrations } from '../core/migrate.js';
 import { ensureDemoData, type DemoData } from '../core/seed.js';
 import { demoSoulConfig } from '../core/soul.js';
-import { startWorker, type RunningWorker } from '../worker.js';
+import { installRuntimeLogger, startWorker, type RunningWorker } from '../worker.js';
 import { locateTemporal, startTemporalDevServer, type DevServer } from './temporal.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -90,11 +91,19 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       stops.push(() => dev!.stop());
       temporalAddress = dev.address;
     }
-    // Reconnect quickly after a Temporal restart (gRPC's default backoff grows to two minutes).
-    const connection = await Connection.connect({
-      address: temporalAddress,
-      channelArgs: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 3000 },
-    });
+    // With the worker in this process, the api's client and the worker share one NativeConnection, so
+    // turns start eagerly: the server returns the first workflow task in the start response to this
+    // worker instead of routing it through matching (bench/README.md). Otherwise a plain client that
+    // reconnects quickly after a Temporal restart (gRPC's default backoff grows to two minutes).
+    const inProcessWorker = (opts.worker ?? 'in-process') === 'in-process';
+    if (inProcessWorker) installRuntimeLogger(logger.child({ component: 'worker' }), config.LOG_LEVEL);
+    const nativeConnection = inProcessWorker ? await NativeConnection.connect({ address: temporalAddress }) : null;
+    const connection: ConnectionLike =
+      nativeConnection ??
+      (await Connection.connect({
+        address: temporalAddress,
+        channelArgs: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 3000 },
+      }));
     stops.push(() => connection.close());
     config = { ...config, TEMPORAL_ADDRESS: temporalAddress };
 
@@ -103,7 +112,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await notifier.start();
     stops.push(() => notifier.stop());
     const backendHolder: { url: string } = { url: config.agentBackendUrl };
-    const { app, temporal } = createWiredApi({ db, connection, notifier, config, logger, agentBackendUrl: () => backendHolder.url });
+    const { app, temporal } = createWiredApi({ db, connection, eagerStart: inProcessWorker, notifier, config, logger, agentBackendUrl: () => backendHolder.url });
     const server = app.listen(config.API_PORT, config.API_HOST);
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
@@ -173,8 +182,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       startWorkerChild,
       stop,
     };
-    if ((opts.worker ?? 'in-process') === 'in-process') {
-      worker = await startWorker({ config, db, logger: logger.child({ component: 'worker' }), temporalAddress });
+    if (nativeConnection) {
+      worker = await startWorker({ config, db, logger: logger.child({ component: 'worker' }), temporalAddress, connection: nativeConnection });
       stops.push(() => worker!.shutdown());
       stack.worker = worker;
     } else if (opts.worker === 'child') {
