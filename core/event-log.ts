@@ -38,25 +38,23 @@ type Tx = Pick<Db, '$queryRaw' | '$executeRaw'>;
 
 /**
  * Appends events for one message inside the caller's transaction. Serialised per message with an
- * advisory lock so seq numbers are dense; duplicates (same source key) are skipped.
+ * advisory lock so seq numbers are dense; duplicates (same source key, in the log or in the batch) are
+ * skipped. Two statements whatever the batch size: the lock, then one insert that numbers the new rows
+ * after the current max — its snapshot is taken after the lock is held, so it sees every earlier append.
  */
 export async function appendEvents(tx: Tx, messageId: string, events: NewClientEvent[]): Promise<number> {
   if (events.length === 0) return 0;
   await tx.$executeRaw`select pg_advisory_xact_lock(hashtextextended(${messageId}, 7))`;
-  const rows = await tx.$queryRaw<{ max: number | null }[]>`select max(seq) as max from message_events where message_id = ${messageId}::uuid`;
-  let seq = Number(rows[0]?.max ?? 0);
-  let inserted = 0;
-  for (const e of events) {
-    const n = await tx.$executeRaw`
-      insert into message_events (message_id, seq, event, data, source_key)
-      values (${messageId}::uuid, ${seq + 1}, ${e.event}, ${JSON.stringify(e.data)}::jsonb, ${e.sourceKey})
-      on conflict (message_id, source_key) do nothing`;
-    if (n > 0) {
-      seq += 1;
-      inserted += 1;
-    }
-  }
-  return inserted;
+  const batch = JSON.stringify(events.map((e, ord) => ({ ord, event: e.event, data: e.data, source_key: e.sourceKey })));
+  return tx.$executeRaw`
+    insert into message_events (message_id, seq, event, data, source_key)
+    select ${messageId}::uuid, base.m + row_number() over (order by f.ord), f.event, f.data, f.source_key
+      from (select distinct on (source_key) ord, event, data, source_key
+              from jsonb_to_recordset(${batch}::jsonb) as x(ord int, event text, data jsonb, source_key text)
+             order by source_key, ord) f
+     cross join (select coalesce(max(seq), 0) as m from message_events where message_id = ${messageId}::uuid) base
+     where not exists (select 1 from message_events e where e.message_id = ${messageId}::uuid and e.source_key = f.source_key)
+    on conflict (message_id, source_key) do nothing`;
 }
 
 export async function readEvents(db: Db, messageId: string, afterSeq: number, limit = 500): Promise<StoredClientEvent[]> {

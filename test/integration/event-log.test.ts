@@ -1,0 +1,79 @@
+/**
+ * The client event log's append on real PostgreSQL: dense per-message seq across batches and concurrent
+ * writers, order kept within a batch, duplicates (by source key) skipped without consuming a seq.
+ */
+import crypto from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb, type Db } from '../../core/db.js';
+import { appendEvents, readEvents } from '../../core/event-log.js';
+import { ensureDemoData, type DemoData } from '../../core/seed.js';
+import { freshDatabase } from '../support/db.js';
+
+let db: Db;
+let demo: DemoData;
+
+beforeAll(async () => {
+  db = createDb(await freshDatabase('event_log'), { max: 10 });
+  demo = await ensureDemoData(db, { dataDir: path.join(os.tmpdir(), `event-log-${process.pid}`) });
+});
+afterAll(async () => {
+  await db?.$disconnect();
+});
+
+async function newMessage(): Promise<string> {
+  const conv = await db.conversation.create({ data: { tenant_id: demo.tenantId, app_id: demo.appId } });
+  const id = crypto.randomUUID();
+  await db.message.create({ data: { id, tenant_id: demo.tenantId, app_id: demo.appId, conversation_id: conv.id, query: 'q', workflow_id: `wf-${id}` } });
+  return id;
+}
+
+const ev = (key: string, n = 0) => ({ event: 'agent_message' as const, sourceKey: key, data: { answer: `${key}#${n}` } });
+
+describe('appendEvents', () => {
+  it('numbers events densely in batch order and skips duplicates without using a seq', async () => {
+    const id = await newMessage();
+    expect(await db.$transaction((tx) => appendEvents(tx, id, [ev('b'), ev('a'), ev('c')]))).toBe(3);
+    // a replayed key (also duplicated inside the batch) is stored once; new keys follow densely
+    expect(await db.$transaction((tx) => appendEvents(tx, id, [ev('a', 1), ev('d'), ev('d', 1), ev('e')]))).toBe(2);
+    expect(await db.$transaction((tx) => appendEvents(tx, id, []))).toBe(0);
+    const rows = await readEvents(db, id, 0);
+    expect(rows.map((r) => [r.seq, r.data.answer])).toEqual([
+      [1, 'b#0'],
+      [2, 'a#0'],
+      [3, 'c#0'],
+      [4, 'd#0'],
+      [5, 'e#0'],
+    ]);
+  });
+
+  it('keeps seq dense and unique under concurrent writers of one message', async () => {
+    const id = await newMessage();
+    const writers = Array.from({ length: 8 }, (_, w) =>
+      (async () => {
+        for (let b = 0; b < 5; b++) await db.$transaction((tx) => appendEvents(tx, id, [ev(`w${w}-b${b}-x`), ev(`w${w}-b${b}-y`)]));
+      })(),
+    );
+    await Promise.all(writers);
+    const rows = await readEvents(db, id, 0);
+    expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 80 }, (_, i) => i + 1));
+    // each batch's two events stay adjacent and in order
+    for (const r of rows.filter((x) => String(x.data.answer).includes('-x#'))) {
+      const next = rows.find((x) => x.seq === r.seq + 1)!;
+      expect(String(next.data.answer)).toBe(String(r.data.answer).replace('-x#', '-y#'));
+    }
+  });
+
+  it('rolls back with the caller’s transaction', async () => {
+    const id = await newMessage();
+    await expect(
+      db.$transaction(async (tx) => {
+        await appendEvents(tx, id, [ev('gone')]);
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
+    await db.$transaction((tx) => appendEvents(tx, id, [ev('kept')]));
+    expect((await readEvents(db, id, 0)).map((r) => [r.seq, r.data.answer])).toEqual([[1, 'kept#0']]);
+  });
+});
