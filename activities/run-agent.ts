@@ -16,7 +16,7 @@ import crypto from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import type { Prisma } from '../core/db.js';
-import { appendEvents, type NewClientEvent } from '../core/event-log.js';
+import { appendEvents, commitAnswerText, type NewClientEvent } from '../core/event-log.js';
 import { formFromArgs, newFormToken } from '../core/human-input.js';
 import type { RunEvent, SessionSnapshot, Usage, CreateRunRequest } from '../core/protocol/run.js';
 import { emptyUsage } from '../core/protocol/run.js';
@@ -182,7 +182,12 @@ export function createRunAgent(deps: ActivityDeps) {
 
     async function flush(): Promise<void> {
       if (!pendingText || !pendingLastId) return;
-      await commit(pendingLastId, (tx) => writePendingText(tx));
+      // The hot path (most commits of a streamed answer): cursor CAS + answer append + event, one statement.
+      const [event] = pendingEvents();
+      const ok = await commitAnswerText(db, { messageId: facts.messageId, expectedCursor: cursor, newCursor: pendingLastId, text: pendingText, event: event! });
+      if (!ok) throw new FencedOut();
+      cursor = pendingLastId;
+      ctx.heartbeat({ backendRunId, cursor });
       clearPending();
     }
 

@@ -37,24 +37,58 @@ export interface StoredClientEvent {
 type Tx = Pick<Db, '$queryRaw' | '$executeRaw'>;
 
 /**
- * Appends events for one message inside the caller's transaction. Serialised per message with an
- * advisory lock so seq numbers are dense; duplicates (same source key, in the log or in the batch) are
- * skipped. Two statements whatever the batch size: the lock, then one insert that numbers the new rows
- * after the current max — its snapshot is taken after the lock is held, so it sees every earlier append.
+ * Appends events for one message, in the caller's transaction or alone, as ONE statement. Seq numbers
+ * are dense per message: they are allocated by bumping `messages.event_seq`, whose row lock serialises
+ * concurrent appenders and whose re-read after the lock gives each the latest committed value.
+ * Duplicates (same source key, in the log or in the batch) are skipped and use no seq. (A duplicate
+ * committed by a concurrent appender between this statement's snapshot and its lock would leave a gap;
+ * appenders of one message are fenced by the run cursor, so that race needs two writers of the same event.)
  */
 export async function appendEvents(tx: Tx, messageId: string, events: NewClientEvent[]): Promise<number> {
   if (events.length === 0) return 0;
-  await tx.$executeRaw`select pg_advisory_xact_lock(hashtextextended(${messageId}, 7))`;
   const batch = JSON.stringify(events.map((e, ord) => ({ ord, event: e.event, data: e.data, source_key: e.sourceKey })));
   return tx.$executeRaw`
+    with fresh as (
+      select distinct on (source_key) ord, event, data, source_key
+        from jsonb_to_recordset(${batch}::jsonb) as x(ord int, event text, data jsonb, source_key text)
+       where not exists (select 1 from message_events e where e.message_id = ${messageId}::uuid and e.source_key = x.source_key)
+       order by source_key, ord
+    ), alloc as (
+      update messages set event_seq = event_seq + (select count(*) from fresh)
+       where id = ${messageId}::uuid and exists (select 1 from fresh)
+      returning event_seq - (select count(*) from fresh) as base
+    )
     insert into message_events (message_id, seq, event, data, source_key)
-    select ${messageId}::uuid, base.m + row_number() over (order by f.ord), f.event, f.data, f.source_key
-      from (select distinct on (source_key) ord, event, data, source_key
-              from jsonb_to_recordset(${batch}::jsonb) as x(ord int, event text, data jsonb, source_key text)
-             order by source_key, ord) f
-     cross join (select coalesce(max(seq), 0) as m from message_events where message_id = ${messageId}::uuid) base
-     where not exists (select 1 from message_events e where e.message_id = ${messageId}::uuid and e.source_key = f.source_key)
+    select ${messageId}::uuid, alloc.base + row_number() over (order by f.ord), f.event, f.data, f.source_key
+      from fresh f cross join alloc
     on conflict (message_id, source_key) do nothing`;
+}
+
+/**
+ * The streaming hot path in one statement: move the run's consumption cursor (compare-and-set against
+ * the expected one), append the answer text and publish it as one `agent_message` event. Returns false
+ * when the cursor had moved (another attempt owns the run): then nothing was written.
+ */
+export async function commitAnswerText(
+  db: Tx,
+  p: { messageId: string; expectedCursor: string | null; newCursor: string; text: string; event: NewClientEvent },
+): Promise<boolean> {
+  const rows = await db.$queryRaw<{ seq: number }[]>`
+    with cas as (
+      update agent_backend_runs set cursor = ${p.newCursor}, updated_at = now()
+       where message_id = ${p.messageId}::uuid and cursor is not distinct from ${p.expectedCursor}
+      returning message_id
+    ), msg as (
+      update messages set answer = answer || ${p.text}, event_seq = event_seq + 1, updated_at = now()
+       where id = (select message_id from cas)
+      returning event_seq
+    )
+    insert into message_events (message_id, seq, event, data, source_key)
+    select ${p.messageId}::uuid, msg.event_seq, ${p.event.event}, ${JSON.stringify(p.event.data)}::jsonb, ${p.event.sourceKey} from msg
+    returning seq`;
+  // No ON CONFLICT: the source key carries the new cursor, so it cannot exist while the cursor is behind
+  // it; if it ever did, the unique violation undoes the whole statement rather than doubling the text.
+  return rows.length > 0;
 }
 
 export async function readEvents(db: Db, messageId: string, afterSeq: number, limit = 500): Promise<StoredClientEvent[]> {

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../core/db.js';
-import { appendEvents, readEvents } from '../../core/event-log.js';
+import { appendEvents, commitAnswerText, readEvents } from '../../core/event-log.js';
 import { ensureDemoData, type DemoData } from '../../core/seed.js';
 import { freshDatabase } from '../support/db.js';
 
@@ -75,5 +75,26 @@ describe('appendEvents', () => {
     ).rejects.toThrow('abort');
     await db.$transaction((tx) => appendEvents(tx, id, [ev('kept')]));
     expect((await readEvents(db, id, 0)).map((r) => [r.seq, r.data.answer])).toEqual([[1, 'kept#0']]);
+  });
+
+  it('commits streamed answer text with the cursor compare-and-set, or writes nothing when fenced out', async () => {
+    const id = await newMessage();
+    await db.agentBackendRun.create({ data: { message_id: id, request: {} } });
+    await db.$transaction((tx) => appendEvents(tx, id, [ev('thought')]));
+    const text = (t: string, key: string) => ({ event: 'agent_message' as const, sourceKey: key, data: { answer: t } });
+    expect(await commitAnswerText(db, { messageId: id, expectedCursor: null, newCursor: '5', text: 'Hel', event: text('Hel', 'be:5') })).toBe(true);
+    expect(await commitAnswerText(db, { messageId: id, expectedCursor: '5', newCursor: '9', text: 'lo', event: text('lo', 'be:9') })).toBe(true);
+    // a stale attempt (expects cursor 5, it is 9): nothing written
+    expect(await commitAnswerText(db, { messageId: id, expectedCursor: '5', newCursor: '12', text: 'XX', event: text('XX', 'be:12') })).toBe(false);
+    await db.$transaction((tx) => appendEvents(tx, id, [ev('end')]));
+    const msg = await db.message.findUniqueOrThrow({ where: { id }, include: { agent_run: true } });
+    expect(msg.answer).toBe('Hello');
+    expect(msg.agent_run!.cursor).toBe('9');
+    expect((await readEvents(db, id, 0)).map((r) => [r.seq, r.data.answer])).toEqual([
+      [1, 'thought#0'],
+      [2, 'Hel'],
+      [3, 'lo'],
+      [4, 'end#0'],
+    ]);
   });
 });
