@@ -72,8 +72,10 @@ export function createRunAgent(deps: ActivityDeps) {
   return async function runAgent(input: { messageId: string }): Promise<RunAgentOutcome> {
     const ctx = Context.current();
     logger.debug({ message_id: input.messageId, attempt: ctx.info.attempt, scheduled_to_start_ms: Date.now() - ctx.info.currentAttemptScheduledTimestampMs }, 'runAgent started');
-    const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId }, include: { agent_run: true } });
-    const run = msg.agent_run;
+    const [msg, run] = await Promise.all([
+      db.message.findUniqueOrThrow({ where: { id: input.messageId } }),
+      db.agentBackendRun.findUnique({ where: { message_id: input.messageId } }),
+    ]);
     if (!run) throw new Error(`no run request was built for message ${msg.id}`);
     const facts: TurnFacts = {
       messageId: msg.id,

@@ -48,9 +48,13 @@ export function conversationName(query: string): string {
 }
 
 export async function upsertEndUser(db: Db, app: AppContext, user: string) {
-  // Insert-or-ignore then read: Prisma's upsert is select-then-insert, which races between first requests.
+  // A returning user is one read. A new one: insert-or-ignore then read (Prisma's upsert is
+  // select-then-insert, which races between first requests).
+  const where = { app_id_session_id: { app_id: app.appId, session_id: user } };
+  const existing = await db.endUser.findUnique({ where });
+  if (existing) return existing;
   await db.endUser.createMany({ data: [{ tenant_id: app.tenantId, app_id: app.appId, session_id: user }], skipDuplicates: true });
-  return db.endUser.findUniqueOrThrow({ where: { app_id_session_id: { app_id: app.appId, session_id: user } } });
+  return db.endUser.findUniqueOrThrow({ where });
 }
 
 /** Who a turn belongs to: a service-API end user, or a console account debugging a draft. */
@@ -74,9 +78,16 @@ export async function startTurn(
 
   const { conversationId, createdAt } = await db.$transaction(async (tx) => {
     let conversationId = body.conversation_id || null;
+    let locked = { count: 0 };
     if (conversationId) {
       const conv = await tx.conversation.findFirst({ where: { id: conversationId, app_id: app.appId, ...owner, invoke_from: invokeFrom, deleted_at: null } });
       if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
+      // The turn lock first: inserting a message first would key-share-lock the conversation row and
+      // deadlock with a racing request's lock update (active_message_id is a unique, i.e. key, column).
+      locked = await tx.conversation.updateMany({
+        where: { id: conversationId, active_message_id: null },
+        data: { active_message_id: messageId, dialogue_count: { increment: 1 } },
+      });
     } else {
       const conv = await tx.conversation.create({
         data: {
@@ -86,16 +97,14 @@ export async function startTurn(
           inputs: body.inputs as object,
           invoke_from: invokeFrom,
           name: body.auto_generate_name ? conversationName(body.query) : 'New conversation',
+          // A new conversation is born holding its first turn's lock: nobody else can know its id yet.
+          active_message_id: messageId,
+          dialogue_count: 1,
         },
       });
       conversationId = conv.id;
+      locked = { count: 1 };
     }
-    // The turn lock first: inserting a message first would key-share-lock the conversation row and
-    // deadlock with a racing request's lock update (active_message_id is a unique, i.e. key, column).
-    const locked = await tx.conversation.updateMany({
-      where: { id: conversationId, active_message_id: null },
-      data: { active_message_id: messageId, dialogue_count: { increment: 1 } },
-    });
     if (locked.count !== 1) {
       const conv = await tx.conversation.findUniqueOrThrow({ where: { id: conversationId } });
       const form = conv.active_message_id
