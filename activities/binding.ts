@@ -51,14 +51,16 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
 
     const scopeKey = sessionScopeKey({ tenantId: msg.tenant_id, appId: msg.app_id, conversationId: owner.type === 'BUILD_DRAFT' ? `build:${owner.id}` : conv.id, agentId: agent.id, scopeId: resolved.scopeId });
     const workspace =
+      ctx.workspace ??
       (await db.agentWorkspace.findFirst({ where: { agent_id: agent.id }, orderBy: { created_at: 'asc' } })) ??
       (await db.agentWorkspace.create({
         data: { tenant_id: msg.tenant_id, agent_id: agent.id, home_snapshot_id: HOME_SNAPSHOT_ID, backend_workspace_ref: `ws-${agent.id}` },
       }));
-    const binding = await db.agentWorkspaceBinding.upsert({
-      where: { scope_key: scopeKey },
-      update: {},
-      create: {
+    // Insert-or-ignore by scope key, then read: idempotent, race-safe, two statements (Prisma's upsert
+    // here is a five-statement transaction).
+    await db.agentWorkspaceBinding.createMany({
+      skipDuplicates: true,
+      data: {
         tenant_id: msg.tenant_id,
         app_id: msg.app_id,
         agent_id: agent.id,
@@ -73,6 +75,19 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
         backend_binding_ref: `participant-${crypto.randomUUID()}`,
       },
     });
+    // Skipped on the owner's unique key too: an earlier attempt bound this owner and crashed before the
+    // write-back below. Same scope: it is ours. Another scope (the agent was republished meanwhile): the
+    // same generation error as a stale binding.
+    const binding =
+      (await db.agentWorkspaceBinding.findUnique({ where: { scope_key: scopeKey } })) ??
+      (await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { owner_type_owner_id: { owner_type: owner.type, owner_id: owner.id } } }));
+    if (binding.scope_key !== scopeKey) {
+      throw turnFailure(
+        'agent_binding_generation_mismatch',
+        409,
+        `This conversation's agent session belongs to another configuration (${binding.config_kind} ${binding.session_scope_config_version_id}); start a new conversation.`,
+      );
+    }
     // Write the binding id back to its owner (first writer wins; a retry finds it already set).
     if (owner.type === 'BUILD_DRAFT') {
       await db.agentConfigDraft.updateMany({ where: { id: owner.id, agent_workspace_binding_id: null }, data: { agent_workspace_binding_id: binding.id } });
