@@ -141,9 +141,6 @@ export async function startTemporalDevServer(opts: {
     'warn',
     '--sqlite-pragma',
     'journal_mode=WAL',
-    // Faster task dispatch for a single-node dev server.
-    '--dynamic-config-value',
-    'frontend.enableUpdateWorkflowExecution=true',
     ...SEARCH_ATTRIBUTES.flatMap((n) => ['--search-attribute', `${n}=Keyword`]),
   ];
   if (opts.headless) args.push('--headless');
