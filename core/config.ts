@@ -20,6 +20,9 @@ export const EnvSchema = z.object({
   /** External PostgreSQL; when unset `npm start` runs embedded PostgreSQL under DATA_DIR. */
   DATABASE_URL: z.string().optional(),
   EMBEDDED_PG_PORT: int(54329),
+  /** Embedded PostgreSQL flushes commits to disk (fsync, synchronous commit). `false` trades safety
+   * against an OS crash or power loss (not a process crash) for speed: the test suite's throwaway cluster. */
+  EMBEDDED_PG_DURABLE: bool.default(true),
 
   // --- Temporal ---------------------------------------------------------------------------------
   /** External Temporal frontend (host:port); when unset `npm start` runs the dev server. */

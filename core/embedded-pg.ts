@@ -36,7 +36,13 @@ export interface EmbeddedPg {
   port: number;
 }
 
-export async function startEmbeddedPg(opts: { dir: string; port: number; log?: (line: string) => void }): Promise<EmbeddedPg> {
+export async function startEmbeddedPg(opts: {
+  dir: string;
+  port: number;
+  log?: (line: string) => void;
+  /** false: no fsync and asynchronous commit (throwaway clusters such as the test suite's); default true. */
+  durable?: boolean;
+}): Promise<EmbeddedPg> {
   const dir = path.resolve(opts.dir);
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
@@ -56,7 +62,7 @@ export async function startEmbeddedPg(opts: { dir: string; port: number; log?: (
     createPostgresUser: isRoot,
     onLog: (m) => opts.log?.(String(m).trimEnd()),
     onError: (m) => opts.log?.(String(m).trimEnd()),
-    postgresFlags: ['-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'synchronous_commit=off'],
+    postgresFlags: ['-c', 'max_connections=300', ...(opts.durable === false ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])],
   });
   if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) {
     await pg.initialise();

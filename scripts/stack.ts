@@ -67,7 +67,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     let pg: EmbeddedPg | null = null;
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
-      pg = await startEmbeddedPg({ dir: path.join(config.dataDir, 'pg'), port: config.EMBEDDED_PG_PORT });
+      pg = await startEmbeddedPg({ dir: path.join(config.dataDir, 'pg'), port: config.EMBEDDED_PG_PORT, durable: config.EMBEDDED_PG_DURABLE });
       stops.push(() => pg!.stop());
       const name = opts.databaseName ?? 'dify_agent';
       await pg.ensureDatabase(name);

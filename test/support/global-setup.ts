@@ -33,7 +33,8 @@ export default async function setup(project: TestProject) {
   const pgPort = await freePort();
   const temporalPort = await freePort();
   const temporalUiPort = await freePort();
-  const pg = await startEmbeddedPg({ dir: path.join(TEST_DATA_DIR, 'pg'), port: pgPort });
+  // A throwaway cluster: no fsync (the suite's durability tests kill processes, not the OS).
+  const pg = await startEmbeddedPg({ dir: path.join(TEST_DATA_DIR, 'pg'), port: pgPort, durable: false });
   const bin = await locateTemporal({ explicit: process.env.TEMPORAL_CLI_PATH, log: (m) => console.log(`[temporal] ${m}`) });
   const temporal = await startTemporalDevServer({ bin, dataDir: TEST_DATA_DIR, port: temporalPort, uiPort: temporalUiPort, headless: true });
   project.provide('pgPort', pgPort);
