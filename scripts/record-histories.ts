@@ -1,0 +1,119 @@
+/**
+ * Records agentTurn workflow histories for the replay test (test/unit/workflow-replay.test.ts): the
+ * workflow code of *this* checkout runs a few turns on a throwaway Temporal dev server with scripted
+ * activities (no database, no backend), and each history is written as JSON. Run it on a release's
+ * checkout and commit the files under test/fixtures/histories/<name>/: every later workflow change must
+ * replay them, or be guarded with `patched()`.
+ *
+ *   tsx scripts/record-histories.ts test/fixtures/histories/<name>
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { freePort } from './ports.js';
+import { locateTemporal, startTemporalDevServer } from './temporal.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const outDir = path.resolve(process.argv[2] ?? '');
+if (!process.argv[2]) {
+  console.error('usage: tsx scripts/record-histories.ts <out dir>');
+  process.exit(2);
+}
+
+type Outcome = Record<string, unknown>;
+/** One scripted turn: what runAgent returns per call, and what the test does from outside. */
+interface Scenario {
+  name: string;
+  runAgent: Outcome[];
+  drive?: (h: ReturnType<Client['workflow']['getHandle']>) => Promise<void>;
+}
+
+const paused = (formId: string, expiresInMs = 3_600_000): Outcome => ({
+  status: 'paused',
+  toolCallId: `call-${formId}`,
+  formId,
+  formToken: `tok-${formId}`,
+  expiresAt: new Date(Date.now() + expiresInMs).toISOString(),
+});
+
+async function waitForPhase(h: ReturnType<Client['workflow']['getHandle']>, phase: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if ((await h.query<{ phase: string }>('turnState')).phase === phase) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`workflow never reached ${phase}`);
+}
+
+const scenarios: Scenario[] = [
+  { name: 'succeeded', runAgent: [{ status: 'succeeded' }] },
+  { name: 'failed', runAgent: [{ status: 'failed', errorCode: 'agent_run_failed' }] },
+  {
+    name: 'ask-human-submitted',
+    runAgent: [paused('form-1'), { status: 'succeeded' }],
+    drive: async (h) => {
+      await waitForPhase(h, 'waiting_for_human');
+      await h.signal('formSubmitted', { formId: 'form-1', resumeMessageId: 'm-resume' });
+    },
+  },
+  {
+    name: 'ask-human-expired',
+    runAgent: [paused('form-2', 1_500), { status: 'succeeded' }],
+  },
+  {
+    name: 'ask-human-stopped',
+    runAgent: [paused('form-3')],
+    drive: async (h) => {
+      await waitForPhase(h, 'waiting_for_human');
+      await h.cancel();
+    },
+  },
+];
+
+Runtime.install({ logger: new DefaultLogger('WARN') });
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'record-histories-'));
+const bin = await locateTemporal({});
+const temporal = await startTemporalDevServer({ bin, dataDir, port: await freePort(), uiPort: await freePort(), headless: true });
+const connection = await Connection.connect({ address: temporal.address });
+const client = new Client({ connection });
+const native = await NativeConnection.connect({ address: temporal.address });
+fs.mkdirSync(outDir, { recursive: true });
+try {
+  for (const sc of scenarios) {
+    const taskQueue = `record-${sc.name}-${process.pid}`;
+    let call = 0;
+    const noop = async () => undefined;
+    const activities = {
+      prepareTurn: async () => ({ guard: null }),
+      runAgent: async () => sc.runAgent[Math.min(call++, sc.runAgent.length - 1)],
+      failTurn: noop,
+      releaseTurn: noop,
+      stopTurn: noop,
+      expireForm: async () => ({ status: 'expired', resumeMessageId: null }),
+      createTimeoutResume: noop,
+      cancelPendingForm: noop,
+    };
+    const worker = await Worker.create({ connection: native, taskQueue, workflowsPath: path.join(ROOT, 'workflows', 'index.ts'), activities });
+    const workflowId = `agent-turn-${sc.name}`;
+    await worker.runUntil(async () => {
+      const h = await client.workflow.start('agentTurn', {
+        taskQueue,
+        workflowId,
+        args: [{ tenantId: 't', appId: 'a', agentId: 'g', conversationId: `c-${sc.name}`, messageId: `m-${sc.name}`, invokeFrom: 'service-api' }],
+      });
+      await sc.drive?.(client.workflow.getHandle(workflowId));
+      await h.result().catch(() => undefined);
+    });
+    // The CLI's JSON is the canonical history format (what historyFromJSON and the Web UI's export read).
+    const json = execFileSync(bin, ['workflow', 'show', '--address', temporal.address, '--workflow-id', workflowId, '--output', 'json'], { encoding: 'utf8' });
+    fs.writeFileSync(path.join(outDir, `${sc.name}.json`), json);
+    console.log(`recorded ${sc.name}: ${(JSON.parse(json) as { events: unknown[] }).events.length} events`);
+  }
+} finally {
+  await connection.close();
+  await native.close();
+  await temporal.stop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}
