@@ -3,7 +3,7 @@
  * with the preset answer) and annotation reply (the app's most similar annotated question, by pg_trgm,
  * at or above the app's threshold). A hit answers the turn without calling the agent backend.
  */
-import { appendEvents } from '../core/event-log.js';
+import { appendEvents, turnEventBase } from '../core/event-log.js';
 import { emptyUsage } from '../core/protocol/run.js';
 import type { AgentSoulConfig } from '../core/soul.js';
 import type { ActivityDeps } from './deps.js';
@@ -53,12 +53,7 @@ export function createInputGuards(deps: ActivityDeps) {
       }
     }
     if (!guard || answer === null) return { hit: null };
-    const base = {
-      task_id: msg.id,
-      message_id: msg.id,
-      conversation_id: msg.conversation_id,
-      created_at: Math.floor(msg.created_at.getTime() / 1000),
-    };
+    const base = turnEventBase(msg);
     await db.$transaction(async (tx) => {
       await tx.message.update({ where: { id: msg.id }, data: { answer, status: 'succeeded', metadata: { guard, ...metadata }, usage: emptyUsage(), agent_config_version_id: configVersionId } });
       await tx.conversation.updateMany({ where: { id: msg.conversation_id, active_message_id: msg.id }, data: { active_message_id: null } });

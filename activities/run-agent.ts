@@ -16,7 +16,8 @@ import crypto from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import type { Prisma } from '../core/db.js';
-import { appendEvents, commitAnswerText, type NewClientEvent } from '../core/event-log.js';
+import { appendEvents, commitAnswerText, turnEventBase, type NewClientEvent } from '../core/event-log.js';
+import { unixSeconds } from '../core/time.js';
 import { formFromArgs, newFormToken } from '../core/human-input.js';
 import type { RunEvent, SessionSnapshot, Usage, CreateRunRequest } from '../core/protocol/run.js';
 import { emptyUsage } from '../core/protocol/run.js';
@@ -63,7 +64,6 @@ interface TurnFacts {
   messageId: string;
   conversationId: string;
   bindingId: string | null;
-  createdAt: number;
 }
 
 export function createRunAgent(deps: ActivityDeps) {
@@ -83,7 +83,6 @@ export function createRunAgent(deps: ActivityDeps) {
       bindingId:
         run.binding_id ??
         (await db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id }, select: { agent_workspace_binding_id: true } })).agent_workspace_binding_id,
-      createdAt: Math.floor(msg.created_at.getTime() / 1000),
     };
     const log = logger.child({ tenant_id: msg.tenant_id, app_id: msg.app_id, conversation_id: msg.conversation_id, message_id: msg.id, workflow_id: ctx.info.workflowExecution?.workflowId, attempt: ctx.info.attempt });
 
@@ -93,13 +92,8 @@ export function createRunAgent(deps: ActivityDeps) {
       return outcomeOf(run.terminal_type, msg.error_code, form);
     }
 
-    const base = (extra: Record<string, unknown>) => ({
-      task_id: facts.messageId,
-      message_id: facts.messageId,
-      conversation_id: facts.conversationId,
-      created_at: facts.createdAt,
-      ...extra,
-    });
+    const eventBase = turnEventBase(msg);
+    const base = (extra: Record<string, unknown>) => ({ ...eventBase, ...extra });
 
     let cursor: string | null = run.cursor;
     let answer = msg.answer;
@@ -329,7 +323,7 @@ export function createRunAgent(deps: ActivityDeps) {
                     form_content: [form.question, form.markdown].filter(Boolean).join('\n\n'),
                     inputs: form.fields,
                     actions: form.actions,
-                    expiration_time: Math.floor(expiresAt.getTime() / 1000),
+                    expiration_time: unixSeconds(expiresAt),
                   },
                 }),
               },

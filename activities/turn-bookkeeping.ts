@@ -1,5 +1,5 @@
 /** Small steps around a turn: publishing a failure, releasing the conversation's one-turn lock. */
-import { appendEvents } from '../core/event-log.js';
+import { appendEvents, turnEventBase } from '../core/event-log.js';
 import { emptyUsage } from '../core/protocol/run.js';
 import type { ActivityDeps } from './deps.js';
 
@@ -18,11 +18,8 @@ export function createFailTurn({ db }: ActivityDeps) {
           event: 'error',
           sourceKey: 'terminal:error',
           data: {
+            ...turnEventBase(msg),
             event: 'error',
-            task_id: msg.id,
-            message_id: msg.id,
-            conversation_id: msg.conversation_id,
-            created_at: Math.floor(msg.created_at.getTime() / 1000),
             status: input.status,
             code: input.code,
             message: input.message,
@@ -53,12 +50,7 @@ export function createStopTurn({ db }: ActivityDeps) {
       const n = await tx.message.updateMany({ where: { id: input.messageId, status: { in: ['pending', 'running'] } }, data: { status: 'stopped' } });
       if (n.count === 0) return;
       const msg = await tx.message.findUniqueOrThrow({ where: { id: input.messageId } });
-      const base = {
-        task_id: msg.id,
-        message_id: msg.id,
-        conversation_id: msg.conversation_id,
-        created_at: Math.floor(msg.created_at.getTime() / 1000),
-      };
+      const base = turnEventBase(msg);
       await tx.conversation.updateMany({ where: { id: msg.conversation_id, active_message_id: msg.id }, data: { active_message_id: null } });
       await appendEvents(tx, msg.id, [
         { event: 'message', sourceKey: 'terminal:message', data: { ...base, event: 'message', id: msg.id, answer: msg.answer } },

@@ -15,6 +15,7 @@ import type { AppContext } from './auth.js';
 import { HttpError } from './errors.js';
 import { createMessageFiles, prepareMessageFiles } from './message-files.js';
 import type { ChatRequest } from './schemas.js';
+import { unixSeconds } from '../core/time.js';
 
 export const SA = {
   TenantId: defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD),
@@ -131,7 +132,7 @@ export async function startTurn(
     });
     await createMessageFiles(tx, messageId, files);
     // The one-in-flight-turn lock: atomic, so of two racing messages exactly one wins.
-    return { conversationId, createdAt: Math.floor(msg.created_at.getTime() / 1000) };
+    return { conversationId, createdAt: unixSeconds(msg.created_at) };
   });
 
   const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };

@@ -7,6 +7,7 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Db } from './db.js';
+import { unixSeconds } from './time.js';
 import type { Logger } from './logger.js';
 
 export type ClientEventName =
@@ -35,6 +36,11 @@ export interface StoredClientEvent {
 }
 
 type Tx = Pick<Db, '$queryRaw' | '$executeRaw'>;
+
+/** The fields every client event of a turn carries (PROTOCOL §1). */
+export function turnEventBase(msg: { id: string; conversation_id: string; created_at: Date }) {
+  return { task_id: msg.id, message_id: msg.id, conversation_id: msg.conversation_id, created_at: unixSeconds(msg.created_at) };
+}
 
 /**
  * Appends events for one message, in the caller's transaction or alone, as ONE statement. Seq numbers

@@ -14,6 +14,7 @@ import { Uuid } from '../schemas.js';
 import { streamTurn } from '../stream.js';
 import { startTurn, type TurnServiceDeps } from '../turns.js';
 import type { EventNotifier } from '../../core/event-log.js';
+import { unixSeconds } from '../../core/time.js';
 
 interface ConsoleCtx {
   tenantId: string;
@@ -36,8 +37,6 @@ const DebugChat = z.object({
 });
 const AnnotationBody = z.object({ question: z.string().min(1).max(2000), content: z.string().min(1).max(20_000) });
 const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.number().min(0).max(1).default(0.8) });
-
-const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
 export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier }): Router {
   const { db } = deps;
@@ -76,7 +75,7 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
     draft_type: d.draft_type,
     config: d.config,
     base_version_id: d.base_version_id,
-    updated_at: unix(d.updated_at),
+    updated_at: unixSeconds(d.updated_at),
   });
 
   r.get('/apps/:app_id/agent/draft', async (req, res) => {
@@ -130,14 +129,14 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
       await tx.agent.update({ where: { id: agent.id }, data: { active_config_snapshot_id: v.id } });
       return v;
     });
-    res.status(201).json({ id: version.id, version: version.version, created_at: unix(version.created_at) });
+    res.status(201).json({ id: version.id, version: version.version, created_at: unixSeconds(version.created_at) });
   });
 
   r.get('/apps/:app_id/agent/versions', async (req, res) => {
     const { agent } = await appOf(req);
     const rows = await db.agentConfigVersion.findMany({ where: { agent_id: agent.id }, orderBy: { version: 'desc' } });
     res.json({
-      data: rows.map((v) => ({ id: v.id, version: v.version, active: v.id === agent.active_config_snapshot_id, created_by: v.created_by, created_at: unix(v.created_at) })),
+      data: rows.map((v) => ({ id: v.id, version: v.version, active: v.id === agent.active_config_snapshot_id, created_by: v.created_by, created_at: unixSeconds(v.created_at) })),
     });
   });
 
@@ -145,7 +144,7 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
     const { app, ctx } = await appOf(req);
     const body = parseOr400(AnnotationBody, req.body);
     const a = await db.annotation.create({ data: { tenant_id: ctx.tenantId, app_id: app.id, ...body } });
-    res.status(201).json({ id: a.id, question: a.question, content: a.content, hit_count: a.hit_count, created_at: unix(a.created_at) });
+    res.status(201).json({ id: a.id, question: a.question, content: a.content, hit_count: a.hit_count, created_at: unixSeconds(a.created_at) });
   });
 
   r.put('/apps/:app_id/annotation-settings', async (req, res) => {

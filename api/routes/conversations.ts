@@ -13,8 +13,7 @@ import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { ConversationsQuery, DeleteConversationRequest, RenameConversationRequest, Uuid, type ConversationResponse } from '../schemas.js';
 import { conversationName } from '../turns.js';
-
-const unix = (d: Date) => Math.floor(d.getTime() / 1000);
+import { unixSeconds } from '../../core/time.js';
 
 type ConversationRow = { id: string; name: string; inputs: unknown; status: string; created_at: Date; updated_at: Date };
 
@@ -25,8 +24,8 @@ export function toConversation(c: ConversationRow): z.input<typeof ConversationR
     inputs: (c.inputs ?? {}) as Record<string, unknown>,
     status: c.status,
     introduction: '',
-    created_at: unix(c.created_at),
-    updated_at: unix(c.updated_at),
+    created_at: unixSeconds(c.created_at),
+    updated_at: unixSeconds(c.updated_at),
   };
 }
 

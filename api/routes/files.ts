@@ -15,6 +15,7 @@ import type { Db } from '../../core/db.js';
 import { appCtx, type AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { FilePreviewQuery, UserId, Uuid } from '../schemas.js';
+import { unixSeconds } from '../../core/time.js';
 
 const MB = 1024 * 1024;
 
@@ -262,7 +263,7 @@ export function fileRoutes(deps: FileRouteDeps): Router {
         extension: row.extension,
         mime_type: row.mime_type,
         created_by: endUser.id,
-        created_at: Math.floor(row.created_at.getTime() / 1000),
+        created_at: unixSeconds(row.created_at),
       });
     } finally {
       await fs.promises.rm(got.tmpPath, { force: true });

@@ -14,6 +14,7 @@ import { formSubmittedSignal } from '../../workflows/definitions.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { UserId } from '../schemas.js';
+import { unixSeconds } from '../../core/time.js';
 
 const FormToken = z.string().min(10).max(100).regex(/^[A-Za-z0-9_-]+$/);
 const SubmitBody = z.object({
@@ -21,8 +22,6 @@ const SubmitBody = z.object({
   action: z.string().min(1).max(64),
   user: UserId,
 });
-
-const unix = (d: Date) => Math.floor(d.getTime() / 1000);
 
 export function formRoutes(deps: { db: Db; temporal: Client; logger: Logger }): Router {
   const r = Router();
@@ -52,7 +51,7 @@ export function formRoutes(deps: { db: Db; temporal: Client; logger: Logger }): 
       actions: form.actions,
       urgency: form.urgency,
       status: expired ? 'expired' : form.status,
-      expiration_time: unix(form.expires_at),
+      expiration_time: unixSeconds(form.expires_at),
       conversation_id: form.conversation_id,
       message_id: form.message_id,
       resume_message_id: form.resume_message_id,

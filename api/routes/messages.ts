@@ -4,8 +4,7 @@ import type { Db } from '../../core/db.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { MessagesQuery } from '../schemas.js';
-
-const unix = (d: Date) => Math.floor(d.getTime() / 1000);
+import { unixSeconds } from '../../core/time.js';
 
 export function messageRoutes(deps: { db: Db }): Router {
   const r = Router();
@@ -59,10 +58,10 @@ export function messageRoutes(deps: { db: Db }): Router {
           tool_input: t.tool_input,
           observation: t.observation,
           message_files: t.message_files,
-          created_at: unix(t.created_at),
+          created_at: unixSeconds(t.created_at),
         })),
         metadata: { usage: m.usage ?? null },
-        created_at: unix(m.created_at),
+        created_at: unixSeconds(m.created_at),
       })),
     });
   });
