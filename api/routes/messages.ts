@@ -4,6 +4,7 @@ import type { Db } from '../../core/db.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { MessagesQuery } from '../schemas.js';
+import { findOwnedConversation } from './conversations.js';
 import { unixSeconds } from '../../core/time.js';
 
 export function messageRoutes(deps: { db: Db }): Router {
@@ -13,11 +14,7 @@ export function messageRoutes(deps: { db: Db }): Router {
   r.get('/messages', async (req, res) => {
     const app = appCtx(req);
     const q = parseOr400(MessagesQuery, req.query, 'query');
-    const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: q.user } } });
-    const conv = endUser
-      ? await db.conversation.findFirst({ where: { id: q.conversation_id, app_id: app.appId, end_user_id: endUser.id, deleted_at: null } })
-      : null;
-    if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
+    const conv = await findOwnedConversation(db, app.appId, q.user, q.conversation_id);
     let before: Date | undefined;
     if (q.first_id) {
       const first = await db.message.findFirst({ where: { id: q.first_id, conversation_id: conv.id } });
@@ -28,7 +25,7 @@ export function messageRoutes(deps: { db: Db }): Router {
       where: { conversation_id: conv.id, ...(before ? { created_at: { lt: before } } : {}) },
       orderBy: [{ created_at: 'desc' }, { id: 'desc' }],
       take: q.limit + 1,
-      include: { thoughts: { orderBy: { position: 'asc' } }, files: true, feedbacks: { where: { from_end_user_id: endUser!.id } } },
+      include: { thoughts: { orderBy: { position: 'asc' } }, files: true, feedbacks: { where: { from_end_user_id: conv.end_user_id! } } },
     });
     const has_more = rows.length > q.limit;
     const page = rows.slice(0, q.limit).reverse();
