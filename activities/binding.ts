@@ -19,6 +19,14 @@ export function sessionScopeKey(s: { tenantId: string; appId: string; conversati
 
 export type Binding = Prisma.AgentWorkspaceBindingGetPayload<object>;
 
+function generationMismatch(b: Pick<Binding, 'config_kind' | 'session_scope_config_version_id'>) {
+  return turnFailure(
+    'agent_binding_generation_mismatch',
+    409,
+    `This conversation's agent session belongs to another configuration (${b.config_kind} ${b.session_scope_config_version_id}); start a new conversation.`,
+  );
+}
+
 export function createLoadOrCreateBinding({ db }: ActivityDeps) {
   return async function loadOrCreateBinding(ctx: TurnContext, r: Resolution): Promise<{ binding: Binding; created: boolean }> {
     const { resolved } = r;
@@ -38,13 +46,7 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
         b.session_scope_config_version_id === resolved.scopeId &&
         b.config_kind === resolved.configKind &&
         b.home_snapshot_id === b.workspace.home_snapshot_id;
-      if (!ok) {
-        throw turnFailure(
-          'agent_binding_generation_mismatch',
-          409,
-          `This conversation's agent session belongs to another configuration (${b.config_kind} ${b.session_scope_config_version_id}); start a new conversation.`,
-        );
-      }
+      if (!ok) throw generationMismatch(b);
       const { workspace: _workspace, ...binding } = b;
       return { binding, created: false };
     }
@@ -81,13 +83,7 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
     const binding =
       (await db.agentWorkspaceBinding.findUnique({ where: { scope_key: scopeKey } })) ??
       (await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { owner_type_owner_id: { owner_type: owner.type, owner_id: owner.id } } }));
-    if (binding.scope_key !== scopeKey) {
-      throw turnFailure(
-        'agent_binding_generation_mismatch',
-        409,
-        `This conversation's agent session belongs to another configuration (${binding.config_kind} ${binding.session_scope_config_version_id}); start a new conversation.`,
-      );
-    }
+    if (binding.scope_key !== scopeKey) throw generationMismatch(binding);
     // Write the binding id back to its owner (first writer wins; a retry finds it already set).
     if (owner.type === 'BUILD_DRAFT') {
       await db.agentConfigDraft.updateMany({ where: { id: owner.id, agent_workspace_binding_id: null }, data: { agent_workspace_binding_id: binding.id } });
