@@ -1,5 +1,6 @@
 /** Request schemas of the public service API (PROTOCOL §1, Dify's field names). */
 import { z } from 'zod';
+import { HumanInputFormView } from './sse-events.js';
 
 export const Uuid = z.string().uuid();
 /** PostgreSQL text and jsonb cannot hold NUL; refusing it here keeps such input a 400, not a 500. */
@@ -214,17 +215,9 @@ export const HumanInputSubmitRequest = z.object({
   user: UserId,
 });
 
-export const HumanInputFormResponse = z.object({
-  form_id: Uuid,
-  form_token: z.string(),
-  node_id: z.string(),
-  node_title: z.string(),
-  form_content: z.string(),
-  inputs: z.array(z.unknown()),
-  actions: z.array(z.unknown()),
+export const HumanInputFormResponse = HumanInputFormView.extend({
   urgency: z.string(),
   status: z.enum(['waiting', 'submitted', 'expired', 'cancelled']),
-  expiration_time: z.number().int(),
   conversation_id: Uuid,
   message_id: Uuid,
   resume_message_id: Uuid.nullable(),

@@ -55,20 +55,23 @@ export const MessageReplaceEvent = TurnEventBase.extend({
   reason: z.string(),
 }).meta({ description: 'Output moderation replaced the answer.' });
 
+/** An ask_human form as clients render it: in `human_input_required` and in GET /v1/form/human_input/{token}. */
+export const HumanInputFormView = z.object({
+  form_id: z.string().uuid(),
+  form_token: z.string(),
+  /** The message id. */
+  node_id: z.string(),
+  node_title: z.string(),
+  form_content: z.string(),
+  inputs: z.array(z.unknown()),
+  actions: z.array(z.unknown()),
+  /** Unix seconds. */
+  expiration_time: z.number().int(),
+});
+
 export const HumanInputRequiredEvent = TurnEventBase.extend({
   event: z.literal('human_input_required'),
-  data: z.object({
-    form_id: z.string().uuid(),
-    form_token: z.string(),
-    /** The message id. */
-    node_id: z.string(),
-    node_title: z.string(),
-    form_content: z.string(),
-    inputs: z.array(z.unknown()),
-    actions: z.array(z.unknown()),
-    /** Unix seconds. */
-    expiration_time: z.number().int(),
-  }),
+  data: HumanInputFormView,
 }).meta({ description: 'The agent asked a human (ask_human): submit the form at POST /v1/form/human_input/{form_token}.' });
 
 export const ErrorEvent = TurnEventBase.extend({
