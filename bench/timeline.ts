@@ -89,29 +89,18 @@ function historyFacts(h: History): HistoryFacts {
     const at = tsMs(e.eventTime);
     const id = String(e.eventId);
     if (e.workflowExecutionStartedEventAttributes) started = at;
+    // A task's started/completed events point back at its scheduled event.
+    const mark = <T extends { started: number; completed: number }>(m: Map<string, T>, scheduledEventId: unknown, field: 'started' | 'completed') => {
+      const t = m.get(String(scheduledEventId));
+      if (t) t[field] = at;
+    };
     if (e.workflowTaskScheduledEventAttributes) tasks.set(id, { scheduled: at, started: NaN, completed: NaN });
-    const wst = e.workflowTaskStartedEventAttributes;
-    if (wst) {
-      const t = tasks.get(String(wst.scheduledEventId));
-      if (t) t.started = at;
-    }
-    const wdone = e.workflowTaskCompletedEventAttributes;
-    if (wdone) {
-      const t = tasks.get(String(wdone.scheduledEventId));
-      if (t) t.completed = at;
-    }
+    if (e.workflowTaskStartedEventAttributes) mark(tasks, e.workflowTaskStartedEventAttributes.scheduledEventId, 'started');
+    if (e.workflowTaskCompletedEventAttributes) mark(tasks, e.workflowTaskCompletedEventAttributes.scheduledEventId, 'completed');
     const sch = e.activityTaskScheduledEventAttributes;
     if (sch) acts.set(id, { name: sch.activityType?.name ?? '?', scheduled: at, started: NaN, completed: NaN });
-    const st = e.activityTaskStartedEventAttributes;
-    if (st) {
-      const a = acts.get(String(st.scheduledEventId));
-      if (a) a.started = at;
-    }
-    const done = e.activityTaskCompletedEventAttributes;
-    if (done) {
-      const a = acts.get(String(done.scheduledEventId));
-      if (a) a.completed = at;
-    }
+    if (e.activityTaskStartedEventAttributes) mark(acts, e.activityTaskStartedEventAttributes.scheduledEventId, 'started');
+    if (e.activityTaskCompletedEventAttributes) mark(acts, e.activityTaskCompletedEventAttributes.scheduledEventId, 'completed');
   }
   const workflowTasks = [...tasks.values()];
   return { started, firstTaskStarted: workflowTasks[0]?.started ?? NaN, activities: [...acts.values()], workflowTasks, events: events.length };
