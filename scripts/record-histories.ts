@@ -1,7 +1,8 @@
 /**
  * Records agentTurn workflow histories for the replay test (test/unit/workflow-replay.test.ts): the
  * workflow code of *this* checkout runs a few turns on a throwaway Temporal dev server with scripted
- * activities (no database, no backend), and each history is written as JSON. Run it on a release's
+ * activities (scripts/scripted-activities.ts: no database, no backend), and each history is written as JSON.
+ * (To record an older release, copy both scripts into its checkout.) Run it on a release's
  * checkout and commit the files under test/fixtures/histories/<name>/: every later workflow change must
  * replay them, or be guarded with `patched()`.
  *
@@ -13,7 +14,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import type { RunAgentOutcome } from '../activities/index.js';
 import { freePort } from './ports.js';
+import { scriptedActivities } from './scripted-activities.js';
 import { locateTemporal, startTemporalDevServer } from './temporal.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -23,15 +26,14 @@ if (!process.argv[2]) {
   process.exit(2);
 }
 
-type Outcome = Record<string, unknown>;
 /** One scripted turn: what runAgent returns per call, and what the test does from outside. */
 interface Scenario {
   name: string;
-  runAgent: Outcome[];
+  runAgent: RunAgentOutcome[];
   drive?: (h: ReturnType<Client['workflow']['getHandle']>) => Promise<void>;
 }
 
-const paused = (formId: string, expiresInMs = 3_600_000): Outcome => ({
+const paused = (formId: string, expiresInMs = 3_600_000): RunAgentOutcome => ({
   status: 'paused',
   toolCallId: `call-${formId}`,
   formId,
@@ -83,18 +85,7 @@ fs.mkdirSync(outDir, { recursive: true });
 try {
   for (const sc of scenarios) {
     const taskQueue = `record-${sc.name}-${process.pid}`;
-    let call = 0;
-    const noop = async () => undefined;
-    const activities = {
-      prepareTurn: async () => ({ guard: null }),
-      runAgent: async () => sc.runAgent[Math.min(call++, sc.runAgent.length - 1)],
-      failTurn: noop,
-      releaseTurn: noop,
-      stopTurn: noop,
-      expireForm: async () => ({ status: 'expired', resumeMessageId: null }),
-      createTimeoutResume: noop,
-      cancelPendingForm: noop,
-    };
+    const { activities } = scriptedActivities((call) => sc.runAgent[Math.min(call, sc.runAgent.length - 1)]!);
     const worker = await Worker.create({ connection: native, taskQueue, workflowsPath: path.join(ROOT, 'workflows', 'index.ts'), activities });
     const workflowId = `agent-turn-${sc.name}`;
     await worker.runUntil(async () => {

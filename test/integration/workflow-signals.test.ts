@@ -11,7 +11,8 @@ import { Client, Connection } from '@temporalio/client';
 import { Context } from '@temporalio/activity';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Activities, RunAgentOutcome } from '../../activities/index.js';
+import type { Activities } from '../../activities/index.js';
+import { scriptedActivities } from '../../scripts/scripted-activities.js';
 import { AGENT_TURN_WORKFLOW, formSubmittedSignal, type AgentTurnInput, type AgentTurnResult } from '../../workflows/definitions.js';
 
 const WORKFLOWS_PATH = path.resolve(import.meta.dirname, '../../workflows/index.ts');
@@ -31,34 +32,6 @@ afterAll(async () => {
   await nativeConnection?.close();
 });
 
-type Calls = { name: string; input: unknown }[];
-
-/** Activities that record their calls; runAgent's behaviour per call is scripted by the test. */
-function scripted(runAgent: (call: number, input: { messageId: string }) => Promise<RunAgentOutcome>) {
-  const calls: Calls = [];
-  let runs = 0;
-  const rec = (name: string) => async (input: unknown) => {
-    calls.push({ name, input });
-    if (name === 'expireForm') return { status: 'expired', resumeMessageId: null };
-    if (name === 'prepareTurn') return { guard: null };
-    return undefined;
-  };
-  const activities = {
-    prepareTurn: rec('prepareTurn'),
-    runAgent: async (input: { messageId: string }) => {
-      calls.push({ name: 'runAgent', input });
-      return runAgent(runs++, input);
-    },
-    failTurn: rec('failTurn'),
-    releaseTurn: rec('releaseTurn'),
-    stopTurn: rec('stopTurn'),
-    expireForm: rec('expireForm'),
-    createTimeoutResume: rec('createTimeoutResume'),
-    cancelPendingForm: rec('cancelPendingForm'),
-  } as unknown as Activities;
-  return { calls, activities };
-}
-
 async function withWorker<T>(taskQueue: string, activities: Activities, fn: () => Promise<T>): Promise<T> {
   const worker = await Worker.create({ connection: nativeConnection, taskQueue, workflowsPath: WORKFLOWS_PATH, activities });
   return worker.runUntil(fn);
@@ -72,7 +45,7 @@ describe('agentTurn signal ordering', () => {
   it('keeps a form submission signalled before the workflow processed the pause', async () => {
     const taskQueue = `wf-signals-${process.pid}-${Date.now()}`;
     const workflowId = `agent-turn-early-${Date.now()}`;
-    const { calls, activities } = scripted(async (call) => {
+    const { calls, activities } = scriptedActivities(async (call) => {
       if (call > 0) return { status: 'succeeded' };
       // The form exists and the client has its token: the human submits before this activity returns.
       const handle = client.workflow.getHandle(Context.current().info.workflowExecution!.workflowId);
@@ -99,7 +72,7 @@ describe('agentTurn signal ordering', () => {
   it('ignores a submission for another form and resumes on its own form', async () => {
     const taskQueue = `wf-signals-b-${process.pid}-${Date.now()}`;
     const workflowId = `agent-turn-other-${Date.now()}`;
-    const { calls, activities } = scripted(async (call) => {
+    const { calls, activities } = scriptedActivities(async (call) => {
       if (call > 0) return { status: 'succeeded' };
       return { status: 'paused', toolCallId: 'call-1', formId: 'form-2', formToken: 'tok', expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
     });
