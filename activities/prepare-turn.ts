@@ -4,12 +4,12 @@
  * composite is too; running them as one local activity saves six Temporal round trips and ~20 history
  * events per turn (measured in bench/README.md).
  */
-import type { ActivityDeps } from './deps.js';
-import { createLoadOrCreateBinding } from './binding.js';
-import { createBuildRunRequest } from './build-request.js';
-import { createInputGuards } from './input-guards.js';
-import { createResolveConfig } from './resolve-config.js';
-import { loadTurnContext } from './turn-context.js';
+import type { ActivityDeps } from '../turn/deps.js';
+import { createLoadOrCreateBinding } from '../turn/steps/binding.js';
+import { createBuildRunRequest } from '../turn/steps/build-request.js';
+import { createInputGuards } from '../turn/steps/input-guards.js';
+import { createResolveConfig } from '../turn/steps/resolve-config.js';
+import { loadTurnContext } from '../turn/steps/turn-context.js';
 
 export function createPrepareTurn(deps: ActivityDeps) {
   const resolveConfig = createResolveConfig(deps);

@@ -16,14 +16,15 @@ import crypto from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { CancelledFailure } from '@temporalio/common';
 import type { Prisma } from '../core/db.js';
-import { appendEvents, commitAnswerText, turnEventBase, type NewClientEvent } from '../core/event-log.js';
+import { turnEventBase, type NewClientEvent } from '../core/client-events.js';
+import { appendEvents, commitAnswerText } from '../core/event-log.js';
 import { unixSeconds } from '../core/time.js';
 import { formFromArgs, newFormToken } from '../core/human-input.js';
 import type { RunEvent, SessionSnapshot, Usage, CreateRunRequest } from '../core/protocol/run.js';
 import { emptyUsage } from '../core/protocol/run.js';
-import type { ActivityDeps } from './deps.js';
-import { keywordHit } from './input-guards.js';
-import { ProcessRecorder, type ThoughtRow } from './process-recorder.js';
+import type { ActivityDeps } from '../turn/deps.js';
+import { keywordHit } from '../turn/steps/input-guards.js';
+import { ProcessRecorder, type ThoughtRow } from '../turn/process-recorder.js';
 
 export type RunAgentOutcome =
   | { status: 'succeeded' }
@@ -93,7 +94,7 @@ export function createRunAgent(deps: ActivityDeps) {
     }
 
     const eventBase = turnEventBase(msg);
-    const base = (extra: Record<string, unknown>) => ({ ...eventBase, ...extra });
+    const base = <const T extends object>(extra: T) => ({ ...eventBase, ...extra });
 
     let cursor: string | null = run.cursor;
     let answer = msg.answer;

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import * as S from './schemas.js';
-import { SSE_EVENTS, SseEvent } from './sse-events.js';
+import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });

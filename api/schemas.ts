@@ -1,6 +1,6 @@
 /** Request schemas of the public service API (PROTOCOL §1, Dify's field names). */
 import { z } from 'zod';
-import { HumanInputFormView } from './sse-events.js';
+import { HumanInputFormView } from '../core/client-events.js';
 
 export const Uuid = z.string().uuid();
 /** PostgreSQL text and jsonb cannot hold NUL; refusing it here keeps such input a 400, not a 500. */

@@ -1,7 +1,8 @@
 /** Serves a turn's events from the event log as text/event-stream (any replica, resumable). */
 import type { Request, Response } from 'express';
 import type { Db } from '../core/db.js';
-import { followEvents, type EventNotifier, type StoredClientEvent, TERMINAL_CLIENT_EVENTS } from '../core/event-log.js';
+import { isTerminalClientEvent, type StoredClientEvent } from '../core/client-events.js';
+import { followEvents, type EventNotifier } from '../core/event-log.js';
 import { startSse, writeSse } from '../core/sse.js';
 
 export function lastEventId(req: Request): number {
@@ -39,7 +40,7 @@ export async function collectTurn(deps: { db: Db; notifier: EventNotifier }, mes
   const out: StoredClientEvent[] = [];
   for await (const e of followEvents(deps.db, deps.notifier, messageId, 0, signal)) {
     out.push(e);
-    if (TERMINAL_CLIENT_EVENTS.has(e.event)) break;
+    if (isTerminalClientEvent(e.event)) break;
   }
   return out;
 }

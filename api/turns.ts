@@ -5,26 +5,17 @@
  */
 import type { Client } from '@temporalio/client';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import crypto from 'node:crypto';
 import type { Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
 import type { Logger } from '../core/logger.js';
 import { AGENT_TURN_WORKFLOW, workflowIdForMessage, type AgentTurnInput, type InvokeFrom } from '../workflows/definitions.js';
+import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js';
 import type { AppContext } from './auth.js';
 import { HttpError } from './errors.js';
 import { createMessageFiles, prepareMessageFiles } from './message-files.js';
 import type { ChatRequest } from './schemas.js';
 import { unixSeconds } from '../core/time.js';
-
-export const SA = {
-  TenantId: defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD),
-  AppId: defineSearchAttributeKey('AppId', SearchAttributeType.KEYWORD),
-  AgentId: defineSearchAttributeKey('AgentId', SearchAttributeType.KEYWORD),
-  ConversationId: defineSearchAttributeKey('ConversationId', SearchAttributeType.KEYWORD),
-  MessageId: defineSearchAttributeKey('MessageId', SearchAttributeType.KEYWORD),
-  InvokeFrom: defineSearchAttributeKey('InvokeFrom', SearchAttributeType.KEYWORD),
-};
 
 export interface StartedTurn {
   messageId: string;

@@ -6,7 +6,7 @@
  * in one process lifetime on one stack, so their ratio is what this machine says.
  */
 import os from 'node:os';
-import type { Stack } from '../scripts/stack.js';
+import type { Stack } from '../stack/start-stack.js';
 import { directTurn, durableTurn, nowMs, type PathName, type TurnSample } from './client.js';
 import { CommitRecorder, dbDelta, DbProbe, describeMachine, ProcessProbe, RssSampler, statementCounter, type Component, type Machine } from './probes.js';
 import { distribution, mean, type Distribution } from './stats.js';

@@ -1,5 +1,5 @@
 /**
- * The benchmark's stack: exactly the `npm start` wiring (scripts/stack.ts) on embedded defaults, in a
+ * The benchmark's stack: exactly the `npm start` wiring (stack/start-stack.ts) on embedded defaults, in a
  * fresh data dir `.data/bench-<pid>` on free ports, removed afterwards.
  */
 import fs from 'node:fs';
@@ -7,8 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type Env } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
-import { startStack, type Stack, type StackOptions } from '../scripts/stack.js';
-import { freePort } from '../scripts/ports.js';
+import { startStack, type Stack, type StackOptions } from '../stack/start-stack.js';
+import { freePort } from '../stack/ports.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -7,40 +7,10 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Db } from './db.js';
-import { unixSeconds } from './time.js';
+import { isTerminalClientEvent, TERMINAL_CLIENT_EVENTS, type NewClientEvent, type StoredClientEvent } from './client-events.js';
 import type { Logger } from './logger.js';
 
-export type ClientEventName =
-  | 'agent_message'
-  | 'agent_thought'
-  | 'message'
-  | 'message_end'
-  | 'message_replace'
-  | 'human_input_required'
-  | 'error';
-
-/** Events after which a turn's stream closes. */
-export const TERMINAL_CLIENT_EVENTS: ReadonlySet<string> = new Set(['message_end', 'error']);
-
-export interface NewClientEvent {
-  event: ClientEventName;
-  /** Natural key of the producer, e.g. `be:42:agent_message` or `terminal:message_end`. */
-  sourceKey: string;
-  data: Record<string, unknown>;
-}
-
-export interface StoredClientEvent {
-  seq: number;
-  event: string;
-  data: Record<string, unknown>;
-}
-
 type Tx = Pick<Db, '$queryRaw' | '$executeRaw'>;
-
-/** The fields every client event of a turn carries (PROTOCOL §1). */
-export function turnEventBase(msg: { id: string; conversation_id: string; created_at: Date }) {
-  return { task_id: msg.id, message_id: msg.id, conversation_id: msg.conversation_id, created_at: unixSeconds(msg.created_at) };
-}
 
 /**
  * Appends events for one message, in the caller's transaction or alone, as ONE statement. Seq numbers
@@ -104,7 +74,8 @@ export async function readEvents(db: Db, messageId: string, afterSeq: number, li
     take: limit,
     select: { seq: true, event: true, data: true },
   });
-  return rows.map((r) => ({ seq: r.seq, event: r.event, data: r.data as Record<string, unknown> }));
+  // Rows were written from NewClientEvent values only (appendEvents/commitAnswerText): the stored shape is trusted.
+  return rows.map((r) => ({ seq: r.seq, event: r.event, data: r.data }) as StoredClientEvent);
 }
 
 async function lastTerminalSeq(db: Db, messageId: string): Promise<number | null> {
@@ -189,7 +160,7 @@ export async function* followEvents(
       for (const e of batch) {
         last = e.seq;
         yield e;
-        if (TERMINAL_CLIENT_EVENTS.has(e.event)) return;
+        if (isTerminalClientEvent(e.event)) return;
       }
       if (batch.length === 500 || pending) continue;
       // Nothing after the cursor: if the turn already ended at or before it (a re-attach at or past its end),

@@ -15,9 +15,9 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { RunAgentOutcome } from '../activities/index.js';
-import { freePort } from './ports.js';
+import { freePort } from '../stack/ports.js';
 import { scriptedActivities } from './scripted-activities.js';
-import { locateTemporal, startTemporalDevServer } from './temporal.js';
+import { locateTemporal, startTemporalDevServer } from '../stack/temporal.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const outDir = path.resolve(process.argv[2] ?? '');

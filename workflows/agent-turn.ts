@@ -19,6 +19,7 @@ import {
   uuid4,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
+import type { TurnErrorDetails } from '../turn/errors.js';
 import {
   formSubmittedSignal,
   turnStateQuery,
@@ -45,11 +46,6 @@ const agent = proxyActivities<Activities>({
   retry: { initialInterval: '300 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 25 },
 });
 
-interface TurnErrorDetails {
-  code: string;
-  status: number;
-  message: string;
-}
 
 /** Client-facing error of a failed step (turnFailure details), else a generic one. */
 function errorDetails(err: unknown): TurnErrorDetails {

@@ -6,7 +6,9 @@ import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 export const AGENT_TURN_WORKFLOW = 'agentTurn';
 
-export type InvokeFrom = 'service-api' | 'web-app' | 'debugger' | 'explore';
+import type { InvokeFrom } from '../core/protocol/run.js';
+
+export type { InvokeFrom };
 
 export interface AgentTurnInput {
   tenantId: string;

@@ -38,12 +38,13 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     res.on('close', () => abort.abort());
     const events = await collectTurn({ db, notifier: deps.notifier }, turn.messageId, abort.signal);
     const last = events.at(-1);
-    if (last?.event === 'error') {
-      const d = last.data as { status?: number; code?: string; message?: string };
-      throw new HttpError(d.status ?? 400, d.code ?? 'completion_request_error', d.message ?? 'The turn failed.');
+    if (last?.event === 'error') throw new HttpError(last.data.status, last.data.code, last.data.message);
+    let answer = '';
+    let metadata: object = {};
+    for (const e of events) {
+      if (e.event === 'message') answer = e.data.answer;
+      else if (e.event === 'message_end') metadata = e.data.metadata;
     }
-    const final = events.find((e) => e.event === 'message')?.data as { answer?: string } | undefined;
-    const end = events.find((e) => e.event === 'message_end')?.data as { metadata?: unknown } | undefined;
     res.json({
       event: 'message',
       task_id: turn.messageId,
@@ -51,8 +52,8 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
       message_id: turn.messageId,
       conversation_id: turn.conversationId,
       mode: 'agent',
-      answer: final?.answer ?? '',
-      metadata: end?.metadata ?? {},
+      answer,
+      metadata,
       created_at: turn.createdAt,
     });
   });

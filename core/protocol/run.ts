@@ -264,6 +264,10 @@ export const LlmLayerConfig = z
   })
   .strict();
 
+/** Where a turn was started from (Dify's InvokeFrom). */
+export const InvokeFrom = z.enum(['service-api', 'web-app', 'debugger', 'explore']);
+export type InvokeFrom = z.infer<typeof InvokeFrom>;
+
 export const ExecutionContextLayerConfig = z
   .object({
     tenant_id: z.string(),
@@ -274,7 +278,7 @@ export const ExecutionContextLayerConfig = z
     message_id: z.string().nullable().optional(),
     agent_id: z.string(),
     agent_config_version_id: z.string().nullable(),
-    invoke_from: z.enum(['service-api', 'web-app', 'debugger', 'explore']),
+    invoke_from: InvokeFrom,
     trace_id: z.string().optional(),
     /** HMAC over the context by the api; lets the stub prove scope to the inner API. */
     signature: z.string().optional(),

@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSse } from '../../core/sse.js';
 import { demoSoulConfig } from '../../core/soul.js';
-import type { Stack } from '../../scripts/stack.js';
+import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 import { tinyPng } from './helpers.js';
 

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateAppApiKey } from '../../core/api-keys.js';
 import { createAgentApp } from '../../core/seed.js';
-import type { Stack } from '../../scripts/stack.js';
+import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 import { api, statusOf, tinyPng, upload } from './helpers.js';

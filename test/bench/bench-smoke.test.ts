@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderMarkdown } from '../../bench/report.js';
 import { QUICK_OPTIONS, runBench, type BenchResult } from '../../bench/runner.js';
-import type { Stack } from '../../scripts/stack.js';
+import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 
 let stack: Stack;

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../scripts/ports.js';
+import { freePort } from '../../stack/ports.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const dataDir = path.join(inject('testDataDir'), 'npm-start');

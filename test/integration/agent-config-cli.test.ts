@@ -10,11 +10,11 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildComposition } from '../../activities/build-request.js';
+import { buildComposition } from '../../turn/steps/build-request.js';
 import { mintStubToken } from '../../agent-backend/stub-token.js';
 import { AgentBackendClient } from '../../core/backend-client.js';
 import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
-import type { Stack } from '../../scripts/stack.js';
+import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 
 const run = promisify(execFile);

@@ -5,9 +5,9 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startTemporalDevServer, type DevServer } from '../../scripts/temporal.js';
-import type { Stack } from '../../scripts/stack.js';
-import { stablePort } from '../../scripts/ports.js';
+import { startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
+import type { Stack } from '../../stack/start-stack.js';
+import { stablePort } from '../../stack/ports.js';
 import { chat, readFrames } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 

@@ -4,7 +4,7 @@
  * invalid values, a stop while waiting and the next turn's `unavailable` each behave as PROTOCOL §5 says.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Stack } from '../../scripts/stack.js';
+import type { Stack } from '../../stack/start-stack.js';
 import { turnStateQuery } from '../../workflows/definitions.js';
 import { chat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

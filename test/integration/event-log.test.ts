@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../core/db.js';
 import { appendEvents, commitAnswerText, readEvents } from '../../core/event-log.js';
+import type { NewClientEvent, StoredClientEvent } from '../../core/client-events.js';
 import { ensureDemoData, type DemoData } from '../../core/seed.js';
 import { freshDatabase } from '../support/db.js';
 
@@ -29,7 +30,9 @@ async function newMessage(): Promise<string> {
   return id;
 }
 
-const ev = (key: string, n = 0) => ({ event: 'agent_message' as const, sourceKey: key, data: { answer: `${key}#${n}` } });
+const base = { conversation_id: crypto.randomUUID(), message_id: crypto.randomUUID(), task_id: crypto.randomUUID(), created_at: 0 };
+const ev = (key: string, n = 0): NewClientEvent => ({ event: 'agent_message', sourceKey: key, data: { ...base, event: 'agent_message', id: base.message_id, answer: `${key}#${n}` } });
+const answerOf = (r: StoredClientEvent): string | null => (r.event === 'agent_message' ? r.data.answer : null);
 
 describe('appendEvents', () => {
   it('numbers events densely in batch order and skips duplicates without using a seq', async () => {
@@ -39,7 +42,7 @@ describe('appendEvents', () => {
     expect(await db.$transaction((tx) => appendEvents(tx, id, [ev('a', 1), ev('d'), ev('d', 1), ev('e')]))).toBe(2);
     expect(await db.$transaction((tx) => appendEvents(tx, id, []))).toBe(0);
     const rows = await readEvents(db, id, 0);
-    expect(rows.map((r) => [r.seq, r.data.answer])).toEqual([
+    expect(rows.map((r) => [r.seq, answerOf(r)])).toEqual([
       [1, 'b#0'],
       [2, 'a#0'],
       [3, 'c#0'],
@@ -59,9 +62,9 @@ describe('appendEvents', () => {
     const rows = await readEvents(db, id, 0);
     expect(rows.map((r) => r.seq)).toEqual(Array.from({ length: 80 }, (_, i) => i + 1));
     // each batch's two events stay adjacent and in order
-    for (const r of rows.filter((x) => String(x.data.answer).includes('-x#'))) {
+    for (const r of rows.filter((x) => String(answerOf(x)).includes('-x#'))) {
       const next = rows.find((x) => x.seq === r.seq + 1)!;
-      expect(String(next.data.answer)).toBe(String(r.data.answer).replace('-x#', '-y#'));
+      expect(String(answerOf(next))).toBe(String(answerOf(r)).replace('-x#', '-y#'));
     }
   });
 
@@ -74,14 +77,14 @@ describe('appendEvents', () => {
       }),
     ).rejects.toThrow('abort');
     await db.$transaction((tx) => appendEvents(tx, id, [ev('kept')]));
-    expect((await readEvents(db, id, 0)).map((r) => [r.seq, r.data.answer])).toEqual([[1, 'kept#0']]);
+    expect((await readEvents(db, id, 0)).map((r) => [r.seq, answerOf(r)])).toEqual([[1, 'kept#0']]);
   });
 
   it('commits streamed answer text with the cursor compare-and-set, or writes nothing when fenced out', async () => {
     const id = await newMessage();
     await db.agentBackendRun.create({ data: { message_id: id, request: {} } });
     await db.$transaction((tx) => appendEvents(tx, id, [ev('thought')]));
-    const text = (t: string, key: string) => ({ event: 'agent_message' as const, sourceKey: key, data: { answer: t } });
+    const text = (t: string, key: string): NewClientEvent => ({ event: 'agent_message', sourceKey: key, data: { ...base, event: 'agent_message', id: base.message_id, answer: t } });
     expect(await commitAnswerText(db, { messageId: id, expectedCursor: null, newCursor: '5', text: 'Hel', event: text('Hel', 'be:5') })).toBe(true);
     expect(await commitAnswerText(db, { messageId: id, expectedCursor: '5', newCursor: '9', text: 'lo', event: text('lo', 'be:9') })).toBe(true);
     // a stale attempt (expects cursor 5, it is 9): nothing written
@@ -90,7 +93,7 @@ describe('appendEvents', () => {
     const msg = await db.message.findUniqueOrThrow({ where: { id }, include: { agent_run: true } });
     expect(msg.answer).toBe('Hello');
     expect(msg.agent_run!.cursor).toBe('9');
-    expect((await readEvents(db, id, 0)).map((r) => [r.seq, r.data.answer])).toEqual([
+    expect((await readEvents(db, id, 0)).map((r) => [r.seq, answerOf(r)])).toEqual([
       [1, 'thought#0'],
       [2, 'Hel'],
       [3, 'lo'],

@@ -4,7 +4,7 @@
  * through the binding's session snapshot; the workflows findable by their search attributes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Stack } from '../../scripts/stack.js';
+import type { Stack } from '../../stack/start-stack.js';
 import { chat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { saveCredentials } from '../../core/llm/credentials.js';
 import { createAgentApp } from '../../core/seed.js';
 import { AgentSoulConfig } from '../../core/soul.js';
-import type { Stack } from '../../scripts/stack.js';
+import type { Stack } from '../../stack/start-stack.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../llm/fake-openai.js';
 import { FrameReader, postChat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

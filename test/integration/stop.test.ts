@@ -4,7 +4,7 @@
  * workflow ends Cancelled. Every window: before the backend run exists, mid-stream, racing success, twice.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Stack } from '../../scripts/stack.js';
+import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 

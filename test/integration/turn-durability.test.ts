@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Stack } from '../../scripts/stack.js';
+import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 

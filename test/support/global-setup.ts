@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPg } from '../../core/embedded-pg.js';
-import { locateTemporal, startTemporalDevServer } from '../../scripts/temporal.js';
-import { freePort } from '../../scripts/ports.js';
+import { locateTemporal, startTemporalDevServer } from '../../stack/temporal.js';
+import { freePort } from '../../stack/ports.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 // Per run, so a developer's `npm start` or a second test run never collides with this one.

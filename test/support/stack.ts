@@ -3,7 +3,7 @@ import path from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig, type Env } from '../../core/config.js';
 import { createLogger, type Logger } from '../../core/logger.js';
-import { startStack, type Stack, type StackOptions } from '../../scripts/stack.js';
+import { startStack, type Stack, type StackOptions } from '../../stack/start-stack.js';
 import { freshDatabase } from './db.js';
 
 export async function startTestStack(name: string, opts: { env?: Partial<Env>; worker?: StackOptions['worker']; logger?: Logger } = {}): Promise<Stack> {

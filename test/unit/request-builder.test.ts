@@ -1,7 +1,7 @@
 /** Request builder pieces (seed 000): mentions, model-settings whitelist, layer order, topology check, failures. */
 import { describe, expect, it } from 'vitest';
-import { assertSnapshotMatches, buildComposition } from '../../activities/build-request.js';
-import { keywordHit } from '../../activities/input-guards.js';
+import { assertSnapshotMatches, buildComposition } from '../../turn/steps/build-request.js';
+import { keywordHit } from '../../turn/steps/input-guards.js';
 import { classifyFailure } from '../../activities/run-agent.js';
 import { verifyExecutionContext } from '../../core/exec-context.js';
 import { expandPromptMentions } from '../../core/mentions.js';

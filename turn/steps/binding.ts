@@ -4,9 +4,9 @@
  * owner; later turns validate its generation (config version, kind, home snapshot).
  */
 import crypto from 'node:crypto';
-import type { ActivityDeps } from './deps.js';
-import { turnFailure } from './errors.js';
-import type { Prisma } from '../core/generated/prisma/client.js';
+import type { ActivityDeps } from '../deps.js';
+import { turnFailure } from '../errors.js';
+import type { Prisma } from '../../core/generated/prisma/client.js';
 import type { Resolution } from './resolve-config.js';
 import type { TurnContext } from './turn-context.js';
 

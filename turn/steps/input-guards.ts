@@ -3,10 +3,11 @@
  * with the preset answer) and annotation reply (the app's most similar annotated question, by pg_trgm,
  * at or above the app's threshold). A hit answers the turn without calling the agent backend.
  */
-import { appendEvents, turnEventBase } from '../core/event-log.js';
-import { emptyUsage } from '../core/protocol/run.js';
-import type { AgentSoulConfig } from '../core/soul.js';
-import type { ActivityDeps } from './deps.js';
+import { turnEventBase } from '../../core/client-events.js';
+import { appendEvents } from '../../core/event-log.js';
+import { emptyUsage } from '../../core/protocol/run.js';
+import type { AgentSoulConfig } from '../../core/soul.js';
+import type { ActivityDeps } from '../deps.js';
 import type { TurnContext } from './turn-context.js';
 
 export function keywordHit(keywords: string[], texts: string[]): string | null {

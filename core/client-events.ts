@@ -1,9 +1,12 @@
 /**
- * The SSE events of a turn (PROTOCOL §1), one zod schema each: documented in /openapi.json and used by
- * tests to check every frame the api streams. Frames are `id: <seq>`, `event: <name>`, `data: <json>`.
+ * The client events of a turn (docs/PROTOCOL.md §1), defined once: names, one zod schema each, and the
+ * TypeScript types producers write and readers get back. The event log stores them, the SSE writer
+ * streams them (`id: <seq>`, `event: <name>`, `data: <json>`), /openapi.json documents them and tests
+ * check every frame against them.
  */
 import { z } from 'zod';
-import { Usage } from '../core/protocol/run.js';
+import { Usage } from './protocol/run.js';
+import { unixSeconds } from './time.js';
 
 /** Fields every turn event carries (not `ping`). */
 const TurnEventBase = z.object({
@@ -105,3 +108,38 @@ export const SseEvent = z.discriminatedUnion('event', [
   PingEvent,
 ]);
 export type SseEvent = z.output<typeof SseEvent>;
+
+/** The turn events a producer writes into the event log (everything but the transport's `ping`). */
+export const CLIENT_EVENT_SCHEMAS = {
+  agent_message: AgentMessageEvent,
+  agent_thought: AgentThoughtEvent,
+  message: MessageEvent,
+  message_end: MessageEndEvent,
+  message_replace: MessageReplaceEvent,
+  human_input_required: HumanInputRequiredEvent,
+  error: ErrorEvent,
+} as const;
+
+export type ClientEventName = keyof typeof CLIENT_EVENT_SCHEMAS;
+/** What a producer writes for event `K` (zod input: defaults may be left out). */
+export type ClientEventInput<K extends ClientEventName = ClientEventName> = z.input<(typeof CLIENT_EVENT_SCHEMAS)[K]>;
+/** What a reader gets back for event `K`. */
+export type ClientEventData<K extends ClientEventName = ClientEventName> = z.output<(typeof CLIENT_EVENT_SCHEMAS)[K]>;
+
+/** Events after which a turn's stream closes. */
+export const TERMINAL_CLIENT_EVENTS: ReadonlySet<ClientEventName> = new Set<ClientEventName>(['message_end', 'error']);
+
+export function isTerminalClientEvent(name: string): boolean {
+  return TERMINAL_CLIENT_EVENTS.has(name as ClientEventName);
+}
+
+/** One event to append: its name, the producer's natural key (`be:42:agent_message`, `terminal:message_end`) and its data. */
+export type NewClientEvent = { [K in ClientEventName]: { event: K; sourceKey: string; data: ClientEventInput<K> } }[ClientEventName];
+
+/** One event as stored: its per-message sequence number (the SSE `id:`), its name and data. */
+export type StoredClientEvent = { [K in ClientEventName]: { seq: number; event: K; data: ClientEventData<K> } }[ClientEventName];
+
+/** The fields every client event of a turn carries. */
+export function turnEventBase(msg: { id: string; conversation_id: string; created_at: Date }) {
+  return { task_id: msg.id, message_id: msg.id, conversation_id: msg.conversation_id, created_at: unixSeconds(msg.created_at) };
+}

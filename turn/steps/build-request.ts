@@ -3,14 +3,14 @@
  * the retained session snapshot and deferred tool results. The request is stored on AgentBackendRun
  * (not returned): snapshots grow with the conversation and must stay out of workflow history.
  */
-import type { LayerSpec, SessionSnapshot, CreateRunRequest, DeferredToolResult } from '../core/protocol/run.js';
-import { signExecutionContext } from '../core/exec-context.js';
-import { deferredResultFromForm } from '../core/human-input.js';
-import { expandPromptMentions } from '../core/mentions.js';
-import { whitelistModelSettings, type AgentSoulConfig } from '../core/soul.js';
-import type { ActivityDeps } from './deps.js';
-import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from './errors.js';
-import type { Prisma } from '../core/generated/prisma/client.js';
+import type { LayerSpec, SessionSnapshot, CreateRunRequest, DeferredToolResult, InvokeFrom } from '../../core/protocol/run.js';
+import { signExecutionContext } from '../../core/exec-context.js';
+import { deferredResultFromForm } from '../../core/human-input.js';
+import { expandPromptMentions } from '../../core/mentions.js';
+import { whitelistModelSettings, type AgentSoulConfig } from '../../core/soul.js';
+import type { ActivityDeps } from '../deps.js';
+import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from '../errors.js';
+import type { Prisma } from '../../core/generated/prisma/client.js';
 import type { Binding } from './binding.js';
 import type { Resolution } from './resolve-config.js';
 import type { TurnContext } from './turn-context.js';
@@ -23,7 +23,7 @@ export interface BuildInput {
   messageId: string;
   userId: string;
   userFrom: 'end-user' | 'account';
-  invokeFrom: 'service-api' | 'web-app' | 'debugger' | 'explore';
+  invokeFrom: InvokeFrom;
   configVersionId: string | null;
   query: string;
   files: { type: 'image' | 'document'; url?: string; name?: string; mime_type?: string }[];

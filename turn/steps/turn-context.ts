@@ -3,8 +3,8 @@
  * parallel (each Prisma query is a round trip; the steps used to re-read the message, agent and binding
  * three times each: bench/README.md "Optimisation log").
  */
-import type { ActivityDeps } from './deps.js';
-import { turnFailure } from './errors.js';
+import type { ActivityDeps } from '../deps.js';
+import { turnFailure } from '../errors.js';
 
 export async function loadTurnContext(db: ActivityDeps['db'], messageId: string) {
   const msg = await db.message.findUniqueOrThrow({ where: { id: messageId }, include: { conversation: true, files: true } });

@@ -1,7 +1,8 @@
 /** Small steps around a turn: publishing a failure, releasing the conversation's one-turn lock. */
-import { appendEvents, turnEventBase } from '../core/event-log.js';
-import { emptyUsage } from '../core/protocol/run.js';
-import type { ActivityDeps } from './deps.js';
+import { turnEventBase } from '../core/client-events.js';
+import { appendEvents } from '../core/event-log.js';
+import { emptyUsage, type Usage } from '../core/protocol/run.js';
+import type { ActivityDeps } from '../turn/deps.js';
 
 export function createFailTurn({ db }: ActivityDeps) {
   /** Marks the message failed and publishes the client `error` event (idempotent by source key). */
@@ -54,7 +55,7 @@ export function createStopTurn({ db }: ActivityDeps) {
       await tx.conversation.updateMany({ where: { id: msg.conversation_id, active_message_id: msg.id }, data: { active_message_id: null } });
       await appendEvents(tx, msg.id, [
         { event: 'message', sourceKey: 'terminal:message', data: { ...base, event: 'message', id: msg.id, answer: msg.answer } },
-        { event: 'message_end', sourceKey: 'terminal:message_end', data: { ...base, event: 'message_end', id: msg.id, metadata: { usage: msg.usage ?? emptyUsage() } } },
+        { event: 'message_end', sourceKey: 'terminal:message_end', data: { ...base, event: 'message_end', id: msg.id, metadata: { usage: (msg.usage as Usage | null) ?? emptyUsage() } } },
       ]);
     });
   };

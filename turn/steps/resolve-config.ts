@@ -4,11 +4,11 @@
  * - existing conversation: the version pinned by its binding, even after a newer publish;
  * - new published conversation: the agent's active config snapshot.
  */
-import { AgentSoulConfig } from '../core/soul.js';
-import type { Prisma } from '../core/generated/prisma/client.js';
-import type { ActivityDeps } from './deps.js';
+import { AgentSoulConfig } from '../../core/soul.js';
+import type { Prisma } from '../../core/generated/prisma/client.js';
+import type { ActivityDeps } from '../deps.js';
 import type { TurnContext } from './turn-context.js';
-import { turnFailure } from './errors.js';
+import { turnFailure } from '../errors.js';
 
 export interface ResolvedConfig {
   configKind: 'published' | 'draft';

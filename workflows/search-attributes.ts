@@ -1,0 +1,19 @@
+/**
+ * The search attributes every turn workflow carries, defined once: the api sets them at start, the dev
+ * server and the cluster register them (stack/temporal.ts, docker-compose.yml), ops query by them.
+ */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+
+export const TURN_SEARCH_ATTRIBUTES = {
+  TenantId: defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD),
+  AppId: defineSearchAttributeKey('AppId', SearchAttributeType.KEYWORD),
+  AgentId: defineSearchAttributeKey('AgentId', SearchAttributeType.KEYWORD),
+  ConversationId: defineSearchAttributeKey('ConversationId', SearchAttributeType.KEYWORD),
+  MessageId: defineSearchAttributeKey('MessageId', SearchAttributeType.KEYWORD),
+  InvokeFrom: defineSearchAttributeKey('InvokeFrom', SearchAttributeType.KEYWORD),
+} as const;
+
+export type TurnSearchAttributeName = keyof typeof TURN_SEARCH_ATTRIBUTES;
+
+/** Their names, in registration order (all are Keyword). */
+export const TURN_SEARCH_ATTRIBUTE_NAMES = Object.keys(TURN_SEARCH_ATTRIBUTES) as TurnSearchAttributeName[];
