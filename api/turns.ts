@@ -13,6 +13,7 @@ import { AGENT_TURN_WORKFLOW, workflowIdForMessage, type AgentTurnInput, type In
 import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js';
 import type { AppContext } from './auth.js';
 import { HttpError } from './errors.js';
+import { upsertEndUser } from './ownership.js';
 import { createMessageFiles, prepareMessageFiles } from './message-files.js';
 import type { ChatRequest } from './schemas.js';
 import { unixSeconds } from '../core/time.js';
@@ -39,15 +40,6 @@ export function conversationName(query: string): string {
   return oneLine.length <= 40 ? oneLine : `${oneLine.slice(0, 39)}…`;
 }
 
-export async function upsertEndUser(db: Db, app: AppContext, user: string) {
-  // A returning user is one read. A new one: insert-or-ignore then read (Prisma's upsert is
-  // select-then-insert, which races between first requests).
-  const where = { app_id_session_id: { app_id: app.appId, session_id: user } };
-  const existing = await db.endUser.findUnique({ where });
-  if (existing) return existing;
-  await db.endUser.createMany({ data: [{ tenant_id: app.tenantId, app_id: app.appId, session_id: user }], skipDuplicates: true });
-  return db.endUser.findUniqueOrThrow({ where });
-}
 
 /** Who a turn belongs to: a service-API end user, or a console account debugging a draft. */
 export type TurnCaller = { kind: 'end-user' } | { kind: 'account'; accountId: string; draftType: 'DRAFT' | 'BUILD_DRAFT' };

@@ -11,7 +11,8 @@ import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { ChatRequest, StopRequest, Uuid, UserId } from '../schemas.js';
 import { collectTurn, lastEventId, streamTurn } from '../stream.js';
-import { startTurn, upsertEndUser } from '../turns.js';
+import { startTurn } from '../turns.js';
+import { findOwnedMessage } from '../ownership.js';
 
 export interface ChatRouteDeps {
   db: Db;
@@ -92,12 +93,3 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
   return r;
 }
 
-/** The message if it belongs to this app and this end user; 404 otherwise (never 403: no probing). */
-export async function findOwnedMessage(db: Db, appId: string, user: string, messageId: string) {
-  const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: appId, session_id: user } } });
-  const msg = endUser ? await db.message.findFirst({ where: { id: messageId, app_id: appId, end_user_id: endUser.id } }) : null;
-  if (!msg) throw new HttpError(404, 'not_found', 'Task not found.');
-  return msg;
-}
-
-export { upsertEndUser };

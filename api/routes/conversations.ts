@@ -13,6 +13,7 @@ import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { ConversationsQuery, DeleteConversationRequest, RenameConversationRequest, Uuid, type ConversationResponse } from '../schemas.js';
 import { conversationName } from '../turns.js';
+import { findOwnedConversation } from '../ownership.js';
 import { unixSeconds } from '../../core/time.js';
 
 type ConversationRow = { id: string; name: string; inputs: unknown; status: string; created_at: Date; updated_at: Date };
@@ -27,14 +28,6 @@ export function toConversation(c: ConversationRow): z.input<typeof ConversationR
     created_at: unixSeconds(c.created_at),
     updated_at: unixSeconds(c.updated_at),
   };
-}
-
-/** The live conversation if it belongs to this app and end user; 404 otherwise. */
-export async function findOwnedConversation(db: Db, appId: string, user: string, conversationId: string) {
-  const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: appId, session_id: user } } });
-  const conv = endUser ? await db.conversation.findFirst({ where: { id: conversationId, app_id: appId, end_user_id: endUser.id, deleted_at: null } }) : null;
-  if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
-  return conv;
 }
 
 export function conversationRoutes(deps: { db: Db; temporal: Client; logger: Logger }): Router {

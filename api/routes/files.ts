@@ -16,57 +16,13 @@ import { appCtx, type AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { FilePreviewQuery, UserId, Uuid } from '../schemas.js';
 import { unixSeconds } from '../../core/time.js';
+import { ALLOWED_EXTENSIONS, FILE_TYPES, MAX_BYTES, maxBytes, MB, UPLOAD_LIMITS, uploadsDir, signFileId, type FileType, type Kind } from '../file-types.js';
 
-const MB = 1024 * 1024;
-
-export const UPLOAD_LIMITS = {
-  imageMb: 10,
-  documentMb: 15,
-  /** Bytes of multipart framing tolerated above the largest file before refusing by Content-Length. */
-  overheadBytes: 64 * 1024,
-} as const;
-
-type Kind = 'image' | 'document';
-
-interface FileType {
-  mime: string;
-  kind: Kind;
-  /** Does the content start like this type? */
-  sniff: (head: Buffer) => boolean;
-}
-
-const startsWith = (sig: number[] | string, at = 0) => (head: Buffer) => {
-  const bytes = typeof sig === 'string' ? Buffer.from(sig, 'latin1') : Buffer.from(sig);
-  return head.length >= at + bytes.length && head.subarray(at, at + bytes.length).equals(bytes);
-};
-const isText = (head: Buffer) => !head.includes(0);
-const jpeg = startsWith([0xff, 0xd8, 0xff]);
-
-export const FILE_TYPES: Record<string, FileType> = {
-  png: { mime: 'image/png', kind: 'image', sniff: startsWith([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]) },
-  jpg: { mime: 'image/jpeg', kind: 'image', sniff: jpeg },
-  jpeg: { mime: 'image/jpeg', kind: 'image', sniff: jpeg },
-  webp: { mime: 'image/webp', kind: 'image', sniff: (h) => startsWith('RIFF')(h) && startsWith('WEBP', 8)(h) },
-  gif: { mime: 'image/gif', kind: 'image', sniff: (h) => startsWith('GIF87a')(h) || startsWith('GIF89a')(h) },
-  pdf: { mime: 'application/pdf', kind: 'document', sniff: startsWith('%PDF-') },
-  txt: { mime: 'text/plain', kind: 'document', sniff: isText },
-  md: { mime: 'text/markdown', kind: 'document', sniff: isText },
-  csv: { mime: 'text/csv', kind: 'document', sniff: isText },
-  json: { mime: 'application/json', kind: 'document', sniff: isText },
-  docx: { mime: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', kind: 'document', sniff: startsWith([0x50, 0x4b, 0x03, 0x04]) },
-};
-
-export const ALLOWED_EXTENSIONS = Object.keys(FILE_TYPES);
-const maxBytes = (kind: Kind) => (kind === 'image' ? UPLOAD_LIMITS.imageMb : UPLOAD_LIMITS.documentMb) * MB;
-const MAX_BYTES = Math.max(maxBytes('image'), maxBytes('document'));
 
 const tooLarge = (kind?: Kind) =>
   new HttpError(413, 'file_too_large', kind ? `File size exceeded: ${kind}s may be at most ${maxBytes(kind) / MB} MB.` : `File size exceeded: at most ${MAX_BYTES / MB} MB.`);
 const unsupported = (why: string) => new HttpError(415, 'unsupported_file_type', `File type not allowed: ${why} Allowed: ${ALLOWED_EXTENSIONS.join(', ')}.`);
 
-export function uploadsDir(config: Config): string {
-  return path.join(config.dataDir, 'uploads');
-}
 
 function cleanName(raw: string | undefined, ext: string): string {
   const base = path.posix.basename((raw ?? '').replace(/\\/g, '/')).replace(/[\u0000-\u001f\u007f]/g, '').trim();
@@ -188,16 +144,6 @@ function receive(req: Request, tmpDir: string): Promise<Received> {
     req.on('error', () => fail(new HttpError(400, 'request_aborted', 'The upload was interrupted.')));
     req.pipe(bb);
   });
-}
-
-/** Signature of the key-less preview URL of an upload (a capability: whoever has it may read the file). */
-export function signFileId(config: Config, fileId: string): string {
-  const key = crypto.createHash('sha256').update(`file-preview:${config.ENCRYPTION_KEY}`).digest();
-  return crypto.createHmac('sha256', key).update(fileId).digest('base64url');
-}
-
-export function signedFileUrl(config: Config, baseUrl: string, fileId: string): string {
-  return `${baseUrl.replace(/\/+$/, '')}/files/${fileId}/file-preview?sign=${signFileId(config, fileId)}`;
 }
 
 type UploadRow = { id: string; name: string; mime_type: string; storage_key: string };

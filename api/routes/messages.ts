@@ -4,7 +4,7 @@ import type { Db } from '../../core/db.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { MessagesQuery } from '../schemas.js';
-import { findOwnedConversation } from './conversations.js';
+import { findOwnedConversation } from '../ownership.js';
 import { unixSeconds } from '../../core/time.js';
 
 export function messageRoutes(deps: { db: Db }): Router {
