@@ -84,8 +84,3 @@ export async function loadCredentials(db: Db, key: EncryptionKey, tenantId: stri
   if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new CredentialsDecryptError(provider);
   return value as ProviderCredentials;
 }
-
-export async function deleteCredentials(db: Db, tenantId: string, provider: string): Promise<boolean> {
-  const r = await db.modelProviderCredential.deleteMany({ where: { tenant_id: tenantId, provider } });
-  return r.count > 0;
-}

@@ -228,18 +228,7 @@ export const EventsPage = z.object({
   next_cursor: z.string().nullable(),
 });
 
-export const RunFailureType = { AGENT_RUN_LIMIT_EXCEEDED: 'agent_run_limit_exceeded' } as const;
-
-/** Model settings the api may pass to the backend (seed 000 whitelist). */
-export const MODEL_SETTINGS_WHITELIST = [
-  'temperature',
-  'top_p',
-  'presence_penalty',
-  'frequency_penalty',
-  'max_tokens',
-  'stop_sequences',
-] as const;
-
+/** Model settings the api may pass to the backend (seed 000's whitelist): exactly these keys. */
 export const ModelSettings = z
   .object({
     temperature: z.number().min(0).max(2).optional(),
