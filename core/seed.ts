@@ -3,6 +3,7 @@
  * with a published config version using the demo model. Idempotent: a second start finds it again.
  * The plaintext key is kept in DATA_DIR (dev only) so `npm start` can print it every time.
  */
+import { createSharedDraft, findSharedDraft, publishVersion } from './agent-configs.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { generateAppApiKey, hashApiKey } from './api-keys.js';
@@ -59,12 +60,9 @@ export async function ensureDemoData(db: Db, opts: { dataDir: string; soul?: Age
     const agent = app.agent ?? (await tx.agent.create({ data: { tenant_id: tenant.id, app_id: app.id, name: 'Demo Agent' } }));
     let versionId = agent.active_config_snapshot_id;
     if (!versionId) {
-      const v = await tx.agentConfigVersion.create({ data: { tenant_id: tenant.id, agent_id: agent.id, version: 1, config_snapshot: soul as object, created_by: account.id } });
-      await tx.agent.update({ where: { id: agent.id }, data: { active_config_snapshot_id: v.id } });
-      versionId = v.id;
+      versionId = (await publishVersion(tx, { tenantId: tenant.id, agentId: agent.id, createdBy: account.id }, soul)).id;
     }
-    const draft = await tx.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'DRAFT', account_id: null } });
-    if (!draft) await tx.agentConfigDraft.create({ data: { tenant_id: tenant.id, agent_id: agent.id, draft_type: 'DRAFT', config: soul as object, base_version_id: versionId } });
+    if (!(await findSharedDraft(tx, agent.id))) await createSharedDraft(tx, { tenantId: tenant.id, agentId: agent.id, baseVersionId: versionId }, soul);
     await tx.apiToken.create({ data: { tenant_id: tenant.id, app_id: app.id, token_hash: hash, token_prefix: prefix, name: 'demo' } });
     await tx.consoleToken.create({ data: { tenant_id: tenant.id, account_id: account.id, token_hash: hashApiKey(consoleKey) } });
     await tx.creditPool.upsert({
@@ -87,9 +85,8 @@ export async function createAgentApp(db: Db, tenantId: string, opts: { name: str
   return db.$transaction(async (tx) => {
     const app = await tx.app.create({ data: { tenant_id: tenantId, name: opts.name, mode: 'agent' } });
     const agent = await tx.agent.create({ data: { tenant_id: tenantId, app_id: app.id, name: opts.name } });
-    const v = await tx.agentConfigVersion.create({ data: { tenant_id: tenantId, agent_id: agent.id, version: 1, config_snapshot: soul as object } });
-    await tx.agent.update({ where: { id: agent.id }, data: { active_config_snapshot_id: v.id } });
-    await tx.agentConfigDraft.create({ data: { tenant_id: tenantId, agent_id: agent.id, draft_type: 'DRAFT', config: soul as object, base_version_id: v.id } });
+    const v = await publishVersion(tx, { tenantId, agentId: agent.id, createdBy: null }, soul);
+    await createSharedDraft(tx, { tenantId, agentId: agent.id, baseVersionId: v.id }, soul);
     await tx.apiToken.create({ data: { tenant_id: tenantId, app_id: app.id, token_hash: hash, token_prefix: prefix } });
     return { appId: app.id, agentId: agent.id, configVersionId: v.id, apiKey: key };
   });

@@ -6,7 +6,7 @@
 import express, { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { hashApiKey } from '../../core/api-keys.js';
-import type { Prisma } from '../../core/db.js';
+import { findBuildDraft, findSharedDraft, listVersions, publishVersion, saveBuildDraft, updateDraft } from '../../core/agent-configs.js';
 import { AgentSoulConfig } from '../../core/soul.js';
 import type { AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
@@ -65,7 +65,7 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
   }
 
   async function sharedDraft(agentId: string) {
-    const d = await db.agentConfigDraft.findFirst({ where: { agent_id: agentId, draft_type: 'DRAFT', account_id: null } });
+    const d = await findSharedDraft(db, agentId);
     if (!d) throw new HttpError(404, 'agent_draft_not_found', 'The agent has no draft.');
     return d;
   }
@@ -89,12 +89,12 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
     const d = await sharedDraft(agent.id);
     // Drafts are edited in place: their id cannot prove a retained snapshot still fits (seed 000), so the
     // topology check at run time does.
-    res.json(draftJson(await db.agentConfigDraft.update({ where: { id: d.id }, data: { config: config as unknown as Prisma.InputJsonValue } })));
+    res.json(draftJson(await updateDraft(db, d.id, config)));
   });
 
   r.get('/apps/:app_id/agent/build-draft', async (req, res) => {
     const { agent, ctx } = await appOf(req);
-    const d = await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.accountId } });
+    const d = await findBuildDraft(db, agent.id, ctx.accountId);
     if (!d) throw new HttpError(404, 'agent_build_draft_not_found', 'You have no build draft for this agent.');
     res.json(draftJson(d));
   });
@@ -102,11 +102,7 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
   r.put('/apps/:app_id/agent/build-draft', async (req, res) => {
     const { agent, ctx } = await appOf(req);
     const { config } = parseOr400(DraftBody, req.body);
-    const existing = await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.accountId } });
-    const data = { config: config as unknown as Prisma.InputJsonValue };
-    const d = existing
-      ? await db.agentConfigDraft.update({ where: { id: existing.id }, data })
-      : await db.agentConfigDraft.create({ data: { ...data, tenant_id: ctx.tenantId, agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.accountId, base_version_id: agent.active_config_snapshot_id } });
+    const d = await saveBuildDraft(db, { tenantId: ctx.tenantId, agentId: agent.id, accountId: ctx.accountId, baseVersionId: agent.active_config_snapshot_id }, config);
     res.json(draftJson(d));
   });
 
@@ -114,27 +110,16 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
     const { agent, ctx } = await appOf(req);
     const { from } = parseOr400(PublishBody, req.body ?? {});
     const version = await db.$transaction(async (tx) => {
-      const draft =
-        from === 'draft'
-          ? await tx.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'DRAFT', account_id: null } })
-          : await tx.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.accountId } });
+      const draft = from === 'draft' ? await findSharedDraft(tx, agent.id) : await findBuildDraft(tx, agent.id, ctx.accountId);
       if (!draft) throw new HttpError(404, 'agent_draft_not_found', 'Nothing to publish.');
-      const config = AgentSoulConfig.parse(draft.config);
-      // Serialise publishes of one agent; versions are immutable and numbered densely.
-      await tx.$executeRaw`select pg_advisory_xact_lock(hashtextextended(${agent.id}, 11))`;
-      const last = await tx.agentConfigVersion.findFirst({ where: { agent_id: agent.id }, orderBy: { version: 'desc' } });
-      const v = await tx.agentConfigVersion.create({
-        data: { tenant_id: ctx.tenantId, agent_id: agent.id, version: (last?.version ?? 0) + 1, config_snapshot: config as unknown as Prisma.InputJsonValue, created_by: ctx.accountId },
-      });
-      await tx.agent.update({ where: { id: agent.id }, data: { active_config_snapshot_id: v.id } });
-      return v;
+      return publishVersion(tx, { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId }, AgentSoulConfig.parse(draft.config));
     });
     res.status(201).json({ id: version.id, version: version.version, created_at: unixSeconds(version.created_at) });
   });
 
   r.get('/apps/:app_id/agent/versions', async (req, res) => {
     const { agent } = await appOf(req);
-    const rows = await db.agentConfigVersion.findMany({ where: { agent_id: agent.id }, orderBy: { version: 'desc' } });
+    const rows = await listVersions(db, agent.id);
     res.json({
       data: rows.map((v) => ({ id: v.id, version: v.version, active: v.id === agent.active_config_snapshot_id, created_by: v.created_by, created_at: unixSeconds(v.created_at) })),
     });

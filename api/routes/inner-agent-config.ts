@@ -6,7 +6,8 @@
  */
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
-import type { Db, Prisma } from '../../core/db.js';
+import { findBuildDraft, findSharedDraft, findVersion, saveBuildDraft } from '../../core/agent-configs.js';
+import type { Db } from '../../core/db.js';
 import { verifyExecutionContext } from '../../core/exec-context.js';
 import { ExecutionContextLayerConfig, type ExecutionContextLayerConfig as Ctx } from '../../core/protocol/run.js';
 import { AgentSoulConfig } from '../../core/soul.js';
@@ -46,15 +47,15 @@ export function innerAgentConfigRoutes(deps: { db: Db; innerApiKey: string }): R
     const agent = await agentOf(ctx);
     if (ctx.invoke_from === 'debugger') {
       if (ctx.user_from === 'account') {
-        const own = await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.user_id } });
+        const own = await findBuildDraft(db, agent.id, ctx.user_id);
         if (own) return own.config;
       }
-      const shared = await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'DRAFT', account_id: null } });
+      const shared = await findSharedDraft(db, agent.id);
       if (!shared) throw new HttpError(404, 'agent_draft_not_found', 'The agent has no draft.');
       return shared.config;
     }
     const versionId = ctx.agent_config_version_id ?? agent.active_config_snapshot_id;
-    const version = versionId ? await db.agentConfigVersion.findFirst({ where: { id: versionId, agent_id: agent.id } }) : null;
+    const version = versionId ? await findVersion(db, agent.id, versionId) : null;
     if (!version) throw new HttpError(404, 'agent_config_not_found', 'No configuration for this run.');
     return version.config_snapshot;
   }
@@ -70,20 +71,16 @@ export function innerAgentConfigRoutes(deps: { db: Db; innerApiKey: string }): R
     if (ctx.user_from !== 'account') throw new HttpError(403, 'agent_config_write_forbidden', 'Only an account may edit its own build draft.');
     const agent = await agentOf(ctx);
     const saved = await db.$transaction(async (tx) => {
-      let draft = await tx.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.user_id } });
-      if (!draft) {
-        // A personal build draft starts from the shared draft (or the published config).
-        const base =
-          (await tx.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'DRAFT', account_id: null } }))?.config ??
-          (agent.active_config_snapshot_id ? (await tx.agentConfigVersion.findUniqueOrThrow({ where: { id: agent.active_config_snapshot_id } })).config_snapshot : null);
-        if (!base) throw new HttpError(404, 'agent_config_not_found', 'The agent has no configuration to edit.');
-        draft = await tx.agentConfigDraft.create({
-          data: { tenant_id: agent.tenant_id, agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: ctx.user_id, config: base as Prisma.InputJsonValue, base_version_id: agent.active_config_snapshot_id },
-        });
-      }
-      const config = AgentSoulConfig.parse(draft.config);
+      const own = await findBuildDraft(tx, agent.id, ctx.user_id);
+      // A personal build draft starts from the shared draft (or the published config).
+      const base =
+        own?.config ??
+        (await findSharedDraft(tx, agent.id))?.config ??
+        (agent.active_config_snapshot_id ? (await findVersion(tx, agent.id, agent.active_config_snapshot_id))?.config_snapshot : null);
+      if (!base) throw new HttpError(404, 'agent_config_not_found', 'The agent has no configuration to edit.');
+      const config = AgentSoulConfig.parse(base);
       config.prompt.system_prompt = prompt;
-      await tx.agentConfigDraft.update({ where: { id: draft.id }, data: { config: config as unknown as Prisma.InputJsonValue } });
+      await saveBuildDraft(tx, { tenantId: agent.tenant_id, agentId: agent.id, accountId: ctx.user_id, baseVersionId: agent.active_config_snapshot_id }, config);
       return prompt;
     });
     res.json({ prompt: saved });

@@ -6,6 +6,7 @@
  */
 import { AgentSoulConfig } from '../../core/soul.js';
 import type { Prisma } from '../../core/generated/prisma/client.js';
+import { findBuildDraft, findSharedDraft } from '../../core/agent-configs.js';
 import type { ActivityDeps } from '../deps.js';
 import type { TurnContext } from './turn-context.js';
 import { turnFailure } from '../errors.js';
@@ -37,8 +38,8 @@ export function createResolveConfig({ db }: ActivityDeps) {
     if (msg.invoke_from === 'debugger') {
       const build = (msg.metadata as { draft_type?: string }).draft_type === 'BUILD_DRAFT';
       const draft = build
-        ? await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'BUILD_DRAFT', account_id: msg.account_id } })
-        : await db.agentConfigDraft.findFirst({ where: { agent_id: agent.id, draft_type: 'DRAFT', account_id: null } });
+        ? await findBuildDraft(db, agent.id, msg.account_id)
+        : await findSharedDraft(db, agent.id);
       if (!draft) throw turnFailure('agent_draft_not_found', 404, build ? 'You have no build draft for this agent.' : 'The agent has no draft to debug.');
       return {
         resolved: { configKind: 'draft', draftType: build ? 'BUILD_DRAFT' : 'DRAFT', configVersionId: null, scopeId: draft.id },
