@@ -32,10 +32,14 @@ import {
 /**
  * Short, idempotent database steps run as local activities: no task-queue round trip and a single marker
  * in history each (the durable path's first-token latency is dominated by round trips; bench/README.md).
+ * They retry for as long as a PostgreSQL failover may take (bounded by time, not attempts: 10 attempts were
+ * ~30 s, and a turn whose bookkeeping step gave up mid-outage failed or kept its conversation locked).
+ * Retry options are not part of the replayed commands, so running turns pick this up without a patch.
  */
 const steps = proxyLocalActivities<Activities>({
   startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 10 },
+  scheduleToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
 });
 
 /** The agent run: long, heartbeating, cancellable, reattaches on retry. */
@@ -43,7 +47,8 @@ const agent = proxyActivities<Activities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '5 seconds',
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '300 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 25 },
+  // ~4 minutes of retries at the 5 s cap: a PostgreSQL failover (a minute) fails attempts fast, each reattaches.
+  retry: { initialInterval: '300 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 50 },
 });
 
 
