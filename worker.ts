@@ -2,7 +2,9 @@
  * The Temporal worker: runs `agentTurn` workflows and their activities. Scale by running more of these on
  * the same task queue. `npm run worker` (the dev stack starts one in-process).
  */
+import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from './activities/index.js';
@@ -11,6 +13,7 @@ import { loadConfig, type Config } from './core/config.js';
 import { createDb, type Db } from './core/db.js';
 import { createDefaultProviders } from './core/llm/providers/index.js';
 import { createLogger, type Logger } from './core/logger.js';
+import { OutboxDispatcher } from './core/outbox.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const WORKFLOWS_PATH = path.join(here, 'workflows', 'index.ts');
@@ -82,18 +85,90 @@ export async function startWorker(opts: {
   };
 }
 
-// `tsx worker.ts`: a standalone worker process.
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+/** Resolves after `ms`, or at once when `signal` aborts. */
+const pause = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+/**
+ * A standalone worker process: starts without Temporal and without PostgreSQL and connects when they come
+ * back (retry with backoff, one log line per state change). It also runs an outbox dispatcher (core/outbox.ts),
+ * so signals and cancels an api accepted are delivered even if every api replica is gone, and, with
+ * WORKER_HEALTH_PORT, answers `GET /healthz` with `{temporal, database}`.
+ */
+async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('worker', config.LOG_LEVEL);
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for a standalone worker.');
   const db = createDb(config.DATABASE_URL, { max: 20 });
-  const w = await startWorker({ config, db, logger, temporalAddress: config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}` });
+  const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
+  const stopping = new AbortController();
+  installRuntimeLogger(logger, config.LOG_LEVEL);
+
+  let client: Client | null = null;
+  let running: RunningWorker | null = null;
+  const outbox = new OutboxDispatcher({ db, temporal: () => client, logger });
+  outbox.start();
+  const health = config.WORKER_HEALTH_PORT ? startHealthServer(config.WORKER_HEALTH_PORT, db, () => running, logger) : null;
+
+  const stop = () => {
+    stopping.abort();
+    void (async () => {
+      await outbox.stop();
+      await running?.shutdown();
+      health?.close();
+      await db.$disconnect();
+      process.exit(0);
+    })();
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+
+  // Temporal: connect (and create the worker, which checks the namespace) until it works.
+  for (let attempt = 0; !stopping.signal.aborted; attempt++) {
+    try {
+      const connection = await NativeConnection.connect({ address });
+      try {
+        running = await startWorker({ config, db, logger, temporalAddress: address, connection });
+      } catch (err) {
+        await connection.close().catch(() => undefined);
+        throw err;
+      }
+      client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+      if (attempt > 0) logger.info({ address, attempts: attempt + 1 }, 'temporal reachable; worker connected');
+      break;
+    } catch (err) {
+      if (attempt === 0) logger.warn({ address, err: (err as Error).message }, 'temporal unreachable; worker retrying until it is back');
+      await pause(Math.min(5000, 250 * 2 ** attempt), stopping.signal);
+    }
+  }
+  if (!running) return;
   logger.info({ task_queue: config.TEMPORAL_TASK_QUEUE }, 'worker running');
   // A parent that spawned us with an IPC channel (the dev stack, tests) waits for this.
   process.send?.('worker-ready');
-  const stop = () => void w.shutdown().then(() => db.$disconnect()).then(() => process.exit(0));
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
-  await w.run;
+  await running.run;
+}
+
+function startHealthServer(port: number, db: Db, worker: () => RunningWorker | null, logger: Logger): http.Server {
+  const server = http.createServer((req, res) => {
+    void (async () => {
+      const database = await Promise.race([
+        db.$queryRaw`select 1`.then(() => true, () => false),
+        new Promise<boolean>((r) => setTimeout(() => r(false), 2000).unref()),
+      ]);
+      const temporal = worker()?.worker.getState() === 'RUNNING';
+      const ok = database && temporal;
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable', checks: { temporal, database } }));
+    })();
+  });
+  server.listen(port, '127.0.0.1', () => logger.info({ port }, 'worker health endpoint listening'));
+  return server;
+}
+
+// `tsx worker.ts`: a standalone worker process.
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  await main();
 }

@@ -11,8 +11,9 @@ import type { Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
 import type { EventNotifier } from '../core/event-log.js';
 import type { Logger } from '../core/logger.js';
+import type { OutboxDispatcher } from '../core/outbox.js';
 import { appKeyAuth } from './auth.js';
-import { errorHandler, unknownRoute } from './errors.js';
+import { errorHandler, RETRY_AFTER_SECONDS, unknownRoute } from './errors.js';
 import { openApiRoute } from './openapi.js';
 import { requestLog } from './request-log.js';
 import { appInfoRoutes } from './routes/app-info.js';
@@ -31,6 +32,8 @@ export interface ApiDeps {
   /** The agent backend, for the fast stop path. */
   backend: AgentBackendClient;
   temporal: Client;
+  /** Delivers the signals and cancels routes write to the transactional outbox (fast path). */
+  outbox: OutboxDispatcher;
   /** See TurnServiceDeps.eagerStart. */
   eagerStart?: boolean;
   notifier: EventNotifier;
@@ -38,6 +41,7 @@ export interface ApiDeps {
   logger: Logger;
   /** Routers mounted under /inner/api (LLM invoke, agent-config prompt). */
   inner?: { path: string; router: Router }[];
+  /** Which dependency is reachable (`{database, temporal, agent_backend}`); 503 while one is not. */
   ready?: () => Promise<Record<string, boolean>>;
 }
 
@@ -64,6 +68,7 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.get('/readyz', async (_req, res) => {
     const checks = deps.ready ? await deps.ready() : {};
     const ok = Object.values(checks).every(Boolean);
+    if (!ok) res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
     res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks });
   });
 

@@ -1,13 +1,14 @@
 /**
  * A standalone api replica (docker-compose, production): needs DATABASE_URL, TEMPORAL_ADDRESS and
- * AGENT_BACKEND_URL. `npm start` runs the api in-process with everything else instead.
+ * AGENT_BACKEND_URL. `npm start` runs the api in-process with everything else instead. It starts while
+ * Temporal is unreachable (history, stream reattach and forms need only PostgreSQL; starting a turn answers
+ * 503 + Retry-After until Temporal is back, /readyz says `temporal: false`).
  */
-import { Connection } from '@temporalio/client';
 import { loadConfig } from '../core/config.js';
 import { createDb } from '../core/db.js';
 import { EventNotifier } from '../core/event-log.js';
 import { createLogger } from '../core/logger.js';
-import { createWiredApi } from './wire.js';
+import { createWiredApi, lazyTemporalConnection } from './wire.js';
 
 const config = loadConfig();
 const logger = createLogger('api', config.LOG_LEVEL);
@@ -16,17 +17,14 @@ if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
   process.exit(1);
 }
 const db = createDb(config.DATABASE_URL, { max: 20 });
-const connection = await Connection.connect({
-  address: config.TEMPORAL_ADDRESS,
-  channelArgs: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 3000 },
-});
+const connection = lazyTemporalConnection(config.TEMPORAL_ADDRESS);
 const notifier = new EventNotifier(config.DATABASE_URL, logger);
 await notifier.start();
-const { app } = createWiredApi({ db, connection, notifier, config, logger, agentBackendUrl: () => config.agentBackendUrl });
+const { app, stop: stopBackground } = createWiredApi({ db, connection, notifier, config, logger, agentBackendUrl: () => config.agentBackendUrl });
 const server = app.listen(config.API_PORT, config.API_HOST, () => logger.info({ port: config.API_PORT }, 'api listening'));
 const stop = () => {
   server.close();
-  void notifier.stop().then(() => db.$disconnect()).then(() => connection.close()).then(() => process.exit(0));
+  void stopBackground().then(() => notifier.stop()).then(() => db.$disconnect()).then(() => connection.close()).then(() => process.exit(0));
 };
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);

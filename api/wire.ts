@@ -1,14 +1,72 @@
 /** The api with all its routers and readiness checks, as both `npm start` and a standalone replica run it. */
-import { Client, type ConnectionLike } from '@temporalio/client';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionLike } from '@temporalio/client';
 import { AgentBackendClient } from '../core/backend-client.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
 import type { EventNotifier } from '../core/event-log.js';
 import { createDefaultProviders } from '../core/llm/providers/index.js';
 import type { Logger } from '../core/logger.js';
+import { OutboxDispatcher } from '../core/outbox.js';
 import { createApiApp } from './app.js';
 import { createInnerLlmRouter } from './inner/llm.js';
 import { innerAgentConfigRoutes } from './routes/inner-agent-config.js';
+
+/** How long one readiness check may take before it counts as down. */
+const READY_CHECK_MS = 2000;
+
+/**
+ * The api's Temporal connection: lazy (the api starts and serves PostgreSQL-only routes while Temporal is
+ * unreachable; gRPC connects on first use and reconnects with a short backoff), and a request fails within
+ * about half a second when Temporal is down (3 tries instead of the SDK's 10 over ~20 s), so a turn start
+ * answers 503 + Retry-After promptly instead of hanging.
+ */
+export function lazyTemporalConnection(address: string): Connection {
+  return Connection.lazy({
+    address,
+    channelArgs: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 3000 },
+    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 3 }))],
+  });
+}
+
+/** Resolves true if `p` settles successfully within `ms`. */
+function within(ms: number, p: () => Promise<unknown>): Promise<boolean> {
+  return new Promise((resolve) => {
+    const t = setTimeout(() => resolve(false), ms);
+    p().then(
+      () => resolve(true),
+      () => resolve(false),
+    ).finally(() => clearTimeout(t));
+  });
+}
+
+export function temporalReachable(connection: ConnectionLike): Promise<boolean> {
+  return within(READY_CHECK_MS, () => connection.withDeadline(Date.now() + READY_CHECK_MS, () => connection.workflowService.getSystemInfo({})));
+}
+
+/**
+ * Keeps probing Temporal in the background (every second while down, every 10 s while up) and logs each
+ * change, so an operator sees when the api lost and regained it; the probe also keeps the lazy channel
+ * reconnecting.
+ */
+function watchTemporal(connection: ConnectionLike, logger: Logger): () => void {
+  let up: boolean | null = null;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const tick = async () => {
+    const now = await temporalReachable(connection);
+    if (now !== up) {
+      if (now) logger.info('temporal reachable');
+      else logger.warn('temporal unreachable; the api keeps serving what needs only PostgreSQL and retries');
+      up = now;
+    }
+    if (!stopped) timer = setTimeout(() => void tick(), now ? 10_000 : 1000);
+  };
+  void tick();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
 
 export function createWiredApi(deps: {
   db: Db;
@@ -24,10 +82,15 @@ export function createWiredApi(deps: {
   const { db, connection, notifier, config, logger } = deps;
   const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
   const backend = new AgentBackendClient(deps.agentBackendUrl, config.AGENT_BACKEND_TOKEN);
+  // Every api process delivers pending signals and cancels, its own and those of replicas that died.
+  const outbox = new OutboxDispatcher({ db, temporal: () => temporal, logger });
+  outbox.start();
+  const unwatch = watchTemporal(connection, logger.child({ component: 'api' }));
   const app = createApiApp({
     db,
     backend,
     temporal,
+    outbox,
     eagerStart: deps.eagerStart,
     notifier,
     config,
@@ -36,11 +99,19 @@ export function createWiredApi(deps: {
       { path: '/inner/api/agent/llm', router: createInnerLlmRouter({ db, config, logger, providers: createDefaultProviders(config) }) },
       { path: '/inner/api/agent-config', router: innerAgentConfigRoutes({ db, innerApiKey: config.INNER_API_KEY }) },
     ],
-    ready: async () => ({
-      database: await db.$queryRaw`select 1`.then(() => true, () => false),
-      temporal: await connection.workflowService.getSystemInfo({}).then(() => true, () => false),
-      agent_backend: await fetch(`${deps.agentBackendUrl()}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false),
-    }),
+    ready: async () => {
+      const [database, temporalUp, agentBackend] = await Promise.all([
+        within(READY_CHECK_MS, () => db.$queryRaw`select 1`),
+        temporalReachable(connection),
+        within(READY_CHECK_MS, () => fetch(`${deps.agentBackendUrl()}/healthz`, { signal: AbortSignal.timeout(READY_CHECK_MS) }).then((r) => (r.ok ? r : Promise.reject(new Error(String(r.status)))))),
+      ]);
+      return { database, temporal: temporalUp, agent_backend: agentBackend };
+    },
   });
-  return { app, temporal };
+  /** Stops the background work (outbox dispatcher, Temporal watch); the caller closes db and connection. */
+  const stop = async () => {
+    unwatch();
+    await outbox.stop();
+  };
+  return { app, temporal, outbox, stop };
 }

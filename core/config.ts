@@ -50,6 +50,10 @@ export const EnvSchema = z.object({
   /** How long a stop waits for the backend's run_cancelled before keeping what it has, in ms. */
   STOP_WAIT_MS: int(15_000),
 
+  // --- worker ---------------------------------------------------------------------------------
+  /** A standalone worker answers `GET /healthz` ({temporal, database}) on 127.0.0.1 at this port; unset: none. */
+  WORKER_HEALTH_PORT: z.coerce.number().int().positive().optional(),
+
   // --- agent backend ----------------------------------------------------------------------------
   AGENT_BACKEND_HOST: z.string().default('127.0.0.1'),
   AGENT_BACKEND_PORT: int(5002),

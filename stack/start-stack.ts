@@ -9,16 +9,17 @@ import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Connection, type Client, type ConnectionLike } from '@temporalio/client';
+import type { Client, ConnectionLike } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { createAgentBackend } from '../agent-backend/server.js';
 import { PgRunStore } from '../agent-backend/store.js';
-import { createWiredApi } from '../api/wire.js';
+import { createWiredApi, lazyTemporalConnection } from '../api/wire.js';
 import { EnvSchema, type Config } from '../core/config.js';
 import { createDb, type Db } from '../core/db.js';
 import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
 import { EventNotifier } from '../core/event-log.js';
 import type { Logger } from '../core/logger.js';
+import type { OutboxDispatcher } from '../core/outbox.js';
 import { applyMigrations } from '../core/migrate.js';
 import { ensureDemoData, type DemoData } from '../core/seed.js';
 import { demoSoulConfig } from '../core/soul.js';
@@ -47,6 +48,8 @@ export interface Stack {
   temporalAddress: string;
   temporalUiUrl: string | null;
   temporal: Client;
+  /** The api's outbox dispatcher (signals and cancels owed to Temporal). */
+  outbox: OutboxDispatcher;
   demo: DemoData | null;
   worker: RunningWorker | null;
   workerChild: ChildProcess | null;
@@ -93,17 +96,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     }
     // With the worker in this process, the api's client and the worker share one NativeConnection, so
     // turns start eagerly: the server returns the first workflow task in the start response to this
-    // worker instead of routing it through matching (bench/README.md). Otherwise a plain client that
-    // reconnects quickly after a Temporal restart (gRPC's default backoff grows to two minutes).
+    // worker instead of routing it through matching (bench/README.md). Otherwise a lazy client that
+    // starts even while Temporal is unreachable and reconnects quickly after a restart (api/wire.ts).
     const inProcessWorker = (opts.worker ?? 'in-process') === 'in-process';
     if (inProcessWorker) installRuntimeLogger(logger.child({ component: 'worker' }), config.LOG_LEVEL);
     const nativeConnection = inProcessWorker ? await NativeConnection.connect({ address: temporalAddress }) : null;
-    const connection: ConnectionLike =
-      nativeConnection ??
-      (await Connection.connect({
-        address: temporalAddress,
-        channelArgs: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 3000 },
-      }));
+    const connection: ConnectionLike = nativeConnection ?? lazyTemporalConnection(temporalAddress);
     stops.push(() => connection.close());
     config = { ...config, TEMPORAL_ADDRESS: temporalAddress };
 
@@ -112,7 +110,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await notifier.start();
     stops.push(() => notifier.stop());
     const backendHolder: { url: string } = { url: config.agentBackendUrl };
-    const { app, temporal } = createWiredApi({ db, connection, eagerStart: inProcessWorker, notifier, config, logger, agentBackendUrl: () => backendHolder.url });
+    const { app, temporal, outbox, stop: stopApiBackground } = createWiredApi({ db, connection, eagerStart: inProcessWorker, notifier, config, logger, agentBackendUrl: () => backendHolder.url });
+    stops.push(stopApiBackground);
     const server = app.listen(config.API_PORT, config.API_HOST);
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
@@ -176,6 +175,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       temporalAddress,
       temporalUiUrl: dev?.uiUrl ?? null,
       temporal,
+      outbox,
       demo,
       worker,
       workerChild,

@@ -1,12 +1,12 @@
 /** Chat routes: send a message (streaming or blocking), re-attach to a turn's stream, stop a turn. */
 import { Router } from 'express';
 import type { Client } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { AgentBackendClient } from '../../core/backend-client.js';
 import type { Config } from '../../core/config.js';
 import type { Db } from '../../core/db.js';
 import type { EventNotifier } from '../../core/event-log.js';
 import type { Logger } from '../../core/logger.js';
+import { enqueueOutbox, type OutboxDispatcher } from '../../core/outbox.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { ChatRequest, StopRequest, Uuid, UserId } from '../schemas.js';
@@ -18,6 +18,7 @@ export interface ChatRouteDeps {
   db: Db;
   backend: AgentBackendClient;
   temporal: Client;
+  outbox: OutboxDispatcher;
   notifier: EventNotifier;
   config: Config;
   logger: Logger;
@@ -73,12 +74,10 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     const taskId = parseOr400(Uuid, req.params.task_id, 'task_id');
     const { user } = parseOr400(StopRequest, req.body);
     const msg = await findOwnedMessage(db, app.appId, user, taskId);
-    try {
-      // First the durable request (recorded in the workflow's history) ...
-      await deps.temporal.workflow.getHandle(msg.workflow_id).cancel();
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-    }
+    // First the durable request: the workflow cancel goes through the outbox (written before we answer,
+    // delivered now or, if Temporal is down, by any api/worker process once it is back; cancelling twice,
+    // or a finished workflow, is harmless) ...
+    await deps.outbox.deliverNow(await enqueueOutbox(db, { kind: 'cancel', workflowId: msg.workflow_id }));
     // ... then the fast path: the backend stops the model now instead of at the activity's next heartbeat.
     // runAgent records the run_cancelled either way; a failure here only costs latency.
     const run = await db.agentBackendRun.findUnique({ where: { message_id: msg.id } });

@@ -4,11 +4,10 @@
  * is cancelled). Another app or user gets 404, never 403, so ids cannot be probed.
  */
 import { Router } from 'express';
-import type { Client } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import type { z } from 'zod';
 import type { Db } from '../../core/db.js';
 import type { Logger } from '../../core/logger.js';
+import { enqueueOutbox, type OutboxDispatcher, type OutboxEntry } from '../../core/outbox.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { ConversationsQuery, DeleteConversationRequest, RenameConversationRequest, Uuid, type ConversationResponse } from '../schemas.js';
@@ -30,7 +29,7 @@ export function toConversation(c: ConversationRow): z.input<typeof ConversationR
   };
 }
 
-export function conversationRoutes(deps: { db: Db; temporal: Client; logger: Logger }): Router {
+export function conversationRoutes(deps: { db: Db; outbox: OutboxDispatcher; logger: Logger }): Router {
   const r = Router();
   const { db } = deps;
 
@@ -79,16 +78,15 @@ export function conversationRoutes(deps: { db: Db; temporal: Client; logger: Log
     const id = parseOr400(Uuid, req.params.conversation_id, 'conversation_id');
     const { user } = parseOr400(DeleteConversationRequest, { user: req.body?.user ?? req.query.user });
     const conv = await findOwnedConversation(db, app.appId, user, id);
-    const deleted = await db.conversation.updateMany({ where: { id: conv.id, deleted_at: null }, data: { deleted_at: new Date() } });
-    if (deleted.count === 1 && conv.active_message_id) {
-      // A deleted conversation keeps no turn running or waiting for a human.
-      try {
-        const msg = await db.message.findUnique({ where: { id: conv.active_message_id }, select: { workflow_id: true } });
-        if (msg) await deps.temporal.workflow.getHandle(msg.workflow_id).cancel();
-      } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) deps.logger.warn({ err: (err as Error).message, conversation_id: conv.id }, 'could not cancel the turn of a deleted conversation');
-      }
-    }
+    // A deleted conversation keeps no turn running or waiting for a human: the soft delete and the cancel
+    // of its in-flight turn commit together (outbox), and the cancel is delivered now or once Temporal is back.
+    const cancel = await db.$transaction(async (tx): Promise<OutboxEntry | null> => {
+      const deleted = await tx.conversation.updateMany({ where: { id: conv.id, deleted_at: null }, data: { deleted_at: new Date() } });
+      if (deleted.count !== 1 || !conv.active_message_id) return null;
+      const msg = await tx.message.findUnique({ where: { id: conv.active_message_id }, select: { workflow_id: true } });
+      return msg ? enqueueOutbox(tx, { kind: 'cancel', workflowId: msg.workflow_id }) : null;
+    });
+    if (cancel) await deps.outbox.deliverNow(cancel);
     res.status(204).end();
   });
 

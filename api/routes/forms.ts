@@ -1,16 +1,17 @@
 /**
  * ask_human forms (PROTOCOL §1/§5): read the form to render, and submit it. Exactly one submission wins
  * (a conditional update), only the conversation's user may submit, and a submission creates the
- * continuation message and signals the waiting workflow.
+ * continuation message and signals the waiting workflow — through the transactional outbox, so the signal
+ * is delivered even if Temporal is down and this process dies before it comes back.
  */
 import crypto from 'node:crypto';
 import { Router } from 'express';
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { Db } from '../../core/db.js';
 import { createResumeMessage, SubmissionError, validateSubmission, type FormAction, type FormField } from '../../core/human-input.js';
 import type { Logger } from '../../core/logger.js';
-import { formSubmittedSignal } from '../../workflows/definitions.js';
+import { enqueueOutbox, type OutboxDispatcher } from '../../core/outbox.js';
+import { formSubmittedSignal, type FormSubmittedSignal } from '../../workflows/definitions.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { UserId } from '../schemas.js';
@@ -23,7 +24,7 @@ const SubmitBody = z.object({
   user: UserId,
 });
 
-export function formRoutes(deps: { db: Db; temporal: Client; logger: Logger }): Router {
+export function formRoutes(deps: { db: Db; outbox: OutboxDispatcher; logger: Logger }): Router {
   const r = Router();
   const { db } = deps;
 
@@ -81,7 +82,9 @@ export function formRoutes(deps: { db: Db; temporal: Client; logger: Logger }): 
       throw err;
     }
     const resumeMessageId = crypto.randomUUID();
-    await db.$transaction(async (tx) => {
+    // The submission, the continuation message and the owed signal commit together: a submitted form
+    // always has its signal on the way (the workflow keeps one submission per form id, so a redelivery is harmless).
+    const signal = await db.$transaction(async (tx) => {
       const won = await tx.humanInputForm.updateMany({
         where: { id: form.id, status: 'waiting', expires_at: { gt: new Date() } },
         data: { status: 'submitted', submission: clean.values, submitted_action: clean.action.id, submitted_at: new Date() },
@@ -91,22 +94,12 @@ export function formRoutes(deps: { db: Db; temporal: Client; logger: Logger }): 
         throw refuse(now.status === 'waiting' ? 'expired' : now.status);
       }
       await createResumeMessage(tx as never, form.message_id, form.id, resumeMessageId);
+      const payload: FormSubmittedSignal = { formId: form.id, resumeMessageId };
+      return enqueueOutbox(tx, { kind: 'signal', workflowId: form.workflow_id, signalName: formSubmittedSignal.name, payload: { ...payload } });
     });
-    // The submission is stored; now wake the waiting workflow. Retried: a Temporal restart or a reconnect
-    // must not leave the turn waiting for its expiry timer (whose path would still find the submission).
-    const handle = deps.temporal.workflow.getHandle(form.workflow_id);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await handle.signal(formSubmittedSignal, { formId: form.id, resumeMessageId });
-        break;
-      } catch (err) {
-        if (err instanceof WorkflowNotFoundError || attempt >= 12) {
-          deps.logger.error({ err: (err as Error).message, form_id: form.id, workflow_id: form.workflow_id, attempt }, 'could not signal the waiting turn');
-          break;
-        }
-        await new Promise((r) => setTimeout(r, Math.min(2000, 200 * 2 ** attempt)));
-      }
-    }
+    // Fast path: wake the waiting workflow now. If Temporal is unreachable the outbox keeps trying (any
+    // api or worker process); the submission stands either way, so the answer is the same.
+    await deps.outbox.deliverNow(signal);
     res.json({ result: 'success', task_id: resumeMessageId, message_id: resumeMessageId, conversation_id: form.conversation_id });
   });
 
