@@ -131,6 +131,7 @@ export async function startTurn(
         { key: SA.AgentId, value: app.agentId },
         { key: SA.ConversationId, value: conversationId },
         { key: SA.MessageId, value: messageId },
+        { key: SA.MessageIds, value: [messageId] },
         { key: SA.InvokeFrom, value: invokeFrom },
       ],
       staticSummary: `Agent turn · ${app.appName} · "${conversationName(body.query)}"`,

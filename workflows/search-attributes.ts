@@ -11,9 +11,16 @@ export const TURN_SEARCH_ATTRIBUTES = {
   ConversationId: defineSearchAttributeKey('ConversationId', SearchAttributeType.KEYWORD),
   MessageId: defineSearchAttributeKey('MessageId', SearchAttributeType.KEYWORD),
   InvokeFrom: defineSearchAttributeKey('InvokeFrom', SearchAttributeType.KEYWORD),
+  /** Every message the turn worked on: its own, then each ask_human continuation's (MessageId is the first). */
+  MessageIds: defineSearchAttributeKey('MessageIds', SearchAttributeType.KEYWORD_LIST),
 } as const;
 
 export type TurnSearchAttributeName = keyof typeof TURN_SEARCH_ATTRIBUTES;
 
-/** Their names, in registration order (all are Keyword). */
+/** Their names, in registration order. */
 export const TURN_SEARCH_ATTRIBUTE_NAMES = Object.keys(TURN_SEARCH_ATTRIBUTES) as TurnSearchAttributeName[];
+
+/** `Name=Type` as the Temporal CLI takes them (`--search-attribute`, `operator search-attribute create`). */
+export const TURN_SEARCH_ATTRIBUTE_SPECS = TURN_SEARCH_ATTRIBUTE_NAMES.map(
+  (n) => `${n}=${TURN_SEARCH_ATTRIBUTES[n].type === SearchAttributeType.KEYWORD_LIST ? 'KeywordList' : 'Keyword'}`,
+);

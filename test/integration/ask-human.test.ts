@@ -102,6 +102,13 @@ describe('ask_human', () => {
     expect(resumed.map((f) => f.event).slice(-2)).toEqual(['message', 'message_end']);
     expect(resumed.find((f) => f.event === 'message')!.data.answer).toContain('You answered: "Hana"');
     await expect(handle.result()).resolves.toMatchObject({ status: 'succeeded', messageId: cont.task_id });
+    // Ops find the workflow by the continuation's message id too; MessageId stays the first message.
+    const sa = (await handle.describe()).searchAttributes as Record<string, unknown[]>;
+    expect(sa.MessageId).toEqual([messageId]);
+    expect(sa.MessageIds).toEqual([messageId, cont.task_id]);
+    // The form wait's timer carries a summary that names the form (the Temporal UI showed a bare "1").
+    const timer = (await handle.fetchHistory()).events!.find((e) => e.timerStartedEventAttributes);
+    expect(timer?.userMetadata?.summary?.data && Buffer.from(timer.userMetadata.summary.data).toString()).toContain(`form ${form.form_id}`);
 
     const resumeMsg = await stack.db.message.findUniqueOrThrow({ where: { id: cont.task_id } });
     expect(resumeMsg).toMatchObject({ status: 'succeeded', resumed_from_message_id: messageId, query: '/ask What is your name?', workflow_id: msg.workflow_id });

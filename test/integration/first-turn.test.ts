@@ -111,6 +111,7 @@ describe('a first turn, streamed end to end through Temporal', () => {
     expect(sa.AgentId).toEqual([stack.demo!.agentId]);
     expect(sa.ConversationId).toEqual([conversationId]);
     expect(sa.MessageId).toEqual([firstMessageId]);
+    expect(sa.MessageIds).toEqual([firstMessageId]);
     expect(sa.InvokeFrom).toEqual(['service-api']);
     expect(desc.status.name).toBe('COMPLETED');
     expect(await stack.temporal.workflow.getHandle(`agent-turn-${firstMessageId}`).result()).toMatchObject({ status: 'succeeded' });
