@@ -17,6 +17,7 @@ import { upsertEndUser } from './ownership.js';
 import { createMessageFiles, prepareMessageFiles } from './message-files.js';
 import type { ChatRequest } from './schemas.js';
 import { unixSeconds } from '../core/time.js';
+import { heldByFirstTurn, releaseTurnLock, takeTurnLock } from '../turn/turn-lock.js';
 
 export interface StartedTurn {
   messageId: string;
@@ -62,16 +63,13 @@ export async function startTurn(
 
   const { conversationId, createdAt } = await db.$transaction(async (tx) => {
     let conversationId = body.conversation_id || null;
-    let locked = { count: 0 };
+    let locked = false;
     if (conversationId) {
       const conv = await tx.conversation.findFirst({ where: { id: conversationId, app_id: app.appId, ...owner, invoke_from: invokeFrom, deleted_at: null } });
       if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
       // The turn lock first: inserting a message first would key-share-lock the conversation row and
       // deadlock with a racing request's lock update (active_message_id is a unique, i.e. key, column).
-      locked = await tx.conversation.updateMany({
-        where: { id: conversationId, active_message_id: null },
-        data: { active_message_id: messageId, dialogue_count: { increment: 1 } },
-      });
+      locked = await takeTurnLock(tx, conversationId, messageId);
     } else {
       const conv = await tx.conversation.create({
         data: {
@@ -82,14 +80,13 @@ export async function startTurn(
           invoke_from: invokeFrom,
           name: body.auto_generate_name ? conversationName(body.query) : 'New conversation',
           // A new conversation is born holding its first turn's lock: nobody else can know its id yet.
-          active_message_id: messageId,
-          dialogue_count: 1,
+          ...heldByFirstTurn(messageId),
         },
       });
       conversationId = conv.id;
-      locked = { count: 1 };
+      locked = true;
     }
-    if (locked.count !== 1) {
+    if (!locked) {
       const conv = await tx.conversation.findUniqueOrThrow({ where: { id: conversationId } });
       const form = conv.active_message_id
         ? await tx.humanInputForm.findFirst({ where: { message_id: conv.active_message_id, status: 'waiting' } })
@@ -141,10 +138,10 @@ export async function startTurn(
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
       logger.error({ err: (err as Error).message, message_id: messageId }, 'could not start the turn workflow');
-      await db.$transaction([
-        db.message.update({ where: { id: messageId }, data: { status: 'failed', error: 'The turn could not be started.', error_code: 'temporal_unavailable' } }),
-        db.conversation.updateMany({ where: { id: conversationId, active_message_id: messageId }, data: { active_message_id: null } }),
-      ]);
+      await db.$transaction(async (tx) => {
+        await tx.message.update({ where: { id: messageId }, data: { status: 'failed', error: 'The turn could not be started.', error_code: 'temporal_unavailable' } });
+        await releaseTurnLock(tx, conversationId, messageId);
+      });
       throw new HttpError(503, 'service_unavailable', 'The turn could not be started; try again shortly.');
     }
   }

@@ -3,11 +3,12 @@
  * with the preset answer) and annotation reply (the app's most similar annotated question, by pg_trgm,
  * at or above the app's threshold). A hit answers the turn without calling the agent backend.
  */
-import { turnEventBase } from '../../core/client-events.js';
 import { appendEvents } from '../../core/event-log.js';
 import { emptyUsage } from '../../core/protocol/run.js';
 import type { AgentSoulConfig } from '../../core/soul.js';
 import type { ActivityDeps } from '../deps.js';
+import { finalAnswerEvents } from '../final-events.js';
+import { releaseTurnLock } from '../turn-lock.js';
 import type { TurnContext } from './turn-context.js';
 
 export function keywordHit(keywords: string[], texts: string[]): string | null {
@@ -35,7 +36,7 @@ export function createInputGuards(deps: ActivityDeps) {
     const mod = soul.features.moderation;
     let answer: string | null = null;
     let guard: 'moderation' | 'annotation' | null = null;
-    let metadata: Record<string, unknown> = {};
+    let annotationReply: { id: string; question: string; score: number } | undefined;
     if (mod.enabled && keywordHit(mod.keywords, inputTexts(msg.query, msg.inputs))) {
       answer = mod.preset_answer;
       guard = 'moderation';
@@ -49,19 +50,16 @@ export function createInputGuards(deps: ActivityDeps) {
       if (hit) {
         answer = hit.content;
         guard = 'annotation';
-        metadata = { annotation_reply: { id: hit.id, question: hit.question, score: Number(hit.score.toFixed(4)) } };
+        annotationReply = { id: hit.id, question: hit.question, score: Number(hit.score.toFixed(4)) };
         await db.annotation.update({ where: { id: hit.id }, data: { hit_count: { increment: 1 } } });
       }
     }
     if (!guard || answer === null) return { hit: null };
-    const base = turnEventBase(msg);
+    const metadata = annotationReply ? { guard, annotation_reply: annotationReply } : { guard };
     await db.$transaction(async (tx) => {
-      await tx.message.update({ where: { id: msg.id }, data: { answer, status: 'succeeded', metadata: { guard, ...metadata }, usage: emptyUsage(), agent_config_version_id: configVersionId } });
-      await tx.conversation.updateMany({ where: { id: msg.conversation_id, active_message_id: msg.id }, data: { active_message_id: null } });
-      await appendEvents(tx, msg.id, [
-        { event: 'message', sourceKey: 'terminal:message', data: { ...base, event: 'message', id: msg.id, answer } },
-        { event: 'message_end', sourceKey: 'terminal:message_end', data: { ...base, event: 'message_end', id: msg.id, metadata: { usage: emptyUsage(), ...metadata } } },
-      ]);
+      await tx.message.update({ where: { id: msg.id }, data: { answer, status: 'succeeded', metadata, usage: emptyUsage(), agent_config_version_id: configVersionId } });
+      await releaseTurnLock(tx, msg.conversation_id, msg.id);
+      await appendEvents(tx, msg.id, finalAnswerEvents(msg, { answer, annotationReply }));
     });
     return { hit: guard };
   };

@@ -1,0 +1,39 @@
+/**
+ * A failed agent run as the client sees it (seed 001 `_agent_backend_failure_to_exception`): the run's
+ * `error_type` wins, then its `reason`; anything unknown is a `completion_request_error`.
+ */
+import type { TurnErrorDetails } from './errors.js';
+
+/** What a `run_failed` event says about its failure (the fields the mapping reads). */
+export interface RunFailure {
+  error: string;
+  error_type?: string | null;
+  reason?: string | null;
+}
+
+const BY_ERROR_TYPE: Readonly<Record<string, { code: string; status: number }>> = {
+  agent_run_limit_exceeded: { code: 'agent_run_limit_exceeded', status: 400 },
+};
+
+const BY_REASON: Readonly<Record<string, { code: string; status: number }>> = {
+  InvokeRateLimitError: { code: 'rate_limit_error', status: 429 },
+  InvokeAuthorizationError: { code: 'completion_request_error', status: 400 },
+  InvokeBadRequestError: { code: 'completion_request_error', status: 400 },
+  InvokeConnectionError: { code: 'completion_request_error', status: 400 },
+  InvokeServerUnavailableError: { code: 'completion_request_error', status: 400 },
+  InvokeError: { code: 'completion_request_error', status: 400 },
+  agent_llm_quota_exceeded: { code: 'provider_quota_exceeded', status: 400 },
+  run_timeout: { code: 'agent_run_timeout', status: 504 },
+};
+
+const FALLBACK = { code: 'completion_request_error', status: 400 };
+
+function lookup(table: Readonly<Record<string, { code: string; status: number }>>, key: string | null | undefined) {
+  return key && Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
+export function classifyFailure(failure: RunFailure): TurnErrorDetails {
+  const known = lookup(BY_ERROR_TYPE, failure.error_type) ?? lookup(BY_REASON, failure.reason);
+  if (known) return { ...known, message: failure.error };
+  return { ...FALLBACK, message: failure.error || 'The agent run failed.' };
+}
