@@ -2,12 +2,12 @@
 import type { ActivityDeps } from '../turn/deps.js';
 import { createAskHumanActivities } from './ask-human.js';
 import { createPrepareTurn } from './prepare-turn.js';
-import { createRunAgent } from './run-agent.js';
+import { createRunAgent } from './run-agent/index.js';
 import { createFailTurn, createReleaseTurn, createStopTurn } from './turn-end.js';
 
 export type { ActivityDeps } from '../turn/deps.js';
 export type { ResolvedConfig } from '../turn/steps/resolve-config.js';
-export type { RunAgentOutcome } from './run-agent.js';
+export type { RunAgentOutcome } from './run-agent/index.js';
 
 export function createActivities(deps: ActivityDeps) {
   return {

@@ -1,8 +1,7 @@
-/** Request builder pieces (seed 000): mentions, model-settings whitelist, layer order, topology check, failures. */
+/** Request builder pieces (seed 000): mentions, model-settings whitelist, layer order, topology check. */
 import { describe, expect, it } from 'vitest';
 import { assertSnapshotMatches, buildComposition } from '../../turn/steps/build-request.js';
 import { keywordHit } from '../../turn/steps/input-guards.js';
-import { classifyFailure } from '../../activities/run-agent.js';
 import { verifyExecutionContext } from '../../core/exec-context.js';
 import { expandPromptMentions } from '../../core/mentions.js';
 import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
@@ -64,15 +63,6 @@ describe('whitelistModelSettings', () => {
   it('drops unknown and invalid settings', () => {
     expect(whitelistModelSettings({ top_p: 0.5, stop_sequences: ['x'], seed: 7 })).toEqual({ top_p: 0.5, stop_sequences: ['x'] });
     expect(whitelistModelSettings({ temperature: 'hot' })).toEqual({});
-  });
-});
-
-describe('classifyFailure', () => {
-  it('uses error_type first, then the reason table', () => {
-    expect(classifyFailure({ error: 'too many', error_type: 'agent_run_limit_exceeded', reason: 'InvokeRateLimitError' })).toMatchObject({ code: 'agent_run_limit_exceeded', status: 400 });
-    expect(classifyFailure({ error: 'slow down', reason: 'InvokeRateLimitError' })).toMatchObject({ code: 'rate_limit_error', status: 429 });
-    expect(classifyFailure({ error: 'bad', reason: 'InvokeBadRequestError' })).toMatchObject({ code: 'completion_request_error', status: 400 });
-    expect(classifyFailure({ error: 'gone', reason: 'backend_restarted' })).toMatchObject({ code: 'completion_request_error', status: 400 });
   });
 });
 

@@ -1,0 +1,88 @@
+/**
+ * runAgent (seed 000/001 AgentAppRunner.run): creates the backend run (idempotency key from the message id)
+ * or reattaches to it, then consumes its events until its end. Rooms: consume.ts (the loop: heartbeat,
+ * debounce, reconnect, stop), commit.ts (cursor-fenced commits), thoughts.ts (thought rows), terminal.ts and
+ * pause.ts (how a run ends), cancellation.ts (a user's stop versus a lost attempt).
+ *
+ * Exactly-once without trusting the worker: every effect commits with the run's consumption cursor, so a
+ * retried attempt (worker killed, heartbeat timed out, Temporal unreachable) resumes from the committed
+ * cursor: nothing is lost, nothing is written twice. Heartbeats carry run id + cursor for ops.
+ */
+import { Context } from '@temporalio/activity';
+import type { CreateRunRequest } from '../../core/protocol/run.js';
+import type { ActivityDeps } from '../../turn/deps.js';
+import { attemptLostError, cancellationCause } from './cancellation.js';
+import { RunCommitter } from './commit.js';
+import { consumeRun } from './consume.js';
+import type { RunAgentOutcome, RunScope } from './scope.js';
+import { stopBeforeStart } from './terminal.js';
+import { ThoughtLog } from './thoughts.js';
+
+export type { RunAgentOutcome } from './scope.js';
+
+export function createRunAgent(deps: ActivityDeps) {
+  const { db, backend, logger } = deps;
+
+  return async function runAgent(input: { messageId: string }): Promise<RunAgentOutcome> {
+    const ctx = Context.current();
+    logger.debug({ message_id: input.messageId, attempt: ctx.info.attempt, scheduled_to_start_ms: Date.now() - ctx.info.currentAttemptScheduledTimestampMs }, 'runAgent started');
+    const [msg, run] = await Promise.all([
+      db.message.findUniqueOrThrow({ where: { id: input.messageId } }),
+      db.agentBackendRun.findUnique({ where: { message_id: input.messageId } }),
+    ]);
+    if (!run) throw new Error(`no run request was built for message ${msg.id}`);
+    const log = logger.child({ tenant_id: msg.tenant_id, app_id: msg.app_id, conversation_id: msg.conversation_id, message_id: msg.id, workflow_id: ctx.info.workflowExecution?.workflowId, attempt: ctx.info.attempt });
+
+    // Idempotent: a terminal already committed means an earlier attempt finished the work.
+    if (run.terminal_type) {
+      const form = await db.humanInputForm.findUnique({ where: { message_id: msg.id } });
+      return outcomeOf(run.terminal_type, msg.error_code, form);
+    }
+
+    const bindingId =
+      run.binding_id ??
+      (await db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id }, select: { agent_workspace_binding_id: true } })).agent_workspace_binding_id;
+    let backendRunId = run.backend_run_id;
+    const committer = new RunCommitter(db, msg, { cursor: run.cursor, answer: msg.answer }, (cursor) => ctx.heartbeat({ backendRunId, cursor }));
+    const thoughts = await ThoughtLog.load(db, msg, run.cursor);
+    const scope: RunScope = { deps, ctx, log, msg, run, bindingId, committer, thoughts };
+
+    const cancelled = cancellationCause(ctx);
+    if (cancelled === 'attempt_lost') throw attemptLostError(ctx);
+    // Stop before the backend run exists: create nothing afterwards.
+    if (!backendRunId && cancelled === 'stop_requested') return stopBeforeStart(scope);
+
+    // The message turns `running` while the backend run is created (independent writes, one wait).
+    const markRunning = msg.status === 'pending' ? db.message.update({ where: { id: msg.id }, data: { status: 'running' } }) : null;
+    if (!backendRunId) {
+      const [created] = await Promise.all([backend.createRun(run.request as unknown as CreateRunRequest), markRunning]);
+      backendRunId = created.run_id;
+      await db.agentBackendRun.update({ where: { message_id: msg.id }, data: { backend_run_id: backendRunId, status: 'running' } });
+    } else {
+      await markRunning;
+    }
+
+    log.info({ backend_run_id: backendRunId, cursor: committer.cursor }, 'consuming agent run');
+    ctx.heartbeat({ backendRunId, cursor: committer.cursor });
+    return consumeRun(scope, backendRunId);
+  };
+}
+
+/** The outcome of a run whose terminal an earlier attempt committed. */
+function outcomeOf(
+  type: string,
+  errorCode: string | null,
+  form: { id: string; token: string; tool_call_id: string; expires_at: Date } | null,
+): RunAgentOutcome {
+  switch (type) {
+    case 'run_succeeded':
+      return { status: 'succeeded' };
+    case 'deferred_tool_call':
+      if (!form) throw new Error('paused turn without its form');
+      return { status: 'paused', toolCallId: form.tool_call_id, formId: form.id, formToken: form.token, expiresAt: form.expires_at.toISOString() };
+    case 'run_failed':
+      return { status: 'failed', errorCode: errorCode ?? 'completion_request_error' };
+    default:
+      return { status: 'stopped' };
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * How a run ends, each in one commit with its cursor and terminal type: succeeded (output moderation may
+ * replace the answer), paused for ask_human (pause.ts), cancelled by the backend, failed, and a stop the
+ * backend did not confirm in time (or before any run existed). The final client events come from
+ * turn/final-events.ts, as for every other producer.
+ */
+import { CancelledFailure } from '@temporalio/common';
+import type { RunEvent, SessionSnapshot, Usage } from '../../core/protocol/run.js';
+import { classifyFailure } from '../../turn/classify-failure.js';
+import { errorEvents, finalAnswerEvents } from '../../turn/final-events.js';
+import { keywordHit } from '../../turn/steps/input-guards.js';
+import { pauseForHuman } from './pause.js';
+import type { RunAgentOutcome, RunScope } from './scope.js';
+import { saveUsageAndSnapshot } from './usage.js';
+
+type TerminalEvent = Extract<RunEvent, { type: 'run_succeeded' | 'run_failed' | 'run_cancelled' }>;
+
+export function isTerminalEvent(ev: RunEvent): ev is TerminalEvent {
+  return ev.type === 'run_succeeded' || ev.type === 'run_failed' || ev.type === 'run_cancelled';
+}
+
+export async function endRun(scope: RunScope, ev: TerminalEvent): Promise<RunAgentOutcome> {
+  switch (ev.type) {
+    case 'run_succeeded':
+      return ev.data.deferred_tool_call ? pauseForHuman(scope, ev.id, ev.data, ev.data.deferred_tool_call) : succeeded(scope, ev.id, ev.data);
+    case 'run_cancelled':
+      return cancelled(scope, ev);
+    case 'run_failed':
+      return failed(scope, ev);
+  }
+}
+
+async function succeeded(scope: RunScope, eventId: string, d: { output?: string; usage: Usage; session_snapshot: SessionSnapshot }): Promise<RunAgentOutcome> {
+  const { committer, thoughts, msg } = scope;
+  let answer = d.output ?? committer.streamedAnswer;
+  // Output moderation (seed 000's pipeline): a flagged answer is replaced, and clients are told.
+  const moderation = scope.run.output_moderation as { keywords: string[]; preset_answer: string } | null;
+  const flagged = moderation ? keywordHit(moderation.keywords, [answer]) !== null : false;
+  if (moderation && flagged) answer = moderation.preset_answer;
+  await committer.commitTerminal(eventId, 'run_succeeded', async (tx) => {
+    const streamed = [...committer.pendingEvents(), ...(await thoughts.finish(tx, answer, eventId))];
+    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
+    await tx.message.update({ where: { id: msg.id }, data: { answer, status: 'succeeded', error: null } });
+    return [...streamed, ...finalAnswerEvents(msg, { answer, usage: d.usage, replacedBy: flagged ? 'output_moderation' : undefined })];
+  });
+  return { status: 'succeeded' };
+}
+
+async function cancelled(scope: RunScope, ev: Extract<TerminalEvent, { type: 'run_cancelled' }>): Promise<RunAgentOutcome> {
+  const { committer, thoughts, msg } = scope;
+  const d = ev.data;
+  await committer.commitTerminal(ev.id, 'run_cancelled', async (tx) => {
+    const partial = committer.streamedAnswer;
+    const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, partial, ev.id))];
+    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
+    await tx.message.update({ where: { id: msg.id }, data: { status: 'stopped', answer: partial } });
+    return [...streamed, ...finalAnswerEvents(msg, { answer: partial, usage: d.usage })];
+  });
+  return { status: 'stopped' };
+}
+
+async function failed(scope: RunScope, ev: Extract<TerminalEvent, { type: 'run_failed' }>): Promise<RunAgentOutcome> {
+  const { committer, thoughts, msg } = scope;
+  const d = ev.data;
+  const err = classifyFailure(d);
+  await committer.commitTerminal(ev.id, 'run_failed', async (tx) => {
+    const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, committer.streamedAnswer, ev.id))];
+    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
+    await tx.message.update({ where: { id: msg.id }, data: { status: 'failed', error: err.message, error_code: err.code } });
+    return [...streamed, ...errorEvents(msg, err)];
+  });
+  return { status: 'failed', errorCode: err.code };
+}
+
+/** The backend did not confirm a stop within STOP_WAIT_MS: keep what we have, snapshot untouched. */
+export async function stopWithoutTerminal(scope: RunScope): Promise<never> {
+  const { committer, thoughts, msg } = scope;
+  await committer.commitTerminal(null, 'stop_timeout', async (tx) => {
+    const partial = committer.streamedAnswer;
+    const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, partial, 'stop'))];
+    await tx.message.update({ where: { id: msg.id }, data: { status: 'stopped', answer: partial } });
+    return [...streamed, ...finalAnswerEvents(msg, { answer: partial })];
+  });
+  throw new CancelledFailure('turn stopped (backend did not confirm in time)');
+}
+
+/** A stop before the backend run exists: create nothing afterwards. */
+export async function stopBeforeStart(scope: RunScope): Promise<never> {
+  const { committer, msg } = scope;
+  await committer.commitTerminal(null, 'run_cancelled', async (tx) => {
+    await tx.message.update({ where: { id: msg.id }, data: { status: 'stopped' } });
+    return finalAnswerEvents(msg, { answer: msg.answer });
+  });
+  throw new CancelledFailure('stopped before the agent run started');
+}

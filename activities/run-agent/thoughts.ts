@@ -1,0 +1,99 @@
+/**
+ * The turn's thoughts (MessageAgentThought rows) as the run streams them: the process recorder turns backend
+ * stream events into rows; this persists each changed row inside the attempt's commit and publishes it whole
+ * as `agent_thought`, except an answer row held back until a later row proves it was not the final answer.
+ */
+import type { ClientEventInput, NewClientEvent } from '../../core/client-events.js';
+import { turnEventBase } from '../../core/client-events.js';
+import type { Db, Prisma } from '../../core/db.js';
+import type { AgentStreamEvent } from '../../core/protocol/run.js';
+import type { TurnMessage } from '../../turn/final-events.js';
+import { ProcessRecorder, type ThoughtRow } from '../../turn/process-recorder.js';
+import type { Tx } from './commit.js';
+
+export class ThoughtLog {
+  private constructor(
+    private readonly recorder: ProcessRecorder,
+    private readonly msg: TurnMessage,
+  ) {}
+
+  /** Rebuilds the recorder from stored rows (written only together with a cursor: a first attempt has none). */
+  static async load(db: Db, msg: TurnMessage, cursor: string | null): Promise<ThoughtLog> {
+    const stored = cursor === null ? [] : await db.messageAgentThought.findMany({ where: { message_id: msg.id }, orderBy: { position: 'asc' } });
+    return new ThoughtLog(new ProcessRecorder(stored.map(toThoughtRow)), msg);
+  }
+
+  /** The rows one stream event changed, with a held answer row it released. */
+  handle(ev: AgentStreamEvent): ThoughtRow[] {
+    const held = this.recorder.heldAnswer();
+    const rows = this.recorder.handle(ev);
+    // A held answer row followed by another row was not the final answer: release it to clients.
+    if (held && !this.recorder.isHeld(held) && !rows.includes(held)) rows.unshift(held);
+    return rows;
+  }
+
+  /** Persists rows and publishes each as `agent_thought`, except a held answer row (see ProcessRecorder). */
+  async persist(tx: Tx, rows: ThoughtRow[], sourceId: string, publishHeld = false): Promise<NewClientEvent[]> {
+    const out: NewClientEvent[] = [];
+    for (const r of rows) {
+      const data = {
+        thought: r.thought,
+        tool: r.tool,
+        tool_labels: r.tool_labels as Prisma.InputJsonValue,
+        tool_input: r.tool_input,
+        observation: r.observation,
+        tool_call_id: r.tool_call_id,
+        part_index: r.part_index,
+        message_files: r.message_files,
+      };
+      await tx.messageAgentThought.upsert({
+        where: { message_id_position: { message_id: this.msg.id, position: r.position } },
+        create: { id: r.id, message_id: this.msg.id, position: r.position, kind: r.kind, ...data },
+        update: data,
+      });
+      if (!publishHeld && this.recorder.isHeld(r)) continue;
+      out.push({ event: 'agent_thought', sourceKey: `be:${sourceId}:thought:${r.position}`, data: thoughtEventData(this.msg, r) });
+    }
+    return out;
+  }
+
+  /** Answer-row bookkeeping at a terminal (seed 001 trim_answer_suffix): trim, publish or drop the held row. */
+  async finish(tx: Tx, finalText: string, sourceId: string): Promise<NewClientEvent[]> {
+    const { changed, removed } = this.recorder.finishAnswer(finalText);
+    if (removed) await tx.messageAgentThought.deleteMany({ where: { id: removed.id } });
+    return changed ? this.persist(tx, [changed], sourceId, true) : [];
+  }
+}
+
+/** A thought row as clients get it: the full current state of the row. */
+export function thoughtEventData(msg: TurnMessage, r: ThoughtRow): ClientEventInput<'agent_thought'> {
+  return {
+    ...turnEventBase(msg),
+    event: 'agent_thought',
+    id: r.id,
+    position: r.position,
+    thought: r.thought,
+    observation: r.observation,
+    tool: r.tool,
+    tool_labels: r.tool_labels,
+    tool_input: r.tool_input,
+    message_files: r.message_files,
+  };
+}
+
+function toThoughtRow(r: Prisma.MessageAgentThoughtModel): ThoughtRow {
+  return {
+    id: r.id,
+    position: r.position,
+    kind: r.kind as ThoughtRow['kind'],
+    thought: r.thought,
+    tool: r.tool,
+    tool_labels: (r.tool_labels ?? {}) as Record<string, unknown>,
+    tool_input: r.tool_input,
+    observation: r.observation,
+    tool_call_id: r.tool_call_id,
+    part_index: r.part_index,
+    message_files: (r.message_files ?? []) as string[],
+    closed: r.observation !== '',
+  };
+}
