@@ -59,6 +59,8 @@ export type AbortCause =
   | { kind: 'cancel'; reason?: string; message?: string }
   | { kind: 'timeout'; limitMs: number }
   | { kind: 'shutdown' }
+  /** An event could not be stored (PostgreSQL away past the run's deadline): the run fails loudly. */
+  | { kind: 'store_failed'; reason: 'event_store_unavailable' | 'event_store_error' }
   /** Test/crash simulation: the process "dies", nothing more is written for the run. */
   | { kind: 'abandon' };
 

@@ -5,32 +5,76 @@
  * `agent_message_delta` events (and thinking deltas into thinking `part_delta` events): a buffer is
  * flushed after BACKEND_DELTA_COALESCE_MS, at BACKEND_DELTA_COALESCE_CHARS, before any other event
  * and before the terminal event.
+ *
+ * No event is ever dropped. An append that fails because PostgreSQL is unreachable is retried with
+ * backoff, in order (later events wait behind it, consecutive deltas of one part merge while they
+ * wait), until the run's wall-clock deadline; the terminal event gets a further grace. If the
+ * deadline passes (or the store rejects an event outright), nothing more is appended but the
+ * terminal, which becomes `run_failed` with reason `event_store_unavailable` (`event_store_error`):
+ * the log may end early, but it never has a gap. Retried appends are idempotent (the store checks
+ * the expected sequence number), so an append whose answer was lost is not written twice.
  */
 import type { Logger } from '../core/logger.js';
 import type { RunEventType } from '../core/protocol/run.js';
-import type { PgRunStore, StoredEvent, TerminalUpdate } from './store.js';
+import { isConnectionError, type PgRunStore, type StoredEvent, type TerminalUpdate } from './store.js';
 
 type DeltaKind = 'text' | 'thinking';
+type TerminalType = 'run_succeeded' | 'run_failed' | 'run_cancelled';
 
 export interface CoalesceOptions {
   ms: number;
   chars: number;
 }
 
+export interface AppendRetryOptions {
+  /** Epoch ms after which a failing (non-terminal) append is given up: the run's wall-clock deadline. */
+  deadline: number;
+  /** Extra time the terminal append keeps retrying after the deadline (default 120 s). */
+  terminalGraceMs?: number;
+  /** Backoff between attempts: doubles from `baseMs` up to `maxMs` (defaults 100 ms / 2 s). */
+  baseMs?: number;
+  maxMs?: number;
+}
+
+export interface EmitterHooks {
+  onAppended: (runId: string) => void;
+  onRunEndedElsewhere: () => void;
+  /** The event log cannot be continued without a gap: the run should stop (its terminal says why). */
+  onStoreFailed?: (reason: 'event_store_unavailable' | 'event_store_error') => void;
+}
+
+interface QueuedEvent {
+  type: RunEventType;
+  data: unknown;
+  update?: TerminalUpdate;
+  delta?: { kind: DeltaKind; index: number; text: string };
+  waiters: Array<(stored: StoredEvent | null) => void>;
+}
+
 export class RunEmitter {
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly queue: QueuedEvent[] = [];
+  private writer: Promise<void> | null = null;
   private pending: { kind: DeltaKind; index: number; text: string } | null = null;
   private timer: NodeJS.Timeout | null = null;
   /** Set once the store refuses appends (the run ended elsewhere) or the emitter is detached. */
   private stopped = false;
+  /** Set once an event could not be stored: only the terminal may follow (as run_failed). */
+  private failed: 'event_store_unavailable' | 'event_store_error' | null = null;
+  /** The sequence number the next stored event gets (a new run starts empty). */
+  private nextSeq = 1;
+  private wakeSleep: (() => void) | null = null;
+  private readonly retry: Required<AppendRetryOptions>;
 
   constructor(
     private readonly store: PgRunStore,
     readonly runId: string,
     private readonly coalesce: CoalesceOptions,
-    private readonly hooks: { onAppended: (runId: string) => void; onRunEndedElsewhere: () => void },
+    private readonly hooks: EmitterHooks,
     private readonly logger: Logger,
-  ) {}
+    retry: AppendRetryOptions = { deadline: Date.now() + 600_000 },
+  ) {
+    this.retry = { terminalGraceMs: 120_000, baseMs: 100, maxMs: 2_000, ...retry };
+  }
 
   /** Buffers a text/thinking delta (coalesced). */
   delta(kind: DeltaKind, index: number, text: string): void {
@@ -42,24 +86,29 @@ export class RunEmitter {
     else if (!this.timer) this.timer = setTimeout(() => this.flushPending(), this.coalesce.ms);
   }
 
-  /** Appends a non-delta event after flushing buffered deltas; resolves once stored. */
-  event(type: Exclude<RunEventType, 'run_succeeded' | 'run_failed' | 'run_cancelled'>, data: unknown): Promise<StoredEvent | null> {
+  /** Appends a non-delta event after flushing buffered deltas; resolves once stored (null: not stored). */
+  event(type: Exclude<RunEventType, TerminalType>, data: unknown): Promise<StoredEvent | null> {
     this.flushPending();
-    return this.enqueue(type, data);
+    return this.enqueue({ type, data, waiters: [] });
   }
 
   /** Appends the terminal event (first terminal wins in the store). Returns false if the run had already ended. */
-  async terminal(type: 'run_succeeded' | 'run_failed' | 'run_cancelled', data: unknown, update: TerminalUpdate): Promise<boolean> {
+  async terminal(type: TerminalType, data: unknown, update: TerminalUpdate): Promise<boolean> {
     this.flushPending();
-    const stored = await this.enqueue(type, data, update);
+    const stored = await this.enqueue({ type, data, update, waiters: [] });
     this.stopped = true;
     return stored !== null;
+  }
+
+  /** Why the log could not be continued, if it could not. */
+  get storeFailure(): 'event_store_unavailable' | 'event_store_error' | null {
+    return this.failed;
   }
 
   /** Waits for every queued append. */
   async drain(): Promise<void> {
     this.flushPending();
-    await this.chain.catch(() => undefined);
+    while (this.writer) await this.writer;
   }
 
   /** Stops writing (crash simulation / shutdown without terminal). */
@@ -68,6 +117,7 @@ export class RunEmitter {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     this.pending = null;
+    this.wakeSleep?.();
   }
 
   private flushPending(): void {
@@ -76,31 +126,111 @@ export class RunEmitter {
     const p = this.pending;
     this.pending = null;
     if (!p || this.stopped) return;
-    if (p.kind === 'text') void this.enqueue('agent_message_delta', { delta: p.text }).catch(() => undefined);
-    else {
-      void this.enqueue('pydantic_ai_event', {
-        event_kind: 'part_delta',
-        index: p.index,
-        delta: { part_delta_kind: 'thinking', content_delta: p.text },
-      }).catch(() => undefined);
+    void this.enqueue({ type: p.kind === 'text' ? 'agent_message_delta' : 'pydantic_ai_event', data: null, delta: p, waiters: [] });
+  }
+
+  private enqueue(item: QueuedEvent): Promise<StoredEvent | null> {
+    return new Promise((resolve) => {
+      item.waiters.push(resolve);
+      this.queue.push(item);
+      this.writer ??= this.writeAll();
+    });
+  }
+
+  private async writeAll(): Promise<void> {
+    for (;;) {
+      const item = this.queue.shift();
+      if (!item) {
+        // Cleared in the same tick the queue is seen empty, so an enqueue right after starts a writer.
+        this.writer = null;
+        return;
+      }
+      // Deltas that piled up behind a slow (retrying) append merge into one event.
+      while (item.delta && this.queue[0]?.delta && item.delta.text.length < this.coalesce.chars) {
+        const next = this.queue[0].delta;
+        if (next.kind !== item.delta.kind || next.index !== item.delta.index) break;
+        item.delta = { ...item.delta, text: item.delta.text + next.text };
+        item.waiters.push(...this.queue.shift()!.waiters);
+      }
+      let stored: StoredEvent | null = null;
+      try {
+        stored = await this.write(item);
+      } catch (err) {
+        this.logger.error({ err, runId: this.runId, type: item.type }, 'agent backend: event append failed');
+      }
+      for (const w of item.waiters) w(stored);
     }
   }
 
-  private enqueue(type: RunEventType, data: unknown, update?: TerminalUpdate): Promise<StoredEvent | null> {
-    const next = this.chain.then(async () => {
-      if (this.stopped) return null;
-      const stored = await this.store.appendEvent(this.runId, type, data, update);
-      if (stored) this.hooks.onAppended(this.runId);
-      else if (!update) {
-        // The run ended without us (reaped as stale, or a terminal raced): stop the task.
-        this.stopped = true;
-        this.hooks.onRunEndedElsewhere();
+  private async write(item: QueuedEvent): Promise<StoredEvent | null> {
+    if (this.stopped) return null;
+    let { type, data, update } = item;
+    if (item.delta) {
+      data =
+        item.delta.kind === 'text'
+          ? { delta: item.delta.text }
+          : { event_kind: 'part_delta', index: item.delta.index, delta: { part_delta_kind: 'thinking', content_delta: item.delta.text } };
+    }
+    if (this.failed) {
+      if (!update) return null; // after a lost event only the terminal may follow
+      ({ type, data, update } = failedTerminal(this.failed, data));
+    }
+    const deadline = update ? Math.max(this.retry.deadline, Date.now()) + this.retry.terminalGraceMs : this.retry.deadline;
+    let delay = this.retry.baseMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const stored = await this.store.appendEvent(this.runId, type, data, update, { expectedSeq: this.nextSeq });
+        if (stored) {
+          this.nextSeq = Number(stored.id) + 1;
+          if (attempt > 1) this.logger.info({ runId: this.runId, type, attempts: attempt }, 'agent backend: event stored after retries');
+          this.hooks.onAppended(this.runId);
+        } else if (!update) {
+          // The run ended without us (reaped as stale, or a terminal raced): stop the task.
+          this.stopped = true;
+          this.hooks.onRunEndedElsewhere();
+        }
+        return stored;
+      } catch (err) {
+        if (this.stopped) return null;
+        const transient = isConnectionError(err);
+        if (!transient || Date.now() + delay > deadline) {
+          if (update) {
+            this.logger.error({ err, runId: this.runId, type, attempts: attempt }, 'agent backend: the terminal event could not be stored');
+            return null;
+          }
+          this.failed = transient ? 'event_store_unavailable' : 'event_store_error';
+          this.logger.error({ err, runId: this.runId, type, attempts: attempt }, 'agent backend: an event could not be stored; failing the run');
+          this.hooks.onStoreFailed?.(this.failed);
+          return null;
+        }
+        if (attempt === 1) this.logger.warn({ err, runId: this.runId, type }, 'agent backend: event append failed, retrying');
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(done, delay);
+          function done() {
+            clearTimeout(t);
+            resolve();
+          }
+          this.wakeSleep = done;
+        });
+        this.wakeSleep = null;
+        delay = Math.min(delay * 2, this.retry.maxMs);
       }
-      return stored;
-    });
-    this.chain = next.catch((err) => this.logger.error({ err, runId: this.runId, type }, 'agent backend: event append failed'));
-    return next;
+    }
   }
+}
+
+/** The terminal of a run whose log could not be continued: `run_failed`, keeping usage/snapshot/output. */
+function failedTerminal(reason: 'event_store_unavailable' | 'event_store_error', data: unknown) {
+  const d = (data ?? {}) as { session_snapshot?: unknown; usage?: unknown; output?: unknown };
+  const error =
+    reason === 'event_store_unavailable'
+      ? 'the run could not store its events: PostgreSQL was unreachable for longer than the run may take'
+      : 'the run could not store one of its events';
+  return {
+    type: 'run_failed' as const,
+    data: { error, error_type: null, reason, session_snapshot: d.session_snapshot ?? null, usage: d.usage ?? null, output: d.output ?? '' },
+    update: { status: 'failed' as const, error },
+  };
 }
 
 /** In-process wake-ups for readers waiting on a run's events (fed by NOTIFY and local appends). */
@@ -109,6 +239,11 @@ export class EventHub {
 
   notify(runId: string): void {
     for (const wake of this.subs.get(runId) ?? []) wake();
+  }
+
+  /** Wakes every reader (after a reconnect: each re-reads from its cursor). */
+  notifyAll(): void {
+    for (const set of this.subs.values()) for (const wake of set) wake();
   }
 
   /** A waiter that never misses a notification between two waits. */

@@ -2,6 +2,14 @@
  * The runs this process owns: starts their tasks, enforces the wall-clock limit, delivers cancel
  * requests (local, via NOTIFY from other replicas, or via the heartbeat poll), heartbeats, fails runs
  * whose owner process stopped heartbeating (`backend_restarted`) and deletes expired runs.
+ *
+ * Owner liveness vs. "the database was away": a heartbeat that fails because PostgreSQL is
+ * unreachable says nothing about the owner, so a run is reaped only when its heartbeat is older than
+ * the grace (`staleAfterMs`) measured over time during which both the database was up
+ * (`pg_postmaster_start_time()`, in the store's query) and this reaper could reach it without
+ * interruption (`store.reachableForMs()`): a reaper that just reconnected, or a database that just
+ * restarted, waits a full grace before judging anyone. An owner whose queries succeed again
+ * refreshes its heartbeat first thing (`onStoreReconnected`), well inside that grace.
  */
 import type { Logger } from '../core/logger.js';
 import type { RunPlan } from './composition.js';
@@ -54,8 +62,13 @@ export class RunManager {
       {
         onAppended: (id) => this.hub.notify(id),
         onRunEndedElsewhere: () => controller.abort({ kind: 'abandon' } satisfies AbortCause),
+        onStoreFailed: (reason) => {
+          if (!controller.signal.aborted) controller.abort({ kind: 'store_failed', reason } satisfies AbortCause);
+        },
       },
       this.logger,
+      // Appends ride through a database outage for as long as the run may take.
+      { deadline: Date.now() + plan.limits.maxWallClockMs },
     );
     const limitMs = plan.limits.maxWallClockMs;
     const timer = setTimeout(() => controller.abort({ kind: 'timeout', limitMs } satisfies AbortCause), limitMs);
@@ -109,6 +122,20 @@ export class RunManager {
     void this.deleteExpired().catch((err) => this.logger.warn({ err }, 'agent backend: retention failed'));
   }
 
+  /**
+   * The database answers again after an outage (or LISTEN was re-subscribed): refresh our heartbeats
+   * before anything else, deliver cancels recorded meanwhile, and wake every SSE follower so it
+   * re-reads from its cursor (a NOTIFY sent during the outage is lost).
+   */
+  async onStoreReconnected(): Promise<void> {
+    try {
+      await this.heartbeat();
+    } catch (err) {
+      this.logger.warn({ err }, 'agent backend: heartbeat after reconnect failed');
+    }
+    this.hub.notifyAll();
+  }
+
   async heartbeat(): Promise<void> {
     const rows = await this.store.heartbeat(this.options.instanceId, this.activeRunIds);
     for (const r of rows) if (r.cancelRequested) await this.onRemoteCancel(r.runId);
@@ -116,6 +143,8 @@ export class RunManager {
 
   /** Ends runs nobody heartbeats any more with `run_failed` reason `backend_restarted`. */
   async reapStale(): Promise<string[]> {
+    // Our side of the liveness rule: judge only after a full grace of uninterrupted reachability.
+    if (this.store.reachableForMs() < this.options.staleAfterMs) return [];
     const ids = await this.store.findStaleRuns(this.options.staleAfterMs);
     const reaped: string[] = [];
     for (const runId of ids) {

@@ -137,7 +137,11 @@ export async function executeRun(input: RunTaskInput): Promise<void> {
   let error: string;
   let reason: string | null = null;
   let errorType: string | null = null;
-  if (cause?.kind === 'timeout') {
+  if (cause?.kind === 'store_failed') {
+    // The emitter turns this terminal into its own run_failed (it knows what could not be stored).
+    error = 'the run could not store its events';
+    reason = cause.reason;
+  } else if (cause?.kind === 'timeout') {
     error = `the run exceeded its wall-clock limit of ${cause.limitMs} ms`;
     reason = 'run_timeout';
   } else if (cause?.kind === 'shutdown') {

@@ -17,7 +17,7 @@ import { noPluginTools, type PluginToolResolver } from './modules/types.js';
 import { RunManager } from './run-manager.js';
 import { runRoutes } from './routes/runs.js';
 import { stubRoutes } from './routes/stub.js';
-import type { PgRunStore } from './store.js';
+import { isConnectionError, type PgRunStore } from './store.js';
 
 export interface AgentBackendOptions {
   /** Identifies this process as the owner of the runs it starts. */
@@ -70,7 +70,7 @@ export function createAgentBackend(deps: AgentBackendDeps) {
     maxWallClockMs: config.RUN_MAX_WALL_CLOCK_MS,
   };
   const hub = new EventHub();
-  const modelCaller = deps.llm ?? createInnerLlmCaller({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch });
+  const modelCaller = deps.llm ?? createInnerLlmCaller({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch, logger });
   const runs = new RunManager(store, hub, modelCaller, deps.toolResolver ?? noPluginTools, logger, {
     instanceId: options.instanceId,
     coalesce: { ms: config.BACKEND_DELTA_COALESCE_MS, chars: config.BACKEND_DELTA_COALESCE_CHARS },
@@ -113,11 +113,13 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   app.use((_req: Request, _res: Response, next: NextFunction) => next(new HttpError(404, 'not_found', 'no such route')));
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const e = toHttpError(err);
-    if (e.status >= 500) logger.error({ err }, 'agent backend: request failed');
+    if (e.status === 503) logger.warn({ err: (err as Error)?.message }, 'agent backend: request failed, dependency unavailable');
+    else if (e.status >= 500) logger.error({ err }, 'agent backend: request failed');
     if (res.headersSent) {
       res.end();
       return;
     }
+    if (e.status === 503) res.set('Retry-After', String(RETRY_AFTER_S));
     res.status(e.status).json({ code: e.code, message: e.message, status: e.status });
   });
 
@@ -125,7 +127,12 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   const startBackground = async () => {
     if (background) return;
     background = true;
-    await store.listen({ onEvents: (runId) => hub.notify(runId), onCancel: (runId) => void runs.onRemoteCancel(runId) });
+    store.onReconnect(() => void runs.onStoreReconnected());
+    await store.listen({
+      onEvents: (runId) => hub.notify(runId),
+      onCancel: (runId) => void runs.onRemoteCancel(runId).catch((err) => logger.warn({ err, runId }, 'agent backend: cancel delivery failed')),
+      onReconnect: () => void runs.onStoreReconnected(),
+    });
     runs.startBackground();
   };
 
@@ -168,8 +175,13 @@ function bearerAuth(token: string) {
   };
 }
 
+/** Seconds a client should wait before retrying a request that met a database outage. */
+const RETRY_AFTER_S = 2;
+
 function toHttpError(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
+  // Nothing was half-written: each route's write is one statement (or none happened).
+  if (isConnectionError(err)) return new HttpError(503, 'service_unavailable', 'the run store (PostgreSQL) is unreachable; retry shortly');
   const e = err as { status?: number; type?: string; message?: string };
   if (e?.type === 'entity.parse.failed') return new HttpError(400, 'invalid_request', 'the request body is not valid JSON');
   if (e?.type === 'entity.too.large') return new HttpError(413, 'payload_too_large', 'the request body is too large');

@@ -3,6 +3,14 @@
  * replica can serve any run. Events are numbered per run by a counter on the run row, and the append
  * is one statement that also checks the run is still running: the first terminal event wins and
  * nothing is appended after it. Live fan-out uses LISTEN/NOTIFY on one connection per process.
+ *
+ * PostgreSQL outages (a restart, a failover: 10–60 s) are expected, not fatal. Every query goes
+ * through `q()`, which turns a connection-class failure into `StoreUnavailableError` (routes answer
+ * 503 + Retry-After, the emitter retries) and tracks whether this process can reach the database:
+ * `reachableForMs()` feeds the reaper's "owner gone" judgement, and `onReconnect` callbacks (the
+ * owner's heartbeat, the followers' catch-up read) run when the database answers again. The pool
+ * discards connections a restart killed (pg destroys a client released with an error, and idle
+ * ones that error are dropped), so it recovers by itself.
  */
 import pg from 'pg';
 import type { Logger } from '../core/logger.js';
@@ -53,6 +61,45 @@ export type CancelOutcome =
 export interface StoreListener {
   onEvents(runId: string): void;
   onCancel(runId: string): void;
+  /**
+   * The LISTEN connection was re-established after a loss: notifications sent meanwhile are gone, so
+   * every follower and every running run's cancel check must re-read from its cursor.
+   */
+  onReconnect?(): void;
+}
+
+/** The database could not be reached (connection refused/reset, shutting down, starting up, timeout). */
+export class StoreUnavailableError extends Error {
+  constructor(readonly cause: unknown) {
+    super(`PostgreSQL is unreachable: ${(cause as Error)?.message ?? String(cause)}`);
+    this.name = 'StoreUnavailableError';
+  }
+}
+
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  '57P01', // admin_shutdown (a restart terminates the sessions)
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (shutting down / starting up / recovering)
+  '53300', // too_many_connections (transient)
+]);
+
+/** True when `err` says "the database could not be reached", not "the statement was wrong". */
+export function isConnectionError(err: unknown): boolean {
+  if (err instanceof StoreUnavailableError) return true;
+  const e = err as { code?: unknown; message?: unknown } | null;
+  if (!e || typeof e !== 'object') return false;
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08')) return true;
+  const msg = typeof e.message === 'string' ? e.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|not queryable|connect ECONNREFUSED|read ECONNRESET/i.test(msg);
 }
 
 const DDL = `
@@ -95,15 +142,64 @@ export class PgRunStore {
   private listener: StoreListener | null = null;
   private closed = false;
   private reconnectTimer: NodeJS.Timeout | null = null;
+  /** Whether the last query failed for lack of a connection. */
+  private down = false;
+  /** When queries started succeeding again after the last outage this process saw (null: none seen). */
+  private upSince: number | null = null;
+  private readonly reconnectHooks: Array<() => void> = [];
+  private listenerLost = false;
 
   constructor(
     private readonly connectionString: string,
     private readonly logger: Logger,
     poolSize = 10,
   ) {
-    this.pool = new Pool({ connectionString, max: poolSize });
-    // An idle client losing its connection must not crash the process.
+    this.pool = new Pool({
+      connectionString,
+      max: poolSize,
+      // A dead server must fail a checkout, not queue it forever (a blackholed host would never refuse).
+      connectionTimeoutMillis: 5_000,
+      idleTimeoutMillis: 10_000,
+      keepAlive: true,
+    });
+    // An idle client losing its connection (e.g. a PostgreSQL restart) must not crash the process; pg
+    // drops that client from the pool, and the next checkout opens a fresh connection.
     this.pool.on('error', (err) => this.logger.warn({ err }, 'agent backend store: idle connection error'));
+  }
+
+  /**
+   * How long this process has been able to reach the database without interruption: Infinity when it
+   * has never seen an outage, 0 while it cannot reach it.
+   */
+  reachableForMs(): number {
+    if (this.down) return 0;
+    return this.upSince === null ? Infinity : Date.now() - this.upSince;
+  }
+
+  /** Called (without awaiting) whenever queries succeed again after an outage. */
+  onReconnect(hook: () => void): void {
+    this.reconnectHooks.push(hook);
+  }
+
+  /** Every query of the store: classifies connection failures and tracks reachability. */
+  private async q(text: string, params?: unknown[]): Promise<pg.QueryResult> {
+    let r: pg.QueryResult;
+    try {
+      r = await this.pool.query(text, params);
+    } catch (err) {
+      if (!isConnectionError(err)) throw err;
+      if (!this.down) this.logger.warn({ err }, 'agent backend store: PostgreSQL unreachable');
+      this.down = true;
+      this.upSince = null;
+      throw new StoreUnavailableError(err);
+    }
+    if (this.down) {
+      this.down = false;
+      this.upSince = Date.now();
+      this.logger.info('agent backend store: PostgreSQL reachable again');
+      for (const hook of this.reconnectHooks) hook();
+    }
+    return r;
   }
 
   /** Creates the schema idempotently; an advisory lock keeps concurrently starting replicas apart. */
@@ -129,7 +225,7 @@ export class PgRunStore {
     request: unknown;
     ownerId: string;
   }): Promise<{ run: RunRow; created: boolean }> {
-    const inserted = await this.pool.query(
+    const inserted = await this.q(
       `insert into ${SCHEMA}.runs (run_id, idempotency_key, status, purpose, request, owner_id)
        values ($1, $2, 'running', $3, $4::jsonb, $5)
        on conflict (idempotency_key) do nothing
@@ -137,7 +233,7 @@ export class PgRunStore {
       [input.runId, input.idempotencyKey, input.purpose, JSON.stringify(input.request), input.ownerId],
     );
     if (inserted.rowCount === 1) return { run: toRun(inserted.rows[0]), created: true };
-    const existing = await this.pool.query(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where idempotency_key = $1`, [
+    const existing = await this.q(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where idempotency_key = $1`, [
       input.idempotencyKey,
     ]);
     if (existing.rowCount !== 1) throw new Error('idempotent run create: conflicting run vanished');
@@ -145,32 +241,40 @@ export class PgRunStore {
   }
 
   async getRun(runId: string): Promise<RunRow | null> {
-    const r = await this.pool.query(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where run_id = $1`, [runId]);
+    const r = await this.q(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where run_id = $1`, [runId]);
     return r.rowCount === 1 ? toRun(r.rows[0]) : null;
   }
 
   /**
    * Appends one event while the run is running; a terminal event also ends the run. Returns null when
-   * the run has already ended (or, with `staleBeforeMs`, when its owner heartbeat is fresh).
+   * the run has already ended (or, with `staleAfterMs`, when its owner heartbeat is fresh).
+   *
+   * `expectedSeq` (the owner's appends) makes a retried append idempotent: the statement only applies
+   * while `last_seq = expectedSeq - 1`. When a connection died after the commit but before the answer,
+   * the retry finds its own event at `expectedSeq` (same type and data) and returns it instead of
+   * writing it twice.
    */
   async appendEvent(
     runId: string,
     type: string,
     data: unknown,
     terminal?: TerminalUpdate,
-    opts: { staleAfterMs?: number } = {},
+    opts: { staleAfterMs?: number; expectedSeq?: number } = {},
   ): Promise<StoredEvent | null> {
-    const staleClause = opts.staleAfterMs !== undefined ? `and heartbeat_at < now() - make_interval(secs => $7::double precision / 1000)` : '';
-    const params: unknown[] = [
-      runId,
-      type,
-      JSON.stringify(data),
-      terminal?.status ?? null,
-      terminal?.error ?? null,
-      terminal?.error_type ?? null,
-    ];
-    if (opts.staleAfterMs !== undefined) params.push(opts.staleAfterMs);
-    const r = await this.pool.query(
+    const json = JSON.stringify(data);
+    const params: unknown[] = [runId, type, json, terminal?.status ?? null, terminal?.error ?? null, terminal?.error_type ?? null];
+    let extra = '';
+    if (opts.staleAfterMs !== undefined) {
+      params.push(opts.staleAfterMs);
+      // Stale, and the database itself has been up for the whole grace (see findStaleRuns).
+      const grace = `make_interval(secs => $${params.length}::double precision / 1000)`;
+      extra += ` and heartbeat_at < now() - ${grace} and pg_postmaster_start_time() < now() - ${grace}`;
+    }
+    if (opts.expectedSeq !== undefined) {
+      params.push(opts.expectedSeq);
+      extra += ` and last_seq = $${params.length}::bigint - 1`;
+    }
+    const r = await this.q(
       `with r as (
          update ${SCHEMA}.runs
             set last_seq = last_seq + 1,
@@ -178,7 +282,7 @@ export class PgRunStore {
                 status = coalesce($4, status),
                 error = case when $4::text is null then error else $5 end,
                 error_type = case when $4::text is null then error_type else $6 end
-          where run_id = $1 and status = 'running' ${staleClause}
+          where run_id = $1 and status = 'running'${extra}
           returning last_seq
        ), ins as (
          insert into ${SCHEMA}.events (run_id, seq, type, data)
@@ -188,13 +292,22 @@ export class PgRunStore {
        select ins.seq::text as seq, ins.created_at, pg_notify('${EVENTS_CHANNEL}', $1) from ins`,
       params,
     );
-    if (r.rowCount !== 1) return null;
-    return { id: r.rows[0].seq, run_id: runId, type, data, created_at: iso(r.rows[0].created_at) };
+    if (r.rowCount === 1) return { id: r.rows[0].seq, run_id: runId, type, data, created_at: iso(r.rows[0].created_at) };
+    if (opts.expectedSeq === undefined) return null;
+    // Nothing applied: either an earlier attempt of this very append committed, or the run moved on
+    // without us (ended elsewhere).
+    const mine = await this.q(
+      `select seq::text as seq, created_at from ${SCHEMA}.events
+        where run_id = $1 and seq = $2 and type = $3 and data = $4::jsonb`,
+      [runId, opts.expectedSeq, type, json],
+    );
+    if (mine.rowCount !== 1) return null;
+    return { id: mine.rows[0].seq, run_id: runId, type, data, created_at: iso(mine.rows[0].created_at) };
   }
 
   /** Events after the exclusive cursor, ordered. */
   async listEvents(runId: string, after: number, limit: number): Promise<StoredEvent[]> {
-    const r = await this.pool.query(
+    const r = await this.q(
       `select seq::text as seq, type, data, created_at from ${SCHEMA}.events
         where run_id = $1 and seq > $2 order by events.seq limit $3`,
       [runId, after, limit],
@@ -204,7 +317,7 @@ export class PgRunStore {
 
   /** Records a cancel intent; the owning process is woken through NOTIFY (and its heartbeat poll). */
   async requestCancel(runId: string, reason: string | null, message: string | null): Promise<CancelOutcome> {
-    const r = await this.pool.query(
+    const r = await this.q(
       `with u as (
          update ${SCHEMA}.runs
             set cancel_requested_at = coalesce(cancel_requested_at, now()),
@@ -231,7 +344,7 @@ export class PgRunStore {
    */
   async heartbeat(ownerId: string, runIds: string[]): Promise<Array<{ runId: string; cancelRequested: boolean }>> {
     if (runIds.length === 0) return [];
-    const r = await this.pool.query(
+    const r = await this.q(
       `update ${SCHEMA}.runs set heartbeat_at = now()
         where owner_id = $1 and status = 'running' and run_id = any($2::text[])
         returning run_id, cancel_requested_at is not null as cancel_requested`,
@@ -240,12 +353,19 @@ export class PgRunStore {
     return r.rows.map((row) => ({ runId: row.run_id, cancelRequested: row.cancel_requested }));
   }
 
-  /** Running runs nobody has heartbeated for `staleAfterMs` (owner gone, or its task vanished). */
+  /**
+   * Running runs nobody has heartbeated for `staleAfterMs` (owner gone, or its task vanished), judged
+   * only over time the database was up: a run is not stale while PostgreSQL itself has been running
+   * for less than the grace (after a restart or failover every owner gets a full grace to heartbeat
+   * again). The caller adds its own side of the rule (RunManager.reapStale: its own uninterrupted
+   * reachability).
+   */
   async findStaleRuns(staleAfterMs: number): Promise<string[]> {
-    const r = await this.pool.query(
+    const r = await this.q(
       `select run_id from ${SCHEMA}.runs
         where status = 'running'
           and heartbeat_at < now() - make_interval(secs => $1::double precision / 1000)
+          and pg_postmaster_start_time() < now() - make_interval(secs => $1::double precision / 1000)
         order by created_at limit 100`,
       [staleAfterMs],
     );
@@ -254,7 +374,7 @@ export class PgRunStore {
 
   /** Deletes ended runs (and their events) older than the retention window. */
   async deleteExpired(retentionHours: number): Promise<number> {
-    const r = await this.pool.query(
+    const r = await this.q(
       `delete from ${SCHEMA}.runs
         where status <> 'running' and created_at < now() - make_interval(hours => $1)`,
       [retentionHours],
@@ -270,9 +390,10 @@ export class PgRunStore {
 
   private async connectListener(): Promise<void> {
     if (this.closed || !this.listener) return;
-    const client = new Client({ connectionString: this.connectionString });
+    const client = new Client({ connectionString: this.connectionString, connectionTimeoutMillis: 5_000, keepAlive: true });
     const retry = (err?: unknown) => {
-      if (err) this.logger.warn({ err }, 'agent backend store: LISTEN connection lost, reconnecting');
+      if (!this.listenerLost && !this.closed) this.logger.warn({ err }, 'agent backend store: LISTEN connection lost, reconnecting');
+      this.listenerLost = true;
       if (this.listenClient === client) this.listenClient = null;
       client.removeAllListeners();
       client.on('error', () => undefined);
@@ -296,6 +417,12 @@ export class PgRunStore {
       await client.connect();
       await client.query(`listen ${EVENTS_CHANNEL}; listen ${CANCEL_CHANNEL}`);
       this.listenClient = client;
+      if (this.listenerLost) {
+        // Re-subscribed: whatever was notified while we were away is lost, so everyone re-reads.
+        this.listenerLost = false;
+        this.logger.info('agent backend store: LISTEN re-subscribed, catching up');
+        this.listener?.onReconnect?.();
+      }
     } catch (err) {
       retry(err);
     }

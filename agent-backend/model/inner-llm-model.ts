@@ -5,6 +5,16 @@
  *
  * Billing idempotency: `invocation_id` is the run id and `call_index` the model request number within
  * the run (passed per call as `providerOptions.dify.call_index`), so a retried call bills once.
+ *
+ * Transport failures are retried here (the api may crash or restart mid-call; another replica may
+ * answer): connection refused/reset, a 502/503/504, or a stream cut before its final chunk. The same
+ * request (same invocation_id + call_index) is sent again with backoff, for at most
+ * `retry.budgetMs` per failure episode, and the replayed stream is deduplicated by position: text
+ * and reasoning characters already emitted are skipped (and must match, else the call fails as
+ * `InvokeConnectionError`: the answer cannot be un-sent), tool calls and usage are taken from the
+ * attempt that finishes. So the run sees one continuous answer and one usage report, and the
+ * gateway's ledger (unique on the billing request id) charges once. A 4xx or an error chunk (negative
+ * code) is the model's answer, not a transport failure: never retried.
  */
 import type {
   LanguageModelV3,
@@ -19,6 +29,7 @@ import type {
 import { InvokeChunk, type ChunkData, type InvokeRequest, type ToolDefinition } from '../../core/protocol/inner-llm.js';
 import type { Usage } from '../../core/protocol/run.js';
 import { parseSse } from '../../core/sse.js';
+import type { Logger } from '../../core/logger.js';
 import { ModelCallError } from '../errors.js';
 import { fromV3Prompt } from './prompt.js';
 
@@ -69,8 +80,67 @@ const STATUS_ERROR_TYPES: Record<number, string> = {
   429: 'InvokeRateLimitError',
 };
 
-export function createInnerLlmCaller(opts: { apiUrl: string; innerApiKey: string; fetch?: typeof fetch }): ModelCaller {
-  return (target) => new InnerLlmModel(target, opts.apiUrl.replace(/\/+$/, ''), opts.innerApiKey, opts.fetch ?? fetch);
+export interface InnerLlmRetryOptions {
+  /** How long one failure episode may last (first failure → last attempt), ms. 0: no retries. */
+  budgetMs: number;
+  /** Backoff between attempts: doubles from `baseMs` up to `maxMs`. */
+  baseMs: number;
+  maxMs: number;
+}
+
+export const DEFAULT_INNER_LLM_RETRY: InnerLlmRetryOptions = { budgetMs: 30_000, baseMs: 250, maxMs: 4_000 };
+
+export function createInnerLlmCaller(opts: {
+  apiUrl: string;
+  innerApiKey: string;
+  fetch?: typeof fetch;
+  retry?: Partial<InnerLlmRetryOptions>;
+  logger?: Logger;
+}): ModelCaller {
+  const retry = { ...DEFAULT_INNER_LLM_RETRY, ...opts.retry };
+  return (target) => new InnerLlmModel(target, opts.apiUrl.replace(/\/+$/, ''), opts.innerApiKey, opts.fetch ?? fetch, retry, opts.logger);
+}
+
+/** A failure of the way to the inner endpoint (not of the model): worth sending the same call again. */
+class TransportFailure extends ModelCallError {}
+
+/** Backoff within one failure episode; progress (new output) starts a fresh episode. */
+class RetryBudget {
+  private since: number | null = null;
+  private delay: number;
+  attempts = 0;
+  constructor(private readonly opts: InnerLlmRetryOptions) {
+    this.delay = opts.baseMs;
+  }
+  /** Sleeps before the next attempt; false when the episode's budget is spent. */
+  async wait(signal: AbortSignal | undefined): Promise<boolean> {
+    const now = Date.now();
+    this.since ??= now;
+    if (now - this.since + this.delay > this.opts.budgetMs) return false;
+    await abortableSleep(this.delay, signal);
+    this.delay = Math.min(this.delay * 2, this.opts.maxMs);
+    this.attempts++;
+    return true;
+  }
+  progress(): void {
+    this.since = null;
+    this.delay = this.opts.baseMs;
+  }
+}
+
+function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal?.reason);
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 export class InnerLlmModel implements LanguageModelV3 {
@@ -84,6 +154,8 @@ export class InnerLlmModel implements LanguageModelV3 {
     private readonly apiUrl: string,
     private readonly innerApiKey: string,
     private readonly fetchImpl: typeof fetch,
+    private readonly retry: InnerLlmRetryOptions = DEFAULT_INNER_LLM_RETRY,
+    private readonly logger?: Logger,
   ) {
     this.provider = `dify-inner.${target.provider}`;
     this.modelId = target.model;
@@ -131,6 +203,37 @@ export class InnerLlmModel implements LanguageModelV3 {
 
   async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
     const body = this.buildRequest(options);
+    const signal = options.abortSignal;
+    const budget = new RetryBudget(this.retry);
+    const log = this.logger?.child({ runId: this.target.runId, call_index: body.caller.call_index });
+    /** Sends the call again after a transport failure, until it connects or the budget is spent. */
+    const reopen = async (failure: TransportFailure): Promise<AsyncGenerator<{ data: string }>> => {
+      for (;;) {
+        if (!(await budget.wait(signal))) {
+          log?.warn({ attempts: budget.attempts + 1, err: failure.message }, 'inner LLM call: giving up after transport failures');
+          throw failure;
+        }
+        log?.warn({ attempt: budget.attempts + 1, err: failure.message }, 'inner LLM call: transport failure, sending the same call again');
+        try {
+          return await this.open(body, signal);
+        } catch (err) {
+          if (!(err instanceof TransportFailure) || signal?.aborted) throw err;
+          failure = err;
+        }
+      }
+    };
+    let frames: AsyncGenerator<{ data: string }>;
+    try {
+      frames = await this.open(body, signal);
+    } catch (err) {
+      if (!(err instanceof TransportFailure) || signal?.aborted) throw err;
+      frames = await reopen(err);
+    }
+    return { stream: toPartStream(frames, reopen, budget, signal), request: { body } };
+  }
+
+  /** One attempt: POST the call, return its SSE frames. Throws TransportFailure when worth retrying. */
+  private async open(body: InvokeRequest, signal: AbortSignal | undefined): Promise<AsyncGenerator<{ data: string }>> {
     const url = `${this.apiUrl}/inner/api/agent/llm/invoke`;
     let res: Response;
     try {
@@ -138,11 +241,11 @@ export class InnerLlmModel implements LanguageModelV3 {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-inner-api-key': this.innerApiKey },
         body: JSON.stringify(body),
-        signal: options.abortSignal,
+        signal,
       });
     } catch (err) {
-      if (options.abortSignal?.aborted) throw err;
-      throw new ModelCallError('InvokeConnectionError', `inner LLM endpoint unreachable: ${(err as Error).message}`);
+      if (signal?.aborted) throw err;
+      throw new TransportFailure('InvokeConnectionError', `inner LLM endpoint unreachable: ${(err as Error).message}`);
     }
     if (!res.ok || !res.body) {
       const text = await res.text().catch(() => '');
@@ -159,9 +262,10 @@ export class InnerLlmModel implements LanguageModelV3 {
         code && /^Invoke[A-Za-z]*Error$/.test(code)
           ? code
           : (STATUS_ERROR_TYPES[res.status] ?? (res.status >= 500 ? 'InvokeServerUnavailableError' : 'InvokeError'));
-      throw new ModelCallError(errorType, `inner LLM invoke failed (${res.status}${code ? ` ${code}` : ''}): ${message}`, res.status);
+      const Err = res.status === 502 || res.status === 503 || res.status === 504 ? TransportFailure : ModelCallError;
+      throw new Err(errorType, `inner LLM invoke failed (${res.status}${code ? ` ${code}` : ''}): ${message}`, res.status);
     }
-    return { stream: toPartStream(parseSse(res.body), options.abortSignal), request: { body } };
+    return parseSse(res.body);
   }
 
   async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
@@ -210,16 +314,29 @@ const FINISH: Record<string, LanguageModelV3FinishReason['unified']> = {
 /**
  * Maps inner-LLM chunks to V3 stream parts. Tool calls may arrive whole or in OpenAI-style fragments
  * (same or empty id continues the previous call); they are emitted complete at the end of the stream.
+ *
+ * A stream that breaks (read error, or an end before the final chunk) is re-opened through `reopen`
+ * (the same call again); the new attempt's text and reasoning are matched against what was already
+ * emitted, character by character, and only what lies beyond is emitted.
  */
 function toPartStream(
-  frames: AsyncGenerator<{ data: string }>,
+  first: AsyncGenerator<{ data: string }>,
+  reopen: (failure: TransportFailure) => Promise<AsyncGenerator<{ data: string }>>,
+  budget: RetryBudget,
   signal: AbortSignal | undefined,
 ): ReadableStream<LanguageModelV3StreamPart> {
+  let frames = first;
   let textOpen = false;
   let reasoningOpen = false;
-  const calls: Array<{ id: string; name: string; args: string }> = [];
+  /** Everything emitted so far, across attempts. */
+  const emitted = { text: '', reasoning: '' };
+  /** What the current attempt has streamed (a replay starts again from the beginning). */
+  let seen = { text: '', reasoning: '' };
+  let calls: Array<{ id: string; name: string; args: string }> = [];
   let usage: Partial<Usage> | undefined;
   let finishRaw: string | undefined;
+  /** The current attempt delivered its final chunk (finish_reason). */
+  let complete = false;
 
   let enqueued = 0;
   const push = (ctrl: ReadableStreamDefaultController<LanguageModelV3StreamPart>, part: LanguageModelV3StreamPart) => {
@@ -230,6 +347,23 @@ function toPartStream(
     if (reasoningOpen) push(ctrl, { type: 'reasoning-end', id: 'reasoning-0' });
     if (textOpen) push(ctrl, { type: 'text-end', id: 'text-0' });
     reasoningOpen = textOpen = false;
+  };
+  /** The part of `piece` not emitted yet (by position); a replay that differs from what was sent fails. */
+  const fresh = (kind: 'text' | 'reasoning', piece: string): string => {
+    const start = seen[kind].length;
+    seen[kind] += piece;
+    const done = emitted[kind];
+    if (start < done.length) {
+      const overlap = Math.min(piece.length, done.length - start);
+      if (piece.slice(0, overlap) !== done.slice(start, start + overlap)) {
+        throw new ModelCallError('InvokeConnectionError', 'the inner LLM call was retried after a transport failure and the replay differs from what was already streamed');
+      }
+      if (overlap === piece.length) return '';
+      piece = piece.slice(overlap);
+    }
+    emitted[kind] += piece;
+    budget.progress();
+    return piece;
   };
 
   const finish = (ctrl: ReadableStreamDefaultController<LanguageModelV3StreamPart>) => {
@@ -270,14 +404,20 @@ function toPartStream(
     }
     const { message, usage: u, finish_reason } = (chunk.data as ChunkData).delta;
     if (message.reasoning_content) {
-      if (!reasoningOpen) push(ctrl, { type: 'reasoning-start', id: 'reasoning-0' });
-      reasoningOpen = true;
-      push(ctrl, { type: 'reasoning-delta', id: 'reasoning-0', delta: message.reasoning_content });
+      const r = fresh('reasoning', message.reasoning_content);
+      if (r) {
+        if (!reasoningOpen) push(ctrl, { type: 'reasoning-start', id: 'reasoning-0' });
+        reasoningOpen = true;
+        push(ctrl, { type: 'reasoning-delta', id: 'reasoning-0', delta: r });
+      }
     }
     if (message.content) {
-      if (!textOpen) push(ctrl, { type: 'text-start', id: 'text-0' });
-      textOpen = true;
-      push(ctrl, { type: 'text-delta', id: 'text-0', delta: message.content });
+      const t = fresh('text', message.content);
+      if (t) {
+        if (!textOpen) push(ctrl, { type: 'text-start', id: 'text-0' });
+        textOpen = true;
+        push(ctrl, { type: 'text-delta', id: 'text-0', delta: t });
+      }
     }
     for (const tc of message.tool_calls ?? []) {
       const last = calls[calls.length - 1];
@@ -289,7 +429,21 @@ function toPartStream(
       }
     }
     if (u) usage = u;
-    if (finish_reason) finishRaw = finish_reason;
+    if (finish_reason) {
+      finishRaw = finish_reason;
+      complete = true;
+    }
+  };
+
+  /** The stream broke: send the call again; the replay starts from the beginning. */
+  const retry = async (failure: TransportFailure) => {
+    void frames.return(undefined).catch(() => undefined);
+    frames = await reopen(failure);
+    seen = { text: '', reasoning: '' };
+    calls = [];
+    usage = undefined;
+    finishRaw = undefined;
+    complete = false;
   };
 
   return new ReadableStream<LanguageModelV3StreamPart>({
@@ -301,8 +455,19 @@ function toPartStream(
       const before = enqueued;
       try {
         while (enqueued === before) {
-          const next = await frames.next();
-          if (next.done) return finish(ctrl);
+          let next: IteratorResult<{ data: string }>;
+          try {
+            next = await frames.next();
+          } catch (err) {
+            if (signal?.aborted) throw err;
+            await retry(new TransportFailure('InvokeConnectionError', `the inner LLM stream broke: ${String((err as Error)?.message ?? err)}`));
+            continue;
+          }
+          if (next.done) {
+            if (complete) return finish(ctrl);
+            await retry(new TransportFailure('InvokeConnectionError', 'the inner LLM stream ended before its final chunk'));
+            continue;
+          }
           handleFrame(ctrl, next.value.data);
         }
       } catch (err) {
@@ -313,7 +478,7 @@ function toPartStream(
         closeOpen(ctrl);
         push(ctrl, { type: 'error', error: err instanceof ModelCallError ? err : new ModelCallError('InvokeConnectionError', String((err as Error)?.message ?? err)) });
         ctrl.close();
-        void frames.return(undefined);
+        void frames.return(undefined).catch(() => undefined);
       }
     },
     async cancel() {

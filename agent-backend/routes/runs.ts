@@ -10,7 +10,7 @@ import { planRun, type RunLimits } from '../composition.js';
 import { formatZodError, HttpError } from '../errors.js';
 import type { ModuleRegistry } from '../modules/registry.js';
 import type { RunManager } from '../run-manager.js';
-import type { PgRunStore, RunRow } from '../store.js';
+import { isConnectionError, type PgRunStore, type RunRow } from '../store.js';
 
 export interface RunRoutesDeps {
   store: PgRunStore;
@@ -104,23 +104,30 @@ async function streamEvents(deps: RunRoutesDeps, req: Request, res: Response, ru
   let cursor = after;
   try {
     while (open) {
-      const events = await deps.store.listEvents(runId, cursor, MAX_PAGE);
-      for (const e of events) {
-        if (!open) return;
-        writeSse(res, { id: e.id, event: e.type, data: e });
-        cursor = Number(e.id);
-        if (isTerminal(e)) return;
-      }
-      if (events.length === MAX_PAGE) continue;
-      if (events.length === 0) {
-        // Nothing new: a deleted run, or an ended run whose terminal the client already has
-        // (the status flips in the same statement that stores the terminal, so re-check once).
-        const run = await deps.store.getRun(runId);
-        if (!run) return;
-        if (run.status !== 'running') {
-          if ((await deps.store.listEvents(runId, cursor, 1)).length === 0) return;
-          continue;
+      let events: Awaited<ReturnType<typeof deps.store.listEvents>>;
+      try {
+        events = await deps.store.listEvents(runId, cursor, MAX_PAGE);
+        for (const e of events) {
+          if (!open) return;
+          writeSse(res, { id: e.id, event: e.type, data: e });
+          cursor = Number(e.id);
+          if (isTerminal(e)) return;
         }
+        if (events.length === MAX_PAGE) continue;
+        if (events.length === 0) {
+          // Nothing new: a deleted run, or an ended run whose terminal the client already has
+          // (the status flips in the same statement that stores the terminal, so re-check once).
+          const run = await deps.store.getRun(runId);
+          if (!run) return;
+          if (run.status !== 'running') {
+            if ((await deps.store.listEvents(runId, cursor, 1)).length === 0) return;
+            continue;
+          }
+        }
+      } catch (err) {
+        // PostgreSQL away: keep the stream (keep-alives go on) and re-read from the cursor once it is
+        // back; the poll below is the safety net for NOTIFYs lost meanwhile.
+        if (!isConnectionError(err)) throw err;
       }
       await waiter.wait(deps.pollMs);
     }

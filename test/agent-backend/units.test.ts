@@ -99,6 +99,7 @@ describe('inner LLM model', () => {
     const model = createInnerLlmCaller({
       apiUrl: 'http://api.test/',
       innerApiKey: 'k',
+      retry: { budgetMs: 0 },
       fetch: async (_url, init) => {
         capture?.(init!);
         return new Response(body, { status, headers: { 'content-type': status === 200 ? 'text/event-stream' : 'application/json' } });
