@@ -126,6 +126,8 @@ export const MessageResponse = z.object({
   answer: z.string(),
   status: z.enum(['normal', 'error']),
   turn_status: z.enum(['pending', 'running', 'paused', 'succeeded', 'failed', 'stopped']),
+  /** Extension: set on an ask_human continuation, naming the paused message whose query it carries. */
+  resumed_from_message_id: Uuid.nullable(),
   error: z.string().nullable(),
   message_files: z.array(MessageFileResponse),
   feedback: z.object({ rating: z.string() }).nullable(),

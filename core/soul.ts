@@ -87,6 +87,9 @@ export function demoSoulConfig(realModel?: { model: string }): AgentSoulConfig {
       : { provider: 'demo', model: 'demo-chat', model_settings: { temperature: 0 } },
     tools: { core: ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'], plugin: [] },
     ask_human: { enabled: true },
-    features: { opening_statement: 'Hi! I am the demo agent. Try "/calc 6*7" or "/ask What is your name?".' },
+    features: {
+      opening_statement: 'Hi! I am the demo agent. Try "/calc 6*7" or "/ask What is your name?".',
+      suggested_questions: realModel ? [] : ['/calc 6*7', '/ask What should I call you?', 'Hello! My name is Ada.'],
+    },
   });
 }

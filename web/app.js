@@ -4,8 +4,10 @@
 // The app key comes from the URL fragment (#key=..., never sent to a server) or the settings box and
 // stays in this tab's sessionStorage.
 
+import { consumeTurn, el, markAnswered, messageBox, renderForm, renderThought } from './turn-view.js';
+
 const $ = (id) => document.getElementById(id);
-const state = { key: '', user: '', conversationId: '', taskId: '', abort: null };
+const state = { key: '', user: '', conversationId: '', taskId: '', abort: null, app: null };
 
 function loadSettings() {
   const hash = new URLSearchParams(location.hash.slice(1));
@@ -36,141 +38,42 @@ async function api(path, init = {}) {
   return res;
 }
 
-async function* frames(res) {
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let buf = '';
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    buf += decoder.decode(value, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const raw = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const f = { id: undefined, event: undefined, data: '' };
-      for (const line of raw.split('\n')) {
-        if (line.startsWith('id:')) f.id = line.slice(3).trim();
-        else if (line.startsWith('event:')) f.event = line.slice(6).trim();
-        else if (line.startsWith('data:')) f.data += line.slice(5).trim();
-      }
-      if (f.data) yield { ...f, data: JSON.parse(f.data) };
-    }
-  }
-}
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
 function addMessage(role, text) {
-  const m = el('div', `msg ${role}`);
-  m.append(el('div', 'who', role === 'user' ? 'You' : 'Agent'), el('div', 'thoughts'), el('div', 'text', text));
+  const m = messageBox(role, text);
   $('messages').append(m);
   m.scrollIntoView({ block: 'end' });
   return m;
 }
 
-function renderThought(box, t) {
-  let row = box.querySelector(`[data-thought="${t.id}"]`);
-  if (!row) {
-    row = el('div', 'thought');
-    row.dataset.thought = t.id;
-    box.querySelector('.thoughts').append(row);
-  }
-  row.textContent = '';
-  if (t.tool) {
-    row.append(el('strong', '', `Tool ${t.tool}: `), el('code', '', t.tool_input || ''));
-    if (t.observation) row.append(el('div', '', `Result: ${t.observation}`));
-  } else {
-    row.append(el('em', '', `Thinking: ${t.thought}`));
-  }
-}
+const eventsUrl = (taskId) => `/v1/chat-messages/${taskId}/events?user=${encodeURIComponent(state.user)}`;
 
-function renderForm(box, form) {
-  const f = el('form', 'form');
-  f.dataset.token = form.form_token;
-  f.append(el('div', '', form.form_content || 'The agent needs your input.'));
-  for (const field of form.inputs || []) {
-    const label = el('label', '', field.label || field.name);
-    let input;
-    if (field.type === 'select') {
-      input = el('select');
-      for (const o of field.options) {
-        const opt = el('option', '', o.label);
-        opt.value = o.value;
-        input.append(opt);
-      }
-    } else {
-      input = el('textarea');
-      input.rows = 2;
-      input.placeholder = field.placeholder || '';
-      if (field.default) input.value = field.default;
-    }
-    input.name = field.name;
-    input.required = !!field.required;
-    label.append(input);
-    f.append(label);
-  }
-  for (const a of form.actions || []) {
-    const b = el('button', a.style || '', a.label);
-    b.type = 'submit';
-    b.value = a.id;
-    f.append(b);
-  }
-  f.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    const action = ev.submitter ? ev.submitter.value : (form.actions[0] || {}).id;
-    const inputs = {};
-    for (const field of form.inputs || []) inputs[field.name] = f.elements[field.name].value;
+/** Renders an ask_human form whose submission continues the turn in a new agent message. */
+function showForm(box, form) {
+  renderForm(box, form, async (inputs, action) => {
     try {
       const res = await api(`/v1/form/human_input/${form.form_token}`, { method: 'POST', body: JSON.stringify({ inputs, action, user: state.user }) });
       const cont = await res.json();
-      f.replaceWith(el('div', 'thought', 'Submitted.'));
-      await follow(addMessage('agent', ''), `/v1/chat-messages/${cont.task_id}/events?user=${encodeURIComponent(state.user)}`);
+      await follow(addMessage('agent', ''), eventsUrl(cont.task_id));
     } catch (err) {
       $('status').textContent = err.message;
     }
   });
-  box.append(f);
 }
 
 /** Consumes a turn's stream into a message box; re-attaches with Last-Event-ID if the stream breaks. */
-async function consume(box, res, attachUrl) {
-  let lastId = 0;
-  let answer = '';
-  let ended = false;
-  const text = box.querySelector('.text');
-  for (let attempt = 0; attempt < 5 && !ended; attempt++) {
-    try {
-      for await (const f of frames(res)) {
-        if (f.id) lastId = Number(f.id);
-        const d = f.data;
-        if (d.task_id) {
-          state.taskId = d.task_id;
-          attachUrl = `/v1/chat-messages/${d.task_id}/events?user=${encodeURIComponent(state.user)}`;
-        }
-        if (d.conversation_id && !state.conversationId) state.conversationId = d.conversation_id;
-        if (f.event === 'agent_message') text.textContent = answer += d.answer;
-        else if (f.event === 'message' || f.event === 'message_replace') text.textContent = answer = d.answer;
-        else if (f.event === 'agent_thought') renderThought(box, d);
-        else if (f.event === 'human_input_required') renderForm(box, d.data);
-        else if (f.event === 'error') {
-          box.classList.add('error');
-          text.textContent = `${answer}${answer ? '\n' : ''}Error: ${d.message}`;
-          ended = true;
-        } else if (f.event === 'message_end') ended = true;
-      }
-    } catch (err) {
-      if (err.name === 'AbortError') return;
-    }
-    if (!ended && attachUrl) {
-      res = await api(attachUrl, { headers: { 'last-event-id': String(lastId) } });
-    }
-  }
+function consume(box, res, attachUrl) {
+  let url = attachUrl;
+  return consumeTurn(box, res, {
+    onTask: (taskId) => {
+      state.taskId = taskId;
+      url = eventsUrl(taskId);
+    },
+    onConversation: (id) => {
+      if (!state.conversationId) state.conversationId = id;
+    },
+    onForm: showForm,
+    reattach: (lastId) => (url ? api(url, { headers: { 'last-event-id': String(lastId) } }) : Promise.reject(new Error('stream lost'))),
+  });
 }
 
 async function follow(box, url) {
@@ -190,6 +93,7 @@ function setBusy(busy) {
 }
 
 async function send(query) {
+  document.querySelector('.welcome')?.remove();
   addMessage('user', query);
   const box = addMessage('agent', '');
   setBusy(true);
@@ -240,13 +144,61 @@ async function openConversation(id) {
   $('messages').textContent = '';
   const res = await api(`/v1/messages?conversation_id=${id}&user=${encodeURIComponent(state.user)}&limit=100`);
   const { data } = await res.json();
+  const boxes = new Map();
   for (const m of data) {
-    addMessage('user', m.query);
+    // An ask_human continuation carries the paused message's query: show the question once.
+    if (!m.resumed_from_message_id) addMessage('user', m.query);
+    else if (boxes.has(m.resumed_from_message_id)) markAnswered(boxes.get(m.resumed_from_message_id));
     const box = addMessage('agent', m.answer);
+    boxes.set(m.id, box);
     for (const t of m.agent_thoughts) renderThought(box, t);
     if (m.turn_status === 'stopped') box.classList.add('stopped');
+    if (m.turn_status === 'failed' && m.error) {
+      box.classList.add('error');
+      box.querySelector('.text').textContent = `${m.answer}${m.answer ? '\n' : ''}Error: ${m.error}`;
+    }
+  }
+  // A turn still waiting for its form (or still running): re-attach to show the form or the rest of the answer.
+  const last = data.at(-1);
+  if (last && ['paused', 'running', 'pending'].includes(last.turn_status) && !data.some((m) => m.resumed_from_message_id === last.id)) {
+    const box = $('messages').lastElementChild;
+    box.querySelector('.text').textContent = '';
+    void follow(box, eventsUrl(last.id));
   }
   await loadConversations();
+}
+
+/** The app's name, opening statement and suggested questions (GET /v1/info and /v1/parameters). */
+async function loadApp() {
+  if (!state.key) return;
+  try {
+    const [info, params] = await Promise.all([api('/v1/info').then((r) => r.json()), api('/v1/parameters').then((r) => r.json())]);
+    state.app = { name: info.name, opening: params.opening_statement || '', suggested: params.suggested_questions || [] };
+    $('app-name').textContent = info.name;
+    document.title = info.name;
+    if (!state.conversationId) showWelcome();
+  } catch (err) {
+    $('status').textContent = err.message;
+  }
+}
+
+/** The first screen of a new chat: what the agent says first and questions to start with. */
+function showWelcome() {
+  $('messages').textContent = '';
+  if (!state.app) return;
+  const w = el('div', 'welcome');
+  w.append(el('h1', '', state.app.name));
+  if (state.app.opening) w.append(el('p', 'opening', state.app.opening));
+  for (const q of state.app.suggested) {
+    const b = el('button', 'suggested', q);
+    b.type = 'button';
+    b.addEventListener('click', () => {
+      w.remove();
+      void send(q);
+    });
+    w.append(b);
+  }
+  $('messages').append(w);
 }
 
 $('composer').addEventListener('submit', (ev) => {
@@ -265,7 +217,7 @@ $('query').addEventListener('keydown', (ev) => {
 $('stop').addEventListener('click', () => void stop());
 $('new-chat').addEventListener('click', () => {
   state.conversationId = '';
-  $('messages').textContent = '';
+  showWelcome();
   void loadConversations();
 });
 $('save-settings').addEventListener('click', () => {
@@ -274,8 +226,10 @@ $('save-settings').addEventListener('click', () => {
   sessionStorage.setItem('agent-chat-key', state.key);
   localStorage.setItem('agent-chat-user', state.user);
   $('settings').open = false;
+  void loadApp();
   void loadConversations();
 });
 
 loadSettings();
+void loadApp();
 void loadConversations();

@@ -41,6 +41,7 @@ export function messageRoutes(deps: { db: Db }): Router {
         answer: m.answer,
         status: m.status === 'failed' ? 'error' : 'normal',
         turn_status: m.status,
+        resumed_from_message_id: m.resumed_from_message_id,
         error: m.error,
         message_files: m.files.map((f) => ({ id: f.id, type: f.type, url: f.url, belongs_to: f.belongs_to })),
         feedback: m.feedbacks[0] ? { rating: m.feedbacks[0].rating } : null,

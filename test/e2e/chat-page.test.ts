@@ -20,6 +20,8 @@ if (!executable) {
 let stack: Stack;
 let browser: Browser;
 let page: Page;
+/** Every response the page got with a 4xx/5xx status (the favicon, a missing script, a failed call). */
+const failures: string[] = [];
 
 describe.runIf(executable)('the chat page in a browser', () => {
   beforeAll(async () => {
@@ -29,6 +31,9 @@ describe.runIf(executable)('the chat page in a browser', () => {
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
     page = await browser.newPage();
+    page.on('response', (r) => {
+      if (r.status() >= 400) failures.push(`${r.status()} ${r.url()}`);
+    });
     await page.goto(`${stack.apiUrl}/chat/#key=${stack.demo!.apiKey}`);
   });
   afterAll(async () => {
@@ -46,6 +51,10 @@ describe.runIf(executable)('the chat page in a browser', () => {
   it('chats, remembers the conversation, shows a tool call as a thought, and answers an ask_human form', async () => {
     // The key moved from the URL fragment to session storage; the fragment is gone.
     expect(page.url()).not.toContain('key=');
+    // The first screen introduces the app (GET /v1/info, /v1/parameters): name, opening statement, suggestions.
+    await expect.poll(() => page.locator('#app-name').textContent()).toBe('Demo Agent');
+    await expect.poll(() => page.locator('.welcome .opening').textContent()).toContain('I am the demo agent');
+    expect(await page.locator('.welcome .suggested').allTextContents()).toContain('/calc 6*7');
 
     await send('My name is Ada.');
     await expect.poll(() => lastAgentText().textContent(), { timeout: 20_000 }).toContain('My name is Ada.');
@@ -57,6 +66,11 @@ describe.runIf(executable)('the chat page in a browser', () => {
     await send('/calc 6*7');
     await expect.poll(() => lastAgentText().textContent(), { timeout: 20_000 }).toContain('42');
     await expect.poll(() => page.locator('.msg.agent .thought').last().textContent()).toContain('calculator');
+    // The tool card is readable: the arguments as name/value rows and the result, not raw JSON.
+    const card = page.locator('.msg.agent .thought.tool').last();
+    await expect.poll(() => card.locator('.tool-result').textContent()).toContain('42');
+    expect(await card.locator('.kv dd').allTextContents()).toContain('6*7');
+    expect(await card.textContent()).not.toContain('{"');
 
     await send('/ask What should I call you?');
     const form = page.locator('form.form').last();
@@ -67,6 +81,18 @@ describe.runIf(executable)('the chat page in a browser', () => {
 
     // The sidebar lists the conversation under the name generated from its first message.
     await expect.poll(() => page.locator('#conversations li').first().textContent()).toContain('My name is Ada.');
+
+    // After a reload the history shows the /ask question once (the continuation carries the same query).
+    await page.reload();
+    await page.locator('#conversations li').first().click();
+    await expect.poll(() => page.locator('.msg.agent .text').last().textContent(), { timeout: 20_000 }).toContain('You answered: "Countess"');
+    const userTexts = await page.locator('.msg.user .text').allTextContents();
+    expect(userTexts.filter((t) => t === '/ask What should I call you?')).toHaveLength(1);
+    expect(userTexts).toHaveLength(4);
+    // The question's card says it was answered, and the continuation shows the answer given.
+    expect(await page.locator('.thought.tool .tool-state').allTextContents()).not.toContain('waiting for your answer');
+    expect(await page.locator('.thought.tool .kv dd').allTextContents()).toContain('Countess');
+    expect(failures).toEqual([]);
     const shot = path.join(inject('testDataDir'), 'chat-page.png');
     await page.screenshot({ path: shot, fullPage: true });
     expect(fs.statSync(shot).size).toBeGreaterThan(1000);
