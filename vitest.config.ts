@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The fault-injection suite runs on its own (npm run test:faults, vitest.faults.config.ts).
+    exclude: [...configDefaults.exclude, 'test/faults/**'],
     // The Temporal core bridge is native: run test files in child processes, not worker threads.
     pool: 'forks',
     maxWorkers: 2,

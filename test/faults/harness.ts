@@ -1,0 +1,345 @@
+/**
+ * The production process layout on one machine, each part a separate OS process that a test can kill and
+ * start again at a chosen moment: embedded PostgreSQL (crashed with an immediate shutdown, restarted on the
+ * same data dir and port), the Temporal dev server (SIGKILLed, restarted on the same SQLite file and port),
+ * and the api, the worker and the agent backend, each `node --import tsx <entry>` configured through
+ * core/config.ts's variables, logging to files under the stack's data dir.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Connection, Client } from '@temporalio/client';
+import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
+import { createDb } from '../../core/db.js';
+import { applyMigrations } from '../../core/migrate.js';
+import { ensureDemoData, type DemoData } from '../../core/seed.js';
+import { stablePort } from '../../stack/ports.js';
+import { locateTemporal, portOpen, startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const RUN_DIR = path.join(ROOT, '.data', `faults-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
+
+const t0 = Date.now();
+/** Timestamped progress on stderr: when a fault test is slow or fails, the log says which step. */
+export function step(what: string): void {
+  process.stderr.write(`[faults +${((Date.now() - t0) / 1000).toFixed(1)}s] ${what}\n`);
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls `probe` until it returns a value (not undefined) or the deadline passes; the error says what was awaited. */
+export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    await sleep(everyMs);
+  }
+}
+
+function tail(file: string, lines = 25): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+/** One Node service (api, worker or agent backend) as its own OS process. */
+export class ServiceProcess {
+  child: ChildProcess | null = null;
+  readonly logFile: string;
+
+  constructor(
+    readonly name: string,
+    private readonly entry: string,
+    private readonly env: () => Record<string, string>,
+    private readonly ready: (svc: ServiceProcess) => Promise<void>,
+    logDir: string,
+  ) {
+    this.logFile = path.join(logDir, `${name}.log`);
+  }
+
+  get up(): boolean {
+    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Spawns the process; with `waitReady` (default) resolves once it serves, else right after the spawn. */
+  async start(opts: { waitReady?: boolean } = {}): Promise<void> {
+    if (this.up) throw new Error(`${this.name} is already running (pid ${this.pid})`);
+    fs.appendFileSync(this.logFile, `\n==== ${new Date().toISOString()} start ${this.name}\n`);
+    const fd = fs.openSync(this.logFile, 'a');
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, this.entry)], {
+      cwd: ROOT,
+      env: this.env(),
+      stdio: ['ignore', fd, fd, 'ipc'],
+    });
+    fs.closeSync(fd);
+    this.child = child;
+    child.on('message', () => undefined);
+    if (opts.waitReady === false) return;
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code, signal) => reject(new Error(`${this.name} exited at start (code ${code}, signal ${signal}); log tail:\n${tail(this.logFile)}`))),
+    );
+    exited.catch(() => undefined);
+    await Promise.race([this.ready(this), exited]);
+  }
+
+  /** SIGKILL (default) or another signal; resolves when the process is gone. */
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const child = this.child;
+    if (!child || !this.up) return;
+    const gone = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill(signal);
+    const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await gone;
+    clearTimeout(t);
+  }
+}
+
+async function httpOk(url: string): Promise<boolean> {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await r.body?.cancel();
+    return r.ok;
+  } catch {
+    return false;
+  }
+}
+
+export interface FaultStackOptions {
+  /** Extra configuration for every Node service (core/config.ts variables). */
+  env?: Record<string, string>;
+}
+
+/** PostgreSQL, Temporal, api, worker and agent backend as separate processes on fixed ports. */
+export class FaultStack {
+  readonly dir: string;
+  readonly taskQueue = 'agent-turns-faults';
+  pgPort = 0;
+  temporalPort = 0;
+  temporalUiPort = 0;
+  apiPort = 0;
+  backendPort = 0;
+  demo!: DemoData;
+  private pg: EmbeddedPg | null = null;
+  private temporalServer: DevServer | null = null;
+  private temporalBin = '';
+  api!: ServiceProcess;
+  worker!: ServiceProcess;
+  backend!: ServiceProcess;
+
+  private constructor(
+    readonly name: string,
+    private readonly opts: FaultStackOptions,
+  ) {
+    this.dir = path.join(RUN_DIR, name);
+  }
+
+  get databaseUrl(): string {
+    return `postgresql://postgres:postgres@127.0.0.1:${this.pgPort}/dify_agent`;
+  }
+  get temporalAddress(): string {
+    return `127.0.0.1:${this.temporalPort}`;
+  }
+  get apiUrl(): string {
+    return `http://127.0.0.1:${this.apiPort}`;
+  }
+  get backendUrl(): string {
+    return `http://127.0.0.1:${this.backendPort}`;
+  }
+  get key(): string {
+    return this.demo.apiKey;
+  }
+
+  static async start(name: string, opts: FaultStackOptions = {}): Promise<FaultStack> {
+    const s = new FaultStack(name, opts);
+    fs.rmSync(s.dir, { recursive: true, force: true });
+    fs.mkdirSync(s.dir, { recursive: true });
+    // Not ephemeral ports: every part restarts on its port, and a freed ephemeral port can be taken meanwhile.
+    s.pgPort = await stablePort();
+    s.temporalPort = await stablePort();
+    s.temporalUiPort = await stablePort();
+    s.apiPort = await stablePort();
+    s.backendPort = await stablePort();
+    s.temporalBin = await locateTemporal({ explicit: process.env.TEMPORAL_CLI_PATH });
+    const envFor = (extra: Record<string, string>) => () => ({ ...s.baseEnv(), ...extra, ...(s.opts.env ?? {}) });
+    s.api = new ServiceProcess('api', 'api/main.ts', envFor({}), async () => void (await waitFor('api /healthz', async () => ((await httpOk(`${s.apiUrl}/healthz`)) ? true : undefined), 90_000)), s.dir);
+    s.backend = new ServiceProcess(
+      'agent-backend',
+      'agent-backend/main.ts',
+      envFor({}),
+      async () => void (await waitFor('agent backend /healthz', async () => ((await httpOk(`${s.backendUrl}/healthz`)) ? true : undefined), 90_000)),
+      s.dir,
+    );
+    s.worker = new ServiceProcess(
+      'worker',
+      'worker.ts',
+      envFor({}),
+      (svc) =>
+        new Promise<void>((resolve, reject) => {
+          const t = setTimeout(() => reject(new Error(`worker not ready within 90 s; log tail:\n${tail(svc.logFile)}`)), 90_000);
+          svc.child!.on('message', (m) => {
+            if (m === 'worker-ready') {
+              clearTimeout(t);
+              resolve();
+            }
+          });
+        }),
+      s.dir,
+    );
+    try {
+      step(`${name}: starting PostgreSQL on ${s.pgPort}`);
+      await s.startPg();
+      await s.pg!.ensureDatabase('dify_agent');
+      await applyMigrations(s.databaseUrl);
+      const db = createDb(s.databaseUrl, { max: 2 });
+      try {
+        s.demo = await ensureDemoData(db, { dataDir: s.dir });
+      } finally {
+        await db.$disconnect();
+      }
+      step(`${name}: starting Temporal on ${s.temporalPort}`);
+      await s.startTemporal();
+      step(`${name}: starting agent backend, api, worker`);
+      await Promise.all([s.backend.start(), s.api.start(), s.worker.start()]);
+      step(`${name}: stack up (logs in ${s.dir})`);
+    } catch (err) {
+      await s.stop();
+      throw err;
+    }
+    return s;
+  }
+
+  /** The environment every Node service reads (core/config.ts). */
+  private baseEnv(): Record<string, string> {
+    return {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/root',
+      NODE_ENV: 'production',
+      LOG_LEVEL: process.env.FAULTS_LOG_LEVEL ?? 'info',
+      DATA_DIR: this.dir,
+      DATABASE_URL: this.databaseUrl,
+      TEMPORAL_ADDRESS: this.temporalAddress,
+      TEMPORAL_TASK_QUEUE: this.taskQueue,
+      API_HOST: '127.0.0.1',
+      API_PORT: String(this.apiPort),
+      API_INTERNAL_URL: this.apiUrl,
+      AGENT_BACKEND_HOST: '127.0.0.1',
+      AGENT_BACKEND_PORT: String(this.backendPort),
+      AGENT_BACKEND_URL: this.backendUrl,
+      DEMO_MODEL_TOKEN_DELAY_MS: '5',
+    };
+  }
+
+  // --- PostgreSQL ---------------------------------------------------------------------------------
+
+  get pgUp(): boolean {
+    return this.pg !== null;
+  }
+
+  async startPg(): Promise<void> {
+    if (this.pg) throw new Error('PostgreSQL is already running');
+    const log = fs.createWriteStream(path.join(this.dir, 'postgres.log'), { flags: 'a' });
+    // Durable like production: a crash must lose nothing that was committed.
+    this.pg = await startEmbeddedPg({ dir: path.join(this.dir, 'pg'), port: this.pgPort, durable: true, log: (l) => log.write(l + '\n') });
+  }
+
+  /**
+   * Takes PostgreSQL down the way a crash or a failover does: an immediate shutdown (SIGQUIT to the
+   * postmaster) ends every backend at once, without a checkpoint; the next start runs crash recovery.
+   */
+  async crashPg(): Promise<void> {
+    if (!this.pg) return;
+    const pidFile = path.join(this.dir, 'pg', 'postmaster.pid');
+    const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
+    process.kill(pid, 'SIGQUIT');
+    await waitFor('postgres to exit', async () => (alive(pid) ? undefined : true), 30_000, 50);
+    this.pg = null;
+  }
+
+  // --- Temporal -----------------------------------------------------------------------------------
+
+  get temporalUp(): boolean {
+    return this.temporalServer !== null;
+  }
+
+  async startTemporal(): Promise<void> {
+    if (this.temporalServer) throw new Error('Temporal is already running');
+    this.temporalServer = await startTemporalDevServer({
+      bin: this.temporalBin,
+      dataDir: this.dir,
+      port: this.temporalPort,
+      uiPort: this.temporalUiPort,
+      headless: true,
+    });
+  }
+
+  /** SIGKILLs the Temporal dev server (its SQLite state stays on disk). */
+  async killTemporal(): Promise<void> {
+    const srv = this.temporalServer;
+    if (!srv) return;
+    this.temporalServer = null;
+    if (srv.process.exitCode === null && srv.process.signalCode === null) {
+      const gone = new Promise<void>((r) => srv.process.once('exit', () => r()));
+      srv.process.kill('SIGKILL');
+      await gone;
+    }
+    await waitFor(`Temporal port ${this.temporalPort} to close`, async () => ((await portOpen(this.temporalPort)) ? undefined : true), 10_000, 100);
+  }
+
+  /** A fresh Temporal client (a new connection: after a restart an old channel may sit in its backoff). */
+  async withTemporal<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+    const connection = await Connection.connect({ address: this.temporalAddress, connectTimeout: '5 seconds' });
+    try {
+      return await fn(new Client({ connection }));
+    } finally {
+      await connection.close().catch(() => undefined);
+    }
+  }
+
+  // --- all ----------------------------------------------------------------------------------------
+
+  /** Brings every part that is down back up (after a test that failed half-way through its fault). */
+  async heal(): Promise<void> {
+    if (!this.pgUp) await this.startPg();
+    if (!this.temporalUp) await this.startTemporal();
+    const starts: Promise<void>[] = [];
+    if (!this.backend.up) starts.push(this.backend.start());
+    if (!this.api.up) starts.push(this.api.start());
+    if (!this.worker.up) starts.push(this.worker.start());
+    await Promise.all(starts);
+  }
+
+  async stop(): Promise<void> {
+    for (const svc of [this.api, this.worker, this.backend]) await svc?.kill('SIGTERM').catch(() => undefined);
+    await this.temporalServer?.stop().catch(() => undefined);
+    this.temporalServer = null;
+    await this.pg?.stop().catch(() => undefined);
+    this.pg = null;
+    if (!process.env.KEEP_TEST_DATA) {
+      fs.rmSync(this.dir, { recursive: true, force: true });
+      if (fs.existsSync(RUN_DIR) && fs.readdirSync(RUN_DIR).length === 0) fs.rmdirSync(RUN_DIR);
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

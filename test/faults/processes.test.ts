@@ -1,0 +1,99 @@
+/**
+ * Processes killed mid-turn: the worker (baseline: the turn succeeds exactly once), the agent backend
+ * (baseline: one clean error, the conversation goes on) and the api while it serves the backend's model
+ * call (issue 22 item 6: the turn completes, billed once).
+ */
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { runTurn, TurnStream } from './client.js';
+import { step } from './harness.js';
+import { useFaultStack } from './fixture.js';
+
+const ctx = useFaultStack('processes');
+const words = (s: string | undefined) => (s ?? '').trim().split(/\s+/).filter(Boolean).length;
+
+async function ledgerRows(databaseUrl: string, messageId: string): Promise<{ billing_request_id: string; tokens: number }[]> {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    const r = await c.query(
+      `select l.billing_request_id, l.prompt_tokens + l.completion_tokens as tokens
+         from credit_ledger l join agent_backend_runs r on r.backend_run_id = l.agent_run_id where r.message_id = $1`,
+      [messageId],
+    );
+    return r.rows;
+  } finally {
+    await c.end();
+  }
+}
+
+async function messageRow(databaseUrl: string, id: string): Promise<{ status: string; answer: string; error_code: string | null }> {
+  const c = new pg.Client({ connectionString: databaseUrl });
+  await c.connect();
+  try {
+    return (await c.query(`select status::text, answer, error_code from messages where id = $1`, [id])).rows[0];
+  } finally {
+    await c.end();
+  }
+}
+
+describe('a process killed mid-turn', () => {
+  it('worker SIGKILL while the answer streams: the turn succeeds exactly once with the whole answer', async () => {
+    const { stack, track, recovery } = ctx;
+    const s = track(await TurnStream.start(stack, { query: '/slow 30 /long 150', user: 'worker-kill' }));
+    let n = 0;
+    await s.read({ until: (f) => f.event === 'agent_message' && ++n === 3, timeoutMs: 60_000, what: 'the third delta' });
+    step('SIGKILL worker');
+    await stack.worker.kill('SIGKILL');
+    await stack.worker.start();
+    const back = Date.now();
+    const end = await s.finish(120_000);
+    recovery('worker SIGKILL mid-answer, worker restarted → turn done', Date.now() - back);
+    expect(end.event, JSON.stringify(end.data)).toBe('message_end');
+    expect(words(s.answer)).toBe(150);
+    expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('succeeded');
+    expect(await ledgerRows(stack.databaseUrl, s.messageId)).toHaveLength(1);
+  });
+
+  it('agent backend SIGKILL: one clean error event, and the next message of the conversation works', async () => {
+    const { stack, track, recovery } = ctx;
+    const s = track(await TurnStream.start(stack, { query: '/slow 40 /long 400', user: 'backend-kill' }));
+    let n = 0;
+    await s.read({ until: (f) => f.event === 'agent_message' && ++n === 3, timeoutMs: 60_000, what: 'the third delta' });
+    step('SIGKILL agent backend');
+    await stack.backend.kill('SIGKILL');
+    await stack.backend.start();
+    const back = Date.now();
+    const end = await s.finish(150_000);
+    recovery('agent backend SIGKILL, backend restarted → error event', Date.now() - back);
+    expect(end.event, JSON.stringify(end.data)).toBe('error');
+    expect(s.count('error') + s.count('message_end')).toBe(1);
+    expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('failed');
+
+    const next = track(await runTurn(stack, { query: 'Are you still there?', user: 'backend-kill', conversation_id: s.conversationId }, 60_000));
+    expect(next.terminal!.event, JSON.stringify(next.terminal!.data)).toBe('message_end');
+    expect(next.answer).toContain('You said: "Are you still there?"');
+  });
+
+  it('api SIGKILL while it serves the model call: the turn completes with one continuous answer, billed once (issue 22 item 6)', async () => {
+    const { stack, track, recovery } = ctx;
+    const s = track(await TurnStream.start(stack, { query: '/slow 40 /long 250', user: 'api-kill' }));
+    let n = 0;
+    // Deltas are flowing: the backend's model call is streaming through the api's inner LLM endpoint.
+    await s.read({ until: (f) => f.event === 'agent_message' && ++n === 3, timeoutMs: 60_000, what: 'the third delta' });
+    step('SIGKILL api');
+    await stack.api.kill('SIGKILL');
+    await stack.api.start();
+    const back = Date.now();
+    // The client re-attaches with Last-Event-ID, as a browser would.
+    const end = await s.finish(120_000);
+    recovery('api SIGKILL during a model call, api restarted → turn done', Date.now() - back);
+    expect(end.event, JSON.stringify(end.data)).toBe('message_end');
+    expect(s.reattaches).toBeGreaterThanOrEqual(1);
+    expect(words(s.answer)).toBe(250);
+    expect(s.answer).toBe(s.deltas);
+    expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('succeeded');
+    // One model call, one ledger row (a replay under the same billing request id charges nothing more).
+    expect(await ledgerRows(stack.databaseUrl, s.messageId)).toHaveLength(1);
+  });
+});
