@@ -6,6 +6,13 @@ export const Uuid = z.string().uuid();
 /** PostgreSQL text and jsonb cannot hold NUL; refusing it here keeps such input a 400, not a 500. */
 const noNul = (s: string) => !s.includes('\u0000');
 const NUL_MESSAGE = 'must not contain NUL characters';
+/** A message must say something: whitespace alone is refused (the model would answer an empty prompt). */
+export const Query = z
+  .string()
+  .min(1, 'is required')
+  .max(100_000)
+  .refine((s) => s.trim().length > 0, 'must not be blank')
+  .refine(noNul, NUL_MESSAGE);
 export const UserId = z.string().trim().min(1, 'is required').max(255).refine(noNul, NUL_MESSAGE);
 /** `inputs`: a JSON object whose strings (keys and values, at any depth) hold no NUL. */
 const Inputs = z.record(z.string(), z.unknown()).refine((v) => noNul(JSON.stringify(v)), NUL_MESSAGE);
@@ -19,7 +26,7 @@ export const ChatFile = z.object({
 
 export const ChatRequest = z.object({
   inputs: Inputs.default({}),
-  query: z.string().min(1, 'is required').max(100_000).refine(noNul, NUL_MESSAGE),
+  query: Query,
   user: UserId,
   response_mode: z.enum(['streaming', 'blocking']).default('streaming'),
   // Dify's SDKs send `null` for "none" (dify-client posts `files: null`).

@@ -10,7 +10,7 @@ import { findBuildDraft, findSharedDraft, listVersions, publishVersion, saveBuil
 import { AgentSoulConfig } from '../../core/soul.js';
 import type { AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
-import { Uuid } from '../schemas.js';
+import { Query, Uuid } from '../schemas.js';
 import { streamTurn } from '../stream.js';
 import { startTurn, type TurnServiceDeps } from '../turns.js';
 import type { EventNotifier } from '../../core/event-log.js';
@@ -30,7 +30,7 @@ declare module 'express-serve-static-core' {
 const DraftBody = z.object({ config: AgentSoulConfig });
 const PublishBody = z.object({ from: z.enum(['draft', 'build-draft']).default('draft') });
 const DebugChat = z.object({
-  query: z.string().min(1).max(100_000),
+  query: Query,
   inputs: z.record(z.string(), z.unknown()).default({}),
   conversation_id: z.union([Uuid, z.literal('')]).optional(),
   draft: z.enum(['draft', 'build']).default('draft'),

@@ -178,4 +178,12 @@ describe('GET /v1/parameters and /v1/info', () => {
     expect(tooMany.status).toBe(400);
     expect(String(tooMany.frames[0]!.data.message)).toContain('at most 1');
   });
+
+  it('refuses a blank query with 400 naming the field, and creates nothing', async () => {
+    const before = await stack.db.message.count();
+    const r = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', { body: { inputs: {}, query: '  \n\t ', user: 'blank', response_mode: 'streaming' } });
+    expect(r.status).toBe(400);
+    expect(r.body).toMatchObject({ code: 'invalid_param', message: 'query: must not be blank', status: 400 });
+    expect(await stack.db.message.count()).toBe(before);
+  });
 });
