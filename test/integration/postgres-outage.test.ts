@@ -1,0 +1,77 @@
+/**
+ * A PostgreSQL outage: a request that needs the database answers 503 + Retry-After (not 500) and writes
+ * nothing; once PostgreSQL is back the same api answers normally, its pool having dropped the connections
+ * the restart killed. Runs on a private PostgreSQL it can stop, not on the suite's shared one.
+ */
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadConfig, type Env } from '../../core/config.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
+import { createLogger } from '../../core/logger.js';
+import { stablePort } from '../../stack/ports.js';
+import { startStack, type Stack } from '../../stack/start-stack.js';
+import { chat, postChat } from '../support/sse.js';
+
+const dataDir = path.join(inject('testDataDir'), 'pg-outage');
+let pgPort: number;
+let pg: EmbeddedPg | null = null;
+let stack: Stack;
+
+const startPg = () => startEmbeddedPg({ dir: path.join(dataDir, 'pg'), port: pgPort, durable: false });
+
+beforeAll(async () => {
+  // Not an ephemeral port: PostgreSQL comes back on it.
+  pgPort = await stablePort();
+  pg = await startPg();
+  await pg.ensureDatabase('outage');
+  const config = loadConfig(
+    {},
+    {
+      DATA_DIR: dataDir,
+      DATABASE_URL: pg.url('outage'),
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_TASK_QUEUE: `tq-pg-outage-${process.pid}`,
+      API_PORT: 0,
+      AGENT_BACKEND_PORT: 0,
+      DEMO_MODEL_TOKEN_DELAY_MS: 1,
+      LOG_LEVEL: (process.env.TEST_LOG_LEVEL as Env['LOG_LEVEL']) ?? 'silent',
+    },
+  );
+  stack = await startStack({ config, logger: createLogger('test-pg-outage', config.LOG_LEVEL), worker: 'in-process' });
+});
+afterAll(async () => {
+  await stack?.stop();
+  await pg?.stop();
+});
+
+describe('a PostgreSQL outage', () => {
+  it('answers 503 + Retry-After while the database is down, and normally as soon as it is back', { timeout: 120_000 }, async () => {
+    const key = stack.demo!.apiKey;
+    // Warm: the pool holds open connections, which the restart will kill.
+    const before = await chat(stack.apiUrl, key, { query: '/calc 1+1', user: 'olga' });
+    expect(before.frames.at(-1)!.event).toBe('message_end');
+    const conversationId = before.frames.at(-1)!.data.conversation_id as string;
+
+    await pg!.stop();
+    pg = null;
+    const down = await postChat(stack.apiUrl, key, { query: 'Are you there?', user: 'olga', conversation_id: conversationId });
+    expect(down.status).toBe(503);
+    expect(Number(down.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await down.json()).toEqual({ code: 'service_unavailable', message: expect.any(String), status: 503 });
+    const ready = await fetch(`${stack.apiUrl}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(((await ready.json()) as { checks: Record<string, boolean> }).checks.database).toBe(false);
+
+    pg = await startPg();
+    // The first request after the restart succeeds: no dead pooled connection is handed out.
+    const after = await chat(stack.apiUrl, key, { query: '/calc 6*7', user: 'olga', conversation_id: conversationId });
+    expect(after.status).toBe(200);
+    expect(after.frames.at(-1)!.event).toBe('message_end');
+    // The refused request wrote nothing: the conversation has exactly the two turns that were answered.
+    const messages = await stack.db.message.findMany({ where: { conversation_id: conversationId }, orderBy: { created_at: 'asc' } });
+    expect(messages.map((m) => [m.query, m.status])).toEqual([
+      ['/calc 1+1', 'succeeded'],
+      ['/calc 6*7', 'succeeded'],
+    ]);
+  });
+});
