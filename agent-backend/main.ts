@@ -5,7 +5,7 @@
 import { loadConfig } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { createAgentBackend } from './server.js';
-import { PgRunStore } from './store.js';
+import { isConnectionError, PgRunStore } from './store.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -15,7 +15,17 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const store = new PgRunStore(config.DATABASE_URL, logger);
-  await store.init();
+  // PostgreSQL may be restarting while the backend starts: wait for it rather than exit.
+  for (let delay = 500; ; delay = Math.min(delay * 2, 5_000)) {
+    try {
+      await store.init();
+      break;
+    } catch (err) {
+      if (!isConnectionError(err)) throw err;
+      logger.warn({ err: (err as Error).message, retry_in_ms: delay }, 'agent backend: PostgreSQL unreachable at start, waiting');
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
   const backend = createAgentBackend({ config, logger, store });
   const running = await backend.start();
   let stopping = false;

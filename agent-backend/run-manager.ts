@@ -18,7 +18,7 @@ import { EventHub, RunEmitter, type CoalesceOptions } from './events.js';
 import type { ModelCaller } from './model/inner-llm-model.js';
 import type { PluginToolResolver } from './modules/types.js';
 import { executeRun } from './run-task.js';
-import type { PgRunStore } from './store.js';
+import { isConnectionError, type PgRunStore } from './store.js';
 
 export interface RunManagerOptions {
   instanceId: string;
@@ -111,7 +111,14 @@ export class RunManager {
   /** Starts heartbeat, stale-run reaping and retention; reaps once right away. */
   startBackground(): void {
     const every = (ms: number, fn: () => Promise<void>) => {
-      const t = setInterval(() => void fn().catch((err) => this.logger.warn({ err }, 'agent backend: background task failed')), ms);
+      // While PostgreSQL is away these fail on every tick; the store logs the outage once.
+      const t = setInterval(
+        () =>
+          void fn().catch((err) =>
+            isConnectionError(err) ? this.logger.debug({ err }, 'agent backend: background task skipped, database unreachable') : this.logger.warn({ err }, 'agent backend: background task failed'),
+          ),
+        ms,
+      );
       t.unref();
       this.timers.push(t);
     };

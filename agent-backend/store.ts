@@ -187,24 +187,37 @@ export class PgRunStore {
     try {
       r = await this.pool.query(text, params);
     } catch (err) {
-      if (!isConnectionError(err)) throw err;
-      if (!this.down) this.logger.warn({ err }, 'agent backend store: PostgreSQL unreachable');
-      this.down = true;
-      this.upSince = null;
-      throw new StoreUnavailableError(err);
+      throw this.failed(err);
     }
-    if (this.down) {
-      this.down = false;
-      this.upSince = Date.now();
-      this.logger.info('agent backend store: PostgreSQL reachable again');
-      for (const hook of this.reconnectHooks) hook();
-    }
+    this.reached();
     return r;
+  }
+
+  /** A failure: connection-class ones mark the database unreachable and become StoreUnavailableError. */
+  private failed(err: unknown): unknown {
+    if (!isConnectionError(err)) return err;
+    if (!this.down) this.logger.warn({ err }, 'agent backend store: PostgreSQL unreachable');
+    this.down = true;
+    this.upSince = null;
+    return err instanceof StoreUnavailableError ? err : new StoreUnavailableError(err);
+  }
+
+  private reached(): void {
+    if (!this.down) return;
+    this.down = false;
+    this.upSince = Date.now();
+    this.logger.info('agent backend store: PostgreSQL reachable again');
+    for (const hook of this.reconnectHooks) hook();
   }
 
   /** Creates the schema idempotently; an advisory lock keeps concurrently starting replicas apart. */
   async init(): Promise<void> {
-    const client = await this.pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw this.failed(err);
+    }
     try {
       await client.query(`select pg_advisory_lock(hashtext('agent_backend.schema'))`);
       try {
@@ -212,6 +225,9 @@ export class PgRunStore {
       } finally {
         await client.query(`select pg_advisory_unlock(hashtext('agent_backend.schema'))`);
       }
+      this.reached();
+    } catch (err) {
+      throw this.failed(err);
     } finally {
       client.release();
     }

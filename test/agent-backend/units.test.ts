@@ -153,6 +153,99 @@ describe('inner LLM model', () => {
   });
 });
 
+describe('inner LLM model after a transport failure', () => {
+  const target = {
+    runId: 'run-7',
+    provider: 'demo',
+    model: 'demo-chat',
+    caller: { tenant_id: 't', user_id: 'u', user_from: 'account' as const, app_id: 'a', invoke_from: 'debugger' },
+  };
+  const frame = (c: unknown) => `data: ${JSON.stringify(c)}\n\n`;
+  const chunk = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    frame({ code: 0, message: '', data: { model: 'demo-chat', delta: { index: 0, message: { content: '', ...message }, ...extra } } });
+  const final = chunk({}, { usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, total_price: '0.1' }, finish_reason: 'stop' });
+  /** A response whose body delivers `frames` and then either ends or breaks (connection reset). */
+  const answer = (frames: string[], end: 'ok' | 'break' = 'ok') =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        pull(ctrl) {
+          const f = frames.shift();
+          if (f !== undefined) ctrl.enqueue(new TextEncoder().encode(f));
+          else if (end === 'break') ctrl.error(new TypeError('terminated'));
+          else ctrl.close();
+        },
+      }),
+      { status: 200, headers: { 'content-type': 'text/event-stream' } },
+    );
+  type Script = Array<Response | Error>;
+  async function run(script: Script, budgetMs = 5_000) {
+    const bodies: Array<{ caller: { invocation_id: string; call_index: number } }> = [];
+    const model = createInnerLlmCaller({
+      apiUrl: 'http://api.test',
+      innerApiKey: 'k',
+      retry: { budgetMs, baseMs: 1, maxMs: 2 },
+      fetch: async (_url, init) => {
+        bodies.push(JSON.parse(String(init!.body)));
+        const next = script.shift();
+        if (!next) throw new Error('no more scripted answers');
+        if (next instanceof Error) throw next;
+        return next;
+      },
+    })(target);
+    const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], providerOptions: { dify: { call_index: 2 } } });
+    const out: LanguageModelV3StreamPart[] = [];
+    const reader = stream.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return { out, bodies };
+      out.push(value);
+    }
+  }
+  const text = (out: LanguageModelV3StreamPart[]) => out.map((p) => (p.type === 'text-delta' ? p.delta : '')).join('');
+  const reasoning = (out: LanguageModelV3StreamPart[]) => out.map((p) => (p.type === 'reasoning-delta' ? p.delta : '')).join('');
+
+  it('sends the same call again and emits only what lies beyond what was already streamed', async () => {
+    const pieces = ['One ', 'two ', 'three ', 'four.'];
+    const { out, bodies } = await run([
+      new TypeError('fetch failed: ECONNREFUSED'),
+      answer([chunk({ reasoning_content: 'hm' }), chunk({ content: pieces[0] }), chunk({ content: 'tw' })], 'break'),
+      answer([chunk({ content: 'One two ' }), chunk({ content: 'thr' })]), // ended before its final chunk
+      answer([chunk({ reasoning_content: 'hm' }), ...pieces.map((t) => chunk({ content: t })), final]),
+    ]);
+    expect(bodies).toHaveLength(4);
+    expect(new Set(bodies.map((b) => `${b.caller.invocation_id}:${b.caller.call_index}`))).toEqual(new Set(['run-7:2']));
+    expect(reasoning(out)).toBe('hm');
+    expect(text(out)).toBe('One two three four.');
+    expect(out.filter((p) => p.type === 'text-start')).toHaveLength(1);
+    expect(out.filter((p) => p.type === 'finish')).toHaveLength(1);
+    expect(out.find((p) => p.type === 'finish')).toMatchObject({ providerMetadata: { dify: { usage: { completion_tokens: 4 } } } });
+    expect(out.some((p) => p.type === 'error')).toBe(false);
+  });
+
+  it('fails the call when the replay differs from what was already streamed', async () => {
+    const { out } = await run([answer([chunk({ content: 'Hello ' })], 'break'), answer([chunk({ content: 'Goodbye ' }), final])]);
+    expect(text(out)).toBe('Hello ');
+    const err = out.find((p) => p.type === 'error');
+    expect((err as { error: ModelCallError }).error).toMatchObject({ errorType: 'InvokeConnectionError' });
+  });
+
+  it('never retries an answer of the model: an error chunk, a 4xx', async () => {
+    const errorChunk = frame({ code: -1, message: 'bad', data: { error_type: 'InvokeRateLimitError', message: 'slow down' } });
+    const a = await run([answer([chunk({ content: 'a' }), errorChunk]), answer([final])]);
+    expect(a.bodies).toHaveLength(1);
+    expect((a.out.find((p) => p.type === 'error') as { error: ModelCallError }).error.errorType).toBe('InvokeRateLimitError');
+    const b = run([new Response(JSON.stringify({ code: 'invalid_request', message: 'no' }), { status: 400 }), answer([final])]);
+    await expect(b).rejects.toMatchObject({ errorType: 'InvokeBadRequestError' });
+  });
+
+  it('gives up once the retry budget is spent, as a connection error', async () => {
+    const { out, bodies } = await run([answer([chunk({ content: 'x' })], 'break'), ...Array.from({ length: 50 }, () => new TypeError('ECONNREFUSED'))], 40);
+    expect(bodies.length).toBeGreaterThan(2);
+    expect(bodies.length).toBeLessThan(50);
+    expect((out.find((p) => p.type === 'error') as { error: ModelCallError }).error.errorType).toBe('InvokeConnectionError');
+  });
+});
+
 describe('run planning', () => {
   const registry = createRegistry();
   const limits = { maxModelRequests: 5, maxToolCalls: 5, maxWallClockMs: 1000 };
