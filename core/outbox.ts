@@ -125,10 +125,13 @@ export class OutboxDispatcher {
     return this.attempt(entry);
   }
 
-  /** Claims due rows and delivers them; returns how many were claimed. Throws if the database is unreachable. */
-  async drainOnce(): Promise<number> {
+  /**
+   * Claims due rows and delivers them; returns how many were claimed, or null without a Temporal client
+   * yet (nothing claimed). Throws if the database is unreachable.
+   */
+  async drainOnce(): Promise<number | null> {
     const client = this.opts.temporal();
-    if (!client) return 0;
+    if (!client) return null;
     const rows = await this.db.$queryRaw<unknown[]>`
       update temporal_outbox o
          set next_attempt_at = now() + make_interval(secs => ${OUTBOX_LEASE_MS / 1000}::float8), attempts = o.attempts + 1
@@ -175,7 +178,7 @@ export class OutboxDispatcher {
       } else {
         await this.db.$executeRaw`
           update temporal_outbox set delivered_at = now(), last_error = ${error} where id = ${entry.id}::uuid and delivered_at is null`;
-        if (entry.attempts > 1) this.logger.info(log, 'outbox: delivered after retries');
+        if (result === 'delivered' && entry.attempts > 1) this.logger.info(log, 'outbox: delivered after retries');
       }
     } catch (err) {
       // The row keeps its lease and comes due again: at worst it is delivered once more (harmless, see above).
@@ -186,17 +189,19 @@ export class OutboxDispatcher {
 
   private async loop(): Promise<void> {
     while (!this.stopped) {
-      let claimed = 0;
+      let claimed: number | null = 0;
       try {
         claimed = await this.drainOnce();
-        await this.prune();
-        if (this.databaseDown) this.logger.info('outbox: database reachable again');
-        this.databaseDown = false;
+        if (claimed !== null) {
+          await this.prune();
+          if (this.databaseDown) this.logger.info('outbox: database reachable again');
+          this.databaseDown = false;
+        }
       } catch (err) {
         if (!this.databaseDown) this.logger.warn({ err: (err as Error).message }, 'outbox: cannot reach the database; retrying');
         this.databaseDown = true;
       }
-      if (claimed < BATCH && !this.stopped) {
+      if ((claimed ?? 0) < BATCH && !this.stopped) {
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, this.databaseDown ? Math.max(this.pollMs, 2000) : this.pollMs);
           this.wake = () => {
