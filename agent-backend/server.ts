@@ -17,6 +17,7 @@ import { noPluginTools, type PluginToolResolver } from './modules/types.js';
 import { RunManager } from './run-manager.js';
 import { runRoutes } from './routes/runs.js';
 import { stubRoutes } from './routes/stub.js';
+import { Sandbox } from './workspace/sandbox.js';
 import { isConnectionError, type PgRunStore } from './store.js';
 
 export interface AgentBackendOptions {
@@ -70,6 +71,8 @@ export function createAgentBackend(deps: AgentBackendDeps) {
     maxWallClockMs: config.RUN_MAX_WALL_CLOCK_MS,
   };
   const hub = new EventHub();
+  // The Local runtime (agent workspaces + shellctl); runtime/shell are unavailable without SHELLCTL_AUTH_TOKEN.
+  const sandbox = new Sandbox(config, logger.child({ component: 'sandbox' }));
   const modelCaller = deps.llm ?? createInnerLlmCaller({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch, logger });
   const runs = new RunManager(store, hub, modelCaller, deps.toolResolver ?? noPluginTools, logger, {
     instanceId: options.instanceId,
@@ -102,7 +105,7 @@ export function createAgentBackend(deps: AgentBackendDeps) {
     runRoutes({
       store,
       runs,
-      registry: deps.registry ?? createRegistry(),
+      registry: deps.registry ?? createRegistry([], { sandbox }),
       limits,
       logger,
       instanceId: options.instanceId,
@@ -150,6 +153,9 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       const actual = (server.address() as AddressInfo).port;
       const url = `http://${host.includes(':') ? `[${host}]` : host}:${actual}`;
       logger.info({ url, instanceId: options.instanceId }, 'agent backend listening');
+      sandbox.setStubUrl(url);
+      if (sandbox.unavailableReason) logger.info(`agent workspace: runtime/shell unavailable: ${sandbox.unavailableReason}`);
+      else void sandbox.prepare().catch((err: unknown) => logger.error({ err: (err as Error).message }, 'agent workspace: shellctl is not ready; shell runs will fail until it is'));
       return {
         url,
         port: actual,

@@ -69,6 +69,27 @@ export const EnvSchema = z.object({
   RUN_MAX_WALL_CLOCK_MS: int(600_000),
   RUN_RETENTION_HOURS: int(72),
 
+  // --- agent workspace: runtime + shell (README "Agent workspace") ------------------------------
+  /** Where workspaces live (one directory per workspace id); default DATA_DIR/workspaces. */
+  WORKSPACES_DIR: z.string().optional(),
+  /** Deployment auth token shellctl checks on every call; runtime/shell are unavailable while it is blank. */
+  SHELLCTL_AUTH_TOKEN: z.string().optional(),
+  /** shellctl's side of the token (a file the sandbox cannot read); default DATA_DIR/sandbox/shellctl.token,
+   * written from SHELLCTL_AUTH_TOKEN when missing. */
+  SHELLCTL_TOKEN_FILE: z.string().optional(),
+  /** A prebuilt shellctl; default: built from sandbox/ into .cache/sandbox (Go toolchain needed). */
+  SHELLCTL_PATH: z.string().optional(),
+  /** The Go binary that builds shellctl (else `go` on PATH, else /usr/local/go/bin/go). */
+  GO_BIN: z.string().optional(),
+  /** Landlock path/network isolation of shell commands. `off` runs commands unconfined (logged loudly). */
+  SHELL_ISOLATION: z.enum(['on', 'off']).default('on'),
+  /** Network of shell commands: `stub` = TCP connect only to the agent backend's port; `none` = no TCP. */
+  SHELL_NETWORK: z.enum(['stub', 'none']).default('stub'),
+  /** Upper bound of one shell command's time limit, ms (an agent's soul may set a lower one). */
+  SHELL_TIMEOUT_MS: int(60_000),
+  /** Upper bound of the stdout/stderr kept per command, bytes each (the rest is cut with a marker). */
+  SHELL_MAX_OUTPUT_BYTES: int(16_384),
+
   // --- models -----------------------------------------------------------------------------------
   /** Per-token delay of the deterministic demo model, in ms. */
   DEMO_MODEL_TOKEN_DELAY_MS: int(15),
@@ -82,12 +103,16 @@ export const EnvSchema = z.object({
 
   // --- testing ----------------------------------------------------------------------------------
   CI: bool.default(false),
+  /** Tests: shellctl behaves as if the kernel had no Landlock. */
+  SHELLCTL_FORCE_NO_LANDLOCK: bool.default(false),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
 
 export interface Config extends Env {
   dataDir: string;
+  /** WORKSPACES_DIR resolved (default DATA_DIR/workspaces). */
+  workspacesDir: string;
   apiUrl: string;
   agentBackendUrl: string;
 }
@@ -102,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   return {
     ...e,
     dataDir: path.resolve(e.DATA_DIR),
+    workspacesDir: path.resolve(e.WORKSPACES_DIR ?? path.join(e.DATA_DIR, 'workspaces')),
     apiUrl: e.API_INTERNAL_URL ?? `http://${e.API_HOST}:${e.API_PORT}`,
     agentBackendUrl: e.AGENT_BACKEND_URL ?? `http://${e.AGENT_BACKEND_HOST}:${e.AGENT_BACKEND_PORT}`,
   };

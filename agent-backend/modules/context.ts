@@ -1,7 +1,16 @@
-/** execution_context, llm, output and config modules: one capability each, small configs. */
+/**
+ * execution_context, llm, output and config modules: one capability each, small configs; and the
+ * agent workspace: `runtime` (Local runtime: the workspace and its processes) and `shell` (a tool that
+ * runs commands in it through shellctl). Resource scopes nest Runtime → Shell → Config: layers enter
+ * in composition order and their leases are released in reverse, in `finally`.
+ */
 import { z } from 'zod';
 import { ExecutionContextLayerConfig, LlmLayerConfig } from '../../core/protocol/run.js';
-import { defineModule } from './types.js';
+import { formatZodError } from '../errors.js';
+import { mintStubToken } from '../stub-token.js';
+import type { ShellResult } from '../workspace/exec.js';
+import { ProcessSet, type Sandbox } from '../workspace/sandbox.js';
+import { defineModule, Mutex, type ToolOutcome } from './types.js';
 
 const NoState = z.object({}).strict() as z.ZodType<Record<string, never>>;
 
@@ -102,6 +111,152 @@ function unavailableModule(name: string, description: string) {
   });
 }
 
-export const runtime = unavailableModule('runtime', 'Sandbox runtime (local/remote) for shell sessions.');
-export const shell = unavailableModule('shell', 'Shell sessions inside the runtime.');
 export const knowledge = unavailableModule('knowledge', 'Knowledge base retrieval.');
+
+// ---- runtime + shell (agent workspace) --------------------------------------------------------
+
+const RuntimeConfig = z
+  .object({
+    kind: z.literal('local').default('local'),
+    /** The workspace (owned by the api's binding); the backend maps it to a directory. */
+    workspace_id: z.uuid(),
+  })
+  .strict();
+
+/** The lease a runtime layer holds while entered: its workspace and the processes started in it. */
+export interface RuntimeLease {
+  workspaceId: string;
+  processes: ProcessSet;
+}
+
+export const runtimeLeaseKey = (layer: string) => `runtime:${layer}`;
+
+export function createRuntimeModule(sandbox?: Sandbox) {
+  return defineModule<z.infer<typeof RuntimeConfig>, Record<string, never>>({
+    name: 'runtime',
+    capability: 'resource',
+    description: 'Local runtime: the agent workspace (a directory kept across turns) and the processes started in it.',
+    configSchema: RuntimeConfig,
+    stateSchema: NoState,
+    initialState: () => ({}),
+    unavailable: !sandbox ? 'module runtime is not available in this deployment' : (sandbox.unavailableReason ?? undefined),
+    create: ({ name, config, state, services }) => ({
+      name,
+      type: 'runtime',
+      state,
+      capability: { kind: 'resource' },
+      async enter() {
+        if (!sandbox) throw new Error('module runtime is not available in this deployment');
+        await sandbox.prepare();
+        sandbox.ensureWorkspace(config.workspace_id);
+        const lease: RuntimeLease = { workspaceId: config.workspace_id, processes: new ProcessSet() };
+        // Released last (acquired first): whatever still runs in the workspace is killed.
+        services.resources.acquire(runtimeLeaseKey(name), lease, () => lease.processes.killAll());
+      },
+    }),
+  });
+}
+
+const ShellConfig = z
+  .object({
+    runtime: z.string().default('runtime'),
+    timeout_ms: z.number().int().positive().max(3_600_000).optional(),
+    max_output_bytes: z.number().int().positive().max(10_000_000).optional(),
+  })
+  .strict();
+
+const ShellArgs = z
+  .object({
+    command: z.string().min(1).max(20_000).describe('A POSIX shell command line, run with /bin/sh -c in the workspace directory'),
+    timeout_ms: z.number().int().positive().optional().describe('Time limit in ms (capped by the deployment)'),
+  })
+  .strict();
+
+export function createShellModule(sandbox?: Sandbox) {
+  return defineModule<z.infer<typeof ShellConfig>, Record<string, never>>({
+    name: 'shell',
+    capability: 'toolset',
+    description: 'The `shell` tool: runs a command in the runtime’s workspace (Landlock-isolated through shellctl).',
+    configSchema: ShellConfig,
+    stateSchema: NoState,
+    initialState: () => ({}),
+    unavailable: !sandbox ? 'module shell is not available in this deployment' : (sandbox.unavailableReason ?? undefined),
+    references: (c) => [{ field: 'runtime', layer: c.runtime, types: ['runtime'] }],
+    create: ({ name, config, state, services }) => {
+      const mutex = new Mutex();
+      const sessions = new ProcessSet();
+      const caps = sandbox?.limits ?? { timeoutMs: 60_000, maxOutputBytes: 16_384 };
+      const defaultTimeout = Math.min(config.timeout_ms ?? caps.timeoutMs, caps.timeoutMs);
+      const maxOutput = Math.min(config.max_output_bytes ?? caps.maxOutputBytes, caps.maxOutputBytes);
+      return {
+        name,
+        type: 'shell',
+        state,
+        async enter() {
+          // The shell session scope: commands still running when the run ends are killed here.
+          services.resources.acquire(`shell:${name}`, sessions, () => sessions.killAll());
+        },
+        capability: {
+          kind: 'toolset',
+          tools: () => [
+            {
+              name: 'shell',
+              description:
+                'Run a shell command in your workspace (a private directory kept across the turns of this conversation). ' +
+                'Returns exit_code, stdout and stderr. The `dify-agent` CLI is on PATH (dify-agent config prompt pull/push).',
+              parameters: jsonSchemaOf(ShellArgs),
+            },
+          ],
+          // Commands of one shell run one at a time (they share the workspace).
+          call: (tool, args, ctx) =>
+            mutex.run(async (): Promise<ToolOutcome> => {
+              if (tool !== 'shell') return { kind: 'result', result: `tool not available: ${tool}`, isError: true };
+              const parsed = ShellArgs.safeParse(args);
+              if (!parsed.success) return { kind: 'result', result: `Invalid arguments: ${formatZodError(parsed.error)}`, isError: true };
+              const lease = services.resources.get<RuntimeLease>(runtimeLeaseKey(config.runtime));
+              if (!sandbox || !lease) return { kind: 'result', result: 'the shell has no runtime in this run', isError: true };
+              const stub = services.resources.get('agent_stub') !== undefined;
+              const track = (child: Parameters<ProcessSet['track']>[0]) => {
+                const a = lease.processes.track(child);
+                const b = sessions.track(child);
+                return () => {
+                  a();
+                  b();
+                };
+              };
+              const r = await sandbox.exec({
+                workspaceId: lease.workspaceId,
+                command: parsed.data.command,
+                timeoutMs: Math.min(parsed.data.timeout_ms ?? defaultTimeout, caps.timeoutMs),
+                maxOutputBytes: maxOutput,
+                stubToken: stub ? mintStubToken(sandbox.stubTokenSecret, ctx.runId) : undefined,
+                signal: ctx.signal,
+                track,
+              });
+              return shellObservation(r);
+            }),
+        },
+      };
+    },
+  });
+}
+
+/** What the model sees: exit code and output; refusals and time limits as error observations. */
+export function shellObservation(r: ShellResult): ToolOutcome {
+  switch (r.status) {
+    case 'exited':
+      return { kind: 'result', result: { exit_code: r.exitCode, stdout: r.stdout, stderr: r.stderr } };
+    case 'timeout':
+      return { kind: 'result', result: { error: 'timeout', message: r.message ?? 'the command exceeded its time limit and was killed', stdout: r.stdout, stderr: r.stderr }, isError: true };
+    case 'killed':
+      return { kind: 'result', result: { error: 'killed', message: r.message ?? 'the command was killed', stdout: r.stdout, stderr: r.stderr }, isError: true };
+    default:
+      return { kind: 'result', result: { error: 'shell_unavailable', message: `the shell refused to run the command: ${r.message ?? r.status}` }, isError: true };
+  }
+}
+
+function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  const s = z.toJSONSchema(schema) as Record<string, unknown>;
+  delete s.$schema;
+  return s;
+}

@@ -3,7 +3,7 @@
  * names (never an import path). `prompt` and `user_prompt` are convenience names.
  */
 import { askHuman } from './ask-human.js';
-import { configModule, executionContext, knowledge, llm, output, runtime, shell } from './context.js';
+import { configModule, createRuntimeModule, createShellModule, executionContext, knowledge, llm, output } from './context.js';
 import { history } from './history.js';
 import {
   agentAppUserPrompt,
@@ -15,18 +15,20 @@ import {
 } from './prompts.js';
 import { coreTools, pluginTools } from './tools.js';
 import type { AnyModule } from './types.js';
+import type { Sandbox } from '../workspace/sandbox.js';
 
 export type ModuleRegistry = ReadonlyMap<string, AnyModule>;
 
-export function createRegistry(extra: AnyModule[] = []): ModuleRegistry {
+/** `sandbox`: the Local runtime; without one (or without its token) runtime/shell are unavailable. */
+export function createRegistry(extra: AnyModule[] = [], opts: { sandbox?: Sandbox } = {}): ModuleRegistry {
   const modules = [
     agentSoulPrompt,
     workflowNodeJobPrompt,
     workflowUserPrompt,
     agentAppUserPrompt,
     executionContext,
-    runtime,
-    shell,
+    createRuntimeModule(opts.sandbox),
+    createShellModule(opts.sandbox),
     configModule,
     history,
     llm,
