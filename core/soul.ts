@@ -37,6 +37,18 @@ export const AgentSoulConfig = z
       .object({ enabled: z.boolean().default(false), dataset_ids: z.array(z.string()).default([]) })
       .strict()
       .default({ enabled: false, dataset_ids: [] }),
+    /** The agent's workspace (README "Agent workspace"): a Local runtime, and the shell tool inside it. */
+    runtime: z.object({ enabled: z.boolean().default(false) }).strict().default({ enabled: false }),
+    shell: z
+      .object({
+        enabled: z.boolean().default(false),
+        /** Per-command time limit (the deployment's SHELL_TIMEOUT_MS caps it). */
+        timeout_ms: z.number().int().positive().max(3_600_000).optional(),
+        /** Output kept per stream (the deployment's SHELL_MAX_OUTPUT_BYTES caps it). */
+        max_output_bytes: z.number().int().positive().max(10_000_000).optional(),
+      })
+      .strict()
+      .default({ enabled: false }),
     history: z.object({ max_messages: z.number().int().positive().max(1000).default(100) }).strict().default({ max_messages: 100 }),
     features: z
       .object({
@@ -65,7 +77,12 @@ export const AgentSoulConfig = z
         file_upload: { enabled: true, image_enabled: true, max_files: 5 },
       }),
   })
-  .strict();
+  .strict()
+  .superRefine((soul, ctx) => {
+    if (soul.shell.enabled && !soul.runtime.enabled) {
+      ctx.addIssue({ code: 'custom', path: ['shell', 'enabled'], message: 'the shell runs inside the runtime: enable runtime too (runtime.enabled = true)' });
+    }
+  });
 export type AgentSoulConfig = z.output<typeof AgentSoulConfig>;
 
 /** Keeps only the whitelisted model settings (seed 000); anything else is dropped, never forwarded. */

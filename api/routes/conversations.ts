@@ -6,6 +6,7 @@
 import { Router } from 'express';
 import type { z } from 'zod';
 import type { Db } from '../../core/db.js';
+import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/logger.js';
 import { enqueueOutbox, type OutboxDispatcher, type OutboxEntry } from '../../core/outbox.js';
 import { appCtx } from '../auth.js';
@@ -14,6 +15,7 @@ import { ConversationsQuery, DeleteConversationRequest, RenameConversationReques
 import { conversationName } from '../turns.js';
 import { findOwnedConversation } from '../ownership.js';
 import { unixSeconds } from '../../core/time.js';
+import { retireBinding } from '../../turn/steps/binding.js';
 
 type ConversationRow = { id: string; name: string; inputs: unknown; status: string; created_at: Date; updated_at: Date };
 
@@ -29,7 +31,7 @@ export function toConversation(c: ConversationRow): z.input<typeof ConversationR
   };
 }
 
-export function conversationRoutes(deps: { db: Db; outbox: OutboxDispatcher; logger: Logger }): Router {
+export function conversationRoutes(deps: { db: Db; outbox: OutboxDispatcher; logger: Logger; config: Pick<Config, 'workspacesDir'> }): Router {
   const r = Router();
   const { db } = deps;
 
@@ -87,6 +89,8 @@ export function conversationRoutes(deps: { db: Db; outbox: OutboxDispatcher; log
       return msg ? enqueueOutbox(tx, { kind: 'cancel', workflowId: msg.workflow_id }) : null;
     });
     if (cancel) await deps.outbox.deliverNow(cancel);
+    // The conversation's workspace goes with it (status, retired_at, files removed; idempotent).
+    if (conv.agent_workspace_binding_id) await retireBinding(db, deps.config.workspacesDir, conv.agent_workspace_binding_id);
     res.status(204).end();
   });
 

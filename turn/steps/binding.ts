@@ -1,16 +1,44 @@
 /**
  * loadOrCreateBinding (seed 000 AgentAppWorkspaceStore.load_or_create): the AgentWorkspaceBinding of the
- * session scope. First turn creates it (idempotently, keyed by the scope key) and writes its id back to the
- * owner; later turns validate its generation (config version, kind, home snapshot).
+ * session scope. First turn creates it (idempotently, keyed by the scope key) together with its own
+ * workspace (seed 004: every binding gets a real workspace; its directory is created by the backend on
+ * first use) and writes its id back to the owner; later turns validate its generation (config version,
+ * kind, home snapshot, workspace generation). A stale binding is retired (the api owns retirement) and
+ * the turn fails with `agent_binding_generation_mismatch`.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import type { ActivityDeps } from '../deps.js';
 import { turnFailure } from '../errors.js';
 import type { Prisma } from '../../core/generated/prisma/client.js';
 import type { Resolution } from './resolve-config.js';
 import type { TurnContext } from './turn-context.js';
 
+/** The home template a fresh workspace starts from (an empty directory with a private tmp). A workspace
+ * made from another template belongs to another generation of bindings. */
 export const HOME_SNAPSHOT_ID = 'home-v1';
+
+/** The workspace id of a scope: deterministic, so a retried first turn allocates the same workspace. */
+export function workspaceIdFor(scopeKey: string): string {
+  const h = crypto.createHash('sha256').update(`workspace:${scopeKey}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((parseInt(h[16], 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
+ * Retires a binding and, when no live binding shares it, its workspace: status + retired_at, files
+ * removed. Idempotent (a retry removes whatever is left). The api owns retirement (seed 004).
+ */
+export async function retireBinding(db: ActivityDeps['db'], workspacesDir: string, bindingId: string): Promise<void> {
+  const b = await db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, select: { workspace_id: true } });
+  if (!b) return;
+  const now = new Date();
+  await db.agentWorkspaceBinding.updateMany({ where: { id: bindingId, retired_at: null }, data: { retired_at: now } });
+  const shared = await db.agentWorkspaceBinding.count({ where: { workspace_id: b.workspace_id, retired_at: null } });
+  if (shared > 0) return;
+  await db.agentWorkspace.updateMany({ where: { id: b.workspace_id, status: 'active' }, data: { status: 'retired', retired_at: now } });
+  await fs.promises.rm(path.join(workspacesDir, b.workspace_id), { recursive: true, force: true });
+}
 
 /** AgentAppSessionScope: (tenant, app, conversation, agent, config snapshot). */
 export function sessionScopeKey(s: { tenantId: string; appId: string; conversationId: string; agentId: string; scopeId: string }): string {
@@ -27,7 +55,7 @@ function generationMismatch(b: Pick<Binding, 'config_kind' | 'session_scope_conf
   );
 }
 
-export function createLoadOrCreateBinding({ db }: ActivityDeps) {
+export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
   return async function loadOrCreateBinding(ctx: TurnContext, r: Resolution): Promise<{ binding: Binding; created: boolean }> {
     const { resolved } = r;
     const { msg, agent } = ctx;
@@ -45,19 +73,26 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
       const ok =
         b.session_scope_config_version_id === resolved.scopeId &&
         b.config_kind === resolved.configKind &&
-        b.home_snapshot_id === b.workspace.home_snapshot_id;
-      if (!ok) throw generationMismatch(b);
+        b.home_snapshot_id === b.workspace.home_snapshot_id &&
+        b.generation === b.workspace.generation &&
+        b.workspace.status === 'active' &&
+        b.retired_at === null;
+      if (!ok) {
+        await retireBinding(db, config.workspacesDir, b.id);
+        throw generationMismatch(b);
+      }
       const { workspace: _workspace, ...binding } = b;
       return { binding, created: false };
     }
 
     const scopeKey = sessionScopeKey({ tenantId: msg.tenant_id, appId: msg.app_id, conversationId: owner.type === 'BUILD_DRAFT' ? `build:${owner.id}` : conv.id, agentId: agent.id, scopeId: resolved.scopeId });
-    const workspace =
-      ctx.workspace ??
-      (await db.agentWorkspace.findFirst({ where: { agent_id: agent.id }, orderBy: { created_at: 'asc' } })) ??
-      (await db.agentWorkspace.create({
-        data: { tenant_id: msg.tenant_id, agent_id: agent.id, home_snapshot_id: HOME_SNAPSHOT_ID, backend_workspace_ref: `ws-${agent.id}` },
-      }));
+    // The binding's own workspace, keyed by the scope like the binding (a retry finds the same row).
+    const workspaceId = workspaceIdFor(scopeKey);
+    await db.agentWorkspace.createMany({
+      skipDuplicates: true,
+      data: { id: workspaceId, tenant_id: msg.tenant_id, agent_id: agent.id, home_snapshot_id: HOME_SNAPSHOT_ID, backend_workspace_ref: workspaceId },
+    });
+    const workspace = await db.agentWorkspace.findUniqueOrThrow({ where: { id: workspaceId } });
     // Insert-or-ignore by scope key, then read: idempotent, race-safe, two statements (Prisma's upsert
     // here is a five-statement transaction).
     await db.agentWorkspaceBinding.createMany({
@@ -74,6 +109,7 @@ export function createLoadOrCreateBinding({ db }: ActivityDeps) {
         session_scope_config_version_id: resolved.scopeId,
         config_kind: resolved.configKind,
         home_snapshot_id: workspace.home_snapshot_id,
+        generation: workspace.generation,
         backend_binding_ref: `participant-${crypto.randomUUID()}`,
       },
     });

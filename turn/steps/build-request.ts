@@ -29,6 +29,8 @@ export interface BuildInput {
   files: { type: 'image' | 'document'; url?: string; name?: string; mime_type?: string }[];
   supportsVision: boolean;
   innerApiKey: string;
+  /** The binding's workspace: the runtime layer's directory (only used when the soul enables runtime). */
+  workspaceId?: string;
 }
 
 /** Pure: soul config + turn facts → ordered layer composition (PROTOCOL §2 order). */
@@ -77,6 +79,19 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
   ];
   if (soul.tools.plugin.length > 0) layers.push(layer('tools', { tools: soul.tools.plugin }));
   layers.push(layer('core_tools', { tools: soul.tools.core }));
+  // The workspace, in resource order Runtime → Shell → Config (entered in this order, released in reverse):
+  // the shell runs in the runtime, and the config layer lets the sandboxed dify-agent CLI reach the stub.
+  if (soul.runtime.enabled && t.workspaceId) {
+    layers.push(layer('runtime', { kind: 'local', workspace_id: t.workspaceId }));
+    if (soul.shell.enabled) {
+      const limits = {
+        ...(soul.shell.timeout_ms ? { timeout_ms: soul.shell.timeout_ms } : {}),
+        ...(soul.shell.max_output_bytes ? { max_output_bytes: soul.shell.max_output_bytes } : {}),
+      };
+      layers.push(layer('shell', { runtime: 'runtime', ...limits }, ['runtime']));
+      layers.push(layer('config', { execution_context: 'execution_context' }, ['execution_context']));
+    }
+  }
   if (soul.knowledge.enabled) layers.push(layer('knowledge', { dataset_ids: soul.knowledge.dataset_ids }));
   if (soul.ask_human.enabled) layers.push(layer('ask_human', { enabled: true }));
   layers.push(layer('output', {}));
@@ -123,6 +138,7 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       files: msg.files.map((f) => ({ type: f.type === 'image' ? 'image' : 'document', url: f.url ?? undefined })),
       supportsVision: deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
       innerApiKey: config.INNER_API_KEY,
+      workspaceId: binding.workspace_id,
     });
     const snapshot = (binding.session_snapshot as SessionSnapshot | null) ?? null;
     assertSnapshotMatches(layers, snapshot);

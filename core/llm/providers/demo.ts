@@ -15,6 +15,7 @@ export const DEMO_TRIGGERS = [
   { trigger: '/tool <name> <json-args>', effect: 'calls the tool <name> (when offered in `tools`) with the JSON arguments' },
   { trigger: '/calc <expr>', effect: 'calls `calculator` with {expression: <expr>}' },
   { trigger: '/time', effect: 'calls `current_time` with {}' },
+  { trigger: '/sh <command>', effect: 'calls `shell` with {command: <command>}, then answers with the exit code, stdout and stderr' },
   { trigger: '/ask <question>', effect: 'calls `ask_human` with a one-field form (paragraph `answer`) and a Submit action' },
   { trigger: '/think <rest>', effect: 'streams reasoning_content first, then answers <rest>' },
   { trigger: '/long <n>', effect: 'answers with exactly n tokens of text' },
@@ -168,6 +169,8 @@ function planForQuery(query: string, ctx: Ctx): DemoPlan {
     }
     case '/time':
       return callTool('current_time', {}, ctx);
+    case '/sh':
+      return callTool('shell', { command: rest }, ctx);
     case '/ask':
       return callTool(
         'ask_human',
@@ -236,10 +239,29 @@ function summariseToolResults(messages: PromptMessage[]): string {
 function summariseOne(tool: string, content: string): string {
   const parsed = tryJson(content);
   if (tool === 'ask_human') return summariseHumanAnswer(parsed, content);
+  if (tool === 'shell') return summariseShell(parsed, content);
   const observation = observationText(parsed, content);
   if (tool === 'calculator') return `The calculator says ${observation}.`;
   if (tool === 'current_time') return `The current time is ${observation}.`;
   return `The ${tool} tool returned: ${observation}.`;
+}
+
+const SHELL_STREAM_LIMIT = 4000;
+
+/** The shell observation as the user should see it: exit code (or failure), then stdout and stderr verbatim. */
+function summariseShell(parsed: unknown, raw: string): string {
+  if (!isRecord(parsed)) return `The shell tool returned: ${quote(raw)}.`;
+  const streams = ['stdout', 'stderr']
+    .map((k) => {
+      const v = typeof parsed[k] === 'string' ? (parsed[k] as string) : '';
+      if (!v) return '';
+      const cut = v.length > SHELL_STREAM_LIMIT ? `${v.slice(0, SHELL_STREAM_LIMIT)}…` : v;
+      return `\n${k}:\n${cut.replace(/\s+$/, '')}`;
+    })
+    .join('');
+  if (typeof parsed.exit_code === 'number') return `The command exited with code ${parsed.exit_code}.${streams}`;
+  const message = typeof parsed.message === 'string' ? parsed.message : String(parsed.error ?? 'unknown error');
+  return `The command did not complete (${String(parsed.error ?? 'error')}): ${message}${streams}`;
 }
 
 function summariseHumanAnswer(parsed: unknown, raw: string): string {
