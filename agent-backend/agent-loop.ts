@@ -131,8 +131,10 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
     }
     const callIndex = usage.beginModelRequest();
     state.partialText = '';
-    // One streamText call = one model request with its own call_index (the api owns retries and
-    // billing idempotency, hence maxRetries: 0).
+    // One streamText call = one model request with its own call_index. maxRetries: 0 because the
+    // model adapter (InnerLlmModel) retries transport failures itself, before and during the stream,
+    // replaying the same call_index and skipping what was already streamed (SDK retries would only
+    // cover the start, and would also retry the model's own errors).
     const result = streamText({
       model,
       // The instructions are ours (layers), not user input: kept as the leading system message so a
