@@ -17,6 +17,8 @@ let pgPort: number;
 let pg: EmbeddedPg | null = null;
 let stack: Stack;
 
+/** Progress on stderr, with how long recovery took (a figure for the README, not an assertion). */
+const note = (what: string) => process.stderr.write(`[pg-outage] ${what}\n`);
 const startPg = () => startEmbeddedPg({ dir: path.join(dataDir, 'pg'), port: pgPort, durable: false });
 
 beforeAll(async () => {
@@ -63,9 +65,11 @@ describe('a PostgreSQL outage', () => {
     expect(((await ready.json()) as { checks: Record<string, boolean> }).checks.database).toBe(false);
 
     pg = await startPg();
+    const back = Date.now();
     // The first request after the restart succeeds: no dead pooled connection is handed out.
     const after = await chat(stack.apiUrl, key, { query: '/calc 6*7', user: 'olga', conversation_id: conversationId });
     expect(after.status).toBe(200);
+    note(`first turn after the restart answered in ${Date.now() - back} ms`);
     expect(after.frames.at(-1)!.event).toBe('message_end');
     // The refused request wrote nothing: the conversation has exactly the two turns that were answered.
     const messages = await stack.db.message.findMany({ where: { conversation_id: conversationId }, orderBy: { created_at: 'asc' } });

@@ -23,6 +23,8 @@ let uiPort: number;
 let replica: ChildProcess | null = null;
 
 const startTemporal = () => startTemporalDevServer({ bin: inject('temporalBin'), dataDir, port, uiPort, headless: true });
+/** Progress on stderr, with how long delivery took after Temporal came back (a figure, not an assertion). */
+const note = (what: string) => process.stderr.write(`[outbox] ${what}\n`);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function eventually<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 60_000): Promise<T> {
@@ -111,10 +113,12 @@ describe('the Temporal outbox', () => {
     await exited;
     replica = null;
     temporal = await startTemporal();
+    const back = Date.now();
 
     const attach = await fetch(`${stack.apiUrl}/v1/chat-messages/${task_id}/events?user=kai`, { headers: { authorization: `Bearer ${key}` } });
     const resumed = await Promise.race([readFrames(attach), sleep(90_000).then(() => Promise.reject(new Error('the turn did not resume within 90 s')))]);
     expect(resumed.find((f) => f.event === 'message')!.data.answer).toContain('You answered: "42"');
+    note(`continuation answered ${Date.now() - back} ms after Temporal was back`);
     await expect(stack.temporal.workflow.getHandle(workflowId).result()).resolves.toMatchObject({ status: 'succeeded' });
 
     const [done] = await outboxRows(workflowId);
@@ -141,8 +145,10 @@ describe('the Temporal outbox', () => {
     expect(pending).toMatchObject({ kind: 'cancel', delivered_at: null });
 
     temporal = await startTemporal();
+    const back = Date.now();
     const handle = stack.temporal.workflow.getHandle(workflowId);
     await eventually('the workflow is cancelled', async () => (await handle.describe().catch(() => null))?.status.name === 'CANCELLED', 90_000);
+    note(`workflow cancelled ${Date.now() - back} ms after Temporal was back`);
     const msg = await stack.db.message.findUniqueOrThrow({ where: { id: messageId } });
     expect(msg.status).toBe('stopped');
     const form = await stack.db.humanInputForm.findFirstOrThrow({ where: { message_id: messageId } });
