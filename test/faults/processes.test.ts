@@ -49,6 +49,7 @@ describe('a process killed mid-turn', () => {
     const back = Date.now();
     const end = await s.finish(120_000);
     recovery('worker SIGKILL mid-answer, worker restarted → turn done', Date.now() - back);
+    recovery('worker SIGKILL mid-answer: longest silence of the client stream', s.longestSilenceMs());
     expect(end.event, JSON.stringify(end.data)).toBe('message_end');
     expect(words(s.answer)).toBe(150);
     expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('succeeded');
@@ -88,6 +89,7 @@ describe('a process killed mid-turn', () => {
     // The client re-attaches with Last-Event-ID, as a browser would.
     const end = await s.finish(120_000);
     recovery('api SIGKILL during a model call, api restarted → turn done', Date.now() - back);
+    recovery('api SIGKILL during a model call: longest silence of the client stream', s.longestSilenceMs());
     expect(end.event, JSON.stringify(end.data)).toBe('message_end');
     expect(s.reattaches).toBeGreaterThanOrEqual(1);
     expect(words(s.answer)).toBe(250);

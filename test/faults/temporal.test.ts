@@ -43,6 +43,7 @@ describe('Temporal outages', () => {
     step('Temporal back');
     const end = await s.finish(180_000);
     recovery('Temporal down 12 s mid-answer → turn done (answer was still streaming)', Date.now() - back);
+    recovery('Temporal down 12 s mid-answer: longest silence of the client stream', s.longestSilenceMs());
     expect(end.event, JSON.stringify(end.data)).toBe('message_end');
     const [msg] = await query<{ status: string; answer: string }>(stack.databaseUrl, `select status::text, answer from messages where id = $1`, [s.messageId]);
     expect(msg!.status).toBe('succeeded');
