@@ -2,7 +2,8 @@
  * What the api owes Temporal survives a Temporal outage and the death of the api that accepted it: a form
  * submitted while Temporal is down is answered 200 at once, and after that api process is SIGKILLed and
  * Temporal comes back, another process delivers the signal — exactly once — and the turn resumes; a stop
- * while Temporal is down is answered 200 and the turn ends stopped once Temporal is back.
+ * or a conversation delete while Temporal is down is answered at once and the turn ends stopped once
+ * Temporal is back.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -157,5 +158,30 @@ describe('the Temporal outbox', () => {
     expect(conv.active_message_id).toBeNull();
     const [done] = await outboxRows(workflowId);
     expect(done!.delivered_at).not.toBeNull();
+  });
+  it('cancels the waiting turn of a conversation deleted during a Temporal outage once Temporal is back', { timeout: 180_000 }, async () => {
+    const key = stack.demo!.apiKey;
+    const { messageId, workflowId } = await askHuman('max');
+    const msg = await stack.db.message.findUniqueOrThrow({ where: { id: messageId } });
+
+    await temporal.stop();
+    const del = fetch(`${stack.apiUrl}/v1/conversations/${msg.conversation_id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'max' }),
+    });
+    const res = await Promise.race([del, sleep(15_000).then(() => null)]);
+    expect(res?.status).toBe(204);
+    const [pending] = await outboxRows(workflowId);
+    expect(pending).toMatchObject({ kind: 'cancel', delivered_at: null });
+
+    temporal = await startTemporal();
+    const handle = stack.temporal.workflow.getHandle(workflowId);
+    await eventually('the workflow is cancelled', async () => (await handle.describe().catch(() => null))?.status.name === 'CANCELLED', 90_000);
+    const form = await stack.db.humanInputForm.findFirstOrThrow({ where: { message_id: messageId } });
+    expect(form.status).toBe('cancelled');
+    const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id } });
+    expect(conv.deleted_at).not.toBeNull();
+    expect(conv.active_message_id).toBeNull();
   });
 });
