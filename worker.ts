@@ -111,7 +111,7 @@ async function main(): Promise<void> {
   let running: RunningWorker | null = null;
   const outbox = new OutboxDispatcher({ db, temporal: () => client, logger });
   outbox.start();
-  const health = config.WORKER_HEALTH_PORT ? startHealthServer(config.WORKER_HEALTH_PORT, db, () => running, logger) : null;
+  const health = config.WORKER_HEALTH_PORT ? startHealthServer(config.WORKER_HEALTH_PORT, db, () => (running ? client : null), logger) : null;
 
   const stop = () => {
     stopping.abort();
@@ -151,17 +151,23 @@ async function main(): Promise<void> {
   await running.run;
 }
 
-function startHealthServer(port: number, db: Db, worker: () => RunningWorker | null, logger: Logger): http.Server {
-  const server = http.createServer((req, res) => {
+/** Resolves true if `p` settles successfully within 2 s. */
+function answers(p: () => Promise<unknown>): Promise<boolean> {
+  return Promise.race([p().then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 2000).unref())]);
+}
+
+/** `GET /healthz` → `{status, checks: {temporal, database}}`, 503 while either is unreachable. */
+function startHealthServer(port: number, db: Db, temporal: () => Client | null, logger: Logger): http.Server {
+  const server = http.createServer((_req, res) => {
     void (async () => {
-      const database = await Promise.race([
-        db.$queryRaw`select 1`.then(() => true, () => false),
-        new Promise<boolean>((r) => setTimeout(() => r(false), 2000).unref()),
+      const c = temporal();
+      const [database, temporalUp] = await Promise.all([
+        answers(() => db.$queryRaw`select 1`),
+        c ? answers(() => c.connection.withDeadline(Date.now() + 2000, () => c.connection.workflowService.getSystemInfo({}))) : false,
       ]);
-      const temporal = worker()?.worker.getState() === 'RUNNING';
-      const ok = database && temporal;
+      const ok = database && temporalUp;
       res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable', checks: { temporal, database } }));
+      res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable', checks: { temporal: temporalUp, database } }));
     })();
   });
   server.listen(port, '127.0.0.1', () => logger.info({ port }, 'worker health endpoint listening'));
