@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'core/generated/**', '.data/**', '.cache/**', 'coverage/**', 'web/vendor/**'] },
+  { ignores: ['node_modules/**', 'core/generated/**', '.data/**', '.cache/**', 'coverage/**', 'web/vendor/**', 'scratch/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {
