@@ -1,0 +1,159 @@
+/**
+ * The runtime and shell modules on the real agent backend (real HTTP, PostgreSQL, shellctl and Landlock;
+ * the scripted inner LLM is the only stand-in): configuration errors at run validation, the refusal when
+ * Landlock is unavailable, the explicit isolation-off setting, and the release of the run's processes on
+ * every ending (success, failure, cancellation).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import type { RunEvent } from '../../core/protocol/run.js';
+import type { FakeInnerLlm } from '../agent-backend/fake-inner-llm.js';
+import { runRequest, startBackend, startFake, startPg, type TestBackend } from '../agent-backend/harness.js';
+
+let fake: FakeInnerLlm;
+const backends: Record<string, TestBackend> = {};
+const REPO = path.resolve(import.meta.dirname, '../..');
+
+async function backend(name: string, env: Record<string, unknown>): Promise<TestBackend> {
+  const { url } = await startPg(`ws_${name}`);
+  const dataDir = path.join(inject('testDataDir'), `workspace-runtime-${name}-${process.pid}`);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  backends[name] = await startBackend({ databaseUrl: url, apiUrl: fake.url, env: { DATA_DIR: dataDir, ...env } });
+  return backends[name];
+}
+
+beforeAll(async () => {
+  fake = await startFake();
+  await backend('on', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token' });
+  await backend('notoken', {});
+  await backend('nolandlock', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_LANDLOCK: '1' });
+  await backend('off', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_LANDLOCK: '1', SHELL_ISOLATION: 'off' });
+}, 300_000);
+
+afterAll(async () => {
+  for (const b of Object.values(backends)) await b.stop();
+  await fake?.stop();
+});
+
+beforeEach(() => fake.reset());
+
+function workspaceLayers(workspaceId: string, shell: Record<string, unknown> = {}) {
+  return [
+    { name: 'runtime', type: 'runtime', config: { workspace_id: workspaceId } },
+    { name: 'shell', type: 'shell', deps: ['runtime'], config: shell },
+  ];
+}
+
+/** A run whose model calls `shell` once with `command`, then answers. */
+async function shellRun(b: TestBackend, command: string, opts: { metadata?: Record<string, unknown> } = {}) {
+  const workspaceId = crypto.randomUUID();
+  fake.script({ toolCalls: [{ id: 'call_1', name: 'shell', args: { command } }] }, { text: ['done'] });
+  const created = await b.client.createRun(runRequest({ extraLayers: workspaceLayers(workspaceId), ...(opts.metadata ? { metadata: opts.metadata } : {}) }));
+  return { runId: created.run_id, dir: path.join(b.config.workspacesDir, workspaceId) };
+}
+
+function toolResult(events: RunEvent[]) {
+  const e = events.find((x) => x.type === 'pydantic_ai_event' && (x.data as { event_kind: string }).event_kind === 'function_tool_result');
+  return e?.data as { result: unknown; is_error: boolean } | undefined;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function pidFrom(file: string): Promise<number> {
+  for (let i = 0; i < 1000; i++) {
+    const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim() : '';
+    if (text) return Number(text);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no pid in ${file}`);
+}
+
+describe('runtime and shell on the agent backend', () => {
+  it('without a deployment token, a composition with runtime or shell is rejected at validation, before any I/O', async () => {
+    const res = await backends.notoken!.client.request('POST', '/runs', runRequest({ extraLayers: workspaceLayers(crypto.randomUUID()) }));
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { code: string; message: string };
+    expect(body.code).toBe('module_unavailable');
+    expect(body.message).toContain('SHELLCTL_AUTH_TOKEN');
+    expect(fake.calls).toHaveLength(0);
+  });
+
+  it('a shell that names no runtime layer is rejected', async () => {
+    const res = await backends.on!.client.request('POST', '/runs', runRequest({ extraLayers: [{ name: 'shell', type: 'shell', config: {} }] }));
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { message: string }).message).toContain("runtime refers to 'runtime', which is not a layer of this composition");
+  });
+
+  it('runs the command in the workspace and answers exit code, stdout and stderr', async () => {
+    const b = backends.on!;
+    const { runId, dir } = await shellRun(b, 'echo out; echo err >&2; pwd; exit 3');
+    const events = await b.client.untilTerminal(runId);
+    expect(events.at(-1)!.type).toBe('run_succeeded');
+    expect(toolResult(events)).toEqual({ result: { exit_code: 3, stdout: `out\n${dir}\n`, stderr: 'err\n' }, is_error: false, index: expect.any(Number), tool_call_id: 'call_1', tool_name: 'shell', event_kind: 'function_tool_result' });
+  });
+
+  it('refuses with a clear error when Landlock is unavailable, and nothing of the command runs', async () => {
+    const b = backends.nolandlock!;
+    const { runId, dir } = await shellRun(b, 'touch ran');
+    const events = await b.client.untilTerminal(runId);
+    const r = toolResult(events)!;
+    expect(r.is_error).toBe(true);
+    expect(r.result).toEqual({
+      error: 'shell_unavailable',
+      message: 'the shell refused to run the command: Landlock is not available on this kernel; refusing to run a shell command without path isolation',
+    });
+    expect(fs.existsSync(path.join(dir, 'ran'))).toBe(false);
+  });
+
+  it('runs unconfined only when the deployment turned isolation off explicitly', async () => {
+    const b = backends.off!;
+    const { runId } = await shellRun(b, `head -c 20 ${REPO}/package.json`);
+    const r = toolResult(await b.client.untilTerminal(runId))!;
+    expect(r.is_error).toBe(false);
+    expect((r.result as { stdout: string }).stdout).toContain('"name"');
+  });
+
+  it('success: the workspace stays, nothing the command started outlives it', async () => {
+    const b = backends.on!;
+    const { runId, dir } = await shellRun(b, 'sleep 60 >/dev/null 2>&1 & echo $! > pid; echo kept > kept.txt');
+    const events = await b.client.untilTerminal(runId);
+    expect(events.at(-1)!.type).toBe('run_succeeded');
+    expect(alive(await pidFrom(path.join(dir, 'pid')))).toBe(false);
+    expect(fs.readFileSync(path.join(dir, 'kept.txt'), 'utf8')).toBe('kept\n');
+  });
+
+  it('failure (wall-clock limit) during a command: the run fails and the command is killed', async () => {
+    const b = backends.on!;
+    const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait', { metadata: { limits: { max_wall_clock_ms: 1500 } } });
+    const pid = await pidFrom(path.join(dir, 'pid'));
+    const events = await b.client.untilTerminal(runId);
+    const terminal = events.at(-1)!;
+    expect(terminal.type).toBe('run_failed');
+    expect(terminal.data).toMatchObject({ reason: 'run_timeout' });
+    expect((terminal.data as { session_snapshot: unknown }).session_snapshot).not.toBeNull();
+    expect(alive(pid)).toBe(false);
+  });
+
+  it('cancellation during a command: the run is cancelled and the command is killed', async () => {
+    const b = backends.on!;
+    const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait');
+    const pid = await pidFrom(path.join(dir, 'pid'));
+    expect(alive(pid)).toBe(true);
+    expect((await b.client.cancel(runId)).status).toBe(202);
+    const events = await b.client.untilTerminal(runId);
+    expect(events.at(-1)!.type).toBe('run_cancelled');
+    expect((events.at(-1)!.data as { session_snapshot: unknown }).session_snapshot).not.toBeNull();
+    expect(alive(pid)).toBe(false);
+  });
+});
