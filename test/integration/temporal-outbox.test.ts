@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { enqueueOutbox } from '../../core/outbox.js';
 import { freePort, stablePort } from '../../stack/ports.js';
 import { configToEnv, type Stack } from '../../stack/start-stack.js';
 import { startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
@@ -48,7 +49,7 @@ interface OutboxRow {
   last_error: string | null;
 }
 const outboxRows = (workflowId: string) =>
-  stack.db.$queryRaw<OutboxRow[]>`select kind, workflow_id, signal_name, payload, attempts, delivered_at, last_error from temporal_outbox where workflow_id = ${workflowId}`;
+  stack.db.$queryRaw<OutboxRow[]>`select kind, workflow_id, signal_name, payload, attempts, delivered_at, last_error from temporal_outbox where workflow_id = ${workflowId} order by created_at`;
 
 /** A separate api process (as in production), on this stack's database, Temporal and agent backend. */
 async function startReplica(): Promise<{ url: string; child: ChildProcess }> {
@@ -127,6 +128,10 @@ describe('the Temporal outbox', () => {
     const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
     const signals = (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes);
     expect(signals).toHaveLength(1);
+
+    // A late redelivery to the finished workflow is settled as gone, not retried forever.
+    const late = await enqueueOutbox(stack.db, { kind: 'signal', workflowId, signalName: 'formSubmitted', payload: pending!.payload });
+    expect(await stack.outbox.deliverNow(late)).toBe('gone');
   });
 
   it('delivers a stop sent during a Temporal outage once Temporal is back; the waiting turn ends stopped', { timeout: 180_000 }, async () => {
@@ -158,7 +163,20 @@ describe('the Temporal outbox', () => {
     expect(conv.active_message_id).toBeNull();
     const [done] = await outboxRows(workflowId);
     expect(done!.delivered_at).not.toBeNull();
+
+    // Stopping the finished turn again is settled at once (the server acknowledges a repeated cancel), not
+    // retried forever.
+    const again = await fetch(`${stack.apiUrl}/v1/chat-messages/${messageId}/stop`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'lea' }),
+    });
+    expect(again.status).toBe(200);
+    const rows = await outboxRows(workflowId);
+    expect(rows).toHaveLength(2);
+    expect(rows[1]).toMatchObject({ kind: 'cancel', attempts: 1, delivered_at: expect.any(Date) });
   });
+
   it('cancels the waiting turn of a conversation deleted during a Temporal outage once Temporal is back', { timeout: 180_000 }, async () => {
     const key = stack.demo!.apiKey;
     const { messageId, workflowId } = await askHuman('max');
