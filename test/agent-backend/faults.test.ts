@@ -8,6 +8,7 @@
 import http from 'node:http';
 import path from 'node:path';
 import express from 'express';
+import pgClient from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { createInnerLlmRouter } from '../../api/inner/llm.js';
@@ -109,7 +110,9 @@ describe('PostgreSQL outage in the middle of a streaming run', () => {
     const db = await pg.database('outage_long');
     const opts = { heartbeatMs: 200, staleAfterMs: 2_000, reapIntervalMs: 200, pollMs: 250 };
     const owner = await startBackend({ databaseUrl: db, apiUrl: fake.url, options: opts });
-    const peer = await startBackend({ databaseUrl: db, apiUrl: fake.url, options: opts });
+    // The peer's follower hears of new events only through NOTIFY and the catch-up after LISTEN is
+    // re-subscribed: its poll fallback is out of reach of this test.
+    const peer = await startBackend({ databaseUrl: db, apiUrl: fake.url, options: { ...opts, pollMs: 600_000 } });
     try {
       const text = words(30, 'v');
       fake.script({ text, delayMs: 100 }); // finishes (terminal append) while the database is down
@@ -122,8 +125,9 @@ describe('PostgreSQL outage in the middle of a streaming run', () => {
       await sleep(8_000); // 4× the grace; the model finished meanwhile
       await pg.start();
 
-      await followed;
+      const live = await Promise.race([followed, sleep(30_000).then(() => Promise.reject(new Error('the follower missed events after the outage')))]);
       const events = await allEvents(owner, run_id);
+      expect(live.map((e) => e.id)).toEqual(events.map((e) => e.id));
       expectWellFormed(events);
       const t = events.at(-1)!;
       expect(t.type, JSON.stringify(t.data)).toBe('run_succeeded');
@@ -161,6 +165,36 @@ describe('PostgreSQL outage in the middle of a streaming run', () => {
       await b.stop();
     }
   }, 120_000);
+});
+
+describe('a lost LISTEN connection', () => {
+  it('is re-subscribed with a catch-up read: a follower gets the events whose NOTIFY was lost', async () => {
+    const db = await pg.database('listen_lost');
+    const owner = await startBackend({ databaseUrl: db, apiUrl: fake.url });
+    // The peer's follower can only learn of new events through NOTIFY or the catch-up (no poll).
+    const peer = await startBackend({ databaseUrl: db, apiUrl: fake.url, options: { pollMs: 600_000 } });
+    const admin = new pgClient.Client({ connectionString: db });
+    await admin.connect();
+    try {
+      fake.script({ text: ['thinking '], hang: true });
+      const { run_id } = await owner.client.createRun(runRequest());
+      let firstDelta!: () => void;
+      const started = new Promise<void>((r) => (firstDelta = r));
+      const followed = follow(peer, run_id, (e) => e.type === 'agent_message_delta' && firstDelta());
+      await started;
+      // Every LISTEN connection dies; the run ends before they are back (they reconnect after ~1 s).
+      const killed = await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen %'`);
+      expect(killed.rowCount).toBe(2);
+      expect((await owner.client.cancel(run_id, { reason: 'user_stop' })).status).toBe(202);
+      const live = await Promise.race([followed, sleep(30_000).then(() => Promise.reject(new Error('the follower never caught up')))]);
+      expect(live.at(-1)?.type).toBe('run_cancelled');
+      expect(live.map((e) => e.id)).toEqual((await allEvents(owner, run_id)).map((e) => e.id));
+    } finally {
+      await admin.end();
+      await peer.stop();
+      await owner.stop();
+    }
+  }, 60_000);
 });
 
 describe('a retried append', () => {
