@@ -142,6 +142,33 @@ describe('PostgreSQL outage in the middle of a streaming run', () => {
     }
   }, 120_000);
 
+  it('fails the run loudly (event_store_unavailable) when the database stays away past its wall-clock budget, still without a gap', async () => {
+    const db = await pg.database('outage_past_budget');
+    const b = await startBackend({ databaseUrl: db, apiUrl: fake.url, options: { heartbeatMs: 200, pollMs: 250 } });
+    try {
+      fake.script({ text: words(40, 'x'), delayMs: 100 });
+      const { run_id } = await b.client.createRun(runRequest({ metadata: { limits: { max_wall_clock_ms: 3_000 } } }));
+      let firstDelta!: () => void;
+      const started = new Promise<void>((r) => (firstDelta = r));
+      const followed = follow(b, run_id, (e) => e.type === 'agent_message_delta' && firstDelta());
+      await started;
+      await pg.stop();
+      await sleep(5_000); // the run's whole budget is spent while events wait to be stored
+      await pg.start();
+
+      await followed;
+      const events = await allEvents(b, run_id);
+      expectWellFormed(events);
+      const t = events.at(-1)!;
+      expect(t.type).toBe('run_failed');
+      if (t.type === 'run_failed') expect(t.data.reason).toBe('event_store_unavailable');
+      // What was stored is a prefix of the answer: nothing missing in the middle.
+      expect(words(40, 'x').join('').startsWith(textOf(events))).toBe(true);
+    } finally {
+      await b.stop();
+    }
+  }, 120_000);
+
   it('answers 503 service_unavailable with Retry-After while the database is down, and recovers by itself', async () => {
     const db = await pg.database('outage_routes');
     const b = await startBackend({ databaseUrl: db, apiUrl: fake.url });
