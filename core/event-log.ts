@@ -111,13 +111,34 @@ export class EventNotifier {
       this.client = null;
       if (this.closed) return;
       this.logger?.warn({ err: err.message }, 'event notifier connection lost; reconnecting');
-      setTimeout(() => void this.start().catch(() => undefined), 500);
+      this.reconnect(500);
     });
     await client.connect();
     await client.query('LISTEN message_events');
     this.client = client;
     // Wake everyone once after a reconnect: they re-read rows, so nothing is missed.
     for (const name of this.emitter.eventNames()) this.emitter.emit(name);
+  }
+
+  private reconnecting = false;
+
+  /** Retries start() with backoff until it works (a PostgreSQL restart or failover can take a minute). */
+  private reconnect(delayMs: number): void {
+    if (this.closed || this.reconnecting) return;
+    this.reconnecting = true;
+    setTimeout(() => {
+      this.start().then(
+        () => {
+          this.reconnecting = false;
+          if (this.closed) void this.client?.end().catch(() => undefined);
+          else this.logger?.info('event notifier reconnected');
+        },
+        () => {
+          this.reconnecting = false;
+          this.reconnect(Math.min(delayMs * 2, 5000));
+        },
+      );
+    }, delayMs);
   }
 
   on(messageId: string, fn: () => void): () => void {

@@ -1,12 +1,13 @@
 /**
  * A PostgreSQL outage: a request that needs the database answers 503 + Retry-After (not 500) and writes
  * nothing; once PostgreSQL is back the same api answers normally, its pool having dropped the connections
- * the restart killed. Runs on a private PostgreSQL it can stop, not on the suite's shared one.
+ * the restart killed, and its LISTEN connection (stream wake-ups) subscribes again. Runs on a private PostgreSQL it can stop, not on the suite's shared one.
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig, type Env } from '../../core/config.js';
 import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
+import { EventNotifier } from '../../core/event-log.js';
 import { createLogger } from '../../core/logger.js';
 import { stablePort } from '../../stack/ports.js';
 import { startStack, type Stack } from '../../stack/start-stack.js';
@@ -54,6 +55,11 @@ describe('a PostgreSQL outage', () => {
     expect(before.frames.at(-1)!.event).toBe('message_end');
     const conversationId = before.frames.at(-1)!.data.conversation_id as string;
 
+    // A LISTEN connection of the api's kind, to see it come back after the outage.
+    const notifier = new EventNotifier(stack.databaseUrl);
+    await notifier.start();
+    const woken = new Promise<void>((resolve) => notifier.on('outage-probe', resolve));
+
     await pg!.stop();
     pg = null;
     const down = await postChat(stack.apiUrl, key, { query: 'Are you there?', user: 'olga', conversation_id: conversationId });
@@ -64,12 +70,26 @@ describe('a PostgreSQL outage', () => {
     expect(ready.status).toBe(503);
     expect(((await ready.json()) as { checks: Record<string, boolean> }).checks.database).toBe(false);
 
+    // Longer than a reconnect attempt or two: PostgreSQL failovers take 10–60 s.
+    await new Promise((r) => setTimeout(r, 3000));
     pg = await startPg();
     const back = Date.now();
     // The first request after the restart succeeds: no dead pooled connection is handed out.
     const after = await chat(stack.apiUrl, key, { query: '/calc 6*7', user: 'olga', conversation_id: conversationId });
     expect(after.status).toBe(200);
     note(`first turn after the restart answered in ${Date.now() - back} ms`);
+    // Stream wake-ups work again: the notifier re-subscribed (streams would otherwise fall back to polling).
+    try {
+      let got = false;
+      void woken.then(() => (got = true));
+      for (let i = 0; i < 40 && !got; i++) {
+        await stack.db.$executeRaw`select pg_notify('message_events', 'outage-probe')`;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(got).toBe(true);
+    } finally {
+      await notifier.stop();
+    }
     expect(after.frames.at(-1)!.event).toBe('message_end');
     // The refused request wrote nothing: the conversation has exactly the two turns that were answered.
     const messages = await stack.db.message.findMany({ where: { conversation_id: conversationId }, orderBy: { created_at: 'asc' } });
