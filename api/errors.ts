@@ -1,7 +1,7 @@
 /** One error shape for every client mistake: `{code, message, status}` (Dify's), never a stack trace. */
-import { ServiceError } from '@temporalio/client';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
+import { isDependencyUnavailable } from '../core/dependency-errors.js';
 import type { Logger } from '../core/logger.js';
 
 export class HttpError extends Error {
@@ -31,41 +31,6 @@ export const RETRY_AFTER_SECONDS = 2;
 
 export const serviceUnavailable = () =>
   new HttpError(503, 'service_unavailable', 'A service this request needs is temporarily unavailable; try again shortly.');
-
-// PostgreSQL: class 08 (connection exception), 57P01-03 (admin/crash shutdown, cannot connect now).
-const PG_CONNECTION_CODES = /^(08...|57P0[123])$/;
-// Prisma: can't reach, timed out, server closed the connection, pool timeout.
-const PRISMA_CONNECTION_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
-// @prisma/adapter-pg's DriverAdapterError kinds for a lost or refused connection.
-const ADAPTER_CONNECTION_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH']);
-// node-postgres' own messages for a dead or unobtainable connection.
-const PG_MESSAGES = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Client was closed and is not queryable|Can't reach database server/i;
-// gRPC UNAVAILABLE (14) and DEADLINE_EXCEEDED (4): the Temporal frontend is down or unreachable.
-const GRPC_UNAVAILABLE = new Set([4, 14]);
-
-/**
- * True when `err` says a dependency (PostgreSQL, Temporal) could not be reached, rather than that the request
- * or the code is wrong: such a request gets 503 + Retry-After (its transaction rolled back, nothing written).
- * Walks `cause` chains and Prisma's `meta.driverAdapterError`, since each layer wraps the one below.
- */
-export function isDependencyUnavailable(err: unknown): boolean {
-  const seen = new Set<unknown>();
-  const stack: unknown[] = [err];
-  while (stack.length) {
-    const e = stack.pop();
-    if (!e || typeof e !== 'object' || seen.has(e)) continue;
-    seen.add(e);
-    const o = e as { code?: unknown; kind?: unknown; message?: unknown; cause?: unknown; meta?: { driverAdapterError?: unknown } };
-    if (typeof o.code === 'string' && (PG_CONNECTION_CODES.test(o.code) || PRISMA_CONNECTION_CODES.has(o.code) || SOCKET_CODES.has(o.code))) return true;
-    if (typeof o.kind === 'string' && ADAPTER_CONNECTION_KINDS.has(o.kind)) return true;
-    if (o.kind === 'postgres' && typeof o.code === 'string' && PG_CONNECTION_CODES.test(o.code)) return true;
-    if (typeof o.message === 'string' && PG_MESSAGES.test(o.message)) return true;
-    if (typeof o.code === 'number' && GRPC_UNAVAILABLE.has(o.code) && (e instanceof ServiceError || 'details' in o || 'metadata' in o)) return true;
-    stack.push(o.cause, o.meta?.driverAdapterError);
-  }
-  return false;
-}
 
 export const unknownRoute: RequestHandler = (req, _res, next) => {
   next(new HttpError(404, 'not_found', `No route for ${req.method} ${req.path}.`));

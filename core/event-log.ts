@@ -7,6 +7,7 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Db } from './db.js';
+import { isDependencyUnavailable } from './dependency-errors.js';
 import { isTerminalClientEvent, TERMINAL_CLIENT_EVENTS, type NewClientEvent, type StoredClientEvent } from './client-events.js';
 import type { Logger } from './logger.js';
 
@@ -177,7 +178,8 @@ export async function* followEvents(
   try {
     while (!signal.aborted) {
       pending = false;
-      const batch = await readEvents(db, messageId, last);
+      const batch = await waitingOutDbOutage(() => readEvents(db, messageId, last), signal);
+      if (batch === undefined) return;
       for (const e of batch) {
         last = e.seq;
         yield e;
@@ -187,7 +189,8 @@ export async function* followEvents(
       // Nothing after the cursor: if the turn already ended at or before it (a re-attach at or past its end),
       // close now. A terminal committed after our read is past the cursor: loop and read it.
       if (batch.length === 0) {
-        const terminalSeq = await lastTerminalSeq(db, messageId);
+        const terminalSeq = await waitingOutDbOutage(() => lastTerminalSeq(db, messageId), signal);
+        if (terminalSeq === undefined) return;
         if (terminalSeq !== null && terminalSeq <= last) return;
         if (terminalSeq !== null) continue;
       }
@@ -203,5 +206,31 @@ export async function* followEvents(
   } finally {
     off();
     signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/**
+ * Runs a read, waiting out a PostgreSQL outage (restart, failover) with backoff instead of failing: a
+ * stream's connection stays open (its pings keep going) and resumes at its cursor. Resolves `undefined`
+ * if the reader goes away meanwhile; any other error is thrown.
+ */
+async function waitingOutDbOutage<T>(read: () => Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (!isDependencyUnavailable(err)) throw err;
+      if (signal.aborted) return undefined;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, Math.min(2000, 250 * 2 ** attempt));
+        signal.addEventListener('abort', done, { once: true });
+        function done() {
+          clearTimeout(t);
+          signal.removeEventListener('abort', done);
+          resolve();
+        }
+      });
+      if (signal.aborted) return undefined;
+    }
   }
 }

@@ -11,7 +11,7 @@ import { EventNotifier } from '../../core/event-log.js';
 import { createLogger } from '../../core/logger.js';
 import { stablePort } from '../../stack/ports.js';
 import { startStack, type Stack } from '../../stack/start-stack.js';
-import { chat, postChat } from '../support/sse.js';
+import { chat, FrameReader, postChat } from '../support/sse.js';
 
 const dataDir = path.join(inject('testDataDir'), 'pg-outage');
 let pgPort: number;
@@ -97,5 +97,26 @@ describe('a PostgreSQL outage', () => {
       ['/calc 1+1', 'succeeded'],
       ['/calc 6*7', 'succeeded'],
     ]);
+  });
+  it('keeps a stream open through the outage: it ends with the turn\'s terminal event, not cut', { timeout: 150_000 }, async () => {
+    const key = stack.demo!.apiKey;
+    const res = await postChat(stack.apiUrl, key, { query: '/slow 60 /long 100', user: 'pia' });
+    expect(res.status).toBe(200);
+    const reader = new FrameReader(res);
+    let n = 0;
+    const head = await reader.read((f) => f.event === 'agent_message' && ++n === 2);
+    const taskId = head[0]!.data.task_id as string;
+
+    await pg!.stop();
+    pg = null;
+    await new Promise((r) => setTimeout(r, 3000));
+    pg = await startPg();
+
+    const rest = await Promise.race([reader.read(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the stream neither ended nor went on within 120 s')), 120_000).unref())]);
+    const last = [...head, ...rest].at(-1)!;
+    expect(['message_end', 'error']).toContain(last.event);
+    const msg = await stack.db.message.findUniqueOrThrow({ where: { id: taskId } });
+    expect(msg.status).toBe(last.event === 'message_end' ? 'succeeded' : 'failed');
+    note(`stream ended with ${last.event} (${msg.error_code ?? 'no error'})`);
   });
 });
