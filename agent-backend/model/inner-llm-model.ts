@@ -7,7 +7,7 @@
  * the run (passed per call as `providerOptions.dify.call_index`), so a retried call bills once.
  *
  * Transport failures are retried here (the api may crash or restart mid-call; another replica may
- * answer): connection refused/reset, a 502/503/504, or a stream cut before its final chunk. The same
+ * answer): connection refused/reset, a 5xx before streaming, or a stream cut before its final chunk. The same
  * request (same invocation_id + call_index) is sent again with backoff, for at most
  * `retry.budgetMs` per failure episode, and the replayed stream is deduplicated by position: text
  * and reasoning characters already emitted are skipped (and must match, else the call fails as
@@ -88,7 +88,8 @@ export interface InnerLlmRetryOptions {
   maxMs: number;
 }
 
-export const DEFAULT_INNER_LLM_RETRY: InnerLlmRetryOptions = { budgetMs: 30_000, baseMs: 250, maxMs: 4_000 };
+/** 60 s: an api restart, or a PostgreSQL restart/failover behind the gateway (10–60 s). */
+export const DEFAULT_INNER_LLM_RETRY: InnerLlmRetryOptions = { budgetMs: 60_000, baseMs: 250, maxMs: 4_000 };
 
 export function createInnerLlmCaller(opts: {
   apiUrl: string;
@@ -262,7 +263,9 @@ export class InnerLlmModel implements LanguageModelV3 {
         code && /^Invoke[A-Za-z]*Error$/.test(code)
           ? code
           : (STATUS_ERROR_TYPES[res.status] ?? (res.status >= 500 ? 'InvokeServerUnavailableError' : 'InvokeError'));
-      const Err = res.status === 502 || res.status === 503 || res.status === 504 ? TransportFailure : ModelCallError;
+      // 5xx before any chunk: the gateway (or a proxy in front of it) could not serve the call right now,
+      // e.g. it is restarting or its database is away; nothing was streamed or billed, so send it again.
+      const Err = res.status >= 500 ? TransportFailure : ModelCallError;
       throw new Err(errorType, `inner LLM invoke failed (${res.status}${code ? ` ${code}` : ''}): ${message}`, res.status);
     }
     return parseSse(res.body);

@@ -13,7 +13,7 @@ import { billingRequestId, checkQuota, recordUsage } from './credits.js';
 import { InvokeError, toInvokeError } from './errors.js';
 import { priceUsage } from './pricing.js';
 import type { FinishReason, LlmProvider, ModelInfo, ProviderCredentials, ProviderRegistry } from './provider.js';
-import { contentText } from './provider.js';
+import { contentText, sleep } from './provider.js';
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -21,6 +21,9 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
+
+/** How long a finished call keeps trying to record its usage (a database restart/failover), ms. */
+const RECORD_RETRY_MS = 60_000;
 
 export interface LlmInvokerDeps {
   db: PrismaClient;
@@ -199,26 +202,39 @@ async function* runInvoke(
   });
 
   let charged = 0n;
-  try {
-    const r = await recordUsage(deps.db, {
-      tenantId: caller.tenant_id,
-      billingRequestId: billingId,
-      agentRunId: caller.agent_run_id,
-      provider: provider.name,
-      model: model.model,
-      promptTokens: usage.prompt_tokens,
-      completionTokens: usage.completion_tokens,
-      credits: priced.credits,
-      totalPrice: usage.total_price,
-      currency: usage.currency,
-      billable: credentials === null,
-    });
-    charged = r.charged;
-  } catch (err) {
-    // Failing the call (rather than answering unbilled) lets the caller's retry bill it exactly once.
-    log.error({ err: err instanceof Error ? err.message : String(err) }, 'recording model usage failed');
-    yield failure(new InvokeError('InvokeError', 'recording the model usage failed; retry the call'));
-    return;
+  const entry = {
+    tenantId: caller.tenant_id,
+    billingRequestId: billingId,
+    agentRunId: caller.agent_run_id,
+    provider: provider.name,
+    model: model.model,
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+    credits: priced.credits,
+    totalPrice: usage.total_price,
+    currency: usage.currency,
+    billable: credentials === null,
+  };
+  // Recording is idempotent (unique billing id), so while the caller waits it is tried again: a
+  // PostgreSQL restart at the end of a call must not fail an answer that was already streamed.
+  for (let delay = 250, since = Date.now(), attempt = 1; ; delay = Math.min(delay * 2, 4_000), attempt++) {
+    try {
+      charged = (await recordUsage(deps.db, entry)).charged;
+      break;
+    } catch (err) {
+      if (signal.aborted || Date.now() - since + delay > RECORD_RETRY_MS) {
+        // Failing the call (rather than answering unbilled) lets the caller's retry bill it exactly once.
+        log.error({ err: err instanceof Error ? err.message : String(err), attempts: attempt }, 'recording model usage failed');
+        if (!signal.aborted) yield failure(new InvokeError('InvokeError', 'recording the model usage failed; retry the call'));
+        return;
+      }
+      if (attempt === 1) log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording model usage failed; retrying');
+      try {
+        await sleep(delay, signal);
+      } catch {
+        return; // the caller went away: nothing recorded, a replay bills once
+      }
+    }
   }
   log.info(
     {
