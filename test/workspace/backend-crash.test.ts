@@ -1,0 +1,118 @@
+/**
+ * An agent backend that dies (SIGKILL) while a shell command runs leaves no process behind: shellctl
+ * gets SIGTERM from PR_SET_PDEATHSIG and kills the command's whole tree (it is their subreaper); the
+ * command itself has PDEATHSIG=SIGKILL should shellctl die first. Another replica then ends the run with
+ * `backend_restarted` (the api turns that into the turn's error).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import type { FakeInnerLlm } from '../agent-backend/fake-inner-llm.js';
+import { INNER_KEY, RunClient, runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from '../agent-backend/harness.js';
+
+const REPO = path.resolve(import.meta.dirname, '../..');
+let fake: FakeInnerLlm;
+let dbUrl: string;
+let dataDir: string;
+let child: ChildProcess | null = null;
+let replica: TestBackend | null = null;
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function until<T>(what: string, fn: () => T | Promise<T>, ms = 20_000): Promise<NonNullable<T>> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+beforeAll(async () => {
+  fake = await startFake();
+  dbUrl = (await startPg('ws_crash')).url;
+  dataDir = path.join(inject('testDataDir'), `workspace-crash-${process.pid}`);
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}, 120_000);
+
+afterAll(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  await replica?.stop();
+  await fake?.stop();
+});
+
+describe('an agent backend crash during a shell command', () => {
+  it('leaves no process behind, and another replica ends the run with backend_restarted', async () => {
+    const port = await freePort();
+    child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'agent-backend/main.ts')], {
+      cwd: REPO,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME, // the Go module cache, should shellctl need a build
+        DATABASE_URL: dbUrl,
+        DATA_DIR: dataDir,
+        AGENT_BACKEND_PORT: String(port),
+        AGENT_BACKEND_TOKEN: TOKEN,
+        INNER_API_KEY: INNER_KEY,
+        API_INTERNAL_URL: fake.url,
+        SHELLCTL_AUTH_TOKEN: 'crash-test-token',
+        LOG_LEVEL: 'silent',
+      },
+      stdio: 'ignore',
+    });
+    const url = `http://127.0.0.1:${port}`;
+    await until('the backend to listen', () => fetch(`${url}/healthz`).then((r) => r.ok, () => false), 60_000);
+
+    const workspaceId = crypto.randomUUID();
+    fake.script({ toolCalls: [{ id: 'call_1', name: 'shell', args: { command: 'sleep 60 & echo $! > pid; (setsid sleep 61 & echo $! >> pid); wait' } }] });
+    const client = new RunClient(url, TOKEN);
+    const { run_id: runId } = await client.createRun(
+      runRequest({
+        extraLayers: [
+          { name: 'runtime', type: 'runtime', config: { workspace_id: workspaceId } },
+          { name: 'shell', type: 'shell', deps: ['runtime'], config: {} },
+        ],
+      }),
+    );
+    const pidFile = path.join(dataDir, 'workspaces', workspaceId, 'pid');
+    const pids = await until('both pids', () => {
+      const p = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split(/\s+/).map(Number) : [];
+      return p.length === 2 ? p : null;
+    }, 180_000); // the first run may wait for shellctl to be built
+    expect(pids.every(alive)).toBe(true);
+
+    const exited = new Promise((r) => child!.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    await until('the command tree to die', () => pids.every((p) => !alive(p)), 5_000);
+
+    replica = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, env: { DATA_DIR: dataDir }, options: { staleAfterMs: 1_000, reapIntervalMs: 200, heartbeatMs: 200 } });
+    const status = await until('the run to be reaped', async () => {
+      const s = (await replica!.client.status(runId)) as { status: string; error: string | null };
+      return s.status !== 'running' ? s : null;
+    });
+    expect(status.status).toBe('failed');
+    const events = await replica.client.untilTerminal(runId);
+    expect(events.at(-1)!.data).toMatchObject({ reason: 'backend_restarted' });
+  }, 300_000);
+});
