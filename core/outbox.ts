@@ -21,7 +21,7 @@ import type { Logger } from './logger.js';
 export const OUTBOX_LEASE_MS = 15_000;
 /** One delivery attempt's deadline (well inside the lease). */
 const DELIVERY_DEADLINE_MS = 5_000;
-const MAX_BACKOFF_MS = 10_000;
+const MAX_BACKOFF_MS = 5_000;
 const BATCH = 20;
 /** Delivered rows are kept this long (who signalled what, when), then pruned. */
 const RETENTION_DAYS = 7;
