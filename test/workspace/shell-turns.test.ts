@@ -70,6 +70,14 @@ function alive(pid: number): boolean {
   }
 }
 
+describe('enabling the workspace in the soul', () => {
+  it('a shell without the runtime is refused when the config is saved', async () => {
+    const res = await consoleFetch('/agent/draft', 'PUT', { config: { ...workspaceSoul(), runtime: { enabled: false } } });
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(await res.json())).toContain('the shell runs inside the runtime: enable runtime too');
+  });
+});
+
 describe('the agent workspace through real turns', () => {
   let firstConversation: string;
   let firstDir: string;
