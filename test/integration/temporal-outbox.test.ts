@@ -13,7 +13,7 @@ import { enqueueOutbox } from '../../core/outbox.js';
 import { freePort, stablePort } from '../../stack/ports.js';
 import { configToEnv, type Stack } from '../../stack/start-stack.js';
 import { startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
-import { chat, readFrames } from '../support/sse.js';
+import { chat, FrameReader, readFrames } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -201,5 +201,42 @@ describe('the Temporal outbox', () => {
     const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id } });
     expect(conv.deleted_at).not.toBeNull();
     expect(conv.active_message_id).toBeNull();
+  });
+  it('stops a streaming turn during a Temporal outage: the answer ends stopped at once, the workflow closes once Temporal is back', { timeout: 180_000 }, async () => {
+    const key = stack.demo!.apiKey;
+    const res = await fetch(`${stack.apiUrl}/v1/chat-messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ inputs: {}, query: '/slow 50 /long 300', user: 'noa', response_mode: 'streaming' }),
+    });
+    const reader = new FrameReader(res);
+    let n = 0;
+    const head = await reader.read((f) => f.event === 'agent_message' && ++n === 2);
+    const taskId = head[0]!.data.task_id as string;
+    const { workflow_id: workflowId } = await stack.db.message.findUniqueOrThrow({ where: { id: taskId } });
+
+    await temporal.stop();
+    const stop = fetch(`${stack.apiUrl}/v1/chat-messages/${taskId}/stop`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'noa' }),
+    });
+    const stopped = await Promise.race([stop, sleep(15_000).then(() => null)]);
+    expect(stopped?.status).toBe(200);
+    // The backend's fast-path cancel ends the answer now; the client sees message + message_end.
+    const rest = await Promise.race([reader.read(), sleep(60_000).then(() => Promise.reject(new Error('the stream did not end within 60 s')))]);
+    expect(rest.map((f) => f.event).slice(-2)).toEqual(['message', 'message_end']);
+
+    temporal = await startTemporal();
+    const handle = stack.temporal.workflow.getHandle(workflowId);
+    await eventually('the workflow is closed', async () => {
+      const status = (await handle.describe().catch(() => null))?.status.name;
+      return status !== undefined && status !== 'RUNNING';
+    }, 90_000);
+    const msg = await stack.db.message.findUniqueOrThrow({ where: { id: taskId } });
+    expect(msg.status).toBe('stopped');
+    const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id } });
+    expect(conv.active_message_id).toBeNull();
+    await eventually('the cancel is settled', async () => (await outboxRows(workflowId))[0]?.delivered_at);
   });
 });
