@@ -178,6 +178,7 @@ export class RunEmitter {
     const deadline = update ? Math.max(this.retry.deadline, Date.now()) + this.retry.terminalGraceMs : this.retry.deadline;
     let delay = this.retry.baseMs;
     for (let attempt = 1; ; attempt++) {
+      if (this.stopped) return null; // detached while waiting to retry
       try {
         const stored = await this.store.appendEvent(this.runId, type, data, update, { expectedSeq: this.nextSeq });
         if (stored) {

@@ -20,6 +20,9 @@ import type { PluginToolResolver } from './modules/types.js';
 import { executeRun } from './run-task.js';
 import { isConnectionError, type PgRunStore } from './store.js';
 
+/** How long a graceful shutdown waits for its runs' terminal events (e.g. while PostgreSQL is away). */
+const SHUTDOWN_GRACE_MS = 15_000;
+
 export interface RunManagerOptions {
   instanceId: string;
   coalesce: CoalesceOptions;
@@ -191,6 +194,13 @@ export class RunManager {
       if (mode === 'abandon') r.emitter.detach();
       if (!r.controller.signal.aborted) r.controller.abort({ kind: mode === 'abandon' ? 'abandon' : 'shutdown' } satisfies AbortCause);
     }
-    await Promise.all(runs.map((r) => r.done));
+    // Terminals wait for PostgreSQL if it is away; a stopping process does not wait for it forever:
+    // what it could not write, a peer's reaper ends later (backend_restarted, which is then true).
+    let timer: NodeJS.Timeout | undefined;
+    const all = Promise.all(runs.map((r) => r.done));
+    await Promise.race([all, new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_GRACE_MS)))]);
+    clearTimeout(timer);
+    for (const r of runs) r.emitter.detach();
+    await all;
   }
 }
