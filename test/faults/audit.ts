@@ -126,6 +126,8 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
       if (!messageId) continue;
       const stored = byMessage.get(messageId) ?? [];
       const ids = { message_id: messageId };
+      // Guards the audit itself: a turn the test streamed must be among the messages it examined.
+      if (!messages.some((m) => m.id === messageId)) v('audit covers the test', ids, `the message is not among the ${messages.length} messages created since ${input.since.toISOString()}`);
       const got = s.frames.map((f) => Number(f.id));
       if (!isDeepStrictEqual(got, got.map((_, i) => i + 1))) v('client stream == stored log', ids, `client received ids ${compact(got)}`);
       const ended = s.frames.some((f) => TERMINAL.has(f.event ?? ''));

@@ -174,6 +174,8 @@ export class FaultStack {
     s.apiPort = await stablePort();
     s.backendPort = await stablePort();
     s.temporalBin = await locateTemporal({ explicit: process.env.TEMPORAL_CLI_PATH });
+    // Never leave processes behind if the test runner dies (the dev server has its own hook).
+    process.once('exit', () => s.killAllNow());
     const envFor = (extra: Record<string, string>) => () => ({ ...s.baseEnv(), ...extra, ...(s.opts.env ?? {}) });
     s.api = new ServiceProcess('api', 'api/main.ts', envFor({}), async () => void (await waitFor('api /healthz', async () => ((await httpOk(`${s.apiUrl}/healthz`)) ? true : undefined), 90_000)), s.dir);
     s.backend = new ServiceProcess(
@@ -320,6 +322,18 @@ export class FaultStack {
     if (!this.api.up) starts.push(this.api.start());
     if (!this.worker.up) starts.push(this.worker.start());
     await Promise.all(starts);
+  }
+
+  /** Synchronous last resort on exit: SIGKILL the services, immediate shutdown of PostgreSQL. */
+  private killAllNow(): void {
+    for (const svc of [this.api, this.worker, this.backend]) if (svc?.up) svc.child!.kill('SIGKILL');
+    if (this.pg) {
+      try {
+        process.kill(Number(fs.readFileSync(path.join(this.dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGQUIT');
+      } catch {
+        /* already gone */
+      }
+    }
   }
 
   async stop(): Promise<void> {

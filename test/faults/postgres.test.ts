@@ -63,7 +63,13 @@ describe('PostgreSQL outages', () => {
       `select status, error_type from agent_backend.runs where idempotency_key = $1`,
       [`message-${s.messageId}`],
     );
-    expect(runs.map((r) => r.error_type)).not.toContain('backend_restarted');
+    const failures = await query<{ reason: string | null }>(
+      stack.databaseUrl,
+      `select e.data->>'reason' as reason from agent_backend.events e join agent_backend.runs r using (run_id)
+        where r.idempotency_key = $1 and e.type = 'run_failed'`,
+      [`message-${s.messageId}`],
+    );
+    expect(failures.map((f) => f.reason), 'the run was failed as if its backend had restarted').not.toContain('backend_restarted');
     expect(s.terminal!.event, JSON.stringify(s.terminal!.data)).toBe('message_end');
     expect(words(s.answer)).toBe(250);
     expect(runs).toEqual([{ status: 'succeeded', error_type: null }]);

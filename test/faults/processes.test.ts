@@ -38,22 +38,28 @@ async function messageRow(databaseUrl: string, id: string): Promise<{ status: st
 }
 
 describe('a process killed mid-turn', () => {
-  it('worker SIGKILL while the answer streams: the turn succeeds exactly once with the whole answer', async () => {
+  it('worker SIGKILLed twice while two answers stream: both turns succeed exactly once with the whole answer', async () => {
     const { stack, track, recovery } = ctx;
-    const s = track(await TurnStream.start(stack, { query: '/slow 30 /long 150', user: 'worker-kill' }));
-    let n = 0;
-    await s.read({ until: (f) => f.event === 'agent_message' && ++n === 3, timeoutMs: 60_000, what: 'the third delta' });
-    step('SIGKILL worker');
-    await stack.worker.kill('SIGKILL');
-    await stack.worker.start();
-    const back = Date.now();
-    const end = await s.finish(120_000);
-    recovery('worker SIGKILL mid-answer, worker restarted → turn done', Date.now() - back);
-    recovery('worker SIGKILL mid-answer: longest silence of the client stream', s.longestSilenceMs());
-    expect(end.event, JSON.stringify(end.data)).toBe('message_end');
-    expect(words(s.answer)).toBe(150);
-    expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('succeeded');
-    expect(await ledgerRows(stack.databaseUrl, s.messageId)).toHaveLength(1);
+    const a = track(await TurnStream.start(stack, { query: '/slow 40 /long 400', user: 'worker-kill-a' }));
+    const b = track(await TurnStream.start(stack, { query: '/slow 40 /long 300', user: 'worker-kill-b' }));
+    let back = 0;
+    for (const round of [1, 2]) {
+      let n = 0;
+      await a.read({ until: (f) => f.event === 'agent_message' && ++n === 3, timeoutMs: 60_000, what: `three more deltas (round ${round})` });
+      step(`SIGKILL worker (round ${round})`);
+      await stack.worker.kill('SIGKILL');
+      await stack.worker.start();
+      back = Date.now();
+    }
+    await Promise.all([a.finish(120_000), b.finish(120_000)]);
+    recovery('worker SIGKILL mid-answer (2nd of 2), worker restarted → both turns done', Date.now() - back);
+    recovery('worker SIGKILL mid-answer: longest silence of a client stream', Math.max(a.longestSilenceMs(), b.longestSilenceMs()));
+    for (const [s, expected] of [[a, 400], [b, 300]] as const) {
+      expect(s.terminal!.event, JSON.stringify(s.terminal!.data)).toBe('message_end');
+      expect(words(s.answer)).toBe(expected);
+      expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('succeeded');
+      expect(await ledgerRows(stack.databaseUrl, s.messageId)).toHaveLength(1);
+    }
   });
 
   it('agent backend SIGKILL: one clean error event, and the next message of the conversation works', async () => {
