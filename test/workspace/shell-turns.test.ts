@@ -10,6 +10,7 @@ import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
+import { upload } from '../api/helpers.js';
 
 let stack: Stack;
 let key: string;
@@ -202,6 +203,23 @@ describe('the agent workspace through real turns', () => {
     const after = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: binding.id }, include: { workspace: true } });
     expect(after.retired_at).not.toBeNull();
     expect(after.workspace.status).toBe('retired');
+  });
+
+  it('files sent with the turn are placed into the workspace and the model gets their paths', async () => {
+    const up = await upload(stack.apiUrl, key, new TextEncoder().encode('quarterly numbers: 42\n'), 'report.txt', 'wsd', 'text/plain');
+    expect(up.status).toBe(201);
+    const id = (up.body as { id: string }).id;
+    const { status, frames } = await chat(stack.apiUrl, key, {
+      query: '/sh cat uploads/*/report.txt',
+      user: 'wsd',
+      files: [{ type: 'document', transfer_method: 'local_file', upload_file_id: id }],
+    });
+    expect(status).toBe(200);
+    expect(answerOf(frames)).toContain('quarterly numbers: 42');
+    const messageId = frames.at(-1)!.data.message_id as string;
+    const run = await stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: messageId } });
+    const prompt = (run.request as { composition: { layers: { name: string; config: { text?: string } }[] } }).composition.layers.find((l) => l.name === 'agent_app_user_prompt')!;
+    expect(prompt.config.text).toBe(`/sh cat uploads/*/report.txt\n\nAttached files (in your workspace; open them with the shell):\n- uploads/${messageId}/report.txt`);
   });
 
   it('the dify-agent CLI in the shell pulls and pushes the build draft prompt; a later debugger turn uses it', async () => {

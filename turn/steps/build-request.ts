@@ -3,6 +3,7 @@
  * the retained session snapshot and deferred tool results. The request is stored on AgentBackendRun
  * (not returned): snapshots grow with the conversation and must stay out of workflow history.
  */
+import path from 'node:path';
 import type { LayerSpec, SessionSnapshot, CreateRunRequest, DeferredToolResult, InvokeFrom } from '../../core/protocol/run.js';
 import { signExecutionContext } from '../../core/exec-context.js';
 import { deferredResultFromForm } from '../../core/human-input.js';
@@ -12,6 +13,7 @@ import type { ActivityDeps } from '../deps.js';
 import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from '../errors.js';
 import type { Prisma } from '../../core/generated/prisma/client.js';
 import type { Binding } from './binding.js';
+import { placeTurnFiles, type PlacedFile } from './workspace-files.js';
 import type { Resolution } from './resolve-config.js';
 import type { TurnContext } from './turn-context.js';
 
@@ -31,6 +33,8 @@ export interface BuildInput {
   innerApiKey: string;
   /** The binding's workspace: the runtime layer's directory (only used when the soul enables runtime). */
   workspaceId?: string;
+  /** The turn's files as placed into the workspace (runtime enabled): the model gets these paths, not URLs. */
+  workspaceFiles?: PlacedFile[];
 }
 
 /** Pure: soul config + turn facts → ordered layer composition (PROTOCOL §2 order). */
@@ -39,10 +43,17 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
   const nativeImages = t.supportsVision;
   const files = t.files.map((f) => ({ ...f, transfer: f.type === 'image' && nativeImages ? 'native' : 'download' }));
   const downloads = files.filter((f) => f.transfer === 'download');
-  const text =
+  let text =
     downloads.length === 0
       ? t.query
       : `${t.query}\n\nAttached files (download them before use):\n${downloads.map((f) => `- ${f.name ?? 'file'}: ${f.url}`).join('\n')}`;
+  if (t.workspaceFiles?.length) {
+    const placed = t.workspaceFiles.filter((f) => f.path);
+    const failed = t.workspaceFiles.filter((f) => !f.path);
+    text = t.query;
+    if (placed.length) text += `\n\nAttached files (in your workspace; open them with the shell):\n${placed.map((f) => `- ${f.path}`).join('\n')}`;
+    if (failed.length) text += `\n\nAttached files that could not be placed in your workspace:\n${failed.map((f) => `- ${f.name}: ${f.error}`).join('\n')}`;
+  }
   const layers: LayerSpec[] = [
     layer('agent_soul_prompt', { system_prompt: expandPromptMentions(soul.prompt.system_prompt) }),
     layer('agent_app_user_prompt', { text, files: files.filter((f) => f.transfer === 'native') }),
@@ -124,6 +135,11 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       return { layers: req.composition.layers.length, hasSnapshot: !!req.session_snapshot, deferredCalls: Object.keys(req.deferred_tool_results?.calls ?? {}).length };
     }
     const { soul, resolved } = r;
+    // With a workspace, the turn's files go into it (uploads copied, remote URLs fetched by the pinned fetcher).
+    const workspaceFiles =
+      soul.runtime.enabled && msg.files.length
+        ? await placeTurnFiles({ db, config }, { workspaceDir: path.join(config.workspacesDir, binding.workspace_id), messageId: msg.id, files: msg.files })
+        : undefined;
     const layers = buildComposition(soul, {
       tenantId: msg.tenant_id,
       appId: msg.app_id,
@@ -139,6 +155,7 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       supportsVision: deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
       innerApiKey: config.INNER_API_KEY,
       workspaceId: binding.workspace_id,
+      workspaceFiles,
     });
     const snapshot = (binding.session_snapshot as SessionSnapshot | null) ?? null;
     assertSnapshotMatches(layers, snapshot);

@@ -15,7 +15,7 @@ export const DEMO_TRIGGERS = [
   { trigger: '/tool <name> <json-args>', effect: 'calls the tool <name> (when offered in `tools`) with the JSON arguments' },
   { trigger: '/calc <expr>', effect: 'calls `calculator` with {expression: <expr>}' },
   { trigger: '/time', effect: 'calls `current_time` with {}' },
-  { trigger: '/sh <command>', effect: 'calls `shell` with {command: <command>}, then answers with the exit code, stdout and stderr' },
+  { trigger: '/sh <command>', effect: 'calls `shell` with {command: <command>} (the rest of the first line), then answers with the exit code, stdout and stderr' },
   { trigger: '/ask <question>', effect: 'calls `ask_human` with a one-field form (paragraph `answer`) and a Submit action' },
   { trigger: '/think <rest>', effect: 'streams reasoning_content first, then answers <rest>' },
   { trigger: '/long <n>', effect: 'answers with exactly n tokens of text' },
@@ -170,7 +170,8 @@ function planForQuery(query: string, ctx: Ctx): DemoPlan {
     case '/time':
       return callTool('current_time', {}, ctx);
     case '/sh':
-      return callTool('shell', { command: rest }, ctx);
+      // The first line only: the api may append a list of attached files to the message.
+      return callTool('shell', { command: rest.split('\n')[0]!.trim() }, ctx);
     case '/ask':
       return callTool(
         'ask_human',
