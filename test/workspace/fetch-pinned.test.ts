@@ -18,6 +18,7 @@ beforeAll(async () => {
     if (req.url === '/doc.txt') return void res.end('remote text');
     if (req.url === '/to-private') return void res.writeHead(302, { location: 'http://10.1.2.3/secret' }).end();
     if (req.url === '/to-doc') return void res.writeHead(301, { location: '/doc.txt' }).end();
+    if (req.url === '/stall') return void res.writeHead(200).write('partial');
     if (req.url === '/big') return void res.end('x'.repeat(2000));
     if (req.url === '/big-chunked') {
       res.writeHead(200, { 'transfer-encoding': 'chunked' });
@@ -29,7 +30,10 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   port = (server.address() as AddressInfo).port;
 });
-afterAll(() => new Promise((r) => server.close(r)));
+afterAll(() => {
+  server.closeAllConnections();
+  return new Promise((r) => server.close(r));
+});
 
 // "files.example.test" does not exist in DNS: only the pinned address can reach the server.
 const opts = { maxBytes: 1000, lookup: async () => ['127.0.0.1'], isAllowed: (a: string) => a === '127.0.0.1' };
@@ -55,6 +59,10 @@ describe('fetchPinned', () => {
   it('stops at the size cap, with or without a Content-Length', async () => {
     await expect(fetchPinned(`http://files.example.test:${port}/big`, opts)).rejects.toThrow('larger than 1000 bytes');
     await expect(fetchPinned(`http://files.example.test:${port}/big-chunked`, opts)).rejects.toThrow('larger than 1000 bytes');
+  });
+
+  it('gives up after its deadline, also when the body stalls', async () => {
+    await expect(fetchPinned(`http://files.example.test:${port}/stall`, { ...opts, timeoutMs: 300 })).rejects.toThrow('the download took too long');
   });
 
   it('names files safely inside the workspace', () => {

@@ -50,6 +50,8 @@ export async function fetchPinned(raw: string, opts: FetchOptions): Promise<Buff
   const lookup = opts.lookup ?? systemLookup;
   const allowed = opts.isAllowed ?? ((a: string) => !isForbiddenAddress(a));
   let url = new URL(raw);
+  // One deadline for all hops and the body (prepareTurn is a local activity with a 30 s attempt timeout).
+  const signal = AbortSignal.timeout(opts.timeoutMs ?? 15_000);
   for (let hop = 0; hop <= (opts.maxRedirects ?? 3); hop++) {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RemoteFetchError(`only http and https URLs are fetched (${url.protocol})`);
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
@@ -57,7 +59,7 @@ export async function fetchPinned(raw: string, opts: FetchOptions): Promise<Buff
     if (addresses.length === 0) throw new RemoteFetchError(`the host "${host}" could not be resolved`);
     if (!addresses.every(allowed)) throw new RemoteFetchError(`the host "${host}" resolves to a private, loopback or otherwise non-public address`);
     const pinned = addresses[0]!;
-    const res = await get(url, pinned, opts.timeoutMs ?? 15_000);
+    const res = await get(url, pinned, signal);
     const status = res.statusCode ?? 0;
     if (status >= 300 && status < 400 && res.headers.location) {
       res.resume();
@@ -86,13 +88,13 @@ export async function fetchPinned(raw: string, opts: FetchOptions): Promise<Buff
         chunks.push(c);
       });
       res.on('end', () => resolve(Buffer.concat(chunks)));
-      res.on('error', (err) => reject(new RemoteFetchError(err.message)));
+      res.on('error', (err) => reject(new RemoteFetchError(signal.aborted ? 'the download took too long' : err.message)));
     });
   }
   throw new RemoteFetchError('too many redirects');
 }
 
-function get(url: URL, address: string, timeoutMs: number): Promise<http.IncomingMessage> {
+function get(url: URL, address: string, signal: AbortSignal): Promise<http.IncomingMessage> {
   const family = net.isIP(address);
   // The connection goes to the checked address whatever DNS says now; TLS still verifies the host name.
   const pin: LookupFunction = (_hostname, options, callback) => {
@@ -102,9 +104,8 @@ function get(url: URL, address: string, timeoutMs: number): Promise<http.Incomin
   };
   const mod = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
-    const req = mod.get(url, { lookup: pin, timeout: timeoutMs, headers: { 'user-agent': 'dify-agent-file-fetcher' } }, resolve);
-    req.on('timeout', () => req.destroy(new RemoteFetchError(`no answer within ${timeoutMs} ms`)));
-    req.on('error', (err) => reject(err instanceof RemoteFetchError ? err : new RemoteFetchError(err.message)));
+    const req = mod.get(url, { lookup: pin, signal, headers: { 'user-agent': 'dify-agent-file-fetcher' } }, resolve);
+    req.on('error', (err) => reject(new RemoteFetchError(signal.aborted ? 'the download took too long' : err.message)));
   });
 }
 
@@ -122,6 +123,7 @@ export async function placeTurnFiles(
   const dir = path.join(p.workspaceDir, 'uploads', p.messageId);
   await fs.promises.mkdir(dir, { recursive: true });
   const used = new Set<string>();
+  const deadline = Date.now() + 20_000; // all files together, within one prepareTurn attempt
   const out: PlacedFile[] = [];
   for (const [i, f] of p.files.entries()) {
     let name = `file-${i + 1}`;
@@ -134,7 +136,9 @@ export async function placeTurnFiles(
         bytes = await fs.promises.readFile(path.join(uploadsDir(deps.config as Config), upload.storage_key));
       } else if (f.url) {
         name = safeName(decodeURIComponent(new URL(f.url).pathname), name);
-        bytes = await fetchPinned(f.url, deps.fetch ?? { maxBytes: UPLOAD_LIMITS.documentMb * MB });
+        const left = deadline - Date.now();
+        if (left < 500) throw new Error('no time left to download it in this turn');
+        bytes = await fetchPinned(f.url, { maxBytes: UPLOAD_LIMITS.documentMb * MB, ...deps.fetch, timeoutMs: Math.min(deps.fetch?.timeoutMs ?? 15_000, left) });
       } else {
         throw new Error('the file has neither an upload nor a URL');
       }
