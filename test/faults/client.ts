@@ -36,6 +36,11 @@ export class TurnStream {
   /** How many times the client had to re-attach (the api or its database went away). */
   reattaches = 0;
   private it: AsyncIterator<SseFrame> | null;
+  /**
+   * The response being read. Held on purpose: undici cancels the body of a Response that is garbage
+   * collected, and a stream not read for a while (a second turn in flight) would be cut by the client.
+   */
+  private res: Response | null;
 
   private constructor(
     private readonly api: ApiTarget,
@@ -43,6 +48,7 @@ export class TurnStream {
     res: Response | null,
     private readonly knownTaskId?: string,
   ) {
+    this.res = res;
     this.it = res?.body ? parseSse(res.body)[Symbol.asyncIterator]() : null;
   }
 
@@ -139,6 +145,7 @@ export class TurnStream {
   close(): void {
     void this.it?.return?.(undefined);
     this.it = null;
+    this.res = null;
   }
 
   private async reattach(budgetMs: number): Promise<void> {
@@ -154,6 +161,7 @@ export class TurnStream {
           headers: { ...headers(this.api.key), ...(lastId ? { 'last-event-id': lastId } : {}) },
         });
         if (res.status === 200 && res.body) {
+          this.res = res;
           this.it = parseSse(res.body)[Symbol.asyncIterator]();
           this.reattaches++;
           return;
