@@ -113,14 +113,16 @@ export function runShellctl(inv: ShellctlInvocation): Promise<ShellResult> {
     (child.stdio[3] as NodeJS.ReadableStream).on('error', () => undefined);
 
     let spawnError: Error | null = null;
-    child.once('error', (err) => (spawnError = err));
+    let settled = false;
     const onAbort = () => void stopHelper(child);
     if (inv.signal?.aborted) onAbort();
     else inv.signal?.addEventListener('abort', onAbort, { once: true });
     // The helper enforces the time limit itself; this is the backstop if the helper hangs.
     const backstop = setTimeout(() => void stopHelper(child), inv.timeoutMs + 10_000);
 
-    child.once('close', (code, sig) => {
+    const finish = (code: number | null, sig: NodeJS.Signals | null) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(backstop);
       inv.signal?.removeEventListener('abort', onAbort);
       untrack();
@@ -138,6 +140,12 @@ export function runShellctl(inv: ShellctlInvocation): Promise<ShellResult> {
       }
       const s = parsed.data;
       resolve({ ...base, status: s.status, exitCode: s.exit_code ?? null, message: s.message, isolated: s.isolated });
+    };
+    child.once('close', finish);
+    child.once('error', (err) => {
+      spawnError = err;
+      // Never started (e.g. the binary is missing): there will be no exit to wait for.
+      if (child.pid === undefined) finish(null, null);
     });
   });
 }

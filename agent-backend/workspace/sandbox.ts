@@ -80,8 +80,15 @@ export class Sandbox {
     });
     if (!fs.existsSync(this.tokenFile)) {
       fs.mkdirSync(path.dirname(this.tokenFile), { recursive: true, mode: 0o700 });
-      fs.writeFileSync(this.tokenFile, `${this.token}\n`, { mode: 0o600, flag: 'wx' });
-      this.logger.info({ tokenFile: this.tokenFile }, 'shellctl token file written from SHELLCTL_AUTH_TOKEN');
+      try {
+        fs.writeFileSync(this.tokenFile, `${this.token}\n`, { mode: 0o600, flag: 'wx' });
+        this.logger.info({ tokenFile: this.tokenFile }, 'shellctl token file written from SHELLCTL_AUTH_TOKEN');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // another process wrote it first
+      }
+    }
+    if (fs.readFileSync(this.tokenFile, 'utf8').trim() !== this.token) {
+      this.logger.error({ tokenFile: this.tokenFile }, 'SHELLCTL_AUTH_TOKEN does not match the shellctl token file: every shell command will be refused');
     }
     fs.mkdirSync(this.config.workspacesDir, { recursive: true });
     let abi = 0;

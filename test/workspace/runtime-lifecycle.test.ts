@@ -1,8 +1,8 @@
 /**
  * The runtime and shell modules on the real agent backend (real HTTP, PostgreSQL, shellctl and Landlock;
  * the scripted inner LLM is the only stand-in): configuration errors at run validation, the refusal when
- * Landlock is unavailable, the explicit isolation-off setting, and the release of the run's processes on
- * every ending (success, failure, cancellation).
+ * Landlock is unavailable, the explicit isolation-off setting, and the release of the run's processes and
+ * temporary credential (the stub token) on every ending (success, failure, cancellation).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -11,7 +11,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import type { RunEvent } from '../../core/protocol/run.js';
 import type { FakeInnerLlm } from '../agent-backend/fake-inner-llm.js';
-import { runRequest, startBackend, startFake, startPg, type TestBackend } from '../agent-backend/harness.js';
+import { mintStubToken } from '../../agent-backend/stub-token.js';
+import { runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from '../agent-backend/harness.js';
 
 let fake: FakeInnerLlm;
 const backends: Record<string, TestBackend> = {};
@@ -48,16 +49,25 @@ function workspaceLayers(workspaceId: string, shell: Record<string, unknown> = {
 }
 
 /** A run whose model calls `shell` once with `command`, then answers. */
-async function shellRun(b: TestBackend, command: string, opts: { metadata?: Record<string, unknown> } = {}) {
+async function shellRun(b: TestBackend, command: string, opts: { metadata?: Record<string, unknown>; config?: boolean } = {}) {
   const workspaceId = crypto.randomUUID();
   fake.script({ toolCalls: [{ id: 'call_1', name: 'shell', args: { command } }] }, { text: ['done'] });
-  const created = await b.client.createRun(runRequest({ extraLayers: workspaceLayers(workspaceId), ...(opts.metadata ? { metadata: opts.metadata } : {}) }));
+  const created = await b.client.createRun(
+    runRequest({ extraLayers: workspaceLayers(workspaceId), config: opts.config, ...(opts.metadata ? { metadata: opts.metadata } : {}) }),
+  );
   return { runId: created.run_id, dir: path.join(b.config.workspacesDir, workspaceId) };
 }
 
 function toolResult(events: RunEvent[]) {
   const e = events.find((x) => x.type === 'pydantic_ai_event' && (x.data as { event_kind: string }).event_kind === 'function_tool_result');
   return e?.data as { result: unknown; is_error: boolean } | undefined;
+}
+
+/** The run's temporary credential (the CLI's stub token) against the agent stub: 200 while it runs, 401 after. */
+async function stubStatus(b: TestBackend, runId: string): Promise<number> {
+  const res = await fetch(`${b.url}/agent-stub/config/prompt`, { headers: { authorization: `Bearer ${mintStubToken(TOKEN, runId)}` } });
+  await res.body?.cancel();
+  return res.status;
 }
 
 function alive(pid: number): boolean {
@@ -126,34 +136,39 @@ describe('runtime and shell on the agent backend', () => {
 
   it('success: the workspace stays, nothing the command started outlives it', async () => {
     const b = backends.on!;
-    const { runId, dir } = await shellRun(b, 'sleep 60 >/dev/null 2>&1 & echo $! > pid; echo kept > kept.txt');
+    const { runId, dir } = await shellRun(b, 'sleep 60 >/dev/null 2>&1 & echo $! > pid; echo kept > kept.txt', { config: true });
     const events = await b.client.untilTerminal(runId);
     expect(events.at(-1)!.type).toBe('run_succeeded');
+    expect(await stubStatus(b, runId)).toBe(401);
     expect(alive(await pidFrom(path.join(dir, 'pid')))).toBe(false);
     expect(fs.readFileSync(path.join(dir, 'kept.txt'), 'utf8')).toBe('kept\n');
   });
 
   it('failure (wall-clock limit) during a command: the run fails and the command is killed', async () => {
     const b = backends.on!;
-    const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait', { metadata: { limits: { max_wall_clock_ms: 1500 } } });
+    const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait', { metadata: { limits: { max_wall_clock_ms: 1500 } }, config: true });
     const pid = await pidFrom(path.join(dir, 'pid'));
+    expect(await stubStatus(b, runId)).toBe(200);
     const events = await b.client.untilTerminal(runId);
     const terminal = events.at(-1)!;
     expect(terminal.type).toBe('run_failed');
     expect(terminal.data).toMatchObject({ reason: 'run_timeout' });
     expect((terminal.data as { session_snapshot: unknown }).session_snapshot).not.toBeNull();
     expect(alive(pid)).toBe(false);
+    expect(await stubStatus(b, runId)).toBe(401);
   });
 
   it('cancellation during a command: the run is cancelled and the command is killed', async () => {
     const b = backends.on!;
-    const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait');
+    const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait', { config: true });
     const pid = await pidFrom(path.join(dir, 'pid'));
     expect(alive(pid)).toBe(true);
+    expect(await stubStatus(b, runId)).toBe(200);
     expect((await b.client.cancel(runId)).status).toBe(202);
     const events = await b.client.untilTerminal(runId);
     expect(events.at(-1)!.type).toBe('run_cancelled');
     expect((events.at(-1)!.data as { session_snapshot: unknown }).session_snapshot).not.toBeNull();
     expect(alive(pid)).toBe(false);
+    expect(await stubStatus(b, runId)).toBe(401);
   });
 });
