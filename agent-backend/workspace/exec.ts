@@ -64,7 +64,8 @@ class CappedBuffer {
     this.dropped += Math.max(0, chunk.length - Math.max(room, 0));
   }
   text(): string {
-    const s = Buffer.concat(this.chunks).toString('utf8');
+    // A cut may split a UTF-8 sequence: the incomplete tail is dropped (streaming decode), not mangled.
+    const s = new TextDecoder('utf-8').decode(Buffer.concat(this.chunks), { stream: this.dropped > 0 });
     return this.dropped > 0 ? `${s}\n[output truncated: ${this.dropped} more bytes not shown]` : s;
   }
 }

@@ -113,6 +113,14 @@ describe('runtime and shell on the agent backend', () => {
     expect(toolResult(events)).toEqual({ result: { exit_code: 3, stdout: `out\n${dir}\n`, stderr: 'err\n' }, is_error: false, index: expect.any(Number), tool_call_id: 'call_1', tool_name: 'shell', event_kind: 'function_tool_result' });
   });
 
+  it('cuts output at the cap without splitting a UTF-8 character', async () => {
+    const b = backends.on!;
+    fake.script({ toolCalls: [{ id: 'call_1', name: 'shell', args: { command: "printf 'aa\\303\\251\\303\\251'" } }] }, { text: ['done'] });
+    const { run_id } = await b.client.createRun(runRequest({ extraLayers: workspaceLayers(crypto.randomUUID(), { max_output_bytes: 5 }) }));
+    const r = toolResult(await b.client.untilTerminal(run_id))!;
+    expect((r.result as { stdout: string }).stdout).toBe('aaé\n[output truncated: 1 more bytes not shown]');
+  });
+
   it('refuses with a clear error when Landlock is unavailable, and nothing of the command runs', async () => {
     const b = backends.nolandlock!;
     const { runId, dir } = await shellRun(b, 'touch ran');
