@@ -67,7 +67,8 @@ describe('auth and validation', () => {
   it('rejects modules that are not available in this deployment', async () => {
     const res = await backend.client.request('POST', '/runs', runRequest({ extraLayers: [{ name: 'shell', type: 'shell', config: {} }] }));
     expect(res.status).toBe(400);
-    expect((await res.json()).message).toContain('module shell is not available in this deployment yet');
+    // This backend has no SHELLCTL_AUTH_TOKEN: runtime/shell cannot run here (test/workspace covers them).
+    expect((await res.json()).message).toContain("layer 'shell': the runtime and shell modules need a deployment auth token for shellctl: set SHELLCTL_AUTH_TOKEN");
   });
 
   it('rejects references to layers that do not exist', async () => {
