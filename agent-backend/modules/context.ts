@@ -168,7 +168,7 @@ const ShellConfig = z
 const ShellArgs = z
   .object({
     command: z.string().min(1).max(20_000).describe('A POSIX shell command line, run with /bin/sh -c in the workspace directory'),
-    timeout_ms: z.number().int().positive().optional().describe('Time limit in ms (capped by the deployment)'),
+    timeout_ms: z.number().int().positive().optional().describe('Time limit in ms (at most the configured limit)'),
   })
   .strict();
 
@@ -227,7 +227,8 @@ export function createShellModule(sandbox?: Sandbox) {
               const r = await sandbox.exec({
                 workspaceId: lease.workspaceId,
                 command: parsed.data.command,
-                timeoutMs: Math.min(parsed.data.timeout_ms ?? defaultTimeout, caps.timeoutMs),
+                // The model may ask for less time than the layer allows, never more.
+                timeoutMs: Math.min(parsed.data.timeout_ms ?? defaultTimeout, defaultTimeout),
                 maxOutputBytes: maxOutput,
                 stubToken: stub ? mintStubToken(sandbox.stubTokenSecret, ctx.runId) : undefined,
                 signal: ctx.signal,

@@ -121,6 +121,14 @@ describe('runtime and shell on the agent backend', () => {
     expect((r.result as { stdout: string }).stdout).toBe('aaé\n[output truncated: 1 more bytes not shown]');
   });
 
+  it("the model may not raise the layer's time limit", async () => {
+    const b = backends.on!;
+    fake.script({ toolCalls: [{ id: 'call_1', name: 'shell', args: { command: 'sleep 30', timeout_ms: 60_000 } }] }, { text: ['done'] });
+    const { run_id } = await b.client.createRun(runRequest({ extraLayers: workspaceLayers(crypto.randomUUID(), { timeout_ms: 500 }) }));
+    const r = toolResult(await b.client.untilTerminal(run_id))!;
+    expect(r).toMatchObject({ is_error: true, result: { error: 'timeout', message: 'the command exceeded its time limit of 500 ms and was killed' } });
+  });
+
   it('refuses with a clear error when Landlock is unavailable, and nothing of the command runs', async () => {
     const b = backends.nolandlock!;
     const { runId, dir } = await shellRun(b, 'touch ran');
