@@ -23,6 +23,8 @@ export const EnvSchema = z.object({
   /** Embedded PostgreSQL flushes commits to disk (fsync, synchronous commit). `false` trades safety
    * against an OS crash or power loss (not a process crash) for speed: the test suite's throwaway cluster. */
   EMBEDDED_PG_DURABLE: bool.default(true),
+  /** `npm start`'s Ctrl-C: how long turns in flight get to finish before the stack stops, in ms. */
+  SHUTDOWN_DRAIN_MS: int(30_000),
 
   // --- Temporal ---------------------------------------------------------------------------------
   /** External Temporal frontend (host:port); when unset `npm start` runs the dev server. */

