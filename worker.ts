@@ -12,6 +12,7 @@ import { AgentBackendClient } from './core/backend-client.js';
 import { loadConfig, type Config } from './core/config.js';
 import { createDb, type Db } from './core/db.js';
 import { createDefaultProviders } from './core/llm/providers/index.js';
+import { ensureTurnSearchAttributes } from './core/search-attribute-registry.js';
 import { createLogger, type Logger } from './core/logger.js';
 import { OutboxDispatcher } from './core/outbox.js';
 
@@ -54,6 +55,9 @@ export async function startWorker(opts: {
   const { config, db, logger } = opts;
   installRuntimeLogger(logger, config.LOG_LEVEL);
   const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.temporalAddress }));
+  // Turns are started and upserted with these attributes: a namespace that lacks one would refuse every start.
+  const added = await ensureTurnSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
+  if (added.length) logger.warn({ added, namespace: config.TEMPORAL_NAMESPACE }, 'registered missing turn search attributes');
   const backend = new AgentBackendClient(config.agentBackendUrl, config.AGENT_BACKEND_TOKEN);
   const providers = createDefaultProviders(config);
   const worker = await Worker.create({

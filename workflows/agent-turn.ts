@@ -18,6 +18,7 @@ import {
   setHandler,
   upsertSearchAttributes,
   uuid4,
+  workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { TurnErrorDetails } from '../turn/errors.js';
@@ -146,8 +147,11 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       messageId = resumeMessageId;
       state.messageId = messageId;
       touched.push(messageId);
-      // Ops find a continuation by its own message id too (MessageId stays the turn's first message).
-      if (patched('continuation-message-ids')) upsertSearchAttributes([{ key: TURN_SEARCH_ATTRIBUTES.MessageIds, value: [...touched] }]);
+      // Ops find a continuation by its own message id too (MessageId stays the turn's first message). Only where
+      // the turn was started with MessageIds: upserting an attribute the namespace lacks fails every workflow task.
+      if (workflowInfo().typedSearchAttributes.get(TURN_SEARCH_ATTRIBUTES.MessageIds) !== undefined && patched('continuation-message-ids')) {
+        upsertSearchAttributes([{ key: TURN_SEARCH_ATTRIBUTES.MessageIds, value: [...touched] }]);
+      }
     }
   } catch (err) {
     if (isCancellation(err)) {
