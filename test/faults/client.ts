@@ -102,14 +102,14 @@ export class TurnStream {
     for (;;) {
       if (this.terminal && !opts.until) return got;
       const remaining = deadline - Date.now();
-      if (remaining <= 0) throw new Error(this.timeoutMessage(opts.what ?? 'the terminal event', opts.timeoutMs));
+      if (remaining <= 0) throw new Error(this.timeoutMessage(opts.what ?? 'terminal event', opts.timeoutMs));
       let r: IteratorResult<SseFrame> | 'timeout' | 'broken';
       try {
         r = this.it ? await Promise.race([this.it.next(), sleep(remaining).then(() => 'timeout' as const)]) : 'broken';
       } catch {
         r = 'broken';
       }
-      if (r === 'timeout') throw new Error(this.timeoutMessage(opts.what ?? 'the terminal event', opts.timeoutMs));
+      if (r === 'timeout') throw new Error(this.timeoutMessage(opts.what ?? 'terminal event', opts.timeoutMs));
       if (r === 'broken' || r.done) {
         if (this.terminal) return got;
         await this.reattach(deadline - Date.now());
