@@ -10,7 +10,7 @@ import { AgentSoulConfig } from '../core/soul.js';
 import type { AppContext } from './auth.js';
 import { HttpError } from './errors.js';
 import { currentRequest } from './request-log.js';
-import { FILE_TYPES, signedFileUrl } from './file-types.js';
+import { FILE_TYPES, signedFileUrl } from '../core/uploads.js';
 import type { ChatRequest } from './schemas.js';
 import { assertPublicUrl, type Lookup } from './ssrf.js';
 

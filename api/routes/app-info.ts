@@ -10,7 +10,7 @@ import { AgentSoulConfig } from '../../core/soul.js';
 import { appCtx, type AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { UserQuery, type AppInfoResponse, type ParametersResponse } from '../schemas.js';
-import { FILE_TYPES, UPLOAD_LIMITS } from '../file-types.js';
+import { FILE_TYPES, UPLOAD_LIMITS } from '../../core/uploads.js';
 
 const off = { enabled: false };
 const METHODS = ['local_file', 'remote_url'] as const;

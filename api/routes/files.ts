@@ -16,7 +16,7 @@ import { appCtx, type AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { FilePreviewQuery, UserId, Uuid } from '../schemas.js';
 import { unixSeconds } from '../../core/time.js';
-import { ALLOWED_EXTENSIONS, FILE_TYPES, MAX_BYTES, maxBytes, MB, UPLOAD_LIMITS, uploadsDir, signFileId, type FileType, type Kind } from '../file-types.js';
+import { ALLOWED_EXTENSIONS, FILE_TYPES, MAX_BYTES, maxBytes, MB, UPLOAD_LIMITS, uploadsDir, signFileId, type FileType, type Kind } from '../../core/uploads.js';
 
 
 const tooLarge = (kind?: Kind) =>

@@ -3,6 +3,7 @@
  * would refuse every turn start (the api sets them all) — e.g. a cluster upgraded to a release that added one.
  */
 import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ensureTurnSearchAttributes } from '../../core/search-attribute-registry.js';
 import { TURN_SEARCH_ATTRIBUTE_NAMES } from '../../workflows/search-attributes.js';
@@ -12,7 +13,7 @@ const namespace = `sa-registry-${process.pid}-${Date.now()}`;
 
 beforeAll(async () => {
   connection = await Connection.connect({ address: inject('temporalAddress') });
-  await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: { seconds: 86_400 } });
+  await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
 });
 afterAll(async () => connection?.close());
 

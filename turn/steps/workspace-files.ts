@@ -13,8 +13,8 @@ import type { LookupFunction } from 'node:net';
 import net from 'node:net';
 import path from 'node:path';
 import dns from 'node:dns';
-import { MB, UPLOAD_LIMITS, uploadsDir } from '../../api/file-types.js';
-import { isForbiddenAddress } from '../../api/ssrf.js';
+import { MB, UPLOAD_LIMITS, uploadsDir } from '../../core/uploads.js';
+import { isForbiddenAddress } from '../../core/addresses.js';
 import type { Config } from '../../core/config.js';
 import type { ActivityDeps } from '../deps.js';
 

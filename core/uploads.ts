@@ -5,7 +5,7 @@
  */
 import crypto from 'node:crypto';
 import path from 'node:path';
-import type { Config } from '../core/config.js';
+import type { Config } from './config.js';
 
 export const MB = 1024 * 1024;
 
