@@ -5,11 +5,13 @@
  * refuses to start with the command an operator should run, instead of breaking turns later.
  */
 import { SearchAttributeType } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+// @temporalio/proto is CommonJS whose named exports Node's ESM loader cannot see: take the default export.
+import proto from '@temporalio/proto';
 import type { ConnectionLike } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { TURN_SEARCH_ATTRIBUTES, TURN_SEARCH_ATTRIBUTE_SPECS } from '../workflows/search-attributes.js';
 
+const { temporal } = proto;
 const { IndexedValueType } = temporal.api.enums.v1;
 /** The types our turn attributes use, as the operator API names them. */
 const INDEXED_VALUE_TYPE = {
