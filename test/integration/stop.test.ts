@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
+import { killWorkerChild } from '../support/processes.js';
 
 let stack: Stack;
 let key: string;
@@ -78,10 +79,7 @@ describe('stop', () => {
 
   it('before the backend run exists: no run is created afterwards', async () => {
     // No worker: the workflow is started but no activity can run yet.
-    const child = stack.workerChild!;
-    const dead = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await dead;
+    await killWorkerChild(stack);
     const res = await postChat(stack.apiUrl, key, { query: 'this will be stopped', user: 'early' });
     expect(res.status).toBe(200);
     const msg = await stack.db.message.findFirstOrThrow({ where: { query: 'this will be stopped' } });

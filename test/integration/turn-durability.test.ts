@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
+import { killWorkerChild } from '../support/processes.js';
 
 let stack: Stack;
 let key: string;
@@ -40,10 +41,7 @@ describe('a worker killed mid-turn', () => {
       const head = await reader.read((f) =>
         withTool ? f.event === 'agent_thought' && String(f.data.observation ?? '') !== '' : f.event === 'agent_message' && ++deltas === 3,
       );
-      const child = stack.workerChild!;
-      const dead = new Promise((r) => child.once('exit', r));
-      child.kill('SIGKILL');
-      await dead;
+      await killWorkerChild(stack);
       await stack.startWorkerChild();
       const tail = await reader.read();
       const frames = [...head, ...tail];

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import type { FakeInnerLlm } from '../agent-backend/fake-inner-llm.js';
 import { INNER_KEY, RunClient, runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from '../agent-backend/harness.js';
+import { isAlive } from '../support/processes.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 let fake: FakeInnerLlm;
@@ -28,15 +29,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 async function until<T>(what: string, fn: () => T | Promise<T>, ms = 20_000): Promise<NonNullable<T>> {
   const end = Date.now() + ms;
@@ -99,12 +91,12 @@ describe('an agent backend crash during a shell command', () => {
       const p = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split(/\s+/).map(Number) : [];
       return p.length === 2 ? p : null;
     }, 180_000); // the first run may wait for shellctl to be built
-    expect(pids.every(alive)).toBe(true);
+    expect(pids.every(isAlive)).toBe(true);
 
     const exited = new Promise((r) => child!.once('exit', r));
     child.kill('SIGKILL');
     await exited;
-    await until('the command tree to die', () => pids.every((p) => !alive(p)), 5_000);
+    await until('the command tree to die', () => pids.every((p) => !isAlive(p)), 5_000);
 
     replica = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, env: { DATA_DIR: dataDir }, options: { staleAfterMs: 1_000, reapIntervalMs: 200, heartbeatMs: 200 } });
     const status = await until('the run to be reaped', async () => {

@@ -13,6 +13,7 @@ import type { RunEvent } from '../../core/protocol/run.js';
 import type { FakeInnerLlm } from '../agent-backend/fake-inner-llm.js';
 import { mintStubToken } from '../../agent-backend/stub-token.js';
 import { runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from '../agent-backend/harness.js';
+import { isAlive } from '../support/processes.js';
 
 let fake: FakeInnerLlm;
 const backends: Record<string, TestBackend> = {};
@@ -70,15 +71,6 @@ async function stubStatus(b: TestBackend, runId: string): Promise<number> {
   return res.status;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat[stat.lastIndexOf(')') + 2] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 async function pidFrom(file: string): Promise<number> {
   for (let i = 0; i < 1000; i++) {
@@ -156,7 +148,7 @@ describe('runtime and shell on the agent backend', () => {
     const events = await b.client.untilTerminal(runId);
     expect(events.at(-1)!.type).toBe('run_succeeded');
     expect(await stubStatus(b, runId)).toBe(401);
-    expect(alive(await pidFrom(path.join(dir, 'pid')))).toBe(false);
+    expect(isAlive(await pidFrom(path.join(dir, 'pid')))).toBe(false);
     expect(fs.readFileSync(path.join(dir, 'kept.txt'), 'utf8')).toBe('kept\n');
   });
 
@@ -170,7 +162,7 @@ describe('runtime and shell on the agent backend', () => {
     expect(terminal.type).toBe('run_failed');
     expect(terminal.data).toMatchObject({ reason: 'run_timeout' });
     expect((terminal.data as { session_snapshot: unknown }).session_snapshot).not.toBeNull();
-    expect(alive(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
     expect(await stubStatus(b, runId)).toBe(401);
   });
 
@@ -178,13 +170,13 @@ describe('runtime and shell on the agent backend', () => {
     const b = backends.on!;
     const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait', { config: true });
     const pid = await pidFrom(path.join(dir, 'pid'));
-    expect(alive(pid)).toBe(true);
+    expect(isAlive(pid)).toBe(true);
     expect(await stubStatus(b, runId)).toBe(200);
     expect((await b.client.cancel(runId)).status).toBe(202);
     const events = await b.client.untilTerminal(runId);
     expect(events.at(-1)!.type).toBe('run_cancelled');
     expect((events.at(-1)!.data as { session_snapshot: unknown }).session_snapshot).not.toBeNull();
-    expect(alive(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
     expect(await stubStatus(b, runId)).toBe(401);
   });
 });

@@ -11,6 +11,7 @@ import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
+import { killWorkerChild } from '../support/processes.js';
 
 let stack: Stack;
 let key: string;
@@ -44,10 +45,7 @@ describe('a worker killed during a shell command', () => {
     const reader = new FrameReader(res);
     for (let i = 0; i < 1000 && !(fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('started')); i++) await new Promise((r) => setTimeout(r, 10));
     expect(fs.readFileSync(log, 'utf8')).toBe('started\n');
-    const child = stack.workerChild!;
-    const dead = new Promise((r) => child.once('exit', r));
-    child.kill('SIGKILL');
-    await dead;
+    await killWorkerChild(stack);
     await stack.startWorkerChild();
 
     const frames = await reader.read();

@@ -11,6 +11,7 @@ import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 import { upload } from '../api/helpers.js';
+import { isAlive } from '../support/processes.js';
 
 let stack: Stack;
 let key: string;
@@ -57,19 +58,6 @@ async function workspaceOf(conversationId: string) {
   return { binding, dir: path.join(stack.config.workspacesDir, binding.workspace_id) };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 describe('enabling the workspace in the soul', () => {
   it('a shell without the runtime is refused when the config is saved', async () => {
@@ -156,7 +144,7 @@ describe('the agent workspace through real turns', () => {
       else await new Promise((r) => setTimeout(r, 20));
     }
     expect(pid).toBeGreaterThan(0);
-    expect(alive(pid)).toBe(true);
+    expect(isAlive(pid)).toBe(true);
     const stop = await fetch(`${stack.apiUrl}/v1/chat-messages/${taskId}/stop`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -165,7 +153,7 @@ describe('the agent workspace through real turns', () => {
     expect(stop.status).toBe(200);
     const frames = [...head, ...(await reader.read())];
     expect(frames.at(-1)!.event).toBe('message_end');
-    expect(alive(pid)).toBe(false);
+    expect(isAlive(pid)).toBe(false);
     const msg = await stack.db.message.findUniqueOrThrow({ where: { id: taskId } });
     expect(msg.status).toBe('stopped');
     expect(msg.usage).not.toBeNull();
