@@ -168,7 +168,8 @@ export class ProcessRecorder {
         const name = ev.tool_name ?? ev.part?.tool_name ?? '';
         const callId = ev.tool_call_id ?? ev.part?.tool_call_id;
         const args = ev.args ?? ev.part?.args;
-        const r = this.findToolRow({ tool_call_id: callId, index: ev.index }, true) ?? this.create('tool', { part_index: ev.index ?? null });
+        const r =
+          this.findToolRow({ tool_call_id: callId, index: ev.index }, true) ?? this.create('tool', { part_index: ev.index ?? null });
         r.tool = name || r.tool;
         if (callId && !r.tool_call_id) {
           r.tool_call_id = callId;
@@ -196,14 +197,15 @@ export class ProcessRecorder {
 }
 
 /**
- * Removes the overlap between streamed answer text and the final answer: all of it when the final answer
- * contains the text, else the longest suffix of the text that begins the final answer.
+ * Removes the overlap between streamed answer text and the final answer (seed 001): the longest suffix of
+ * the text that begins the final answer — all of the text only when all of it is that overlap. Text the
+ * final answer merely contains elsewhere is not overlap and stays.
  */
 export function trimAnswerSuffix(text: string, finalAnswer: string): string {
   if (!finalAnswer) return text;
-  if (finalAnswer.includes(text.trim())) return '';
-  for (let k = Math.min(text.length, finalAnswer.length); k > 0; k--) {
-    if (text.endsWith(finalAnswer.slice(0, k))) return text.slice(0, text.length - k).trimEnd();
+  const t = text.trimEnd();
+  for (let k = Math.min(t.length, finalAnswer.length); k > 0; k--) {
+    if (t.endsWith(finalAnswer.slice(0, k))) return t.slice(0, t.length - k).trimEnd();
   }
   return text;
 }

@@ -24,7 +24,10 @@ export async function pauseForHuman(
   const formToken = newFormToken();
   const expiresAt = new Date(Date.now() + scope.deps.config.HUMAN_INPUT_FORM_EXPIRY_HOURS * 3_600_000);
   const title = form.title ?? 'The agent needs your input';
-  const answer = [committer.streamedAnswer, form.question].filter(Boolean).join('\n\n');
+  // The chat answer echoes the whole form as text (question and its markdown): what a client that does
+  // not render forms, or a later read of the conversation, shows.
+  const formContent = [form.question, form.markdown].filter(Boolean).join('\n\n');
+  const answer = [committer.streamedAnswer, formContent].filter(Boolean).join('\n\n');
   await committer.commitTerminal(eventId, 'deferred_tool_call', async (tx) => {
     const streamed = [...committer.pendingEvents(), ...(await thoughts.finish(tx, answer, eventId))];
     await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
@@ -61,7 +64,7 @@ export async function pauseForHuman(
       form_token: formToken,
       node_id: msg.id,
       node_title: title,
-      form_content: [form.question, form.markdown].filter(Boolean).join('\n\n'),
+      form_content: formContent,
       inputs: form.fields,
       actions: form.actions,
       expiration_time: unixSeconds(expiresAt),

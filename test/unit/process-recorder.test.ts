@@ -85,4 +85,17 @@ describe('ProcessRecorder', () => {
     expect(trimAnswerSuffix('unrelated', 'final')).toBe('unrelated');
     expect(trimAnswerSuffix('kept', '')).toBe('kept');
   });
+
+  it('keeps a held answer row the final answer merely contains (issue 18: only the overlap goes)', () => {
+    // "is 4" appears inside the final answer but is not where it begins: nothing overlaps, nothing goes.
+    expect(trimAnswerSuffix('is 4', 'The answer is 4.')).toBe('is 4');
+    expect(trimAnswerSuffix('Checking: the answer', 'So the answer is 4.')).toBe('Checking: the answer');
+    // Trailing whitespace of the streamed text does not hide an overlap.
+    expect(trimAnswerSuffix('Note. The answer is 4  ', 'The answer is 4.')).toBe('Note.');
+    const r = new ProcessRecorder();
+    r.handle({ event_kind: 'part_end', index: 0, part: { part_kind: 'text', content: 'answer' } });
+    const { changed, removed } = r.finishAnswer('The final answer is 42.');
+    expect(removed).toBeUndefined();
+    expect(changed?.thought).toBe('answer');
+  });
 });
