@@ -12,14 +12,20 @@ import { ProcessRecorder, type ThoughtRow } from '../../turn/process-recorder.js
 import type { Tx } from './commit.js';
 
 export class ThoughtLog {
+  /** What clients last got of each row (by position): a row an event leaves unchanged is not sent again. */
+  private readonly published = new Map<number, string>();
+
   private constructor(
     private readonly recorder: ProcessRecorder,
     private readonly msg: TurnMessage,
-  ) {}
+  ) {
+    for (const r of recorder.all) if (!recorder.isHeld(r)) this.published.set(r.position, JSON.stringify(thoughtEventData(msg, r)));
+  }
 
   /** Rebuilds the recorder from stored rows (written only together with a cursor: a first attempt has none). */
   static async load(db: Db, msg: TurnMessage, cursor: string | null): Promise<ThoughtLog> {
-    const stored = cursor === null ? [] : await db.messageAgentThought.findMany({ where: { message_id: msg.id }, orderBy: { position: 'asc' } });
+    const stored =
+      cursor === null ? [] : await db.messageAgentThought.findMany({ where: { message_id: msg.id }, orderBy: { position: 'asc' } });
     return new ThoughtLog(new ProcessRecorder(stored.map(toThoughtRow)), msg);
   }
 
@@ -36,6 +42,11 @@ export class ThoughtLog {
   async persist(tx: Tx, rows: ThoughtRow[], sourceId: string, publishHeld = false): Promise<NewClientEvent[]> {
     const out: NewClientEvent[] = [];
     for (const r of rows) {
+      // Two events that leave a row as it was (a tool call announced by part_start, then by
+      // function_tool_call with the same arguments) are one frame for clients, not two identical ones.
+      const event = thoughtEventData(this.msg, r);
+      const seen = JSON.stringify(event);
+      if (this.published.get(r.position) === seen) continue;
       const data = {
         thought: r.thought,
         tool: r.tool,
@@ -52,7 +63,8 @@ export class ThoughtLog {
         update: data,
       });
       if (!publishHeld && this.recorder.isHeld(r)) continue;
-      out.push({ event: 'agent_thought', sourceKey: `be:${sourceId}:thought:${r.position}`, data: thoughtEventData(this.msg, r) });
+      this.published.set(r.position, seen);
+      out.push({ event: 'agent_thought', sourceKey: `be:${sourceId}:thought:${r.position}`, data: event });
     }
     return out;
   }
