@@ -13,6 +13,7 @@
  * ones that error are dropped), so it recovers by itself.
  */
 import pg from 'pg';
+import { isDependencyUnavailable } from '../core/dependency-errors.js';
 import type { Logger } from '../core/logger.js';
 import type { RunStatus } from '../core/protocol/run.js';
 
@@ -76,30 +77,9 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-const CONNECTION_ERROR_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-  'ENOTFOUND',
-  '57P01', // admin_shutdown (a restart terminates the sessions)
-  '57P02', // crash_shutdown
-  '57P03', // cannot_connect_now (shutting down / starting up / recovering)
-  '53300', // too_many_connections (transient)
-]);
-
-/** True when `err` says "the database could not be reached", not "the statement was wrong". */
+/** True when `err` says "the database could not be reached", not "the statement was wrong" (one rule with the api's). */
 export function isConnectionError(err: unknown): boolean {
-  if (err instanceof StoreUnavailableError) return true;
-  const e = err as { code?: unknown; message?: unknown } | null;
-  if (!e || typeof e !== 'object') return false;
-  const code = typeof e.code === 'string' ? e.code : '';
-  if (CONNECTION_ERROR_CODES.has(code) || code.startsWith('08')) return true;
-  const msg = typeof e.message === 'string' ? e.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|not queryable|connect ECONNREFUSED|read ECONNRESET/i.test(msg);
+  return err instanceof StoreUnavailableError || isDependencyUnavailable(err);
 }
 
 const DDL = `

@@ -4,15 +4,17 @@
  */
 import { ServiceError } from '@temporalio/client';
 
-// PostgreSQL: class 08 (connection exception), 57P01-03 (admin/crash shutdown, cannot connect now).
-const PG_CONNECTION_CODES = /^(08...|57P0[123])$/;
+// PostgreSQL: class 08 (connection exception), 57P01-03 (admin/crash shutdown, cannot connect now), 53300
+// (too many connections: transient).
+const PG_CONNECTION_CODES = /^(08...|57P0[123]|53300)$/;
 // Prisma: can't reach, timed out, server closed the connection, pool timeout.
 const PRISMA_CONNECTION_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 // @prisma/adapter-pg's DriverAdapterError kinds for a lost or refused connection.
 const ADAPTER_CONNECTION_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH']);
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 // node-postgres' own messages for a dead or unobtainable connection.
-const PG_MESSAGES = /Connection terminated|connection error and is not queryable|timeout exceeded when trying to connect|Client was closed and is not queryable|Can't reach database server/i;
+const PG_MESSAGES =
+  /Connection terminated|connection error and is not queryable|not queryable|timeout exceeded when trying to connect|Client was closed and is not queryable|Can't reach database server|connect ECONNREFUSED|read ECONNRESET/i;
 // gRPC UNAVAILABLE (14) and DEADLINE_EXCEEDED (4): the Temporal frontend is down or unreachable.
 const GRPC_UNAVAILABLE = new Set([4, 14]);
 
