@@ -56,14 +56,16 @@ describe('Temporal outages', () => {
     expect(runs).toEqual([{ status: 'succeeded', cancel_reason: null }]);
   });
 
-  it('an api replica starts while Temporal is unreachable: readyz names Temporal, history works, then turns work once it is back (issue 22 item 5)', async () => {
+  it('an api replica and a worker start while Temporal is unreachable: readyz names Temporal, history works, then turns work once it is back (issue 22 item 5)', async () => {
     const { stack, track, recovery } = ctx;
     const first = track(await runTurn(stack, { query: 'Remember me, please.', user: 'no-temporal' }, 60_000));
     expect(first.terminal!.event).toBe('message_end');
 
     await stack.killTemporal();
     await stack.api.kill('SIGKILL');
-    step('starting the api with Temporal down');
+    await stack.worker.kill('SIGKILL');
+    step('starting the api and a worker with Temporal down');
+    await stack.worker.start({ waitReady: false });
     await stack.api.start();
     const ready = await readyz(stack.apiUrl);
     expect(ready.status).toBe(503);
@@ -77,6 +79,7 @@ describe('Temporal outages', () => {
     const back = Date.now();
     await waitFor('/readyz 200 after Temporal is back', async () => ((await readyz(stack.apiUrl)).status === 200 ? true : undefined), 60_000);
     recovery('api started without Temporal: Temporal back → /readyz 200', Date.now() - back);
+    expect(stack.worker.up, 'the worker started without Temporal is still running').toBe(true);
     const next = track(await runTurn(stack, { query: 'And now?', user: 'no-temporal', conversation_id: first.conversationId }, 90_000));
     recovery('api started without Temporal: Temporal back → next turn done', Date.now() - back);
     expect(next.terminal!.event, JSON.stringify(next.terminal!.data)).toBe('message_end');
