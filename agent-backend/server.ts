@@ -9,6 +9,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Config } from '../core/config.js';
 import type { Logger } from '../core/logger.js';
 import type { RunLimits } from './composition.js';
+import { jsonBody } from '../core/json-guard.js';
 import { HttpError } from './errors.js';
 import { EventHub } from './events.js';
 import { createInnerLlmCaller, type ModelCaller } from './model/inner-llm-model.js';
@@ -86,7 +87,8 @@ export function createAgentBackend(deps: AgentBackendDeps) {
 
   const app = express();
   app.disable('x-powered-by');
-  app.use(express.json({ limit: '25mb' }));
+  // No body is parsed before its caller is authenticated (issue 17 M2): /runs checks the backend token,
+  // the stub its per-run token, each then parses with a size and a nesting-depth limit.
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true, instance_id: options.instanceId, active_runs: runs.activeRunIds.length });
   });
@@ -98,9 +100,10 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       innerApiKey: config.INNER_API_KEY,
       tokenSecret: config.AGENT_BACKEND_TOKEN,
       fetch: deps.fetch,
+      maxJsonDepth: config.JSON_MAX_DEPTH,
     }),
   );
-  app.use('/runs', bearerAuth(config.AGENT_BACKEND_TOKEN));
+  app.use('/runs', bearerAuth(config.AGENT_BACKEND_TOKEN), jsonBody({ limit: config.AGENT_BACKEND_MAX_BODY_BYTES, maxDepth: config.JSON_MAX_DEPTH }));
   app.use(
     runRoutes({
       store,

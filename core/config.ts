@@ -51,6 +51,8 @@ export const EnvSchema = z.object({
   SSE_PING_MS: int(10_000),
   /** How long a stop waits for the backend's run_cancelled before keeping what it has, in ms. */
   STOP_WAIT_MS: int(15_000),
+  /** Deepest nesting (objects + arrays) accepted in any JSON body, api and agent backend (README "Security"). */
+  JSON_MAX_DEPTH: z.coerce.number().int().min(8).max(1_000).default(64),
 
   // --- worker ---------------------------------------------------------------------------------
   /** A standalone worker answers `GET /healthz` ({temporal, database}) on 127.0.0.1 at this port; unset: none. */
@@ -63,6 +65,8 @@ export const EnvSchema = z.object({
   AGENT_BACKEND_URL: z.string().optional(),
   /** Bearer token the api presents to the agent backend. */
   AGENT_BACKEND_TOKEN: z.string().default('dev-backend-token-change-me'),
+  /** Largest run request body the agent backend parses (after its token check), bytes. */
+  AGENT_BACKEND_MAX_BODY_BYTES: int(8 * 1024 * 1024),
   /** Backend-side coalescing of text deltas (ms / chars). */
   BACKEND_DELTA_COALESCE_MS: int(100),
   BACKEND_DELTA_COALESCE_CHARS: int(4096),

@@ -6,6 +6,7 @@
  */
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
+import { jsonBody } from '../../core/json-guard.js';
 import type { Logger } from '../../core/logger.js';
 import { CreateRunRequest, ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 import { HttpError } from '../errors.js';
@@ -19,13 +20,21 @@ export interface StubRoutesDeps {
   innerApiKey: string;
   tokenSecret: string;
   fetch?: typeof fetch;
+  maxJsonDepth?: number;
 }
 
 const PromptBody = z.object({ prompt: z.string() }).strict();
+/** The only body the stub takes is a prompt (the api caps it at 100,000 characters). */
+const STUB_MAX_BODY_BYTES = 512 * 1024;
 
 export function stubRoutes(deps: StubRoutesDeps): Router {
   const router = express.Router();
   const doFetch = deps.fetch ?? fetch;
+  // The token's MAC is checked (no I/O) before any body is read; the run's state is checked in contextOf.
+  router.use('/agent-stub', (req, _res, next) => {
+    next(stubRunId(deps, req) ? undefined : new HttpError(401, 'unauthorized', 'a valid agent stub token is required'));
+  });
+  router.use('/agent-stub', jsonBody({ limit: STUB_MAX_BODY_BYTES, maxDepth: deps.maxJsonDepth }));
 
   const forward = async (req: Request, method: 'GET' | 'PUT', body?: string) => {
     const context = await contextOf(deps, req);
@@ -64,10 +73,14 @@ export function stubRoutes(deps: StubRoutesDeps): Router {
   return router;
 }
 
+function stubRunId(deps: StubRoutesDeps, req: Request): string | null {
+  const m = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '');
+  return m ? verifyStubToken(deps.tokenSecret, m[1].trim()) : null;
+}
+
 /** The signed execution context of the run the stub token belongs to. */
 async function contextOf(deps: StubRoutesDeps, req: Request) {
-  const m = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '');
-  const runId = m ? verifyStubToken(deps.tokenSecret, m[1].trim()) : null;
+  const runId = stubRunId(deps, req);
   if (!runId) throw new HttpError(401, 'unauthorized', 'a valid agent stub token is required');
   const run = await deps.store.getRun(runId);
   if (!run || run.status !== 'running') throw new HttpError(401, 'unauthorized', 'the agent stub token belongs to a run that is not running');

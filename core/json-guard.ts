@@ -1,0 +1,127 @@
+/**
+ * The JSON edge guard (issue 17 M2/L3), shared by every JSON body the services accept (public /v1,
+ * console, forms, inner API, agent backend runs and stub): a size limit, a nesting-depth limit checked on
+ * the raw bytes BEFORE JSON.parse (one linear pass, no recursion, so a body nested millions deep costs a
+ * scan and a 400, not a stack overflow later in zod, JSON.stringify or Prisma), and optionally a refusal
+ * of NUL characters anywhere in keys or strings (PostgreSQL text and jsonb cannot store them: 22P05 would
+ * become a 500). Every refusal is a 400 whose message names the field.
+ */
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+
+/** Default nesting limit of a JSON body (objects + arrays); JSON_MAX_DEPTH in core/config.ts. */
+export const DEFAULT_JSON_MAX_DEPTH = 64;
+
+export class JsonGuardError extends Error {
+  readonly status = 400;
+  readonly expose = true;
+  constructor(
+    readonly type: 'entity.too.deep' | 'entity.nul',
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+const OPEN_OBJ = 0x7b;
+const OPEN_ARR = 0x5b;
+const CLOSE_OBJ = 0x7d;
+const CLOSE_ARR = 0x5d;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * Throws JsonGuardError when `raw` (JSON text) nests deeper than `maxDepth`. Strings are skipped with their
+ * escapes, so brackets inside strings do not count. The field named is the top-level key under which the
+ * limit was crossed (`body` for a top-level array or scalar).
+ */
+export function assertJsonDepth(raw: Uint8Array, maxDepth: number): void {
+  let depth = 0;
+  let topKeyStart = -1;
+  let topKeyEnd = -1;
+  let topIsObject = false;
+  for (let i = 0; i < raw.length; i++) {
+    const b = raw[i]!;
+    if (b === QUOTE) {
+      const start = i + 1;
+      i++;
+      while (i < raw.length && raw[i] !== QUOTE) i += raw[i] === BACKSLASH ? 2 : 1;
+      if (depth === 1 && topIsObject) {
+        topKeyStart = start;
+        topKeyEnd = i;
+      }
+    } else if (b === OPEN_OBJ || b === OPEN_ARR) {
+      if (depth === 0) topIsObject = b === OPEN_OBJ;
+      depth++;
+      if (depth > maxDepth) {
+        const field = depth > 1 && topIsObject && topKeyStart >= 0 ? decodeKey(raw.subarray(topKeyStart, topKeyEnd)) : 'body';
+        throw new JsonGuardError('entity.too.deep', field, `nested deeper than ${maxDepth} levels`);
+      }
+    } else if (b === CLOSE_OBJ || b === CLOSE_ARR) depth--;
+  }
+}
+
+function decodeKey(bytes: Uint8Array): string {
+  const text = Buffer.from(bytes.subarray(0, 200)).toString('utf8');
+  try {
+    return (JSON.parse(`"${text}"`) as string).replace(/\u0000/g, '\\u0000');
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The dotted path of the first key or string holding a NUL character, or null. Iterative (an explicit
+ * stack), so it never recurses, whatever the depth.
+ */
+export function findNul(value: unknown, root = 'body'): string | null {
+  const stack: [unknown, string][] = [[value, root]];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return path;
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`]);
+    } else if (v && typeof v === 'object') {
+      const entries = Object.entries(v);
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [k, child] = entries[i]!;
+        const p = path === 'body' ? k : `${path}.${k}`;
+        if (k.includes('\u0000')) return p.replace(/\u0000/g, '\\u0000');
+        stack.push([child, p]);
+      }
+    }
+  }
+  return null;
+}
+
+export interface JsonBodyOptions {
+  /** Largest body accepted, bytes or a size string ('1mb'); bigger bodies get 413 before parsing. */
+  limit: number | string;
+  maxDepth?: number;
+  /** Refuse NUL in any key or string (every edge whose data reaches PostgreSQL text/jsonb). */
+  rejectNul?: boolean;
+}
+
+const NUL_ESCAPE = Buffer.from('\\u0000');
+
+/** express.json with the depth check on the raw bytes and (optionally) the NUL check after parsing. */
+export function jsonBody(opts: JsonBodyOptions): RequestHandler[] {
+  const maxDepth = opts.maxDepth ?? DEFAULT_JSON_MAX_DEPTH;
+  const mayHoldNul = new WeakSet<Request>();
+  const parse = express.json({
+    limit: opts.limit,
+    verify: (req, _res, buf) => {
+      assertJsonDepth(buf, maxDepth);
+      // A JSON text can carry NUL only as the escape \u0000: no escape, nothing to walk.
+      if (opts.rejectNul && buf.includes(NUL_ESCAPE)) mayHoldNul.add(req as Request);
+    },
+  });
+  const nul = (req: Request, _res: Response, next: NextFunction) => {
+    if (!mayHoldNul.has(req)) return next();
+    const field = findNul(req.body);
+    if (field) return next(new JsonGuardError('entity.nul', field, 'must not contain NUL characters'));
+    next();
+  };
+  return [parse, nul];
+}
