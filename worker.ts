@@ -27,13 +27,18 @@ export interface RunningWorker {
 
 let runtimeInstalled = false;
 
-/** Routes the SDK's own logs through pino at our level (once per process). */
-export function installRuntimeLogger(logger: Logger, level: string): void {
+/**
+ * Routes the SDK's own logs through pino at our level (once per process). `ownsSignals`: the host process
+ * shuts the worker down itself, in order (the dev stack drains turns first), so the SDK must not react to
+ * SIGINT/SIGTERM on its own (by default it shuts every worker down at the first signal).
+ */
+export function installRuntimeLogger(logger: Logger, level: string, opts: { ownsSignals?: boolean } = {}): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const sdkLevel: LogLevel = level === 'debug' || level === 'trace' ? 'DEBUG' : level === 'info' ? 'INFO' : 'WARN';
   try {
     Runtime.install({
+      ...(opts.ownsSignals ? { shutdownSignals: [] } : {}),
       logger: new DefaultLogger(sdkLevel, (entry) => {
         const fn = entry.level === 'ERROR' ? logger.error : entry.level === 'WARN' ? logger.warn : logger.debug;
         fn.call(logger, { sdk: entry.meta }, entry.message);

@@ -128,7 +128,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // worker instead of routing it through matching (bench/README.md). Otherwise a lazy client that
     // starts even while Temporal is unreachable and reconnects quickly after a restart (api/wire.ts).
     const inProcessWorker = (opts.worker ?? 'in-process') === 'in-process';
-    if (inProcessWorker) installRuntimeLogger(logger.child({ component: 'worker' }), config.LOG_LEVEL);
+    // The stack stops its worker itself (stop(): drain, then in order), not at the SDK's first signal.
+    if (inProcessWorker) installRuntimeLogger(logger.child({ component: 'worker' }), config.LOG_LEVEL, { ownsSignals: true });
     const nativeConnection = inProcessWorker ? await NativeConnection.connect({ address: temporalAddress }) : null;
     const connection: ConnectionLike = nativeConnection ?? lazyTemporalConnection(temporalAddress);
     stops.push(() => connection.close());
@@ -250,11 +251,13 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     }
     // Before anything stops: the in-process backend's runs finish and the worker commits them.
     const runs = backendRuns;
-    const inFlight = () => (runs?.activeRunIds.length ?? 0) + (worker?.worker.getStatus().numInFlightActivities ?? 0);
+    const runCount = () => runs?.activeRunIds.length ?? 0;
+    const activities = () => worker?.worker.getStatus().numInFlightActivities ?? 0;
+    const inFlight = () => runCount() + activities();
     drain = async ({ drainMs = 0, skipDrain, onDrain }) => {
-      const n = inFlight();
-      if (n === 0) return;
-      onDrain?.(n);
+      if (inFlight() === 0) return;
+      // A turn is a backend run and the activity consuming it: count turns, not both.
+      onDrain?.(Math.max(runCount(), activities()));
       await settle(inFlight, Date.now() + drainMs, skipDrain);
       const left = runs?.activeRunIds ?? [];
       if (left.length === 0) return;

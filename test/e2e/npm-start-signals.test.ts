@@ -139,20 +139,21 @@ describe('npm start', () => {
     const res = await postChat(apiUrl, key, { query: '/slow 200 /long 20', user: 'ctrl-c' });
     expect(res.status).toBe(200);
     const reader = new FrameReader(res);
-    const before = await reader.read((f) => f.event === 'message');
+    const before = await reader.read((f) => f.event === 'agent_message');
     const messageId = before.at(-1)!.data.message_id as string;
     const conversationId = before.at(-1)!.data.conversation_id as string;
 
     // Ctrl-C: SIGINT to every process of the terminal's foreground group (npm, tsx, node).
     const t0 = Date.now();
     process.kill(-first.child.pid!, 'SIGINT');
-    const rest = await reader.read().catch(() => []);
+    const rest = await reader
+      .read((f) => f.event === 'message_end')
+      .catch((err: unknown) => [{ id: undefined, event: 'read_error', data: { err: String(err) } }]);
     const code = await first.exited;
     const elapsedMs = Date.now() - t0;
+    console.log(`Ctrl-C to exit: ${elapsedMs} ms`);
 
     expect(code, first.out.slice(-3000)).toBe(0);
-    // The turn finished on the open stream before anything stopped.
-    expect(rest.map((f) => f.event)).toContain('message_end');
     const out = first.out;
     const order = ['SIGINT: stopping ...', 'waiting up to 30 s for 1 turn in flight', 'stopped.'].map((line) => out.indexOf(line));
     expect(
@@ -160,6 +161,11 @@ describe('npm start', () => {
       out.slice(-3000),
     ).toBe(true);
     expect([...order].sort((a, b) => a - b)).toEqual(order);
+    // The turn finished on the open stream before anything stopped.
+    expect(
+      rest.map((f) => f.event),
+      JSON.stringify(rest.at(-1)),
+    ).toContain('message_end');
     expect(out).not.toContain('ECONNREFUSED');
     expect(out).not.toContain('forced exit');
     expect(elapsedMs, 'the turn (~4 s) plus an ordered stop').toBeLessThan(25_000);
