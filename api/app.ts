@@ -9,6 +9,7 @@ import type { Client } from '@temporalio/client';
 import type { AgentBackendClient } from '../core/backend-client.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
+import { jsonBody } from '../core/json-guard.js';
 import type { EventNotifier } from '../core/event-log.js';
 import type { Logger } from '../core/logger.js';
 import type { OutboxDispatcher } from '../core/outbox.js';
@@ -79,8 +80,9 @@ export function createApiApp(deps: ApiDeps): express.Express {
   for (const m of deps.inner ?? []) app.use(m.path, m.router);
 
   const v1 = express.Router();
-  v1.use(express.json({ limit: '1mb' }));
+  // The key is checked before the body is read; bodies: 1 MB, JSON_MAX_DEPTH deep, no NUL (issue 17 L3).
   v1.use(appKeyAuth(deps.db));
+  v1.use(jsonBody({ limit: '1mb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true }));
   v1.use(chatRoutes(deps));
   v1.use(messageRoutes(deps));
   v1.use(formRoutes(deps));

@@ -3,10 +3,11 @@
  * shared draft and one's personal build draft, publish a draft as a new immutable version, list versions,
  * manage annotations, and run debugger turns against a draft (invoke_from `debugger`, seed 000).
  */
-import express, { type NextFunction, type Request, type Response, Router } from 'express';
+import { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { hashApiKey } from '../../core/api-keys.js';
 import { findBuildDraft, findSharedDraft, listVersions, publishVersion, saveBuildDraft, updateDraft } from '../../core/agent-configs.js';
+import { jsonBody } from '../../core/json-guard.js';
 import { AgentSoulConfig } from '../../core/soul.js';
 import type { AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
@@ -41,7 +42,6 @@ const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.n
 export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier }): Router {
   const { db } = deps;
   const r = Router();
-  r.use(express.json({ limit: '1mb' }));
   r.use(async (req: Request, _res: Response, next: NextFunction) => {
     try {
       const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
@@ -54,6 +54,8 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
       next(err);
     }
   });
+  // Bodies are read only once the console key is known: 1 MB, JSON_MAX_DEPTH deep, no NUL anywhere.
+  r.use(jsonBody({ limit: '1mb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true }));
 
   /** The app and its agent, in the caller's tenant only (404 otherwise). */
   async function appOf(req: Request) {
