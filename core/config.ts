@@ -43,6 +43,11 @@ export const EnvSchema = z.object({
   API_INTERNAL_URL: z.string().optional(),
   /** Shared secret of the inner API (`X-Inner-Api-Key`). */
   INNER_API_KEY: z.string().default('dev-inner-api-key-change-me'),
+  /** HMAC key of the execution contexts the worker signs and the inner API verifies; distinct from
+   * INNER_API_KEY so the agent backend cannot mint one (README "Security"). */
+  EXECUTION_CONTEXT_SIGNING_KEY: z.string().default('dev-execution-context-key-change-me'),
+  /** How long a signed execution context is honoured, ms (and only while its turn is in progress). */
+  EXECUTION_CONTEXT_TTL_MS: int(2 * 3_600_000),
   /** 32-byte key (hex or base64) for AES-256-GCM encryption of provider credentials at rest. */
   ENCRYPTION_KEY: z.string().default('0000000000000000000000000000000000000000000000000000000000000001'),
   /** Text-delta debounce window for `agent_message` events, in ms. */

@@ -37,7 +37,7 @@ export function stubRoutes(deps: StubRoutesDeps): Router {
   router.use('/agent-stub', jsonBody({ limit: STUB_MAX_BODY_BYTES, maxDepth: deps.maxJsonDepth }));
 
   const forward = async (req: Request, method: 'GET' | 'PUT', body?: string) => {
-    const context = await contextOf(deps, req);
+    const { context, runId } = await contextOf(deps, req);
     const url = `${deps.apiUrl.replace(/\/+$/, '')}/inner/api/agent-config/${encodeURIComponent(context.agent_id)}/prompt`;
     let upstream: globalThis.Response;
     try {
@@ -46,6 +46,8 @@ export function stubRoutes(deps: StubRoutesDeps): Router {
         headers: {
           'x-inner-api-key': deps.innerApiKey,
           'x-agent-execution-context': Buffer.from(JSON.stringify(context)).toString('base64'),
+          // The api honours the context only from the run of its turn (issue 17 L2).
+          'x-agent-run-id': runId,
           ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
         },
         body,
@@ -90,5 +92,5 @@ async function contextOf(deps: StubRoutesDeps, req: Request) {
   const ecName = typeof configLayer.config.execution_context === 'string' ? configLayer.config.execution_context : 'execution_context';
   const ecLayer = request.composition.layers.find((l) => l.name === ecName && l.type === 'execution_context');
   if (!ecLayer) throw new HttpError(403, 'forbidden', 'this run has no execution context');
-  return ExecutionContextLayerConfig.parse(ecLayer.config);
+  return { context: ExecutionContextLayerConfig.parse(ecLayer.config), runId };
 }

@@ -12,6 +12,7 @@ import { createLlmInvoker, type Clock } from '../../core/llm/invoke.js';
 import type { ProviderRegistry } from '../../core/llm/provider.js';
 import type { Logger } from '../../core/logger.js';
 import { InvokeRequest } from '../../core/protocol/inner-llm.js';
+import { jsonBody } from '../../core/json-guard.js';
 import { startSse, writeSse, writeSseComment } from '../../core/sse.js';
 import { requireInnerApiKey } from './auth.js';
 
@@ -21,6 +22,13 @@ export interface InnerLlmRouterDeps {
   logger: Logger;
   providers: ProviderRegistry;
   clock?: Clock;
+  /**
+   * `verify` (the api's wiring): the caller's app must exist and belong to the caller's tenant, else 403;
+   * the credentials and credits used are the tenant's (issue 17 L2). `trust`: unit tests with made-up ids.
+   */
+  callerScope?: 'verify' | 'trust';
+  /** Nesting limit of the request body (JSON_MAX_DEPTH). */
+  maxJsonDepth?: number;
   /** Keep-alive comment interval while a model is slow to answer, ms (default 10 s). */
   pingMs?: number;
 }
@@ -39,10 +47,15 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
   const router = express.Router();
   router.use(requireInnerApiKey(deps.config.INNER_API_KEY));
 
-  router.post('/invoke', express.json({ limit: '20mb' }), async (req: Request, res: Response) => {
+  // Model transcripts may carry NUL (tool output); they are not stored from here, so only size and depth are limited.
+  router.post('/invoke', jsonBody({ limit: '20mb', maxDepth: deps.maxJsonDepth }), async (req: Request, res: Response) => {
     const parsed = InvokeRequest.safeParse(req.body);
     if (!parsed.success) {
       sendError(res, 400, 'invalid_request', formatIssues(parsed.error));
+      return;
+    }
+    if (deps.callerScope === 'verify' && !(await appBelongsToTenant(deps.db, parsed.data.caller.app_id, parsed.data.caller.tenant_id))) {
+      sendError(res, 403, 'caller_scope_mismatch', 'caller: app_id does not belong to tenant_id');
       return;
     }
     // Created before any await so a disconnect during preparation is not missed.
@@ -76,10 +89,19 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
     const e = err as { type?: string; status?: number; message?: string };
     if (e.type === 'entity.parse.failed') return sendError(res, 400, 'invalid_request', 'body: not valid JSON');
     if (e.type === 'entity.too.large') return sendError(res, 413, 'invalid_request', 'body: too large');
+    if (e.status === 400) return sendError(res, 400, 'invalid_request', e.message ?? 'bad request');
     log.error({ err: e.message ?? String(err) }, 'inner llm invoke failed before streaming');
     sendError(res, 500, 'internal_error', 'the inner LLM invoke failed; see the api logs');
   });
   return router;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+async function appBelongsToTenant(db: PrismaClient, appId: string, tenantId: string): Promise<boolean> {
+  if (!UUID.test(appId) || !UUID.test(tenantId)) return false;
+  const app = await db.app.findUnique({ where: { id: appId }, select: { tenant_id: true } });
+  return app?.tenant_id === tenantId;
 }
 
 function sendError(res: Response, status: number, code: string, message: string): void {

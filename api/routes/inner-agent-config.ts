@@ -8,21 +8,41 @@ import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
 import { findBuildDraft, findSharedDraft, findVersion, saveBuildDraft } from '../../core/agent-configs.js';
 import type { Db } from '../../core/db.js';
-import { verifyExecutionContext } from '../../core/exec-context.js';
+import { jsonBody } from '../../core/json-guard.js';
+import { checkExecutionContext } from '../../core/exec-context.js';
 import { ExecutionContextLayerConfig, type ExecutionContextLayerConfig as Ctx } from '../../core/protocol/run.js';
 import { AgentSoulConfig } from '../../core/soul.js';
 import { HttpError, parseOr400 } from '../errors.js';
+import { Uuid } from '../schemas.js';
 import { requireInnerApiKey } from '../inner/auth.js';
 
 const PromptBody = z.object({ prompt: z.string().max(100_000) }).strict();
 
-export function innerAgentConfigRoutes(deps: { db: Db; innerApiKey: string }): Router {
+export interface InnerAgentConfigDeps {
+  db: Db;
+  innerApiKey: string;
+  /** EXECUTION_CONTEXT_SIGNING_KEY: verifies the forwarded context (the backend does not hold it). */
+  signingKey: string;
+  maxJsonDepth?: number;
+}
+
+/** The header the agent stub names its run with (the run its stub token was minted for). */
+export const AGENT_RUN_ID_HEADER = 'x-agent-run-id';
+
+const IN_PROGRESS = new Set(['pending', 'running']);
+
+export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
   const r = express.Router();
   const { db } = deps;
   r.use(requireInnerApiKey(deps.innerApiKey));
-  r.use(express.json({ limit: '1mb' }));
+  r.use(jsonBody({ limit: '1mb', maxDepth: deps.maxJsonDepth, rejectNul: true }));
 
-  function context(req: Request): Ctx {
+  /**
+   * The forwarded context, if its signature (strict lowercase hex, EXECUTION_CONTEXT_SIGNING_KEY) holds, it
+   * has not expired, its turn is still in progress and — once the api recorded the backend run of that
+   * turn — the caller names that run (issue 17 L2: a finished run's context cannot be replayed).
+   */
+  async function context(req: Request): Promise<Ctx> {
     const raw = req.header('x-agent-execution-context');
     if (!raw) throw new HttpError(401, 'execution_context_required', 'X-Agent-Execution-Context is required.');
     let ctx: Ctx;
@@ -31,8 +51,19 @@ export function innerAgentConfigRoutes(deps: { db: Db; innerApiKey: string }): R
     } catch {
       throw new HttpError(400, 'invalid_execution_context', 'X-Agent-Execution-Context is not a valid execution context.');
     }
-    if (!verifyExecutionContext(ctx, deps.innerApiKey)) throw new HttpError(403, 'invalid_execution_context', 'The execution context signature is invalid.');
+    const verdict = checkExecutionContext(ctx, deps.signingKey);
+    if (!verdict.ok) {
+      if (verdict.reason === 'expired') throw new HttpError(403, 'execution_context_expired', 'The execution context has expired.');
+      throw new HttpError(403, 'invalid_execution_context', 'The execution context signature is invalid.');
+    }
     if (ctx.agent_id !== req.params.agent_id) throw new HttpError(403, 'agent_scope_mismatch', 'The execution context belongs to another agent.');
+    const ended = () => new HttpError(403, 'execution_context_ended', 'The run this execution context belongs to is not in progress.');
+    const messageId = Uuid.safeParse(ctx.message_id);
+    if (!messageId.success) throw ended();
+    const message = await db.message.findUnique({ where: { id: messageId.data }, select: { tenant_id: true, app_id: true, status: true } });
+    if (!message || message.tenant_id !== ctx.tenant_id || message.app_id !== ctx.app_id || !IN_PROGRESS.has(message.status)) throw ended();
+    const run = await db.agentBackendRun.findUnique({ where: { message_id: messageId.data }, select: { backend_run_id: true } });
+    if (run?.backend_run_id && run.backend_run_id !== req.header(AGENT_RUN_ID_HEADER)) throw ended();
     return ctx;
   }
 
@@ -61,12 +92,12 @@ export function innerAgentConfigRoutes(deps: { db: Db; innerApiKey: string }): R
   }
 
   r.get('/:agent_id/prompt', async (req, res) => {
-    const config = AgentSoulConfig.parse(await readable(context(req)));
+    const config = AgentSoulConfig.parse(await readable(await context(req)));
     res.json({ prompt: config.prompt.system_prompt });
   });
 
   r.put('/:agent_id/prompt', async (req, res) => {
-    const ctx = context(req);
+    const ctx = await context(req);
     const { prompt } = parseOr400(PromptBody, req.body);
     if (ctx.user_from !== 'account') throw new HttpError(403, 'agent_config_write_forbidden', 'Only an account may edit its own build draft.');
     const agent = await agentOf(ctx);

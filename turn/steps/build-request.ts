@@ -30,7 +30,10 @@ export interface BuildInput {
   query: string;
   files: { type: 'image' | 'document'; url?: string; name?: string; mime_type?: string }[];
   supportsVision: boolean;
+  /** Signs the execution context: EXECUTION_CONTEXT_SIGNING_KEY (not the inner API key; issue 17 L2). */
   innerApiKey: string;
+  /** Lifetime of the signed execution context, ms (EXECUTION_CONTEXT_TTL_MS). */
+  contextTtlMs?: number;
   /** The binding's workspace: the runtime layer's directory (only used when the soul enables runtime). */
   workspaceId?: string;
   /** The turn's files as placed into the workspace (runtime enabled): the model gets these paths, not URLs. */
@@ -73,6 +76,7 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
           trace_id: t.messageId,
         },
         t.innerApiKey,
+        { ttlMs: t.contextTtlMs },
       ),
     ),
     layer('history', { max_messages: soul.history.max_messages }),
@@ -153,7 +157,8 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       query: msg.query,
       files: msg.files.map((f) => ({ type: f.type === 'image' ? 'image' : 'document', url: f.url ?? undefined })),
       supportsVision: deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
-      innerApiKey: config.INNER_API_KEY,
+      innerApiKey: config.EXECUTION_CONTEXT_SIGNING_KEY,
+      contextTtlMs: config.EXECUTION_CONTEXT_TTL_MS,
       workspaceId: binding.workspace_id,
       workspaceFiles,
     });
