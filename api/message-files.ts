@@ -1,8 +1,11 @@
 /**
  * Files in a chat request (`files: [{type, transfer_method, upload_file_id | url}]`): checked before the
  * turn's rows exist, stored as MessageFile rows with the Message. A local_file must be an upload of the
- * same app and end user; a remote_url must pass the SSRF guard. Every MessageFile gets a URL the agent
- * can fetch: the remote URL, or the signed preview URL of the upload.
+ * same app and end user. A remote_url is downloaded here, once, by the pinned fetcher (the connection
+ * goes to the address that was checked, every redirect hop is checked the same way, size capped by kind,
+ * type sniffed) and stored as an upload of that end user (issue 17 M3): from then on the turn, the prompt
+ * and the model provider only ever see our signed URL of that copy, never the client's URL, so nobody
+ * downstream re-resolves or follows it (DNS rebinding, redirects to internal addresses).
  */
 import type { Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
@@ -12,7 +15,12 @@ import { HttpError } from './errors.js';
 import { currentRequest } from './request-log.js';
 import { FILE_TYPES, signedFileUrl } from '../core/uploads.js';
 import type { ChatRequest } from './schemas.js';
-import { assertPublicUrl, type Lookup } from './ssrf.js';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { maxBytes, type Kind, uploadsDir } from '../core/uploads.js';
+import { fetchPinned, RemoteFetchError, safeName, type FetchOptions } from '../turn/steps/workspace-files.js';
+import { RemoteUrlRefused, type Lookup } from './ssrf.js';
 
 export interface PreparedMessageFile {
   type: string;
@@ -27,7 +35,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Validates the request's files against the app's file_upload feature, ownership and the SSRF guard. */
 export async function prepareMessageFiles(
-  deps: { db: Db; config: Config; lookup?: Lookup },
+  deps: { db: Db; config: Config; lookup?: Lookup; remoteFetch?: Omit<FetchOptions, 'maxBytes'> },
   app: AppContext,
   endUserId: string,
   files: ChatRequest['files'],
@@ -52,8 +60,9 @@ export async function prepareMessageFiles(
     } else {
       if (!f.url) throw new HttpError(400, 'invalid_param', `files.${i}.url: is required for remote_url.`);
       if (f.type === 'image' && !features.image_enabled) throw new HttpError(400, 'invalid_param', `files.${i}: image upload is disabled for this app.`);
-      const url = await assertPublicUrl(f.url, { field: `files.${i}.url`, lookup: deps.lookup });
-      out.push({ type: f.type, transfer_method: 'remote_url', url: url.href, upload_file_id: null });
+      const kind: Kind = f.type === 'image' ? 'image' : 'document';
+      const copy = await downloadRemoteFile(deps, app, endUserId, f.url, kind, `files.${i}.url`);
+      out.push({ type: kind, transfer_method: 'remote_url', url: signedFileUrl(config, baseUrl, copy.id), upload_file_id: copy.id });
     }
   }
   return out;
@@ -63,6 +72,71 @@ export async function prepareMessageFiles(
 export async function createMessageFiles(tx: Tx, messageId: string, files: PreparedMessageFile[]): Promise<void> {
   if (!files.length) return;
   await tx.messageFile.createMany({ data: files.map((f) => ({ message_id: messageId, belongs_to: 'user', ...f })) });
+}
+
+/** Seconds a chat request waits for its remote files, all hops and bodies together, per file. */
+const REMOTE_FETCH_TIMEOUT_MS = 10_000;
+
+/** The file type of downloaded bytes: the URL's extension when the content matches it, else by content. */
+function typeOf(url: string, head: Buffer): string | null {
+  const ext = /\.([A-Za-z0-9]{1,10})$/.exec(new URL(url).pathname)?.[1]?.toLowerCase();
+  if (ext && FILE_TYPES[ext]?.sniff(head)) return ext;
+  const binary = Object.entries(FILE_TYPES).find(([e, t]) => !['txt', 'md', 'csv', 'json'].includes(e) && t.sniff(head));
+  if (binary) return binary[0];
+  return FILE_TYPES.txt!.sniff(head) ? 'txt' : null;
+}
+
+async function downloadRemoteFile(
+  deps: { db: Db; config: Config; lookup?: Lookup; remoteFetch?: Omit<FetchOptions, 'maxBytes'> },
+  app: AppContext,
+  endUserId: string,
+  raw: string,
+  kind: Kind,
+  field: string,
+): Promise<{ id: string }> {
+  let bytes: Buffer;
+  try {
+    new URL(raw);
+    bytes = await fetchPinned(raw, { lookup: deps.lookup, timeoutMs: REMOTE_FETCH_TIMEOUT_MS, ...deps.remoteFetch, maxBytes: maxBytes(kind) });
+  } catch (err) {
+    if (err instanceof RemoteFetchError) throw new RemoteUrlRefused(`${field}: ${err.message}.`);
+    if (err instanceof TypeError) throw new RemoteUrlRefused(`${field}: is not a valid URL.`);
+    throw new RemoteUrlRefused(`${field}: the file could not be downloaded.`);
+  }
+  const ext = typeOf(raw, bytes.subarray(0, 4096));
+  const type = ext ? FILE_TYPES[ext] : undefined;
+  if (!ext || !type || bytes.length === 0) throw new RemoteUrlRefused(`${field}: the file is not of an accepted type.`);
+  if (type.kind !== kind) throw new RemoteUrlRefused(`${field}: the file is not ${kind === 'image' ? 'an image' : 'a document'}.`);
+  const id = crypto.randomUUID();
+  const storageKey = `${app.tenantId}/${id}.${ext}`;
+  const target = path.join(uploadsDir(deps.config), storageKey);
+  await fs.promises.mkdir(path.dirname(target), { recursive: true });
+  await fs.promises.writeFile(`${target}.part`, bytes, { mode: 0o600 });
+  await fs.promises.rename(`${target}.part`, target);
+  const name = safeName(decodeURIComponentSafe(new URL(raw).pathname), `remote.${ext}`);
+  await deps.db.uploadFile.create({
+    data: {
+      id,
+      tenant_id: app.tenantId,
+      app_id: app.appId,
+      end_user_id: endUserId,
+      name: name.endsWith(`.${ext}`) ? name : `${name}.${ext}`,
+      size: bytes.length,
+      extension: ext,
+      mime_type: type.mime,
+      storage_key: storageKey,
+      hash: crypto.createHash('sha256').update(bytes).digest('hex'),
+    },
+  });
+  return { id };
+}
+
+function decodeURIComponentSafe(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
 }
 
 async function fileUploadFeature(db: Db, app: AppContext) {

@@ -70,6 +70,7 @@ function inPrefix(addr: number[], net: number[], bits: number): boolean {
 function embeddedV4(b: number[]): number[] | null {
   const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
   if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return b.slice(12); // ::ffff:a.b.c.d (mapped)
+  if (zero(0, 8) && b[8] === 0xff && b[9] === 0xff && zero(10, 12)) return b.slice(12); // ::ffff:0:a.b.c.d (SIIT translated, ::ffff:0:0/96)
   if (zero(0, 12)) return b.slice(12); // ::a.b.c.d (compatible, deprecated)
   if (inPrefix(b, v6Bytes('64:ff9b::'), 96)) return b.slice(12); // NAT64
   if (inPrefix(b, v6Bytes('64:ff9b:1::'), 48)) return b.slice(12); // local-use NAT64

@@ -129,7 +129,8 @@ export async function placeTurnFiles(
     let name = `file-${i + 1}`;
     try {
       let bytes: Buffer;
-      if (f.transfer_method === 'local_file' && f.upload_file_id) {
+      // Remote files were downloaded by the api when the message was sent: they are uploads too (issue 17 M3).
+      if (f.upload_file_id) {
         const upload = await deps.db.uploadFile.findUnique({ where: { id: f.upload_file_id } });
         if (!upload) throw new Error('the upload no longer exists');
         name = safeName(upload.name, name);
