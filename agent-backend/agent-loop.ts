@@ -12,6 +12,7 @@
  * well-formed whatever interrupts the run.
  */
 import { jsonSchema, streamText, tool, type TextStreamPart, type Tool, type ToolSet } from 'ai';
+import { priceFor } from '../core/llm/pricing.js';
 import type { PromptMessage, ToolCall } from '../core/protocol/inner-llm.js';
 import type { CreateRunRequestParsed, DeferredToolCall, DeferredToolResult, ExecutionContextLayerConfig } from '../core/protocol/run.js';
 import type { RunLimits } from './composition.js';
@@ -135,11 +136,12 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
     // model adapter (InnerLlmModel) retries transport failures itself, before and during the stream,
     // replaying the same call_index and skipping what was already streamed (SDK retries would only
     // cover the start, and would also retry the model's own errors).
+    // The instructions are ours (layers), not user input: kept as the leading system message so a
+    // run without any user message still sends them.
+    const prompt: PromptMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...state.messages];
     const result = streamText({
       model,
-      // The instructions are ours (layers), not user input: kept as the leading system message so a
-      // run without any user message still sends them.
-      messages: toModelMessages([...(system ? [{ role: 'system' as const, content: system }] : []), ...state.messages]),
+      messages: toModelMessages(prompt),
       allowSystemInMessages: true,
       ...(hasTools ? { tools, toolChoice: 'auto' as const } : {}),
       ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
@@ -157,7 +159,8 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
       onError: () => undefined,
     });
 
-    const step = await consumeStep(result.fullStream, ctx);
+    // A stop cuts the call before it reports usage: what it consumed and generated still counts (estimated).
+    const step = await consumeStep(result.fullStream, ctx, (generated) => usage.addCutModelCall(prompt, generated, priceFor(binding.provider, binding.model)));
     const assistant: PromptMessage = {
       role: 'assistant',
       content: step.text,
@@ -243,6 +246,7 @@ async function dispatchTool(
 async function consumeStep(
   stream: ReadableStream<TextStreamPart<ToolSet>>,
   ctx: LoopContext,
+  onCut: (generated: string) => void,
 ): Promise<{ text: string; reasoning: string; toolCalls: StepToolCall[] }> {
   const { emitter, usage, state, signal } = ctx;
   const reader = stream.getReader();
@@ -251,6 +255,7 @@ async function consumeStep(
   let text = '';
   let reasoning = '';
   const toolCalls: StepToolCall[] = [];
+  let reported = false;
   // A model that ignores the abort signal must not keep the run alive.
   const aborted = new Promise<never>((_, reject) => {
     const onAbort = () => reject(signal.reason);
@@ -315,6 +320,7 @@ async function consumeStep(
         case 'finish-step':
           // Per model request: the inner endpoint's usage (with prices) rides in providerMetadata.
           usage.addModelUsage(difyUsageOf(value.providerMetadata), value.usage);
+          reported = true;
           break;
         case 'error':
           throwIfAborted(signal);
@@ -327,6 +333,7 @@ async function consumeStep(
       }
     }
   } catch (err) {
+    if (signal.aborted && !reported) onCut(reasoning + text + toolCalls.map((c) => c.name + c.rawArgs).join(''));
     throwIfAborted(signal);
     throw err;
   } finally {

@@ -3,6 +3,9 @@
  * latency, time to first token, model requests and tool calls. Carried by every terminal event.
  */
 import type { LanguageModelUsage } from 'ai';
+import { priceUsage, type ModelPrice } from '../core/llm/pricing.js';
+import { estimatedTokens } from '../core/llm/tokens.js';
+import type { PromptMessage } from '../core/protocol/inner-llm.js';
 import { emptyUsage, type Usage } from '../core/protocol/run.js';
 import { addDecimal } from './decimal.js';
 
@@ -11,6 +14,8 @@ export class UsageMeter {
   toolCalls = 0;
   private readonly usage: Usage = emptyUsage();
   private firstTokenAt: number | null = null;
+  /** Some counts were estimated (a cut call, or a model that reported none). */
+  private estimated = false;
 
   constructor(private readonly startedAt = Date.now()) {}
 
@@ -30,6 +35,7 @@ export class UsageMeter {
   addModelUsage(reported: Partial<Usage> | undefined, tokens?: Pick<LanguageModelUsage, 'inputTokens' | 'outputTokens'>): void {
     const u = this.usage;
     if (reported) {
+      if (reported.estimated) this.estimated = true;
       const p = reported.prompt_tokens ?? 0;
       const c = reported.completion_tokens ?? 0;
       u.prompt_tokens += p;
@@ -37,9 +43,13 @@ export class UsageMeter {
       u.total_tokens += reported.total_tokens ?? p + c;
       u.prompt_price = addDecimal(u.prompt_price, reported.prompt_price ?? '0');
       u.completion_price = addDecimal(u.completion_price, reported.completion_price ?? '0');
-      u.total_price = addDecimal(u.total_price, reported.total_price ?? addDecimal(reported.prompt_price ?? '0', reported.completion_price ?? '0'));
+      u.total_price = addDecimal(
+        u.total_price,
+        reported.total_price ?? addDecimal(reported.prompt_price ?? '0', reported.completion_price ?? '0'),
+      );
       if (reported.prompt_unit_price && reported.prompt_unit_price !== '0') u.prompt_unit_price = reported.prompt_unit_price;
-      if (reported.completion_unit_price && reported.completion_unit_price !== '0') u.completion_unit_price = reported.completion_unit_price;
+      if (reported.completion_unit_price && reported.completion_unit_price !== '0')
+        u.completion_unit_price = reported.completion_unit_price;
       if (reported.prompt_price_unit) u.prompt_price_unit = reported.prompt_price_unit;
       if (reported.completion_price_unit) u.completion_price_unit = reported.completion_price_unit;
       if (reported.currency) u.currency = reported.currency;
@@ -52,13 +62,25 @@ export class UsageMeter {
     u.total_tokens += p + c;
   }
 
+  /**
+   * A model call cut before it reported usage (a stop): the provider still charges for the prompt and
+   * for what it generated, so both count, estimated with the tokenizer and priced like the gateway
+   * prices them (which records the same call, estimated, under its billing id).
+   */
+  addCutModelCall(prompt: PromptMessage[], generated: string, price: ModelPrice): void {
+    this.addModelUsage(priceUsage(estimatedTokens(prompt, generated), price).usage);
+    this.estimated = true;
+  }
+
   snapshot(now = Date.now()): Usage {
     return {
       ...this.usage,
       latency: round3((now - this.startedAt) / 1000),
       time_to_first_token: this.firstTokenAt === null ? null : round3((this.firstTokenAt - this.startedAt) / 1000),
+      time_to_generate: this.firstTokenAt === null ? null : round3((now - this.firstTokenAt) / 1000),
       model_requests: this.modelRequests,
       tool_calls: this.toolCalls,
+      ...(this.estimated ? { estimated: true } : {}),
     };
   }
 }

@@ -40,31 +40,50 @@ export interface LedgerEntry {
   totalPrice: string;
   currency: string;
   billable: boolean;
+  /** Token counts estimated (a call cut before the provider reported usage). */
+  estimated?: boolean;
 }
 
 /**
- * Record a finished call, exactly once per billing request id, in one transaction: insert the
- * ledger row (ON CONFLICT DO NOTHING) and increment the pool only when the row was inserted.
- * Returns whether this call inserted the row and how many credits it moved.
+ * Record a call, exactly once per billing request id, in one transaction: insert the ledger row
+ * (ON CONFLICT DO NOTHING) and increment the pool only when the row was inserted. One correction is
+ * allowed: a completed call replaces an estimated row of the same id (a call cut by a broken
+ * connection, then replayed to the end) and moves only the difference. Returns whether this call
+ * wrote the row and how many credits it moved.
  */
 export async function recordUsage(db: Db, e: LedgerEntry): Promise<{ recorded: boolean; charged: bigint }> {
   return db.$transaction(async (tx) => {
-    const pool = e.billable
-      ? await tx.creditPool.findUnique({ where: { tenant_id: e.tenantId }, select: { id: true } })
-      : null;
+    const pool = e.billable ? await tx.creditPool.findUnique({ where: { tenant_id: e.tenantId }, select: { id: true } }) : null;
     const credits = e.billable ? e.credits : 0n;
+    const estimated = e.estimated === true;
     const inserted = await tx.$executeRaw`
       INSERT INTO credit_ledger
         (id, tenant_id, pool_id, billing_request_id, agent_run_id, provider, model,
-         prompt_tokens, completion_tokens, credits, total_price, currency, billable)
+         prompt_tokens, completion_tokens, credits, total_price, currency, billable, estimated)
       VALUES
         (${crypto.randomUUID()}::uuid, ${e.tenantId}::uuid, ${pool?.id ?? null}::uuid, ${e.billingRequestId},
          ${e.agentRunId}, ${e.provider}, ${e.model}, ${e.promptTokens}, ${e.completionTokens},
-         ${credits.toString()}::bigint, ${e.totalPrice}::numeric, ${e.currency}, ${e.billable})
+         ${credits.toString()}::bigint, ${e.totalPrice}::numeric, ${e.currency}, ${e.billable}, ${estimated})
       ON CONFLICT (billing_request_id) DO NOTHING`;
-    if (inserted === 1 && pool && credits > 0n) {
-      await tx.creditPool.update({ where: { id: pool.id }, data: { quota_used: { increment: credits } } });
+    let charged = inserted === 1 ? credits : 0n;
+    let recorded = inserted === 1;
+    if (inserted === 0 && !estimated) {
+      // The row may hold an estimate of this very call: the exact counts replace it, once.
+      const replaced = await tx.$queryRaw<{ old_credits: bigint }[]>`
+        UPDATE credit_ledger l
+           SET prompt_tokens = ${e.promptTokens}, completion_tokens = ${e.completionTokens},
+               credits = ${credits.toString()}::bigint, total_price = ${e.totalPrice}::numeric, estimated = false
+          FROM (SELECT id, credits AS old_credits FROM credit_ledger WHERE billing_request_id = ${e.billingRequestId} AND estimated FOR UPDATE) o
+         WHERE l.id = o.id
+     RETURNING o.old_credits`;
+      if (replaced[0]) {
+        recorded = true;
+        charged = credits - BigInt(replaced[0].old_credits);
+      }
     }
-    return { recorded: inserted === 1, charged: inserted === 1 && pool ? credits : 0n };
+    if (recorded && pool && charged !== 0n) {
+      await tx.creditPool.update({ where: { id: pool.id }, data: { quota_used: { increment: charged } } });
+    }
+    return { recorded, charged: recorded && pool ? charged : 0n };
   });
 }

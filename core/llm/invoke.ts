@@ -9,11 +9,12 @@ import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ChunkData, InvokeChunk, InvokeRequestParsed, ToolCall } from '../protocol/inner-llm.js';
 import { Usage } from '../protocol/run.js';
 import { loadCredentials } from './credentials.js';
-import { billingRequestId, checkQuota, recordUsage } from './credits.js';
+import { billingRequestId, checkQuota, recordUsage, type LedgerEntry } from './credits.js';
 import { InvokeError, toInvokeError } from './errors.js';
 import { priceUsage } from './pricing.js';
 import type { FinishReason, LlmProvider, ModelInfo, ProviderCredentials, ProviderRegistry } from './provider.js';
-import { contentText, sleep } from './provider.js';
+import { sleep } from './provider.js';
+import { estimatedTokens } from './tokens.js';
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -74,7 +75,9 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
       if (tools.length > 0 && !model.supports_tools) {
         return refuse(400, 'invalid_request', `target.tools: model '${model.model}' does not support tools`);
       }
-      const hasImages = target.prompt_messages.some((m) => m.role === 'user' && typeof m.content !== 'string' && m.content.some((p) => p.type === 'image'));
+      const hasImages = target.prompt_messages.some(
+        (m) => m.role === 'user' && typeof m.content !== 'string' && m.content.some((p) => p.type === 'image'),
+      );
       if (hasImages && !model.supports_vision) {
         return refuse(400, 'invalid_request', `target.prompt_messages: model '${model.model}' does not support images`);
       }
@@ -136,6 +139,33 @@ async function* runInvoke(
     message: err.message,
     data: { error_type: err.errorType, message: err.message },
   });
+  /** The call's usage from its token counts: prices, timings, and whether the counts are estimated. */
+  const priceCall = (tokens: { prompt_tokens: number; completion_tokens: number }, estimated: boolean): Usage => {
+    const ended = clock.now();
+    return Usage.parse({
+      ...priceUsage(tokens, model.pricing).usage,
+      latency: (ended - started) / 1000,
+      time_to_first_token: firstTokenAt === null ? null : (firstTokenAt - started) / 1000,
+      time_to_generate: firstTokenAt === null ? null : (ended - firstTokenAt) / 1000,
+      model_requests: 1,
+      tool_calls: toolCalls.length,
+      ...(estimated ? { estimated: true } : {}),
+    });
+  };
+  const ledgerEntry = (usage: Usage, credits: bigint, estimated: boolean): LedgerEntry => ({
+    tenantId: caller.tenant_id,
+    billingRequestId: billingId,
+    agentRunId: caller.agent_run_id,
+    provider: provider.name,
+    model: model.model,
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+    credits,
+    totalPrice: usage.total_price,
+    currency: usage.currency,
+    billable: credentials === null,
+    estimated,
+  });
 
   try {
     const events = provider.invoke({
@@ -172,8 +202,17 @@ async function* runInvoke(
     }
   }
   if (signal.aborted) {
-    // Unfinished calls are not charged; a retry with the same billing id pays once when it completes.
+    // The caller cut the call (a user's stop, a broken connection): the provider charges for what it
+    // generated, so it is recorded, estimated, under the call's billing id. A replay of the same call
+    // that completes replaces the estimate with exact counts (credits.ts); nothing is charged twice.
     log.info({ elapsed_ms: clock.now() - started }, 'model call aborted by the caller');
+    const cut = estimatedTokens(target.prompt_messages, reasoning + content, toolCalls);
+    const usage = priceCall(cut, true);
+    try {
+      await recordUsage(deps.db, ledgerEntry(usage, priceUsage(cut, model.pricing).credits, true));
+    } catch (err) {
+      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording the usage of a cut model call failed');
+    }
     return;
   }
   if (!finish) {
@@ -187,34 +226,12 @@ async function* runInvoke(
     yield chunk({ index: index++, message });
   }
 
-  const tokens = finish.usage ?? {
-    prompt_tokens: estimateTokens(target.prompt_messages.map((m) => contentText(m.content)).join('\n')),
-    completion_tokens: estimateTokens(reasoning + content + toolCalls.map((c) => c.function.name + c.function.arguments).join('')),
-  };
-  const priced = priceUsage(tokens, model.pricing);
-  const ended = clock.now();
-  const usage = Usage.parse({
-    ...priced.usage,
-    latency: (ended - started) / 1000,
-    time_to_first_token: firstTokenAt === null ? null : (firstTokenAt - started) / 1000,
-    model_requests: 1,
-    tool_calls: toolCalls.length,
-  });
+  // Provider-reported counts where the provider reports them, else the tokenizer's estimate (flagged).
+  const tokens = finish.usage ?? estimatedTokens(target.prompt_messages, reasoning + content, toolCalls);
+  const usage = priceCall(tokens, finish.usage === null);
 
   let charged = 0n;
-  const entry = {
-    tenantId: caller.tenant_id,
-    billingRequestId: billingId,
-    agentRunId: caller.agent_run_id,
-    provider: provider.name,
-    model: model.model,
-    promptTokens: usage.prompt_tokens,
-    completionTokens: usage.completion_tokens,
-    credits: priced.credits,
-    totalPrice: usage.total_price,
-    currency: usage.currency,
-    billable: credentials === null,
-  };
+  const entry = ledgerEntry(usage, priceUsage(tokens, model.pricing).credits, finish.usage === null);
   // Recording is idempotent (unique billing id), so while the caller waits it is tried again: a
   // PostgreSQL restart at the end of a call must not fail an answer that was already streamed.
   for (let delay = 250, since = Date.now(), attempt = 1; ; delay = Math.min(delay * 2, 4_000), attempt++) {
@@ -248,9 +265,4 @@ async function* runInvoke(
     'model call finished',
   );
   yield chunk({ index, message: { content: '' }, usage, finish_reason: finish.finish_reason });
-}
-
-/** Rough token estimate (≈4 characters per token) when a model reports no usage. */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
 }

@@ -114,8 +114,12 @@ export const Usage = z.object({
   latency: z.number().nonnegative().default(0),
   /** Seconds until the first model token. */
   time_to_first_token: z.number().nonnegative().nullable().default(null),
+  /** Seconds from the first model token to the end (Dify's time_to_generate); null before any token. */
+  time_to_generate: z.number().nonnegative().nullable().optional(),
   model_requests: z.number().int().nonnegative().default(0),
   tool_calls: z.number().int().nonnegative().default(0),
+  /** Some token counts are estimated with a tokenizer (a model call cut by a stop, or one reporting none). */
+  estimated: z.boolean().optional(),
 });
 export type Usage = z.infer<typeof Usage>;
 
