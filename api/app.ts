@@ -16,6 +16,7 @@ import type { OutboxDispatcher } from '../core/outbox.js';
 import { appKeyAuth } from './auth.js';
 import { errorHandler, RETRY_AFTER_SECONDS, unknownRoute } from './errors.js';
 import { openApiRoute } from './openapi.js';
+import { createRateLimits } from './rate-limit.js';
 import { requestLog } from './request-log.js';
 import { appInfoRoutes } from './routes/app-info.js';
 import { chatRoutes } from './routes/chat.js';
@@ -83,6 +84,7 @@ export function createApiApp(deps: ApiDeps): express.Express {
   // The key is checked before the body is read; bodies: 1 MB, JSON_MAX_DEPTH deep, no NUL (issue 17 L3).
   v1.use(appKeyAuth(deps.db));
   v1.use(jsonBody({ limit: '1mb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true }));
+  v1.use(createRateLimits(deps).middleware);
   v1.use(chatRoutes(deps));
   v1.use(messageRoutes(deps));
   v1.use(formRoutes(deps));

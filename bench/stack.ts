@@ -46,6 +46,14 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
       DEMO_MODEL_TOKEN_DELAY_MS: BENCH_TOKEN_DELAY_MS,
       TEMPORAL_TASK_QUEUE: 'agent-turns-bench',
       LOG_LEVEL: opts.logLevel,
+      // Per-key/per-user limits (README "Security") out of the way: many turns and streams run as one user here;
+      // test/security/l6-rate-limits.test.ts sets its own.
+      RATE_LIMIT_KEY_PER_MINUTE: 1_000_000,
+      RATE_LIMIT_USER_PER_MINUTE: 1_000_000,
+      STREAMS_PER_KEY: 1_000_000,
+      STREAMS_PER_USER: 1_000_000,
+      TURNS_PER_KEY: 1_000_000,
+      TURNS_PER_USER: 1_000_000,
     },
   );
   const stack = await startStack({ config, logger: createLogger('bench', opts.logLevel), worker: opts.worker, headlessTemporal: true });

@@ -56,6 +56,15 @@ export const EnvSchema = z.object({
   SSE_PING_MS: int(10_000),
   /** How long a stop waits for the backend's run_cancelled before keeping what it has, in ms. */
   STOP_WAIT_MS: int(15_000),
+  /** Requests per minute per app key, and per (app, user) on requests naming a user; 429 + Retry-After above. */
+  RATE_LIMIT_KEY_PER_MINUTE: int(600),
+  RATE_LIMIT_USER_PER_MINUTE: int(120),
+  /** Concurrent event streams (chat requests and re-attaches) per app key and per (app, user). */
+  STREAMS_PER_KEY: int(200),
+  STREAMS_PER_USER: int(10),
+  /** Concurrent turns in progress (pending or running) per app and per end user. */
+  TURNS_PER_KEY: int(100),
+  TURNS_PER_USER: int(5),
   /** Deepest nesting (objects + arrays) accepted in any JSON body, api and agent backend (README "Security"). */
   JSON_MAX_DEPTH: z.coerce.number().int().min(8).max(1_000).default(64),
 

@@ -1,0 +1,131 @@
+/**
+ * Per-key and per-end-user limits of the public API (issue 17 L6), shared by every api replica through
+ * PostgreSQL (rate-limiter-flexible's RateLimiterPostgres over the `rate_limits` table):
+ *
+ * - request rate: RATE_LIMIT_KEY_PER_MINUTE per app key, RATE_LIMIT_USER_PER_MINUTE per (app, user) on
+ *   requests that name a user;
+ * - concurrent event streams (a chat request, blocking or streaming, or a re-attach to a turn's events):
+ *   STREAMS_PER_KEY / STREAMS_PER_USER, counted up when the stream opens and down when its response closes
+ *   (a counter left by a crashed replica expires after an hour);
+ * - concurrent turns in progress (pending or running messages, counted from the messages themselves, so
+ *   nothing can leak): TURNS_PER_KEY per app, TURNS_PER_USER per end user.
+ *
+ * Over a limit: 429 `too_many_requests` with Retry-After. When PostgreSQL cannot answer a limiter, the
+ * request goes through (an outage must not turn into refusals; the routes' own 503s still apply).
+ */
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
+import { hashApiKey } from '../core/api-keys.js';
+import type { Config } from '../core/config.js';
+import type { Db } from '../core/db.js';
+import type { Logger } from '../core/logger.js';
+import { appCtx } from './auth.js';
+import { HttpError } from './errors.js';
+
+export type RateLimitConfig = Pick<
+  Config,
+  'RATE_LIMIT_KEY_PER_MINUTE' | 'RATE_LIMIT_USER_PER_MINUTE' | 'STREAMS_PER_KEY' | 'STREAMS_PER_USER' | 'TURNS_PER_KEY' | 'TURNS_PER_USER'
+>;
+
+/**
+ * The node-postgres `query({text, values})` shape RateLimiterPostgres uses, over the api's Prisma pool (one
+ * pool per process). `expire` is bigint in the table: returned as a number, as node-postgres would not.
+ */
+function prismaStore(db: Db) {
+  return {
+    query: async (q: { text: string; values?: unknown[] }) => {
+      const rows = await db.$queryRawUnsafe<Record<string, unknown>[]>(q.text, ...(q.values ?? []));
+      const fixed = rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'bigint' ? Number(v) : v])));
+      return { rows: fixed, rowCount: fixed.length };
+    },
+  };
+}
+
+const TABLE = 'rate_limits';
+const STREAM_COUNTER_TTL_S = 3_600;
+
+export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger: Logger }) {
+  const { db, config, logger } = deps;
+  const store = prismaStore(db);
+  const limiter = (keyPrefix: string, points: number, duration: number) =>
+    new RateLimiterPostgres({ storeClient: store, storeType: 'client', tableName: TABLE, tableCreated: true, clearExpiredByTimeout: false, keyPrefix, points, duration });
+  const keyRate = limiter('rate_key', config.RATE_LIMIT_KEY_PER_MINUTE, 60);
+  const userRate = limiter('rate_user', config.RATE_LIMIT_USER_PER_MINUTE, 60);
+  const keyStreams = limiter('streams_key', config.STREAMS_PER_KEY, STREAM_COUNTER_TTL_S);
+  const userStreams = limiter('streams_user', config.STREAMS_PER_USER, STREAM_COUNTER_TTL_S);
+
+  const tooMany = (res: Response, what: string, retryAfterS: number) => {
+    res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfterS))));
+    return new HttpError(429, 'too_many_requests', `Too many ${what}; retry later.`);
+  };
+
+  /** true: consumed; false: over the limit (`rejected` set); a store failure counts as consumed. */
+  const take = async (l: RateLimiterPostgres, key: string, out: { msBeforeNext?: number }): Promise<boolean> => {
+    try {
+      await l.consume(key, 1);
+      return true;
+    } catch (err) {
+      if (err instanceof RateLimiterRes) {
+        out.msBeforeNext = err.msBeforeNext;
+        return false;
+      }
+      logger.warn({ err: (err as Error)?.message }, 'rate limit store unavailable; request let through');
+      return true;
+    }
+  };
+  const give = (l: RateLimiterPostgres, key: string) => void l.reward(key, 1).catch(() => undefined);
+
+  const keyOf = (req: Request) => hashApiKey(/^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '').slice(0, 32);
+  const userOf = (req: Request): string | null => {
+    const fromBody = req.body && typeof req.body === 'object' ? (req.body as { user?: unknown }).user : undefined;
+    const u = typeof fromBody === 'string' ? fromBody : typeof req.query.user === 'string' ? req.query.user : null;
+    return u && u.length <= 255 && !u.includes('\u0000') ? u : null;
+  };
+  const isStream = (req: Request) => (req.method === 'POST' && req.path === '/chat-messages') || (req.method === 'GET' && /^\/chat-messages\/[^/]+\/events$/.test(req.path));
+  const isTurnStart = (req: Request) => req.method === 'POST' && (req.path === '/chat-messages' || /^\/form\/human_input\/[^/]+$/.test(req.path));
+
+  /** Mount on /v1 after the key check and body parsing. */
+  const middleware: RequestHandler = async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const app = appCtx(req);
+      const key = keyOf(req);
+      const user = userOf(req);
+      const userKey = user ? `${app.appId}:${user}` : null;
+      const r: { msBeforeNext?: number } = {};
+      if (!(await take(keyRate, key, r))) return next(tooMany(res, 'requests for this key', (r.msBeforeNext ?? 1000) / 1000));
+      if (userKey && !(await take(userRate, userKey, r))) return next(tooMany(res, 'requests for this user', (r.msBeforeNext ?? 1000) / 1000));
+
+      if (isTurnStart(req)) {
+        const inProgress = { in: ['pending', 'running'] as ('pending' | 'running')[] };
+        if ((await db.message.count({ where: { app_id: app.appId, status: inProgress } })) >= config.TURNS_PER_KEY) return next(tooMany(res, 'turns in progress for this app', 5));
+        if (user) {
+          const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: user } }, select: { id: true } });
+          if (endUser && (await db.message.count({ where: { end_user_id: endUser.id, status: inProgress } })) >= config.TURNS_PER_USER) {
+            return next(tooMany(res, 'turns in progress for this user', 5));
+          }
+        }
+      }
+
+      if (isStream(req)) {
+        // A refused consume still counted: concurrency counters give it back at once.
+        if (!(await take(keyStreams, key, r))) {
+          give(keyStreams, key);
+          return next(tooMany(res, 'open streams for this key', 5));
+        }
+        if (userKey && !(await take(userStreams, userKey, r))) {
+          give(userStreams, userKey);
+          give(keyStreams, key);
+          return next(tooMany(res, 'open streams for this user', 5));
+        }
+        res.once('close', () => {
+          give(keyStreams, key);
+          if (userKey) give(userStreams, userKey);
+        });
+      }
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+  return { middleware };
+}
