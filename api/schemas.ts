@@ -136,6 +136,10 @@ export const MessageResponse = z.object({
   /** Extension: set on an ask_human continuation, naming the paused message whose query it carries. */
   resumed_from_message_id: Uuid.nullable(),
   error: z.string().nullable(),
+  /** Extension: a failed agent run as the backend reported it (raw error_type, reason, its run id). */
+  agent_failure: z
+    .object({ error_type: z.string().nullable(), reason: z.string().nullable(), error: z.string(), backend_run_id: z.string().nullable() })
+    .nullable(),
   message_files: z.array(MessageFileResponse),
   feedback: z.object({ rating: z.string() }).nullable(),
   retriever_resources: z.array(z.unknown()),

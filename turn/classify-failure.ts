@@ -4,6 +4,8 @@
  */
 import type { TurnErrorDetails } from './errors.js';
 
+export const BINDING_LOST_MESSAGE = 'The retained agent working environment is no longer available.';
+
 /** What a `run_failed` event says about its failure (the fields the mapping reads). */
 export interface RunFailure {
   error: string;
@@ -15,7 +17,7 @@ const BY_ERROR_TYPE: Readonly<Record<string, { code: string; status: number }>> 
   agent_run_limit_exceeded: { code: 'agent_run_limit_exceeded', status: 400 },
 };
 
-const BY_REASON: Readonly<Record<string, { code: string; status: number }>> = {
+const BY_REASON: Readonly<Record<string, { code: string; status: number; message?: string }>> = {
   InvokeRateLimitError: { code: 'rate_limit_error', status: 429 },
   InvokeAuthorizationError: { code: 'completion_request_error', status: 400 },
   InvokeBadRequestError: { code: 'completion_request_error', status: 400 },
@@ -24,16 +26,18 @@ const BY_REASON: Readonly<Record<string, { code: string; status: number }>> = {
   InvokeError: { code: 'completion_request_error', status: 400 },
   agent_llm_quota_exceeded: { code: 'provider_quota_exceeded', status: 400 },
   run_timeout: { code: 'agent_run_timeout', status: 504 },
+  // Seed 001: the backend lost the binding's working environment (its workspace is gone).
+  binding_lost: { code: 'completion_request_error', status: 400, message: BINDING_LOST_MESSAGE },
 };
 
 const FALLBACK = { code: 'completion_request_error', status: 400 };
 
-function lookup(table: Readonly<Record<string, { code: string; status: number }>>, key: string | null | undefined) {
+function lookup(table: Readonly<Record<string, { code: string; status: number; message?: string }>>, key: string | null | undefined) {
   return key && Object.hasOwn(table, key) ? table[key] : undefined;
 }
 
 export function classifyFailure(failure: RunFailure): TurnErrorDetails {
   const known = lookup(BY_ERROR_TYPE, failure.error_type) ?? lookup(BY_REASON, failure.reason);
-  if (known) return { ...known, message: failure.error };
+  if (known) return { code: known.code, status: known.status, message: known.message ?? failure.error };
   return { ...FALLBACK, message: failure.error || 'The agent run failed.' };
 }

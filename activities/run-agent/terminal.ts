@@ -66,7 +66,10 @@ async function failed(scope: RunScope, ev: Extract<TerminalEvent, { type: 'run_f
   await committer.commitTerminal(ev.id, 'run_failed', async (tx) => {
     const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, committer.streamedAnswer, ev.id))];
     await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
-    await tx.message.update({ where: { id: msg.id }, data: { status: 'failed', error: err.message, error_code: err.code } });
+    // The backend's own words are kept beside the client's code and message (GET /v1/messages `agent_failure`).
+    const agentFailure = { error_type: d.error_type ?? null, reason: d.reason ?? null, error: d.error, backend_run_id: ev.run_id };
+    const metadata = { ...((msg.metadata ?? {}) as Record<string, unknown>), agent_failure: agentFailure };
+    await tx.message.update({ where: { id: msg.id }, data: { status: 'failed', error: err.message, error_code: err.code, metadata } });
     return [...streamed, ...errorEvents(msg, err)];
   });
   return { status: 'failed', errorCode: err.code };

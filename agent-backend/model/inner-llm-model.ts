@@ -80,6 +80,9 @@ const STATUS_ERROR_TYPES: Record<number, string> = {
   429: 'InvokeRateLimitError',
 };
 
+/** The gateway's refusal of a call when the tenant's model credits are used up (PROTOCOL §3). */
+const QUOTA_EXCEEDED = 'agent_llm_quota_exceeded';
+
 export interface InnerLlmRetryOptions {
   /** How long one failure episode may last (first failure → last attempt), ms. 0: no retries. */
   budgetMs: number;
@@ -259,8 +262,10 @@ export class InnerLlmModel implements LanguageModelV3 {
       } catch {
         /* not JSON */
       }
+      // The gateway's own 429 (the tenant's credits are used up) is not a provider's rate limit: its code
+      // travels as the failure's reason, so the client learns it is a quota (provider_quota_exceeded).
       const errorType =
-        code && /^Invoke[A-Za-z]*Error$/.test(code)
+        code && (/^Invoke[A-Za-z]*Error$/.test(code) || code === QUOTA_EXCEEDED)
           ? code
           : (STATUS_ERROR_TYPES[res.status] ?? (res.status >= 500 ? 'InvokeServerUnavailableError' : 'InvokeError'));
       // 5xx before any chunk: the gateway (or a proxy in front of it) could not serve the call right now,

@@ -43,6 +43,7 @@ export function messageRoutes(deps: { db: Db }): Router {
         turn_status: m.status,
         resumed_from_message_id: m.resumed_from_message_id,
         error: m.error,
+        agent_failure: (m.metadata as { agent_failure?: unknown } | null)?.agent_failure ?? null,
         message_files: m.files.map((f) => ({ id: f.id, type: f.type, url: f.url, belongs_to: f.belongs_to })),
         feedback: m.feedbacks[0] ? { rating: m.feedbacks[0].rating } : null,
         retriever_resources: [],

@@ -57,6 +57,32 @@ describe('runAgent: the session snapshot a terminal leaves (seed 001)', () => {
   });
 });
 
+describe('runAgent: what a failure keeps (issue 18 item 6)', () => {
+  it("keeps the backend's raw error_type, reason, error and run id beside the client's code and message", async () => {
+    const backend = new ScriptedBackend();
+    const { messageId } = await preparedTurn(db);
+    const outcome = attempt(deps(), backend).run(messageId);
+    backend.fail({ error: 'workspace ws-9 is gone', error_type: null, reason: 'binding_lost', session_snapshot: null, usage: null });
+    await expect(outcome).resolves.toEqual({ status: 'failed', errorCode: 'completion_request_error' });
+    const msg = await db.message.findUniqueOrThrow({ where: { id: messageId } });
+    expect([msg.error_code, msg.error]).toEqual([
+      'completion_request_error',
+      'The retained agent working environment is no longer available.',
+    ]);
+    expect((msg.metadata as { agent_failure: unknown }).agent_failure).toEqual({
+      error_type: null,
+      reason: 'binding_lost',
+      error: 'workspace ws-9 is gone',
+      backend_run_id: backend.runId,
+    });
+    const error = (await events(messageId)).find((e) => e.event === 'error')!;
+    expect(error.data).toMatchObject({
+      code: 'completion_request_error',
+      message: 'The retained agent working environment is no longer available.',
+    });
+  });
+});
+
 describe('runAgent: a stop the backend never confirms (STOP_WAIT_MS)', () => {
   it('ends the turn stopped with what was streamed, once the wait is over, and leaves the snapshot alone', async () => {
     const backend = new ScriptedBackend();
