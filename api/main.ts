@@ -4,7 +4,7 @@
  * Temporal is unreachable (history, stream reattach and forms need only PostgreSQL; starting a turn answers
  * 503 + Retry-After until Temporal is back, /readyz says `temporal: false`).
  */
-import { loadConfig } from '../core/config.js';
+import { devDefaultSecrets, loadConfig } from '../core/config.js';
 import { createDb } from '../core/db.js';
 import { EventNotifier } from '../core/event-log.js';
 import { createLogger } from '../core/logger.js';
@@ -16,6 +16,8 @@ if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
   logger.fatal('DATABASE_URL and TEMPORAL_ADDRESS are required for a standalone api (npm start wires everything itself).');
   process.exit(1);
 }
+const weakSecrets = devDefaultSecrets(config);
+if (weakSecrets.length) logger.warn({ secrets: weakSecrets }, 'development default secrets in use: anyone who reads the source can call the inner API; NODE_ENV=production refuses them');
 const db = createDb(config.DATABASE_URL, { max: 20 });
 const connection = lazyTemporalConnection(config.TEMPORAL_ADDRESS);
 const notifier = new EventNotifier(config.DATABASE_URL, logger);

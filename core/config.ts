@@ -137,6 +137,15 @@ export interface Config extends Env {
   agentBackendUrl: string;
 }
 
+/** The secrets whose built-in defaults are public (dev only): production refuses them (issue 17 L7). */
+export const SECRET_VARS = ['INNER_API_KEY', 'AGENT_BACKEND_TOKEN', 'ENCRYPTION_KEY', 'EXECUTION_CONTEXT_SIGNING_KEY'] as const;
+
+/** Which secrets still hold their public development default. */
+export function devDefaultSecrets(e: Pick<Env, (typeof SECRET_VARS)[number]>): string[] {
+  const defaults = EnvSchema.parse({});
+  return SECRET_VARS.filter((k) => e[k] === defaults[k]);
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Env> = {}): Config {
   const parsed = EnvSchema.safeParse({ ...pick(env), ...overrides });
   if (!parsed.success) {
@@ -144,6 +153,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new Error(`Invalid configuration:\n${lines}`);
   }
   const e = parsed.data;
+  if (e.NODE_ENV === 'production') {
+    const weak = devDefaultSecrets(e);
+    if (weak.length) throw new Error(`Invalid configuration: NODE_ENV=production refuses the development default of ${weak.join(', ')}; set your own secrets.`);
+    if (e.EXECUTION_CONTEXT_SIGNING_KEY === e.INNER_API_KEY) {
+      throw new Error('Invalid configuration: EXECUTION_CONTEXT_SIGNING_KEY must differ from INNER_API_KEY (the agent backend holds the inner API key).');
+    }
+  }
   return {
     ...e,
     dataDir: path.resolve(e.DATA_DIR),

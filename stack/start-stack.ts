@@ -93,6 +93,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
         dir: path.join(config.dataDir, 'pg'),
         port: config.EMBEDDED_PG_PORT,
         durable: config.EMBEDDED_PG_DURABLE,
+        // A generated password, kept in DATA_DIR (issue 17 L7), not postgres/postgres.
+        passwordFile: path.join(config.dataDir, 'pg-password'),
       });
       stops.push(() => pg!.stop());
       const name = opts.databaseName ?? 'dify_agent';
