@@ -21,7 +21,10 @@ export const FormField = z.discriminatedUnion('type', [
     name: FieldName,
     label: z.string().max(200).default(''),
     required: z.boolean().default(false),
-    options: z.array(z.object({ value: z.string().max(200), label: z.string().max(200) })).min(1).max(50),
+    options: z
+      .array(z.object({ value: z.string().max(200), label: z.string().max(200) }))
+      .min(1)
+      .max(50),
     default: z.string().max(200).optional(),
   }),
 ]);
@@ -54,14 +57,21 @@ export function newFormToken(): string {
 /** Parses the deferred call's args into a renderable form (falls back to a plain question). */
 export function formFromArgs(args: Record<string, unknown>): AskHumanArgs & { actions: FormAction[] } {
   const parsed = AskHumanArgs.safeParse(args);
-  const a = parsed.success ? parsed.data : AskHumanArgs.parse({ question: String(args.question ?? 'The agent needs your input.').slice(0, 4000) });
+  const a = parsed.success
+    ? parsed.data
+    : AskHumanArgs.parse({ question: String(args.question ?? 'The agent needs your input.').slice(0, 4000) });
   return { ...a, actions: a.actions.length ? a.actions : DEFAULT_ACTIONS };
 }
 
 export class SubmissionError extends Error {}
 
 /** Validates `{inputs, action}` against the form; returns clean values or throws SubmissionError naming the field. */
-export function validateSubmission(fields: FormField[], actions: FormAction[], inputs: Record<string, unknown>, actionId: string): { values: Record<string, string>; action: FormAction } {
+export function validateSubmission(
+  fields: FormField[],
+  actions: FormAction[],
+  inputs: Record<string, unknown>,
+  actionId: string,
+): { values: Record<string, string>; action: FormAction } {
   const action = actions.find((a) => a.id === actionId);
   if (!action) throw new SubmissionError(`action: must be one of ${actions.map((a) => a.id).join(', ')}`);
   const known = new Set(fields.map((f) => f.name));
@@ -103,7 +113,12 @@ export function deferredResultFromForm(form: {
     const actions = form.actions as FormAction[];
     const values = (form.submission ?? {}) as Record<string, string>;
     const action = actions.find((a) => a.id === form.submitted_action) ?? actions[0] ?? DEFAULT_ACTIONS[0]!;
-    return { status: 'submitted', action: { id: action.id, label: action.label }, values, rendered_content: renderSubmission(fields, values, action) };
+    return {
+      status: 'submitted',
+      action: { id: action.id, label: action.label },
+      values,
+      rendered_content: renderSubmission(fields, values, action),
+    };
   }
   if (form.status === 'expired') return { status: 'timeout' };
   return { status: 'unavailable' };
@@ -111,8 +126,23 @@ export function deferredResultFromForm(form: {
 
 type ResumeTx = {
   message: {
-    findUniqueOrThrow: (a: { where: { id: string } }) => Promise<{ id: string; tenant_id: string; app_id: string; conversation_id: string; end_user_id: string | null; account_id: string | null; invoke_from: string; query: string; inputs: unknown; workflow_id: string; agent_config_version_id: string | null }>;
+    findUniqueOrThrow: (a: {
+      where: { id: string };
+    }) => Promise<{
+      id: string;
+      tenant_id: string;
+      app_id: string;
+      conversation_id: string;
+      end_user_id: string | null;
+      account_id: string | null;
+      invoke_from: string;
+      query: string;
+      inputs: unknown;
+      workflow_id: string;
+      agent_config_version_id: string | null;
+    }>;
     upsert: (a: object) => Promise<unknown>;
+    updateMany: (a: object) => Promise<{ count: number }>;
   };
   humanInputForm: { update: (a: object) => Promise<unknown> };
   conversation: { updateMany: (a: object) => Promise<{ count: number }> };
@@ -120,7 +150,8 @@ type ResumeTx = {
 
 /**
  * The continuation of a paused turn: a new Message re-sending the paused turn's query (so the composition
- * still matches the snapshot), in the same workflow; the conversation's turn lock moves to it.
+ * still matches the snapshot), in the same workflow; the conversation's turn lock moves to it. The paused
+ * message is a finished turn from now on (its answer, the question, stands): `succeeded`, not `paused`.
  */
 export async function createResumeMessage(tx: ResumeTx, pausedMessageId: string, formId: string, resumeMessageId: string): Promise<void> {
   const paused = await tx.message.findUniqueOrThrow({ where: { id: pausedMessageId } });
@@ -142,6 +173,7 @@ export async function createResumeMessage(tx: ResumeTx, pausedMessageId: string,
       resumed_from_message_id: paused.id,
     },
   });
+  await tx.message.updateMany({ where: { id: paused.id, status: 'paused' }, data: { status: 'succeeded' } });
   await tx.humanInputForm.update({ where: { id: formId }, data: { resume_message_id: resumeMessageId } });
   await tx.conversation.updateMany({
     where: { id: paused.conversation_id, active_message_id: paused.id },

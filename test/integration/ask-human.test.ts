@@ -21,7 +21,11 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop());
 
 async function ask(user: string, question: string, conversationId?: string) {
-  const { status, frames } = await chat(stack.apiUrl, key, { query: `/ask ${question}`, user, ...(conversationId ? { conversation_id: conversationId } : {}) });
+  const { status, frames } = await chat(stack.apiUrl, key, {
+    query: `/ask ${question}`,
+    user,
+    ...(conversationId ? { conversation_id: conversationId } : {}),
+  });
   expect(status).toBe(200);
   const hir = frames.find((f) => f.event === 'human_input_required')!;
   expect(hir, JSON.stringify(frames.map((f) => f.event))).toBeDefined();
@@ -44,6 +48,10 @@ describe('ask_human', () => {
     const { frames, form, messageId, conversationId } = await ask('hana', 'What is your name?');
     const evs = frames.map((f) => f.event);
     expect(evs.slice(-3)).toEqual(['message', 'human_input_required', 'message_end']);
+    // The ask_human call is announced twice by the backend (part_start, then function_tool_call, same
+    // arguments): its row reaches the client once, not as two identical agent_thought frames.
+    const asked = frames.filter((f) => f.event === 'agent_thought').map((f) => JSON.stringify(f.data));
+    expect(asked).toHaveLength(1);
     expect(frames.find((f) => f.event === 'message')!.data.answer).toContain('What is your name?');
     expect(form.node_id).toBe(messageId);
 
@@ -100,6 +108,17 @@ describe('ask_human', () => {
 
     const resumed = await attach(cont.task_id, 'hana');
     expect(resumed.map((f) => f.event).slice(-2)).toEqual(['message', 'message_end']);
+    // Each thought row reaches the client once per change: the continuation once began with two identical frames.
+    const thoughtFrames = resumed.filter((f) => f.event === 'agent_thought').map((f) => JSON.stringify(f.data));
+    expect(thoughtFrames.length).toBeGreaterThan(0);
+    expect(new Set(thoughtFrames).size, thoughtFrames.join('\n')).toBe(thoughtFrames.length);
+    // The paused message is a finished turn once its continuation exists (it kept `paused` for ever).
+    const listed = await fetch(`${stack.apiUrl}/v1/messages?user=hana&conversation_id=${conversationId}`, { headers: auth() });
+    const turns = ((await listed.json()) as { data: { id: string; turn_status: string }[] }).data;
+    expect(turns.map((m) => [m.id, m.turn_status])).toEqual([
+      [messageId, 'succeeded'],
+      [cont.task_id, 'succeeded'],
+    ]);
     expect(resumed.find((f) => f.event === 'message')!.data.answer).toContain('You answered: "Hana"');
     await expect(handle.result()).resolves.toMatchObject({ status: 'succeeded', messageId: cont.task_id });
     // Ops find the workflow by the continuation's message id too; MessageId stays the first message.
@@ -111,9 +130,16 @@ describe('ask_human', () => {
     expect(timer?.userMetadata?.summary?.data && Buffer.from(timer.userMetadata.summary.data).toString()).toContain(`form ${form.form_id}`);
 
     const resumeMsg = await stack.db.message.findUniqueOrThrow({ where: { id: cont.task_id } });
-    expect(resumeMsg).toMatchObject({ status: 'succeeded', resumed_from_message_id: messageId, query: '/ask What is your name?', workflow_id: msg.workflow_id });
+    expect(resumeMsg).toMatchObject({
+      status: 'succeeded',
+      resumed_from_message_id: messageId,
+      query: '/ask What is your name?',
+      workflow_id: msg.workflow_id,
+    });
     const run = await stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: cont.task_id } });
-    const calls = (run.request as { deferred_tool_results: { calls: Record<string, { status: string; values: unknown; action: { id: string } }> } }).deferred_tool_results.calls;
+    const calls = (
+      run.request as { deferred_tool_results: { calls: Record<string, { status: string; values: unknown; action: { id: string } }> } }
+    ).deferred_tool_results.calls;
     expect(calls[row.tool_call_id]).toMatchObject({ status: 'submitted', values: { answer: 'Hana' }, action: { id: 'submit' } });
     const after = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id! } });
     expect(after.pending_form_id).toBeNull();
@@ -138,7 +164,11 @@ describe('ask_human', () => {
 
   it('stop while waiting cancels the form and ends the workflow Cancelled; the next turn closes the call as unavailable', async () => {
     const { form, messageId, conversationId } = await ask('jane', 'Which colour?');
-    const stop = await fetch(`${stack.apiUrl}/v1/chat-messages/${messageId}/stop`, { method: 'POST', headers: auth(), body: JSON.stringify({ user: 'jane' }) });
+    const stop = await fetch(`${stack.apiUrl}/v1/chat-messages/${messageId}/stop`, {
+      method: 'POST',
+      headers: auth(),
+      body: JSON.stringify({ user: 'jane' }),
+    });
     expect(await stop.json()).toEqual({ result: 'success' });
     const msg = await stack.db.message.findUniqueOrThrow({ where: { id: messageId } });
     const handle = stack.temporal.workflow.getHandle(msg.workflow_id);
@@ -146,7 +176,9 @@ describe('ask_human', () => {
     expect((await handle.describe()).status.name).toBe('CANCELLED');
     expect((await stack.db.humanInputForm.findUniqueOrThrow({ where: { id: form.form_id } })).status).toBe('cancelled');
     expect((await stack.db.message.findUniqueOrThrow({ where: { id: messageId } })).status).toBe('stopped');
-    expect((await submit(form.form_token, { inputs: { answer: 'red' }, action: 'submit', user: 'jane' })).status).toBe(412);
+    const late = await submit(form.form_token, { inputs: { answer: 'red' }, action: 'submit', user: 'jane' });
+    expect(late.status).toBe(412);
+    expect(await late.json()).toMatchObject({ code: 'human_input_form_cancelled', status: 412 });
 
     const next = await chat(stack.apiUrl, key, { query: 'Never mind.', user: 'jane', conversation_id: conversationId });
     expect(next.frames.map((f) => f.event).slice(-2)).toEqual(['message', 'message_end']);
