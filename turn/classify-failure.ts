@@ -2,6 +2,7 @@
  * A failed agent run as the client sees it (seed 001 `_agent_backend_failure_to_exception`): the run's
  * `error_type` wins, then its `reason`; anything unknown is a `completion_request_error`.
  */
+import { redactSecrets } from '../core/llm/redact.js';
 import type { TurnErrorDetails } from './errors.js';
 
 export const BINDING_LOST_MESSAGE = 'The retained agent working environment is no longer available.';
@@ -38,6 +39,8 @@ function lookup(table: Readonly<Record<string, { code: string; status: number; m
 
 export function classifyFailure(failure: RunFailure): TurnErrorDetails {
   const known = lookup(BY_ERROR_TYPE, failure.error_type) ?? lookup(BY_REASON, failure.reason);
-  if (known) return { code: known.code, status: known.status, message: known.message ?? failure.error };
-  return { ...FALLBACK, message: failure.error || 'The agent run failed.' };
+  // What is stored (messages.error, message_events) and shown: never a URL credential or key (issue 17 L1).
+  const error = redactSecrets(failure.error);
+  if (known) return { code: known.code, status: known.status, message: known.message ?? error };
+  return { ...FALLBACK, message: error || 'The agent run failed.' };
 }

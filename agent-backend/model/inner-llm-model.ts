@@ -32,6 +32,7 @@ import { parseSse } from '../../core/sse.js';
 import type { Logger } from '../../core/logger.js';
 import { ModelCallError } from '../errors.js';
 import { fromV3Prompt } from './prompt.js';
+import { redactSecrets } from '../../core/llm/redact.js';
 
 /** Who is calling: copied from the run's execution context layer. */
 export interface ModelCallerIdentity {
@@ -408,7 +409,7 @@ function toPartStream(
     const chunk = parsed.data;
     if (chunk.code !== 0) {
       const d = chunk.data as { error_type: string; message: string };
-      throw new ModelCallError(d.error_type || 'InvokeError', d.message || chunk.message);
+      throw new ModelCallError(d.error_type || 'InvokeError', redactSecrets(d.message || chunk.message));
     }
     const { message, usage: u, finish_reason } = (chunk.data as ChunkData).delta;
     if (message.reasoning_content) {
@@ -484,7 +485,7 @@ function toPartStream(
           return;
         }
         closeOpen(ctrl);
-        push(ctrl, { type: 'error', error: err instanceof ModelCallError ? err : new ModelCallError('InvokeConnectionError', String((err as Error)?.message ?? err)) });
+        push(ctrl, { type: 'error', error: err instanceof ModelCallError ? err : new ModelCallError('InvokeConnectionError', redactSecrets(String((err as Error)?.message ?? err))) });
         ctrl.close();
         void frames.return(undefined).catch(() => undefined);
       }

@@ -11,6 +11,7 @@ import { Usage } from '../protocol/run.js';
 import { loadCredentials } from './credentials.js';
 import { billingRequestId, checkQuota, recordUsage, type LedgerEntry } from './credits.js';
 import { InvokeError, toInvokeError } from './errors.js';
+import { publicInvokeMessage, redactSecrets } from './redact.js';
 import { priceUsage } from './pricing.js';
 import type { FinishReason, LlmProvider, ModelInfo, ProviderCredentials, ProviderRegistry } from './provider.js';
 import { sleep } from './provider.js';
@@ -134,10 +135,11 @@ async function* runInvoke(
   const toolCalls: ToolCall[] = [];
   let finish: { finish_reason: FinishReason; usage: { prompt_tokens: number; completion_tokens: number } | null } | undefined;
   const chunk = (delta: ChunkData['delta']): InvokeChunk => ({ code: 0, message: '', data: { model: model.model, delta } });
+  // The caller (and through it the end user) gets a stable message; the details are logged, redacted (issue 17 L1).
   const failure = (err: InvokeError): InvokeChunk => ({
     code: err.code,
-    message: err.message,
-    data: { error_type: err.errorType, message: err.message },
+    message: publicInvokeMessage(err.errorType),
+    data: { error_type: err.errorType, message: publicInvokeMessage(err.errorType) },
   });
   /** The call's usage from its token counts: prices, timings, and whether the counts are estimated. */
   const priceCall = (tokens: { prompt_tokens: number; completion_tokens: number }, estimated: boolean): Usage => {
@@ -196,7 +198,7 @@ async function* runInvoke(
   } catch (err) {
     if (!signal.aborted) {
       const e = toInvokeError(err);
-      log.warn({ error_type: e.errorType, err: e.message }, 'model call failed');
+      log.warn({ error_type: e.errorType, err: redactSecrets(e.message) }, 'model call failed');
       yield failure(e);
       return;
     }
