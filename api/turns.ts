@@ -42,6 +42,16 @@ export function conversationName(query: string): string {
 }
 
 
+/**
+ * `text` as Markdown that renders as exactly that text: one line (control characters and line breaks become
+ * spaces), at most `max` characters, every ASCII punctuation character backslash-escaped (CommonMark allows
+ * escaping any of them), so no emphasis, code span, link, image, autolink, HTML or heading can start.
+ */
+export function markdownText(text: string, max = 200): string {
+  const line = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').slice(0, max);
+  return line.replace(/[!-/:-@[-`{-~]/g, (c) => `\\${c}`);
+}
+
 /** Who a turn belongs to: a service-API end user, or a console account debugging a draft. */
 export type TurnCaller = { kind: 'end-user' } | { kind: 'account'; accountId: string; draftType: 'DRAFT' | 'BUILD_DRAFT' };
 
@@ -131,8 +141,9 @@ export async function startTurn(
         { key: SA.MessageIds, value: [messageId] },
         { key: SA.InvokeFrom, value: invokeFrom },
       ],
-      staticSummary: `Agent turn · ${app.appName} · "${conversationName(body.query)}"`,
-      staticDetails: `conversation \`${conversationId}\`\n\nmessage \`${messageId}\`\n\nuser \`${body.user}\``,
+      // The Temporal UI renders both as Markdown: what users and app builders wrote goes in as plain text (issue 17 L4).
+      staticSummary: `Agent turn · ${markdownText(app.appName)} · "${markdownText(conversationName(body.query))}"`,
+      staticDetails: `conversation \`${conversationId}\`\n\nmessage \`${messageId}\`\n\nuser ${markdownText(body.user)}`,
     });
     logger.debug({ message_id: messageId, workflow_id: workflowId, eagerly_started: handle.eagerlyStarted }, 'turn workflow started');
   } catch (err) {
