@@ -63,7 +63,7 @@ export async function startWorker(opts: {
   // Turns are started and upserted with these attributes: a namespace that lacks one would refuse every start.
   const added = await ensureTurnSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
   if (added.length) logger.warn({ added, namespace: config.TEMPORAL_NAMESPACE }, 'registered missing turn search attributes');
-  const backend = new AgentBackendClient(config.agentBackendUrl, config.AGENT_BACKEND_TOKEN);
+  const backend = new AgentBackendClient(config.agentBackendUrl, config.AGENT_BACKEND_TOKEN, { streamIdleMs: config.AGENT_BACKEND_STREAM_IDLE_MS });
   const providers = createDefaultProviders(config);
   const worker = await Worker.create({
     connection,

@@ -1,13 +1,6 @@
 /** Client of the agent backend run protocol (PROTOCOL.md §2). */
 import { parseSse } from './sse.js';
-import {
-  CreateRunResponse,
-  EventsPage,
-  RunEvent,
-  RunStatusResponse,
-  isTerminal,
-  type CreateRunRequest,
-} from './protocol/run.js';
+import { CreateRunResponse, EventsPage, RunEvent, RunStatusResponse, isTerminal, type CreateRunRequest } from './protocol/run.js';
 import type { z } from 'zod';
 
 export class BackendHttpError extends Error {
@@ -20,11 +13,27 @@ export class BackendHttpError extends Error {
   }
 }
 
+/**
+ * The event stream went silent: no byte (not even the backend's keep-alive comment, sent every
+ * SSE_PING_MS) for the idle limit. A half-open connection (the peer vanished without a FIN/RST) would
+ * otherwise stall the turn until the activity's timeout; the caller reattaches from its cursor instead.
+ */
+export class StreamIdleError extends Error {
+  constructor(readonly idleMs: number) {
+    super(`agent backend event stream silent for ${idleMs} ms (half-open connection?)`);
+    this.name = 'StreamIdleError';
+  }
+}
+
+/** Three keep-alive intervals of the backend (SSE_PING_MS, 10 s by default). */
+export const DEFAULT_STREAM_IDLE_MS = 30_000;
+
 export class AgentBackendClient {
   /** `baseUrl` may be a function when the backend's address is known only after start-up (dev stack). */
   constructor(
     private readonly base: string | (() => string),
     private readonly token: string,
+    private readonly opts: { streamIdleMs?: number } = {},
   ) {}
 
   get baseUrl(): string {
@@ -76,19 +85,42 @@ export class AgentBackendClient {
     return EventsPage.parse(JSON.parse(text));
   }
 
-  /** Live events after the cursor (exclusive) until the terminal event or the connection ends. */
+  /**
+   * Live events after the cursor (exclusive) until the terminal event or the connection ends. Throws
+   * StreamIdleError when no byte arrives for `streamIdleMs` (connecting included).
+   */
   async *streamEvents(runId: string, after: string | null, signal?: AbortSignal): AsyncGenerator<RunEvent> {
-    const qs = after ? `?after=${encodeURIComponent(after)}` : '';
-    const res = await fetch(`${this.baseUrl}/runs/${encodeURIComponent(runId)}/events/sse${qs}`, {
-      headers: this.headers({ accept: 'text/event-stream' }),
-      signal,
-    });
-    if (!res.ok || !res.body) throw new BackendHttpError(res.status, await res.text(), 'stream events');
-    for await (const frame of parseSse(res.body)) {
-      if (!frame.data) continue;
-      const event = RunEvent.parse(JSON.parse(frame.data));
-      yield event;
-      if (isTerminal(event)) return;
+    const idleMs = this.opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
+    const idle = new AbortController();
+    const timer = setTimeout(() => idle.abort(new StreamIdleError(idleMs)), idleMs);
+    const both = signal ? AbortSignal.any([signal, idle.signal]) : idle.signal;
+    try {
+      const qs = after ? `?after=${encodeURIComponent(after)}` : '';
+      const res = await fetch(`${this.baseUrl}/runs/${encodeURIComponent(runId)}/events/sse${qs}`, {
+        headers: this.headers({ accept: 'text/event-stream' }),
+        signal: both,
+      });
+      if (!res.ok || !res.body) throw new BackendHttpError(res.status, await res.text(), 'stream events');
+      // Every chunk (events and keep-alive comments alike) proves the connection alive.
+      const watched = res.body.pipeThrough(
+        new TransformStream<Uint8Array, Uint8Array>({
+          transform(chunk, ctrl) {
+            timer.refresh();
+            ctrl.enqueue(chunk);
+          },
+        }),
+      );
+      for await (const frame of parseSse(watched)) {
+        if (!frame.data) continue;
+        const event = RunEvent.parse(JSON.parse(frame.data));
+        yield event;
+        if (isTerminal(event)) return;
+      }
+    } catch (err) {
+      if (idle.signal.aborted && !signal?.aborted) throw idle.signal.reason as StreamIdleError;
+      throw err;
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

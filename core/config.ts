@@ -79,6 +79,8 @@ export const EnvSchema = z.object({
   AGENT_BACKEND_URL: z.string().optional(),
   /** Bearer token the api presents to the agent backend. */
   AGENT_BACKEND_TOKEN: z.string().default('dev-backend-token-change-me'),
+  /** runAgent reattaches when a run's event stream is silent this long (no event, no keep-alive), in ms. */
+  AGENT_BACKEND_STREAM_IDLE_MS: int(30_000),
   /** Largest run request body the agent backend parses (after its token check), bytes. */
   AGENT_BACKEND_MAX_BODY_BYTES: int(8 * 1024 * 1024),
   /** Backend-side coalescing of text deltas (ms / chars). */
