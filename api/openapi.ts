@@ -216,10 +216,14 @@ function paths(): Record<string, Record<string, JsonSchema>> {
       get: {
         operationId: 'signedFilePreview',
         tags: ['files'],
-        summary: "An upload's content by its signed URL (the `url` of a local_file in message_files); no API key.",
+        summary: "An upload's content by its signed URL (the `url` of a file in message_files); no API key. Links expire (FILE_LINK_TTL_S; history hands out fresh ones) and stop working once the conversations that used the file are deleted.",
         security: [],
-        parameters: [pathParam('file_id', 'Upload id.'), { name: 'sign', in: 'query', required: true, schema: { type: 'string' } }],
-        responses: { '200': { description: 'The file.', content: { 'application/octet-stream': {} } }, ...errors(403) },
+        parameters: [
+          pathParam('file_id', 'Upload id.'),
+          { name: 'expires', in: 'query', required: true, schema: { type: 'string' }, description: 'Expiry, unix seconds (signed).' },
+          { name: 'sign', in: 'query', required: true, schema: { type: 'string' } },
+        ],
+        responses: { '200': { description: 'The file.', content: { 'application/octet-stream': {} } }, ...errors(403, 404) },
       },
     },
     '/v1/form/human_input/{form_token}': {

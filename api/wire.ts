@@ -96,7 +96,7 @@ export function createWiredApi(deps: {
     config,
     logger: logger.child({ component: 'api' }),
     inner: [
-      { path: '/inner/api/agent/llm', router: createInnerLlmRouter({ db, config, logger, providers: createDefaultProviders(config), maxJsonDepth: config.JSON_MAX_DEPTH, callerScope: 'verify' }) },
+      { path: '/inner/api/agent/llm', router: createInnerLlmRouter({ db, config, logger, providers: createDefaultProviders(config), maxJsonDepth: config.JSON_MAX_DEPTH, callerScope: 'verify', uploads: config }) },
       { path: '/inner/api/agent-config', router: innerAgentConfigRoutes({ db, innerApiKey: config.INNER_API_KEY, signingKey: config.EXECUTION_CONTEXT_SIGNING_KEY, maxJsonDepth: config.JSON_MAX_DEPTH }) },
     ],
     ready: async () => {

@@ -65,6 +65,8 @@ export const EnvSchema = z.object({
   /** Concurrent turns in progress (pending or running) per app and per end user. */
   TURNS_PER_KEY: int(100),
   TURNS_PER_USER: int(5),
+  /** How long a signed file link (message_files url) is valid, seconds; links are re-signed when read. */
+  FILE_LINK_TTL_S: int(3_600),
   /** Deepest nesting (objects + arrays) accepted in any JSON body, api and agent backend (README "Security"). */
   JSON_MAX_DEPTH: z.coerce.number().int().min(8).max(1_000).default(64),
 

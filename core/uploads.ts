@@ -54,12 +54,41 @@ export function uploadsDir(config: Config): string {
   return path.join(config.dataDir, 'uploads');
 }
 
-/** Signature of the key-less preview URL of an upload (a capability: whoever has it may read the file). */
-export function signFileId(config: Config, fileId: string): string {
-  const key = crypto.createHash('sha256').update(`file-preview:${config.ENCRYPTION_KEY}`).digest();
-  return crypto.createHmac('sha256', key).update(fileId).digest('base64url');
+/** Seconds a signed file link stays valid when the caller does not say (FILE_LINK_TTL_S). */
+export const DEFAULT_FILE_LINK_TTL_S = 3_600;
+
+function fileLinkKey(config: Pick<Config, 'ENCRYPTION_KEY'>): Buffer {
+  return crypto.createHash('sha256').update(`file-preview:${config.ENCRYPTION_KEY}`).digest();
 }
 
-export function signedFileUrl(config: Config, baseUrl: string, fileId: string): string {
-  return `${baseUrl.replace(/\/+$/, '')}/files/${fileId}/file-preview?sign=${signFileId(config, fileId)}`;
+/**
+ * Signature of the key-less preview URL of an upload (a capability: whoever has it may read the file until
+ * `expires`, unix seconds; issue 17 L5). The route also refuses it once every conversation that used the
+ * file is deleted.
+ */
+export function signFileId(config: Pick<Config, 'ENCRYPTION_KEY'>, fileId: string, expires: number): string {
+  return crypto.createHmac('sha256', fileLinkKey(config)).update(`${fileId}:${expires}`).digest('base64url');
+}
+
+/** Whether `sign` is the signature of `fileId` until `expires` and that time has not passed. */
+export function verifyFileSignature(config: Pick<Config, 'ENCRYPTION_KEY'>, fileId: string, expires: unknown, sign: unknown, now = Date.now()): boolean {
+  if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof sign !== 'string') return false;
+  const want = Buffer.from(signFileId(config, fileId, Number(expires)));
+  const got = Buffer.from(sign);
+  return got.length === want.length && crypto.timingSafeEqual(got, want) && Number(expires) * 1000 > now;
+}
+
+export function signedFileUrl(config: Pick<Config, 'ENCRYPTION_KEY'> & { FILE_LINK_TTL_S?: number }, baseUrl: string, fileId: string, opts: { ttlS?: number; now?: number } = {}): string {
+  const expires = Math.floor((opts.now ?? Date.now()) / 1000) + (opts.ttlS ?? config.FILE_LINK_TTL_S ?? DEFAULT_FILE_LINK_TTL_S);
+  return `${baseUrl.replace(/\/+$/, '')}/files/${fileId}/file-preview?expires=${expires}&sign=${signFileId(config, fileId, expires)}`;
+}
+
+/** A fresh link to the same upload on the same origin as a stored one (history, a turn built later). */
+export function resignFileUrl(config: Pick<Config, 'ENCRYPTION_KEY'> & { FILE_LINK_TTL_S?: number }, storedUrl: string | null, fileId: string): string | null {
+  if (!storedUrl) return storedUrl;
+  try {
+    return signedFileUrl(config, new URL(storedUrl).origin, fileId);
+  } catch {
+    return storedUrl;
+  }
 }

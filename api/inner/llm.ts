@@ -3,6 +3,8 @@
  * key check, body validation, SSE framing and "caller disconnected → abort the provider call";
  * credentials, credits and streaming live in core/llm/invoke.ts.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
 import type { Config } from '../../core/config.js';
@@ -11,7 +13,8 @@ import { parseEncryptionKey } from '../../core/llm/credentials.js';
 import { createLlmInvoker, type Clock } from '../../core/llm/invoke.js';
 import type { ProviderRegistry } from '../../core/llm/provider.js';
 import type { Logger } from '../../core/logger.js';
-import { InvokeRequest } from '../../core/protocol/inner-llm.js';
+import { InvokeRequest, type InvokeRequestParsed } from '../../core/protocol/inner-llm.js';
+import { uploadsDir, verifyFileSignature } from '../../core/uploads.js';
 import { jsonBody } from '../../core/json-guard.js';
 import { startSse, writeSse, writeSseComment } from '../../core/sse.js';
 import { requireInnerApiKey } from './auth.js';
@@ -27,6 +30,11 @@ export interface InnerLlmRouterDeps {
    * the credentials and credits used are the tenant's (issue 17 L2). `trust`: unit tests with made-up ids.
    */
   callerScope?: 'verify' | 'trust';
+  /**
+   * Where uploads live (DATA_DIR): images given as our own signed file links are sent to the provider as
+   * inline bytes, never as a link to the api's (internal) address (issue 17 L5). Unset: links pass as they are.
+   */
+  uploads?: { dataDir: string };
   /** Nesting limit of the request body (JSON_MAX_DEPTH). */
   maxJsonDepth?: number;
   /** Keep-alive comment interval while a model is slow to answer, ms (default 10 s). */
@@ -64,6 +72,7 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
       if (!res.writableFinished) abort.abort(new Error('caller disconnected'));
     });
 
+    if (deps.uploads) await inlineOwnImages(deps.db, { ...deps.config, ...deps.uploads }, parsed.data.target.prompt_messages);
     const prepared = await invoker.prepare(parsed.data);
     if (!prepared.ok) {
       sendError(res, prepared.status, prepared.code, prepared.message);
@@ -97,6 +106,35 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const OWN_FILE_PATH = /^\/files\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/file-preview$/;
+
+/** The upload a (valid, unexpired) signed file link of ours names, or null. */
+function ownFileOf(config: Pick<Config, 'ENCRYPTION_KEY'>, raw: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  const id = OWN_FILE_PATH.exec(url.pathname)?.[1];
+  return id && verifyFileSignature(config, id, url.searchParams.get('expires') ?? undefined, url.searchParams.get('sign') ?? undefined) ? id : null;
+}
+
+/** Replaces image parts that link to our own uploads with their bytes (the provider never gets the link). */
+export async function inlineOwnImages(db: PrismaClient, config: Pick<Config, 'ENCRYPTION_KEY'> & { dataDir: string }, messages: InvokeRequestParsed['target']['prompt_messages']): Promise<void> {
+  for (const m of messages) {
+    if (m.role !== 'user' || typeof m.content === 'string') continue;
+    for (const [i, part] of m.content.entries()) {
+      if (part.type !== 'image' || !part.url) continue;
+      const fileId = ownFileOf(config, part.url);
+      if (!fileId) continue;
+      const file = await db.uploadFile.findUnique({ where: { id: fileId } });
+      if (!file) continue;
+      const bytes = await fs.promises.readFile(path.join(uploadsDir(config as Config), file.storage_key)).catch(() => null);
+      if (bytes) m.content[i] = { type: 'image', base64_data: bytes.toString('base64'), mime_type: file.mime_type };
+    }
+  }
+}
 
 async function appBelongsToTenant(db: PrismaClient, appId: string, tenantId: string): Promise<boolean> {
   if (!UUID.test(appId) || !UUID.test(tenantId)) return false;

@@ -16,7 +16,7 @@ import { appCtx, type AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { FilePreviewQuery, UserId, Uuid } from '../schemas.js';
 import { unixSeconds } from '../../core/time.js';
-import { ALLOWED_EXTENSIONS, FILE_TYPES, MAX_BYTES, maxBytes, MB, UPLOAD_LIMITS, uploadsDir, signFileId, type FileType, type Kind } from '../../core/uploads.js';
+import { ALLOWED_EXTENSIONS, FILE_TYPES, MAX_BYTES, maxBytes, MB, UPLOAD_LIMITS, uploadsDir, verifyFileSignature, type FileType, type Kind } from '../../core/uploads.js';
 
 
 const tooLarge = (kind?: Kind) =>
@@ -234,11 +234,9 @@ export function signedFileRoutes(deps: FileRouteDeps): Router {
   const r = Router();
   r.get('/files/:file_id/file-preview', async (req, res) => {
     const fileId = parseOr400(Uuid, req.params.file_id, 'file_id');
-    const sign = typeof req.query.sign === 'string' ? req.query.sign : '';
-    const want = Buffer.from(signFileId(deps.config, fileId));
-    const got = Buffer.from(sign);
-    if (got.length !== want.length || !crypto.timingSafeEqual(got, want)) throw new HttpError(403, 'forbidden', 'Invalid or missing file signature.');
-    const file = await deps.db.uploadFile.findUnique({ where: { id: fileId } });
+    if (!verifyFileSignature(deps.config, fileId, req.query.expires, req.query.sign)) throw new HttpError(403, 'forbidden', 'Invalid, expired or missing file signature.');
+    // Revoked with its conversations: a link serves only while a conversation that used the file is not deleted.
+    const file = await deps.db.uploadFile.findFirst({ where: { id: fileId, message_files: { some: { message: { conversation: { deleted_at: null } } } } } });
     if (!file) throw new HttpError(404, 'file_not_found', 'File not found.');
     await sendUpload(deps.config, res, file, req.query.as_attachment === 'true');
   });

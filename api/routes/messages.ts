@@ -1,13 +1,15 @@
 /** History route: messages with their agent thoughts, files and feedback (Dify pagination). */
 import { Router } from 'express';
+import type { Config } from '../../core/config.js';
 import type { Db } from '../../core/db.js';
+import { resignFileUrl } from '../../core/uploads.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { MessagesQuery } from '../schemas.js';
 import { findOwnedConversation } from '../ownership.js';
 import { unixSeconds } from '../../core/time.js';
 
-export function messageRoutes(deps: { db: Db }): Router {
+export function messageRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'> }): Router {
   const r = Router();
   const { db } = deps;
 
@@ -44,7 +46,8 @@ export function messageRoutes(deps: { db: Db }): Router {
         resumed_from_message_id: m.resumed_from_message_id,
         error: m.error,
         agent_failure: (m.metadata as { agent_failure?: unknown } | null)?.agent_failure ?? null,
-        message_files: m.files.map((f) => ({ id: f.id, type: f.type, url: f.url, belongs_to: f.belongs_to })),
+        // Signed links expire (issue 17 L5): history hands out fresh ones.
+        message_files: m.files.map((f) => ({ id: f.id, type: f.type, url: f.upload_file_id ? resignFileUrl(deps.config, f.url, f.upload_file_id) : f.url, belongs_to: f.belongs_to })),
         feedback: m.feedbacks[0] ? { rating: m.feedbacks[0].rating } : null,
         retriever_resources: [],
         agent_thoughts: m.thoughts.map((t) => ({

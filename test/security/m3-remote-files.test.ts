@@ -5,12 +5,15 @@
  * `http://[::ffff:0:127.0.0.1]/` (the SIIT range ::ffff:0:0/96) is refused like any loopback spelling.
  * A real HTTP server on 127.0.0.1 plays the remote host; the injected `isAllowed` admits only that address.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppContext } from '../../api/auth.js';
 import { prepareMessageFiles } from '../../api/message-files.js';
 import { isForbiddenAddress } from '../../core/addresses.js';
+import { uploadsDir } from '../../core/uploads.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
@@ -63,9 +66,9 @@ describe('M3: remote files are fetched pinned and handed on as our own copy', ()
     expect(file!.url).toMatch(/\/files\/[0-9a-f-]{36}\/file-preview\?/);
     expect(file!.upload_file_id).not.toBeNull();
     expect(requests).toEqual(['/cat.png']);
-    const copy = await fetch(file!.url);
-    expect(copy.status).toBe(200);
-    expect(new Uint8Array(await copy.arrayBuffer())).toEqual(tinyPng());
+    const upload = await stack.db.uploadFile.findUniqueOrThrow({ where: { id: file!.upload_file_id! } });
+    expect(upload.mime_type).toBe('image/png');
+    expect(new Uint8Array(fs.readFileSync(path.join(uploadsDir(stack.config), upload.storage_key)))).toEqual(tinyPng());
   });
 
   it('refuses a redirect to the metadata address or to a loopback spelling, and content that is not the declared kind', async () => {

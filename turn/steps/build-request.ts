@@ -8,6 +8,7 @@ import type { LayerSpec, SessionSnapshot, CreateRunRequest, DeferredToolResult, 
 import { signExecutionContext } from '../../core/exec-context.js';
 import { deferredResultFromForm } from '../../core/human-input.js';
 import { expandPromptMentions } from '../../core/mentions.js';
+import { resignFileUrl } from '../../core/uploads.js';
 import { whitelistModelSettings, type AgentSoulConfig } from '../../core/soul.js';
 import type { ActivityDeps } from '../deps.js';
 import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from '../errors.js';
@@ -155,7 +156,8 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       invokeFrom: msg.invoke_from as BuildInput['invokeFrom'],
       configVersionId: resolved.configVersionId,
       query: msg.query,
-      files: msg.files.map((f) => ({ type: f.type === 'image' ? 'image' : 'document', url: f.url ?? undefined })),
+      // A fresh signed link (they expire, issue 17 L5), on the origin the message was given.
+      files: msg.files.map((f) => ({ type: f.type === 'image' ? 'image' : 'document', url: (f.upload_file_id ? resignFileUrl(config, f.url, f.upload_file_id) : f.url) ?? undefined })),
       supportsVision: deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
       innerApiKey: config.EXECUTION_CONTEXT_SIGNING_KEY,
       contextTtlMs: config.EXECUTION_CONTEXT_TTL_MS,
