@@ -162,6 +162,30 @@ describe('ask_human', () => {
     expect(await late.json()).toMatchObject({ code: 'human_input_form_expired' });
   });
 
+  it('a continuation skips the input guards (seed 000): an annotation that now matches the paused query does not answer it', async () => {
+    const { form, messageId } = await ask('ines', 'Which planet?');
+    const paused = await stack.db.message.findUniqueOrThrow({ where: { id: messageId } });
+    // While the form waits, the app starts answering this very query from an annotation.
+    await stack.db.app.update({ where: { id: paused.app_id }, data: { annotation_reply_enabled: true, annotation_score_threshold: 0.9 } });
+    const annotation = await stack.db.annotation.create({
+      data: { tenant_id: paused.tenant_id, app_id: paused.app_id, question: '/ask Which planet?', content: 'Canned: Mars.' },
+    });
+    try {
+      const ok = await submit(form.form_token, { inputs: { answer: 'Venus' }, action: 'submit', user: 'ines' });
+      expect(ok.status).toBe(200);
+      const cont = (await ok.json()) as { task_id: string };
+      const resumed = await attach(cont.task_id, 'ines');
+      expect(resumed.find((f) => f.event === 'message')!.data.answer).toContain('You answered: "Venus"');
+      expect((await stack.db.annotation.findUniqueOrThrow({ where: { id: annotation.id } })).hit_count).toBe(0);
+      // The same query as a fresh turn is answered by the annotation: the guard would have fired.
+      const fresh = await chat(stack.apiUrl, key, { query: '/ask Which planet?', user: 'ines' });
+      expect(fresh.frames.find((f) => f.event === 'message')!.data.answer).toBe('Canned: Mars.');
+    } finally {
+      await stack.db.app.update({ where: { id: paused.app_id }, data: { annotation_reply_enabled: false } });
+      await stack.db.annotation.delete({ where: { id: annotation.id } });
+    }
+  });
+
   it('stop while waiting cancels the form and ends the workflow Cancelled; the next turn closes the call as unavailable', async () => {
     const { form, messageId, conversationId } = await ask('jane', 'Which colour?');
     const stop = await fetch(`${stack.apiUrl}/v1/chat-messages/${messageId}/stop`, {
