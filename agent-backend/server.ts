@@ -103,7 +103,7 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       maxJsonDepth: config.JSON_MAX_DEPTH,
     }),
   );
-  app.use('/runs', bearerAuth(config.AGENT_BACKEND_TOKEN), jsonBody({ limit: config.AGENT_BACKEND_MAX_BODY_BYTES, maxDepth: config.JSON_MAX_DEPTH }));
+  app.use('/runs', bearerAuth(config.AGENT_BACKEND_TOKEN), jsonBody({ limit: config.AGENT_BACKEND_MAX_BODY_BYTES, maxDepth: config.JSON_MAX_DEPTH, rejectNul: true }));
   app.use(
     runRoutes({
       store,

@@ -34,7 +34,7 @@ export function stubRoutes(deps: StubRoutesDeps): Router {
   router.use('/agent-stub', (req, _res, next) => {
     next(stubRunId(deps, req) ? undefined : new HttpError(401, 'unauthorized', 'a valid agent stub token is required'));
   });
-  router.use('/agent-stub', jsonBody({ limit: STUB_MAX_BODY_BYTES, maxDepth: deps.maxJsonDepth }));
+  router.use('/agent-stub', jsonBody({ limit: STUB_MAX_BODY_BYTES, maxDepth: deps.maxJsonDepth, rejectNul: true }));
 
   const forward = async (req: Request, method: 'GET' | 'PUT', body?: string) => {
     const { context, runId } = await contextOf(deps, req);
