@@ -19,6 +19,7 @@ import { FrameReader, postChat } from '../support/sse.js';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const dataDir = path.join(inject('testDataDir'), 'npm-start');
 const sigintDataDir = path.join(inject('testDataDir'), 'npm-start-sigint');
+const drainDataDir = path.join(inject('testDataDir'), 'npm-start-drain');
 const children: ChildProcess[] = [];
 let child: ChildProcess | null = null;
 
@@ -45,6 +46,46 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
   return cond();
 }
 
+/** A `npm start` in a process group of its own (a terminal's foreground job); `start()` again reuses ports and data. */
+async function npmStart(dir: string, env: Record<string, string> = {}) {
+  const ports = {
+    api: await freePort(),
+    backend: await freePort(),
+    pg: await freePort(),
+    temporal: await freePort(),
+    ui: await freePort(),
+  };
+  return () => {
+    const c = spawn('npm', ['start', '--ignore-scripts'], {
+      cwd: ROOT,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        DATA_DIR: dir,
+        API_PORT: String(ports.api),
+        AGENT_BACKEND_PORT: String(ports.backend),
+        EMBEDDED_PG_PORT: String(ports.pg),
+        TEMPORAL_DEV_PORT: String(ports.temporal),
+        TEMPORAL_UI_PORT: String(ports.ui),
+        TEMPORAL_CLI_PATH: inject('temporalBin'),
+        LOG_LEVEL: 'warn',
+        ...env,
+      },
+    });
+    children.push(c);
+    const run = {
+      child: c,
+      out: '',
+      apiUrl: `http://127.0.0.1:${ports.api}`,
+      exited: new Promise<number | null>((r) => c.once('exit', (code) => r(code))),
+    };
+    c.stdout!.on('data', (d: Buffer) => (run.out += d.toString()));
+    c.stderr!.on('data', (d: Buffer) => (run.out += d.toString()));
+    return run;
+  };
+}
+
 afterAll(() => {
   // Whatever happened, leave nothing behind.
   for (const c of [child, ...children]) {
@@ -55,7 +96,7 @@ afterAll(() => {
       /* already gone */
     }
   }
-  for (const pid of [...processesWith(dataDir), ...processesWith(sigintDataDir)]) {
+  for (const pid of [...processesWith(dataDir), ...processesWith(sigintDataDir), ...processesWith(drainDataDir)]) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -100,40 +141,11 @@ describe('npm start', () => {
   });
 
   it('Ctrl-C with a turn in flight: the turn completes, the stack stops in order, exit 0', { timeout: 300_000 }, async () => {
-    const ports = {
-      api: await freePort(),
-      backend: await freePort(),
-      pg: await freePort(),
-      temporal: await freePort(),
-      ui: await freePort(),
-    };
-    const start = () => {
-      const c = spawn('npm', ['start', '--ignore-scripts'], {
-        cwd: ROOT,
-        detached: true, // a process group of its own, as a terminal's foreground job
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: {
-          ...process.env,
-          DATA_DIR: sigintDataDir,
-          API_PORT: String(ports.api),
-          AGENT_BACKEND_PORT: String(ports.backend),
-          EMBEDDED_PG_PORT: String(ports.pg),
-          TEMPORAL_DEV_PORT: String(ports.temporal),
-          TEMPORAL_UI_PORT: String(ports.ui),
-          TEMPORAL_CLI_PATH: inject('temporalBin'),
-          LOG_LEVEL: 'warn',
-        },
-      });
-      children.push(c);
-      const run = { child: c, out: '', exited: new Promise<number | null>((r) => c.once('exit', (code) => r(code))) };
-      c.stdout!.on('data', (d: Buffer) => (run.out += d.toString()));
-      c.stderr!.on('data', (d: Buffer) => (run.out += d.toString()));
-      return run;
-    };
+    const start = await npmStart(sigintDataDir);
     const first = start();
     expect(await until(() => first.out.includes('Press Ctrl-C to stop everything.'), 200_000), first.out.slice(-2000)).toBe(true);
     const key = /app api key\s+(\S+)/.exec(first.out)![1]!;
-    const apiUrl = `http://127.0.0.1:${ports.api}`;
+    const apiUrl = first.apiUrl;
 
     // A turn that streams for ~4 s: 20 tokens, 200 ms each.
     const res = await postChat(apiUrl, key, { query: '/slow 200 /long 20', user: 'ctrl-c' });
@@ -148,7 +160,7 @@ describe('npm start', () => {
     process.kill(-first.child.pid!, 'SIGINT');
     const rest = await reader
       .read((f) => f.event === 'message_end')
-      .catch((err: unknown) => [{ id: undefined, event: 'read_error', data: { err: String(err) } }]);
+      .catch((err: unknown) => [{ id: undefined, event: 'read_error', data: { err: String(err) } as Record<string, unknown> }]);
     const code = await first.exited;
     const elapsedMs = Date.now() - t0;
     console.log(`Ctrl-C to exit: ${elapsedMs} ms`);
@@ -186,5 +198,46 @@ describe('npm start', () => {
     process.kill(-second.child.pid!, 'SIGINT');
     expect(await second.exited).toBe(0);
     expect(second.out).toContain('stopped.');
+  });
+
+  it('a turn still running when the drain ends is stopped with its partial answer, never failed', { timeout: 300_000 }, async () => {
+    const start = await npmStart(drainDataDir, { SHUTDOWN_DRAIN_MS: '1500' });
+    const first = start();
+    expect(await until(() => first.out.includes('Press Ctrl-C to stop everything.'), 200_000), first.out.slice(-2000)).toBe(true);
+    const key = /app api key\s+(\S+)/.exec(first.out)![1]!;
+    // ~12 s of answer: longer than the 1.5 s drain.
+    const res = await postChat(first.apiUrl, key, { query: '/slow 300 /long 40', user: 'drain' });
+    const reader = new FrameReader(res);
+    const before = await reader.read((f) => f.event === 'agent_message');
+    const messageId = before.at(-1)!.data.message_id as string;
+    const conversationId = before.at(-1)!.data.conversation_id as string;
+
+    process.kill(-first.child.pid!, 'SIGINT');
+    const rest = await reader
+      .read((f) => f.event === 'message_end')
+      .catch((err: unknown) => [{ id: undefined, event: 'read_error', data: { err: String(err) } as Record<string, unknown> }]);
+    expect(await first.exited, first.out.slice(-3000)).toBe(0);
+    expect(first.out).toContain('waiting up to 2 s for 1 turn in flight');
+    expect(first.out).toContain('stopped.');
+    expect(
+      rest.map((f) => f.event),
+      JSON.stringify(rest.at(-1)),
+    ).toContain('message_end');
+    const partial = rest.find((f) => f.event === 'message')!.data.answer as string;
+    const words = partial.trim().split(/\s+/).length;
+    expect(words).toBeGreaterThan(0);
+    expect(words).toBeLessThan(40);
+
+    const second = start();
+    expect(await until(() => second.out.includes('Press Ctrl-C to stop everything.'), 200_000), second.out.slice(-2000)).toBe(true);
+    const list = (await (
+      await fetch(`${second.apiUrl}/v1/messages?user=drain&conversation_id=${conversationId}`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
+    ).json()) as { data: { id: string; answer: string; turn_status: string; error: string | null }[] };
+    const msg = list.data.find((m) => m.id === messageId)!;
+    expect([msg.turn_status, msg.answer, msg.error]).toEqual(['stopped', partial, null]);
+    process.kill(-second.child.pid!, 'SIGINT');
+    expect(await second.exited).toBe(0);
   });
 });
