@@ -34,10 +34,13 @@ afterAll(async () => stack?.stop());
 /** A running backend run whose composition has a `config` layer; returns its stub token. */
 async function runningRun(userFrom: 'account' | 'end-user', userId: string): Promise<{ token: string; runId: string }> {
   const d = stack.demo!;
+  // The context is honoured only while its turn is in progress (issue 17 L2): a real turn, running.
+  const conversation = await stack.db.conversation.create({ data: { tenant_id: d.tenantId, app_id: d.appId, invoke_from: 'debugger' } });
+  const message = await stack.db.message.create({ data: { tenant_id: d.tenantId, app_id: d.appId, conversation_id: conversation.id, invoke_from: 'debugger', query: 'q', status: 'running', workflow_id: `cli-test-${crypto.randomUUID()}` } });
   const layers = buildComposition(demoSoulConfig(), {
-    tenantId: d.tenantId, appId: d.appId, agentId: d.agentId, conversationId: crypto.randomUUID(), messageId: crypto.randomUUID(),
+    tenantId: d.tenantId, appId: d.appId, agentId: d.agentId, conversationId: conversation.id, messageId: message.id,
     userId, userFrom, invokeFrom: 'debugger', configVersionId: null, query: '/slow 200 /long 200', files: [], supportsVision: false,
-    innerApiKey: stack.config.INNER_API_KEY,
+    innerApiKey: stack.config.EXECUTION_CONTEXT_SIGNING_KEY,
   });
   const at = layers.findIndex((l) => l.name === 'history');
   layers.splice(at, 0, { name: 'config', type: 'config', deps: [], metadata: {}, config: { execution_context: 'execution_context' } });
