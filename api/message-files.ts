@@ -48,6 +48,7 @@ export async function prepareMessageFiles(
 
   const baseUrl = config.API_INTERNAL_URL ?? currentRequest()?.selfUrl ?? config.apiUrl;
   const out: PreparedMessageFile[] = [];
+  const remoteDeadline = Date.now() + REMOTE_FETCH_TOTAL_MS;
   for (const [i, f] of files.entries()) {
     if (f.transfer_method === 'local_file') {
       if (!f.upload_file_id || !UUID.test(f.upload_file_id)) throw new HttpError(400, 'invalid_param', `files.${i}.upload_file_id: is required for local_file and must be an upload id.`);
@@ -61,7 +62,9 @@ export async function prepareMessageFiles(
       if (!f.url) throw new HttpError(400, 'invalid_param', `files.${i}.url: is required for remote_url.`);
       if (f.type === 'image' && !features.image_enabled) throw new HttpError(400, 'invalid_param', `files.${i}: image upload is disabled for this app.`);
       const kind: Kind = f.type === 'image' ? 'image' : 'document';
-      const copy = await downloadRemoteFile(deps, app, endUserId, f.url, kind, `files.${i}.url`);
+      const left = remoteDeadline - Date.now();
+      if (left < 500) throw new RemoteUrlRefused(`files.${i}.url: no time left to download it with this message.`);
+      const copy = await downloadRemoteFile(deps, app, endUserId, f.url, kind, `files.${i}.url`, Math.min(REMOTE_FETCH_TIMEOUT_MS, left));
       out.push({ type: kind, transfer_method: 'remote_url', url: signedFileUrl(config, baseUrl, copy.id), upload_file_id: copy.id });
     }
   }
@@ -74,8 +77,9 @@ export async function createMessageFiles(tx: Tx, messageId: string, files: Prepa
   await tx.messageFile.createMany({ data: files.map((f) => ({ message_id: messageId, belongs_to: 'user', ...f })) });
 }
 
-/** Seconds a chat request waits for its remote files, all hops and bodies together, per file. */
+/** How long a chat request waits for one remote file (all hops and the body), and for all of them, ms. */
 const REMOTE_FETCH_TIMEOUT_MS = 10_000;
+const REMOTE_FETCH_TOTAL_MS = 20_000;
 
 /** The file type of downloaded bytes: the URL's extension when the content matches it, else by content. */
 function typeOf(url: string, head: Buffer): string | null {
@@ -93,11 +97,12 @@ async function downloadRemoteFile(
   raw: string,
   kind: Kind,
   field: string,
+  timeoutMs: number,
 ): Promise<{ id: string }> {
   let bytes: Buffer;
   try {
     new URL(raw);
-    bytes = await fetchPinned(raw, { lookup: deps.lookup, timeoutMs: REMOTE_FETCH_TIMEOUT_MS, ...deps.remoteFetch, maxBytes: maxBytes(kind) });
+    bytes = await fetchPinned(raw, { lookup: deps.lookup, timeoutMs, ...deps.remoteFetch, maxBytes: maxBytes(kind) });
   } catch (err) {
     if (err instanceof RemoteFetchError) throw new RemoteUrlRefused(`${field}: ${err.message}.`);
     if (err instanceof TypeError) throw new RemoteUrlRefused(`${field}: is not a valid URL.`);
