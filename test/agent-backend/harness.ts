@@ -2,6 +2,7 @@
  * Test harness: embedded PostgreSQL (one per test file: own port, dir and database), the scripted
  * inner LLM, the real backend on an ephemeral port, and a small HTTP client for the run protocol.
  */
+import type { ModuleRegistry } from '../../agent-backend/modules/registry.js';
 import { loadConfig, type Config, type Env } from '../../core/config.js';
 import { createLogger } from '../../core/logger.js';
 import { RunEvent, type AgentStreamEvent, type CreateRunRequest } from '../../core/protocol/run.js';
@@ -38,6 +39,7 @@ export async function startBackend(opts: {
   apiUrl: string;
   env?: Partial<Env>;
   options?: Partial<AgentBackendOptions>;
+  registry?: ModuleRegistry;
 }): Promise<TestBackend> {
   const config = loadConfig(
     {},
@@ -54,7 +56,7 @@ export async function startBackend(opts: {
   const logger = createLogger('agent-backend-test', config.LOG_LEVEL);
   const store = new PgRunStore(opts.databaseUrl, logger);
   await store.init();
-  const backend = createAgentBackend({ config, logger, store, options: { pollMs: 250, ...opts.options } });
+  const backend = createAgentBackend({ config, logger, store, registry: opts.registry, options: { pollMs: 250, ...opts.options } });
   const running = await backend.start(0, '127.0.0.1');
   return {
     url: running.url,
