@@ -91,31 +91,34 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
       const key = keyOf(req);
       const user = userOf(req);
       const userKey = user ? `${app.appId}:${user}` : null;
+      // Independent checks run side by side: each is a round trip, and this sits in front of every request.
       const r: { msBeforeNext?: number } = {};
-      if (!(await take(keyRate, key, r))) return next(tooMany(res, 'requests for this key', (r.msBeforeNext ?? 1000) / 1000));
-      if (userKey && !(await take(userRate, userKey, r))) return next(tooMany(res, 'requests for this user', (r.msBeforeNext ?? 1000) / 1000));
+      const ru: { msBeforeNext?: number } = {};
+      const [keyOk, userOk] = await Promise.all([take(keyRate, key, r), userKey ? take(userRate, userKey, ru) : true]);
+      if (!keyOk) return next(tooMany(res, 'requests for this key', (r.msBeforeNext ?? 1000) / 1000));
+      if (!userOk) return next(tooMany(res, 'requests for this user', (ru.msBeforeNext ?? 1000) / 1000));
 
       if (isTurnStart(req)) {
         const inProgress = { in: ['pending', 'running'] as ('pending' | 'running')[] };
-        if ((await db.message.count({ where: { app_id: app.appId, status: inProgress } })) >= config.TURNS_PER_KEY) return next(tooMany(res, 'turns in progress for this app', 5));
-        if (user) {
-          const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: user } }, select: { id: true } });
-          if (endUser && (await db.message.count({ where: { end_user_id: endUser.id, status: inProgress } })) >= config.TURNS_PER_USER) {
-            return next(tooMany(res, 'turns in progress for this user', 5));
-          }
-        }
+        const [appTurns, userTurns] = await Promise.all([
+          db.message.count({ where: { app_id: app.appId, status: inProgress } }),
+          (async () => {
+            if (!user) return 0;
+            const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: user } }, select: { id: true } });
+            return endUser ? db.message.count({ where: { end_user_id: endUser.id, status: inProgress } }) : 0;
+          })(),
+        ]);
+        if (appTurns >= config.TURNS_PER_KEY) return next(tooMany(res, 'turns in progress for this app', 5));
+        if (userTurns >= config.TURNS_PER_USER) return next(tooMany(res, 'turns in progress for this user', 5));
       }
 
       if (isStream(req)) {
         // A refused consume still counted: concurrency counters give it back at once.
-        if (!(await take(keyStreams, key, r))) {
+        const [keyIn, userIn] = await Promise.all([take(keyStreams, key, r), userKey ? take(userStreams, userKey, ru) : true]);
+        if (!keyIn || !userIn) {
           give(keyStreams, key);
-          return next(tooMany(res, 'open streams for this key', 5));
-        }
-        if (userKey && !(await take(userStreams, userKey, r))) {
-          give(userStreams, userKey);
-          give(keyStreams, key);
-          return next(tooMany(res, 'open streams for this user', 5));
+          if (userKey) give(userStreams, userKey);
+          return next(tooMany(res, keyIn ? 'open streams for this user' : 'open streams for this key', 5));
         }
         res.once('close', () => {
           give(keyStreams, key);
