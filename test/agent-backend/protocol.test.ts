@@ -260,12 +260,13 @@ describe('runs', () => {
   });
 
   it('maps an HTTP error of the inner endpoint to the failure reason', async () => {
+    // The gateway's credit exhaustion keeps its own code (the api tells the client it is a quota, issue 18).
     fake.script({ httpError: { status: 429, body: { code: 'agent_llm_quota_exceeded', message: 'quota exceeded' } } });
     const { run_id } = await backend.client.createRun(runRequest());
     const t = (await backend.client.untilTerminal(run_id)).at(-1)!;
     expect(t.type).toBe('run_failed');
     if (t.type === 'run_failed') {
-      expect(t.data.reason).toBe('InvokeRateLimitError');
+      expect(t.data.reason).toBe('agent_llm_quota_exceeded');
       expect(t.data.error).toContain('quota exceeded');
     }
   });
