@@ -112,8 +112,10 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
       const replaced = evs.some((e) => e.event === 'message_replace');
       if (final && !replaced) {
         const answer = String(final.data.answer);
-        // A turn that pauses for a human publishes the question as its answer without deltas.
-        if (answer !== deltas && m.status !== 'paused') v('final answer == deltas', ids, `message ${answer.length} chars, deltas ${deltas.length} chars; first difference at ${firstDiff(answer, deltas)}`);
+        // A turn that asked a human publishes the question as its answer without deltas (its status is
+        // paused, or succeeded once the continuation exists).
+        const askedHuman = evs.some((e) => e.event === 'human_input_required');
+        if (answer !== deltas && !askedHuman) v('final answer == deltas', ids, `message ${answer.length} chars, deltas ${deltas.length} chars; first difference at ${firstDiff(answer, deltas)}`);
         if (answer !== m.answer) v('final answer == stored answer', ids, `message ${answer.length} chars, messages.answer ${m.answer.length} chars; first difference at ${firstDiff(answer, m.answer)}`);
       } else if (!final && m.status === 'succeeded') {
         v('final answer == deltas', ids, 'succeeded without a `message` event');

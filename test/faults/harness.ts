@@ -6,6 +6,7 @@
  * core/config.ts's variables, logging to files under the stack's data dir.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -224,9 +225,18 @@ export class FaultStack {
     return s;
   }
 
+  /** This stack's own secrets (production refuses the public dev defaults), the same across restarts. */
+  private readonly secrets = {
+    INNER_API_KEY: crypto.randomBytes(24).toString('hex'),
+    AGENT_BACKEND_TOKEN: crypto.randomBytes(24).toString('hex'),
+    ENCRYPTION_KEY: crypto.randomBytes(32).toString('hex'),
+    EXECUTION_CONTEXT_SIGNING_KEY: crypto.randomBytes(24).toString('hex'),
+  };
+
   /** The environment every Node service reads (core/config.ts). */
   private baseEnv(): Record<string, string> {
     return {
+      ...this.secrets,
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/root',
       NODE_ENV: 'production',
