@@ -38,7 +38,10 @@ export async function chat(apiUrl: string, key: string, body: Record<string, unk
 /** Reads one response in several steps (e.g. before and after killing a worker) without cancelling it. */
 export class FrameReader {
   private readonly it: AsyncIterator<{ id?: string; event?: string; data: string }>;
+  /** Held so undici does not garbage-collect the Response and cut its body while no read is pending. */
+  private readonly res: Response;
   constructor(res: Response) {
+    this.res = res;
     if (!res.body) throw new Error('no body');
     this.it = parseSse(res.body)[Symbol.asyncIterator]();
   }
