@@ -1,6 +1,6 @@
 /**
- * The agent backend service: the run protocol (PROTOCOL §2) behind the backend bearer token, and the
- * agent stub (PROTOCOL §4) behind per-run stub tokens. Runs execute in this process; their events go
+ * The agent backend service: the run protocol (docs/PROTOCOL.md §2) behind the backend bearer token, and the
+ * agent stub (docs/PROTOCOL.md §4) behind per-run stub tokens. Runs execute in this process; their events go
  * to PostgreSQL so any replica can serve them.
  */
 import crypto from 'node:crypto';

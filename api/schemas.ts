@@ -1,4 +1,4 @@
-/** Request schemas of the public service API (PROTOCOL §1, Dify's field names). */
+/** Request schemas of the public service API (docs/PROTOCOL.md §1, Dify's field names). */
 import { z } from 'zod';
 import { HumanInputFormView } from '../core/client-events.js';
 

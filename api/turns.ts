@@ -1,5 +1,5 @@
 /**
- * Starting a turn (seed 000 AgentAppGenerator.generate + _init_generate_records): the Conversation (first
+ * Starting a turn (docs/seeds/000 AgentAppGenerator.generate + _init_generate_records): the Conversation (first
  * turn) and the Message rows, the one-in-flight-turn lock, and the `agentTurn` workflow with a
  * deterministic id, search attributes and a readable summary.
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env tsx
 /**
- * `dify-agent`: the command installed in an agent's sandbox (PROTOCOL §4, seed 004).
+ * `dify-agent`: the command installed in an agent's sandbox (docs/PROTOCOL.md §4, docs/seeds/004).
  *
  *   dify-agent config prompt pull [--to PATH]   write the saved Agent Soul system prompt (UTF-8) to
  *                                               PATH (default ./.dify_conf/prompt.md); print its

@@ -1,5 +1,5 @@
 /**
- * The agent's configs (seed 000): the shared DRAFT (one per agent, edited in place), each account's personal
+ * The agent's configs (docs/seeds/000): the shared DRAFT (one per agent, edited in place), each account's personal
  * BUILD_DRAFT, and immutable published versions numbered densely per agent, one of which is the agent's
  * active snapshot. The console, the turn's config resolution, the inner agent-config API and the demo
  * seeding all read and write them through here.

@@ -1,4 +1,4 @@
-/** Client of the agent backend run protocol (PROTOCOL.md §2). */
+/** Client of the agent backend run protocol (docs/PROTOCOL.md §2). */
 import { parseSse } from './sse.js';
 import { CreateRunResponse, EventsPage, RunEvent, RunStatusResponse, isTerminal, type CreateRunRequest } from './protocol/run.js';
 import type { z } from 'zod';

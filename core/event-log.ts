@@ -1,5 +1,5 @@
 /**
- * The client event log (ARCHITECTURE "Streaming"): one row per SSE event of a message, numbered per
+ * The client event log (docs/ARCHITECTURE.md "Streaming"): one row per SSE event of a message, numbered per
  * message, unique on its source key so a replayed append stores nothing twice. Inserts fire
  * NOTIFY message_events (trigger in the init migration); readers wake up and read rows by seq, so any
  * api replica can serve any stream and a reconnect replays exactly from Last-Event-ID.

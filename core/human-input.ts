@@ -1,5 +1,5 @@
 /**
- * ask_human forms (PROTOCOL §5): the form a deferred tool call becomes, validation of a submission, and the
+ * ask_human forms (docs/PROTOCOL.md §5): the form a deferred tool call becomes, validation of a submission, and the
  * deferred tool result a resumed run receives.
  */
 import crypto from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Prompt mention expansion (seed 000 expand_prompt_mentions): the slash-menu tokens `{{#kind.id#}}` /
+ * Prompt mention expansion (docs/seeds/000 expand_prompt_mentions): the slash-menu tokens `{{#kind.id#}}` /
  * `{{#kind.id.label#}}` and Dify's `[§kind:id[:label]§]` markers become readable text before the prompt
  * reaches the model. Unresolved mentions fall back to their label, then their id; malformed leftovers
  * are removed.

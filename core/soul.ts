@@ -1,5 +1,5 @@
 /**
- * AgentSoulConfig: the versioned agent configuration (seed 000), stored whole in
+ * AgentSoulConfig: the versioned agent configuration (docs/seeds/000), stored whole in
  * AgentConfigVersion.config_snapshot and AgentConfigDraft.config.
  */
 import { z } from 'zod';
@@ -85,7 +85,7 @@ export const AgentSoulConfig = z
   });
 export type AgentSoulConfig = z.output<typeof AgentSoulConfig>;
 
-/** Keeps only the whitelisted model settings (seed 000); anything else is dropped, never forwarded. */
+/** Keeps only the whitelisted model settings (docs/seeds/000); anything else is dropped, never forwarded. */
 export function whitelistModelSettings(settings: Record<string, unknown>): z.infer<typeof ModelSettings> {
   const picked: Record<string, unknown> = {};
   for (const key of ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'max_tokens', 'stop_sequences']) {

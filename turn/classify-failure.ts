@@ -1,5 +1,5 @@
 /**
- * A failed agent run as the client sees it (seed 001 `_agent_backend_failure_to_exception`): the run's
+ * A failed agent run as the client sees it (docs/seeds/001 `_agent_backend_failure_to_exception`): the run's
  * `error_type` wins, then its `reason`; anything unknown is a `completion_request_error`.
  */
 import { redactSecrets } from '../core/llm/redact.js';

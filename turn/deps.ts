@@ -10,6 +10,6 @@ export interface ActivityDeps {
   config: Config;
   logger: Logger;
   clock?: () => Date;
-  /** Whether a model takes images natively (seed 000 resolve_model_supports_vision); default: no. */
+  /** Whether a model takes images natively (docs/seeds/000 resolve_model_supports_vision); default: no. */
   modelSupportsVision?: (provider: string, model: string) => boolean;
 }

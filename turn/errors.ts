@@ -1,4 +1,4 @@
-/** Failures the workflow turns into client `error` events (PROTOCOL §1 codes). */
+/** Failures the workflow turns into client `error` events (docs/PROTOCOL.md §1 codes). */
 import { ApplicationFailure } from '@temporalio/common';
 
 export const SESSION_CONFIG_CHANGED_MESSAGE =

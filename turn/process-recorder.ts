@@ -1,5 +1,5 @@
 /**
- * The process recorder (seed 001 _AgentProcessRecorder): turns the backend's agent stream events into
+ * The process recorder (docs/seeds/001 _AgentProcessRecorder): turns the backend's agent stream events into
  * MessageAgentThought rows — thinking rows, answer rows (text the model wrote, e.g. before a tool call) and
  * tool rows — each change returned whole so the caller can persist it and publish an `agent_thought` event
  * with the full row. The last answer row is held back from clients (`isHeld`) until a later row proves it
@@ -73,7 +73,7 @@ export class ProcessRecorder {
   }
 
   /**
-   * seed 001 trim_answer_suffix at the end of a run: the held answer row loses its overlap with the final
+   * docs/seeds/001 trim_answer_suffix at the end of a run: the held answer row loses its overlap with the final
    * answer. Returns the row (changed) or, when nothing is left, removes it and returns `{removed}`.
    */
   finishAnswer(finalAnswer: string): { changed?: ThoughtRow; removed?: ThoughtRow } {
@@ -197,7 +197,7 @@ export class ProcessRecorder {
 }
 
 /**
- * Removes the overlap between streamed answer text and the final answer (seed 001): the longest suffix of
+ * Removes the overlap between streamed answer text and the final answer (docs/seeds/001): the longest suffix of
  * the text that begins the final answer — all of the text only when all of it is that overlap. Text the
  * final answer merely contains elsewhere is not overlap and stays.
  */

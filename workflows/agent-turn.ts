@@ -1,5 +1,5 @@
 /**
- * agentTurn: one conversation turn as a durable workflow (ARCHITECTURE "One turn").
+ * agentTurn: one conversation turn as a durable workflow (docs/ARCHITECTURE.md "One turn").
  * The workflow decides; activities do all I/O and keep big data (snapshots, answers, thoughts) in
  * PostgreSQL, so history holds ids and small outcomes only. Stop is cancellation: cleanup runs in
  * non-cancellable scopes and the workflow then ends Cancelled.
@@ -96,7 +96,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   try {
     let resumeFormId: string | undefined;
     for (;;) {
-      // resolveConfig → inputGuards (fresh turns only, never an ask_human continuation: seed 000) →
+      // resolveConfig → inputGuards (fresh turns only, never an ask_human continuation: docs/seeds/000) →
       // loadOrCreateBinding → buildRunRequest, in one local activity.
       enter('resolving_config');
       const prepared = await steps.prepareTurn({ messageId, runGuards: !resumeFormId && !input.resumeOfMessageId, resumeFormId });

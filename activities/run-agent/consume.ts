@@ -1,5 +1,5 @@
 /**
- * The consume loop (seed 001 _consume_stream): reads the run's events after the committed cursor, debounces
+ * The consume loop (docs/seeds/001 _consume_stream): reads the run's events after the committed cursor, debounces
  * text deltas (commit.ts), commits thought rows as they change (thoughts.ts) and hands the terminal event to
  * terminal.ts. Heartbeats carry run id + cursor. A stream that breaks or ends without a terminal event is
  * reattached from the committed cursor (bounded). A user stop asks the backend to cancel and waits, bounded,

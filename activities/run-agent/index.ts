@@ -1,5 +1,5 @@
 /**
- * runAgent (seed 000/001 AgentAppRunner.run): creates the backend run (idempotency key from the message id)
+ * runAgent (docs/seeds/000 and 001 AgentAppRunner.run): creates the backend run (idempotency key from the message id)
  * or reattaches to it, then consumes its events until its end. Rooms: consume.ts (the loop: heartbeat,
  * debounce, reconnect, stop), commit.ts (cursor-fenced commits), thoughts.ts (thought rows), terminal.ts and
  * pause.ts (how a run ends), cancellation.ts (a user's stop versus a lost attempt).

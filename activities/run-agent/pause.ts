@@ -1,5 +1,5 @@
 /**
- * The ask_human pause (seed 000 _pause_for_ask_human): the run succeeded with a deferred tool call. One
+ * The ask_human pause (docs/seeds/000 _pause_for_ask_human): the run succeeded with a deferred tool call. One
  * commit creates the form keyed by the message id, records the pause correlation on the binding, and ends
  * the turn with the agent's question as its answer and the form for clients to render.
  */

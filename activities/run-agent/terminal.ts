@@ -33,7 +33,7 @@ export async function endRun(scope: RunScope, ev: TerminalEvent): Promise<RunAge
 async function succeeded(scope: RunScope, eventId: string, d: { output?: string; usage: Usage; session_snapshot: SessionSnapshot }): Promise<RunAgentOutcome> {
   const { committer, thoughts, msg } = scope;
   let answer = d.output ?? committer.streamedAnswer;
-  // Output moderation (seed 000's pipeline): a flagged answer is replaced, and clients are told.
+  // Output moderation (docs/seeds/000's pipeline): a flagged answer is replaced, and clients are told.
   const moderation = scope.run.output_moderation as { keywords: string[]; preset_answer: string } | null;
   const flagged = moderation ? keywordHit(moderation.keywords, [answer]) !== null : false;
   if (moderation && flagged) answer = moderation.preset_answer;

@@ -69,7 +69,7 @@ export class ThoughtLog {
     return out;
   }
 
-  /** Answer-row bookkeeping at a terminal (seed 001 trim_answer_suffix): trim, publish or drop the held row. */
+  /** Answer-row bookkeeping at a terminal (docs/seeds/001 trim_answer_suffix): trim, publish or drop the held row. */
   async finish(tx: Tx, finalText: string, sourceId: string): Promise<NewClientEvent[]> {
     const { changed, removed } = this.recorder.finishAnswer(finalText);
     if (removed) await tx.messageAgentThought.deleteMany({ where: { id: removed.id } });

@@ -24,7 +24,7 @@ export async function saveUsageAndSnapshot(scope: RunScope, tx: Tx, usage: Usage
       },
     });
   }
-  // A null snapshot leaves the stored one untouched (seed 001).
+  // A null snapshot leaves the stored one untouched (docs/seeds/001).
   if (snapshot && scope.bindingId) {
     await tx.agentWorkspaceBinding.update({ where: { id: scope.bindingId }, data: { session_snapshot: snapshot as unknown as Prisma.InputJsonValue } });
   }

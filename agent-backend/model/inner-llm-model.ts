@@ -1,6 +1,6 @@
 /**
  * A LanguageModelV3 whose every call goes back to the api's inner LLM endpoint
- * (`POST {apiUrl}/inner/api/agent/llm/invoke`, PROTOCOL §3). The backend never holds model
+ * (`POST {apiUrl}/inner/api/agent/llm/invoke`, docs/PROTOCOL.md §3). The backend never holds model
  * credentials: it names provider + model, and the api resolves credentials, meters and bills.
  *
  * Billing idempotency: `invocation_id` is the run id and `call_index` the model request number within
@@ -81,7 +81,7 @@ const STATUS_ERROR_TYPES: Record<number, string> = {
   429: 'InvokeRateLimitError',
 };
 
-/** The gateway's refusal of a call when the tenant's model credits are used up (PROTOCOL §3). */
+/** The gateway's refusal of a call when the tenant's model credits are used up (docs/PROTOCOL.md §3). */
 const QUOTA_EXCEEDED = 'agent_llm_quota_exceeded';
 
 export interface InnerLlmRetryOptions {

@@ -1,5 +1,5 @@
 /**
- * ask_human (PROTOCOL §5): a deferred tool. A valid call ends the run with `deferred_tool_call`; the
+ * ask_human (docs/PROTOCOL.md §5): a deferred tool. A valid call ends the run with `deferred_tool_call`; the
  * api shows a form and a later run resumes with the human's answer as the tool result. Invalid
  * arguments become observations so the model can retry.
  */

@@ -1,5 +1,5 @@
 /**
- * Module contract (seed 004): each module declares a config schema, a state schema and exactly one
+ * Module contract (docs/seeds/004): each module declares a config schema, a state schema and exactly one
  * capability (instructions, user prompt, history, model, output, execution context, resource scope)
  * or one toolset. The registry maps names to modules; a composition layer names an instance and the
  * module it uses, so aliases get independent config and state. Instances are created fresh per run.

@@ -1,5 +1,5 @@
 /**
- * The run protocol (PROTOCOL §2): create, status, events page, events SSE, cancel.
+ * The run protocol (docs/PROTOCOL.md §2): create, status, events page, events SSE, cancel.
  */
 import crypto from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';

@@ -1,5 +1,5 @@
 /**
- * The agent stub (PROTOCOL §4, seed 004): `GET|PUT /agent-stub/config/prompt`, called by the
+ * The agent stub (docs/PROTOCOL.md §4, docs/seeds/004): `GET|PUT /agent-stub/config/prompt`, called by the
  * `dify-agent` CLI inside the agent's sandbox with the run's stub token. It forwards to the api's
  * inner agent-config endpoint with the run's signed execution context; the api derives tenant, agent,
  * user and version scope from that context alone.

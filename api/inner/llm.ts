@@ -1,5 +1,5 @@
 /**
- * POST /inner/api/agent/llm/invoke (PROTOCOL.md §3): the agent backend's every model call. HTTP only:
+ * POST /inner/api/agent/llm/invoke (docs/PROTOCOL.md §3): the agent backend's every model call. HTTP only:
  * key check, body validation, SSE framing and "caller disconnected → abort the provider call";
  * credentials, credits and streaming live in core/llm/invoke.ts.
  */

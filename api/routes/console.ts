@@ -1,7 +1,7 @@
 /**
  * Console API (`/console/api`, `Authorization: Bearer <console key>` of an account): edit the agent's
  * shared draft and one's personal build draft, publish a draft as a new immutable version, list versions,
- * manage annotations, and run debugger turns against a draft (invoke_from `debugger`, seed 000).
+ * manage annotations, and run debugger turns against a draft (invoke_from `debugger`, docs/seeds/000).
  */
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
@@ -89,7 +89,7 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
     const { agent } = await appOf(req);
     const { config } = parseOr400(DraftBody, req.body);
     const d = await sharedDraft(agent.id);
-    // Drafts are edited in place: their id cannot prove a retained snapshot still fits (seed 000), so the
+    // Drafts are edited in place: their id cannot prove a retained snapshot still fits (docs/seeds/000), so the
     // topology check at run time does.
     res.json(draftJson(await updateDraft(db, d.id, config)));
   });

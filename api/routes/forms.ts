@@ -1,5 +1,5 @@
 /**
- * ask_human forms (PROTOCOL §1/§5): read the form to render, and submit it. Exactly one submission wins
+ * ask_human forms (docs/PROTOCOL.md §1/§5): read the form to render, and submit it. Exactly one submission wins
  * (a conditional update), only the conversation's user may submit, and a submission creates the
  * continuation message and signals the waiting workflow — through the transactional outbox, so the signal
  * is delivered even if Temporal is down and this process dies before it comes back.

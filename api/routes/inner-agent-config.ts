@@ -1,5 +1,5 @@
 /**
- * GET|PUT /inner/api/agent-config/{agent_id}/prompt (PROTOCOL §3, seed 004): the Agent Soul system prompt,
+ * GET|PUT /inner/api/agent-config/{agent_id}/prompt (docs/PROTOCOL.md §3, docs/seeds/004): the Agent Soul system prompt,
  * raw (mention markers unexpanded). Scope comes only from the signed execution context the agent stub
  * forwards: reads follow snapshot / shared-draft / personal build-draft rules; writes go only to the
  * calling account's own BUILD_DRAFT and replace only `prompt.system_prompt`.

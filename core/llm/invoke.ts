@@ -36,7 +36,7 @@ export interface LlmInvokerDeps {
   clock?: Clock;
 }
 
-/** A refusal before streaming (HTTP status + error code of PROTOCOL §3). */
+/** A refusal before streaming (HTTP status + error code of docs/PROTOCOL.md §3). */
 export interface InvokeRefusal {
   ok: false;
   status: 400 | 429;

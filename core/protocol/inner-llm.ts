@@ -1,5 +1,5 @@
 /**
- * Inner LLM invoke (PROTOCOL.md §3): the agent backend calls back into the api for every model call.
+ * Inner LLM invoke (docs/PROTOCOL.md §3): the agent backend calls back into the api for every model call.
  * The api owns credentials, metering and credits; the backend only names provider + model.
  */
 import { z } from 'zod';

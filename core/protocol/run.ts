@@ -1,5 +1,5 @@
 /**
- * Agent backend run protocol (PROTOCOL.md §2): the one set of schemas shared by the api (client)
+ * Agent backend run protocol (docs/PROTOCOL.md §2): the one set of schemas shared by the api (client)
  * and the reference agent backend (server). Unknown request fields are rejected (`.strict()`), and
  * nothing in a run request can carry model credentials.
  */
@@ -147,7 +147,7 @@ export const PartDelta = z.object({
   tool_call_id: z.string().optional(),
 });
 
-/** pydantic-ai style agent stream event (seed 001 / PROTOCOL §2). */
+/** pydantic-ai style agent stream event (docs/seeds/001 / docs/PROTOCOL.md §2). */
 export const AgentStreamEvent = z.object({
   event_kind: z.enum([
     'part_start',
@@ -232,7 +232,7 @@ export const EventsPage = z.object({
   next_cursor: z.string().nullable(),
 });
 
-/** Model settings the api may pass to the backend (seed 000's whitelist): exactly these keys. */
+/** Model settings the api may pass to the backend (docs/seeds/000's whitelist): exactly these keys. */
 export const ModelSettings = z
   .object({
     temperature: z.number().min(0).max(2).optional(),
@@ -245,7 +245,7 @@ export const ModelSettings = z
   .strict();
 export type ModelSettings = z.infer<typeof ModelSettings>;
 
-/** Layer configs the api builds for an Agent App (PROTOCOL §2). Field names shared with the backend. */
+/** Layer configs the api builds for an Agent App (docs/PROTOCOL.md §2). Field names shared with the backend. */
 export const LlmLayerConfig = z
   .object({
     provider: z.string(),

@@ -1,5 +1,5 @@
 /**
- * A scripted stand-in for the api's inner endpoints (PROTOCOL §3): the only fake in these tests.
+ * A scripted stand-in for the api's inner endpoints (docs/PROTOCOL.md §3): the only fake in these tests.
  * LLM invoke:
  * Each invoke consumes the next scripted response: text tokens, thinking, tool calls, usage, an error
  * chunk, an HTTP error, or a stream that never finishes. It records every request and whether the

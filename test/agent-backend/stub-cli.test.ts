@@ -1,5 +1,5 @@
 /**
- * The agent stub and the `dify-agent` CLI (PROTOCOL §4): pull/push through the stub to the api's
+ * The agent stub and the `dify-agent` CLI (docs/PROTOCOL.md §4): pull/push through the stub to the api's
  * inner agent-config endpoint with the run's signed execution context, and every error the CLI owes.
  */
 import { spawn } from 'node:child_process';

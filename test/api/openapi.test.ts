@@ -1,5 +1,5 @@
 /**
- * /openapi.json is a valid OpenAPI 3.1 document: the required structure, every route of PROTOCOL §1,
+ * /openapi.json is a valid OpenAPI 3.1 document: the required structure, every route of docs/PROTOCOL.md §1,
  * every $ref resolvable, every component a valid JSON Schema 2020-12 (Ajv) — and it describes what
  * the api really sends: live responses and every SSE frame of a turn validate against it.
  */
@@ -55,7 +55,7 @@ function expectResponse(res: Json, where: string) {
   }
 }
 
-/** The routes of PROTOCOL §1, each with its method. */
+/** The routes of docs/PROTOCOL.md §1, each with its method. */
 const PROTOCOL_ROUTES = [
   'post /v1/chat-messages',
   'post /v1/chat-messages/{task_id}/stop',
@@ -140,7 +140,7 @@ describe('GET /openapi.json', () => {
     expect(new Set(operationIds).size).toBe(operationIds.length);
   });
 
-  it('documents every route of PROTOCOL §1', () => {
+  it('documents every route of docs/PROTOCOL.md §1', () => {
     const documented = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m} ${path}`));
     expect(documented).toEqual(expect.arrayContaining(PROTOCOL_ROUTES));
   });

@@ -1,5 +1,5 @@
 /**
- * The `dify-agent` CLI end to end (PROTOCOL §3/§4): CLI → agent stub on the real backend (per-run stub
+ * The `dify-agent` CLI end to end (docs/PROTOCOL.md §3/§4): CLI → agent stub on the real backend (per-run stub
  * token) → the api's inner agent-config endpoint (signed execution context) → PostgreSQL. Pull reads the
  * raw prompt; push writes only the calling account's build draft; an end user may read but not write.
  */

@@ -1,7 +1,7 @@
 /**
  * ask_human end to end: the agent asks, the turn answers with the question and a form, the workflow waits
  * durably; a submission resumes the run as a new message; expiry, double submission, the wrong user,
- * invalid values, a stop while waiting and the next turn's `unavailable` each behave as PROTOCOL §5 says.
+ * invalid values, a stop while waiting and the next turn's `unavailable` each behave as docs/PROTOCOL.md §5 says.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
@@ -162,7 +162,7 @@ describe('ask_human', () => {
     expect(await late.json()).toMatchObject({ code: 'human_input_form_expired' });
   });
 
-  it('a continuation skips the input guards (seed 000): an annotation that now matches the paused query does not answer it', async () => {
+  it('a continuation skips the input guards (docs/seeds/000): an annotation that now matches the paused query does not answer it', async () => {
     const { form, messageId } = await ask('ines', 'Which planet?');
     const paused = await stack.db.message.findUniqueOrThrow({ where: { id: messageId } });
     // While the form waits, the app starts answering this very query from an annotation.

@@ -1,5 +1,5 @@
 /**
- * Stop is workflow cancellation (seed 001): the partial answer, the thoughts, the usage and the backend's
+ * Stop is workflow cancellation (docs/seeds/001): the partial answer, the thoughts, the usage and the backend's
  * post-cancel snapshot are all kept, the client gets the partial `message` and `message_end`, and the
  * workflow ends Cancelled. Every window: before the backend run exists, mid-stream, racing success, twice.
  */

@@ -1,5 +1,5 @@
 /**
- * A stopped turn reports what its model calls cost (issue 18 item 3; seed 001: cancelled runs carry
+ * A stopped turn reports what its model calls cost (issue 18 item 3; docs/seeds/001: cancelled runs carry
  * usage). The model call the stop cut never reported usage: its tokens are estimated with a tokenizer,
  * flagged `estimated`, and billed exactly once under the call's billing id (`<run id>:<call index>`).
  */

@@ -1,4 +1,4 @@
-/** The process recorder (seed 001): thinking and tool rows, correlation of results, reattach. */
+/** The process recorder (docs/seeds/001): thinking and tool rows, correlation of results, reattach. */
 import { describe, expect, it } from 'vitest';
 import { observationText, ProcessRecorder, trimAnswerSuffix } from '../../turn/process-recorder.js';
 

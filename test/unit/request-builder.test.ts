@@ -1,4 +1,4 @@
-/** Request builder pieces (seed 000): mentions, model-settings whitelist, layer order, topology check. */
+/** Request builder pieces (docs/seeds/000): mentions, model-settings whitelist, layer order, topology check. */
 import { describe, expect, it } from 'vitest';
 import { assertSnapshotMatches, buildComposition } from '../../turn/steps/build-request.js';
 import { keywordHit } from '../../turn/steps/input-guards.js';
@@ -22,7 +22,7 @@ describe('expandPromptMentions', () => {
 });
 
 describe('buildComposition', () => {
-  it('orders the Agent App layers as PROTOCOL §2 and never carries credentials', () => {
+  it('orders the Agent App layers as docs/PROTOCOL.md §2 and never carries credentials', () => {
     const soul = demoSoulConfig();
     soul.model.model_settings = { temperature: 0.3, api_key: 'sk-nope', max_tokens: 100, logit_bias: { 1: 2 } };
     const layers = buildComposition(soul, turn);

@@ -36,7 +36,7 @@ const events = (messageId: string) => db.messageEvent.findMany({ where: { messag
 const snapshotOf = async (bindingId: string) =>
   (await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: bindingId } })).session_snapshot;
 
-describe('runAgent: the session snapshot a terminal leaves (seed 001)', () => {
+describe('runAgent: the session snapshot a terminal leaves (docs/seeds/001)', () => {
   it('a failed run without a snapshot leaves the previous one untouched', async () => {
     const backend = new ScriptedBackend();
     const { messageId, bindingId } = await preparedTurn(db, { snapshot: OLD });
@@ -126,7 +126,7 @@ describe('runAgent: thought frames', () => {
   });
 });
 
-describe('runAgent: the ask_human pause (seed 000 _pause_for_ask_human)', () => {
+describe('runAgent: the ask_human pause (docs/seeds/000 _pause_for_ask_human)', () => {
   it("answers with the form's question and its markdown", async () => {
     const backend = new ScriptedBackend();
     const { messageId } = await preparedTurn(db);

@@ -1,7 +1,7 @@
 /**
- * loadOrCreateBinding (seed 000 AgentAppWorkspaceStore.load_or_create): the AgentWorkspaceBinding of the
+ * loadOrCreateBinding (docs/seeds/000 AgentAppWorkspaceStore.load_or_create): the AgentWorkspaceBinding of the
  * session scope. First turn creates it (idempotently, keyed by the scope key) together with its own
- * workspace (seed 004: every binding gets a real workspace; its directory is created by the backend on
+ * workspace (docs/seeds/004: every binding gets a real workspace; its directory is created by the backend on
  * first use) and writes its id back to the owner; later turns validate its generation (config version,
  * kind, home snapshot, workspace generation). A stale binding is retired (the api owns retirement) and
  * the turn fails with `agent_binding_generation_mismatch`.
@@ -27,7 +27,7 @@ export function workspaceIdFor(scopeKey: string): string {
 
 /**
  * Retires a binding and, when no live binding shares it, its workspace: status + retired_at, files
- * removed. Idempotent (a retry removes whatever is left). The api owns retirement (seed 004).
+ * removed. Idempotent (a retry removes whatever is left). The api owns retirement (docs/seeds/004).
  */
 export async function retireBinding(db: ActivityDeps['db'], workspacesDir: string, bindingId: string): Promise<void> {
   const b = await db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, select: { workspace_id: true } });
@@ -60,7 +60,7 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
     const { resolved } = r;
     const { msg, agent } = ctx;
     const conv = msg.conversation;
-    // A personal build draft owns its session (seed 000: owner type BUILD_DRAFT); otherwise the conversation does.
+    // A personal build draft owns its session (docs/seeds/000: owner type BUILD_DRAFT); otherwise the conversation does.
     const owner = r.buildDraft
       ? { type: 'BUILD_DRAFT' as const, id: r.buildDraft.id, bindingId: r.buildDraft.agent_workspace_binding_id }
       : { type: 'CONVERSATION' as const, id: conv.id, bindingId: conv.agent_workspace_binding_id };

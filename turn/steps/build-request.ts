@@ -1,5 +1,5 @@
 /**
- * buildRunRequest (seed 000 AgentAppRuntimeRequestBuilder): the layer composition for the agent backend,
+ * buildRunRequest (docs/seeds/000 AgentAppRuntimeRequestBuilder): the layer composition for the agent backend,
  * the retained session snapshot and deferred tool results. The request is stored on AgentBackendRun
  * (not returned): snapshots grow with the conversation and must stay out of workflow history.
  */
@@ -41,7 +41,7 @@ export interface BuildInput {
   workspaceFiles?: PlacedFile[];
 }
 
-/** Pure: soul config + turn facts → ordered layer composition (PROTOCOL §2 order). */
+/** Pure: soul config + turn facts → ordered layer composition (docs/PROTOCOL.md §2 order). */
 export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpec[] {
   const layer = (name: string, config: Record<string, unknown>, deps: string[] = []): LayerSpec => ({ name, type: name, deps, metadata: {}, config });
   const nativeImages = t.supportsVision;
@@ -114,7 +114,7 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
   return layers;
 }
 
-/** seed 000 _validate_session_snapshot_layers: topology must match; values may change. */
+/** docs/seeds/000 _validate_session_snapshot_layers: topology must match; values may change. */
 export function assertSnapshotMatches(layers: LayerSpec[], snapshot: SessionSnapshot | null): void {
   if (!snapshot) return;
   const a = layers.map((l) => l.name);

@@ -1,5 +1,5 @@
 /**
- * inputGuards (seed 000, skipped on resume): keyword moderation over the inputs and the query (answered
+ * inputGuards (docs/seeds/000, skipped on resume): keyword moderation over the inputs and the query (answered
  * with the preset answer) and annotation reply (the app's most similar annotated question, by pg_trgm,
  * at or above the app's threshold). A hit answers the turn without calling the agent backend.
  */

@@ -1,5 +1,5 @@
 /**
- * resolveConfig (seed 000 `_resolve_agent`): which AgentSoulConfig a turn runs with.
+ * resolveConfig (docs/seeds/000 `_resolve_agent`): which AgentSoulConfig a turn runs with.
  * - debugger: the agent's shared DRAFT (scope = draft row id);
  * - existing conversation: the version pinned by its binding, even after a newer publish;
  * - new published conversation: the agent's active config snapshot.
