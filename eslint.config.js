@@ -16,7 +16,22 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { patterns: ['node:*', 'fs', 'path', 'crypto', 'pg', 'express', '@prisma/*', '../core/db*', '../core/generated/*', '@temporalio/activity', '@temporalio/client', '@temporalio/worker'] },
+        {
+          patterns: [
+            'node:*',
+            'fs',
+            'path',
+            'crypto',
+            'pg',
+            'express',
+            '@prisma/*',
+            '../core/db*',
+            '../core/generated/*',
+            '@temporalio/activity',
+            '@temporalio/client',
+            '@temporalio/worker',
+          ],
+        },
       ],
     },
   },

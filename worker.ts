@@ -63,7 +63,9 @@ export async function startWorker(opts: {
   // Turns are started and upserted with these attributes: a namespace that lacks one would refuse every start.
   const added = await ensureTurnSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
   if (added.length) logger.warn({ added, namespace: config.TEMPORAL_NAMESPACE }, 'registered missing turn search attributes');
-  const backend = new AgentBackendClient(config.agentBackendUrl, config.AGENT_BACKEND_TOKEN, { streamIdleMs: config.AGENT_BACKEND_STREAM_IDLE_MS });
+  const backend = new AgentBackendClient(config.agentBackendUrl, config.AGENT_BACKEND_TOKEN, {
+    streamIdleMs: config.AGENT_BACKEND_STREAM_IDLE_MS,
+  });
   const providers = createDefaultProviders(config);
   const worker = await Worker.create({
     connection,
@@ -120,7 +122,9 @@ async function main(): Promise<void> {
   let running: RunningWorker | null = null;
   const outbox = new OutboxDispatcher({ db, temporal: () => client, logger });
   outbox.start();
-  const health = config.WORKER_HEALTH_PORT ? startHealthServer(config.WORKER_HEALTH_PORT, db, () => (running ? client : null), logger) : null;
+  const health = config.WORKER_HEALTH_PORT
+    ? startHealthServer(config.WORKER_HEALTH_PORT, db, () => (running ? client : null), logger)
+    : null;
 
   const stop = () => {
     stopping.abort();
@@ -162,7 +166,13 @@ async function main(): Promise<void> {
 
 /** Resolves true if `p` settles successfully within 2 s. */
 function answers(p: () => Promise<unknown>): Promise<boolean> {
-  return Promise.race([p().then(() => true, () => false), new Promise<boolean>((r) => setTimeout(() => r(false), 2000).unref())]);
+  return Promise.race([
+    p().then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((r) => setTimeout(() => r(false), 2000).unref()),
+  ]);
 }
 
 /** `GET /healthz` → `{status, checks: {temporal, database}}`, 503 while either is unreachable. */

@@ -5,7 +5,9 @@ import type { ActivityDeps } from '../turn/deps.js';
 export function createAskHumanActivities({ db }: ActivityDeps) {
   return {
     /** The form's timer fired: expire it unless a submission won the race. */
-    async expireForm(input: { formId: string }): Promise<{ status: 'expired' | 'submitted' | 'cancelled'; resumeMessageId: string | null }> {
+    async expireForm(input: {
+      formId: string;
+    }): Promise<{ status: 'expired' | 'submitted' | 'cancelled'; resumeMessageId: string | null }> {
       await db.humanInputForm.updateMany({ where: { id: input.formId, status: 'waiting' }, data: { status: 'expired' } });
       const form = await db.humanInputForm.findUniqueOrThrow({ where: { id: input.formId } });
       // A submission that won the race (its signal may have been lost) carries its continuation id.

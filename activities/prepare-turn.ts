@@ -16,7 +16,11 @@ export function createPrepareTurn(deps: ActivityDeps) {
   const inputGuards = createInputGuards(deps);
   const loadOrCreateBinding = createLoadOrCreateBinding(deps);
   const buildRunRequest = createBuildRunRequest(deps);
-  return async function prepareTurn(input: { messageId: string; runGuards: boolean; resumeFormId?: string }): Promise<{ guard: null | 'moderation' | 'annotation' }> {
+  return async function prepareTurn(input: {
+    messageId: string;
+    runGuards: boolean;
+    resumeFormId?: string;
+  }): Promise<{ guard: null | 'moderation' | 'annotation' }> {
     const t0 = performance.now();
     const ctx = await loadTurnContext(deps.db, input.messageId);
     const r = await resolveConfig(ctx);
@@ -31,7 +35,13 @@ export function createPrepareTurn(deps: ActivityDeps) {
     await buildRunRequest(ctx, r, binding, input.resumeFormId);
     const t4 = performance.now();
     const ms = (a: number, b: number) => Math.round((b - a) * 10) / 10;
-    deps.logger.debug({ message_id: input.messageId, ms: { resolve: ms(t0, t1), guards: ms(t1, t2), binding: ms(t2, t3), build: ms(t3, t4), total: ms(t0, t4) } }, 'turn prepared');
+    deps.logger.debug(
+      {
+        message_id: input.messageId,
+        ms: { resolve: ms(t0, t1), guards: ms(t1, t2), binding: ms(t2, t3), build: ms(t3, t4), total: ms(t0, t4) },
+      },
+      'turn prepared',
+    );
     return { guard: null };
   };
 }

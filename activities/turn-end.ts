@@ -34,7 +34,10 @@ export function createStopTurn({ db }: ActivityDeps) {
    */
   return async function stopTurn(input: { messageId: string }): Promise<void> {
     await db.$transaction(async (tx) => {
-      const n = await tx.message.updateMany({ where: { id: input.messageId, status: { in: ['pending', 'running'] } }, data: { status: 'stopped' } });
+      const n = await tx.message.updateMany({
+        where: { id: input.messageId, status: { in: ['pending', 'running'] } },
+        data: { status: 'stopped' },
+      });
       if (n.count === 0) return;
       const msg = await tx.message.findUniqueOrThrow({ where: { id: input.messageId } });
       await releaseTurnLock(tx, msg.conversation_id, msg.id);

@@ -23,9 +23,7 @@ import { toModelMessages } from './model/prompt.js';
 import type { LayerInstance, ToolOutcome, ToolSpec } from './modules/types.js';
 import type { UsageMeter } from './usage.js';
 
-export type LoopResult =
-  | { kind: 'succeeded'; output: string }
-  | { kind: 'deferred'; call: DeferredToolCall; output: string };
+export type LoopResult = { kind: 'succeeded'; output: string } | { kind: 'deferred'; call: DeferredToolCall; output: string };
 
 /** Conversation state shared with the run task, so an interrupted run can still save history. */
 export interface LoopState {
@@ -62,7 +60,9 @@ interface StepToolCall {
 export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
   const { instances, emitter, signal, usage, state } = ctx;
   const of = <K extends LayerInstance['capability']['kind']>(kind: K) =>
-    instances.filter((i) => i.capability.kind === kind) as Array<LayerInstance & { capability: Extract<LayerInstance['capability'], { kind: K }> }>;
+    instances.filter((i) => i.capability.kind === kind) as Array<
+      LayerInstance & { capability: Extract<LayerInstance['capability'], { kind: K }> }
+    >;
 
   const system = of('instructions')
     .map((i) => i.capability.instructions())
@@ -120,7 +120,8 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
   // input. A new turn after an abandoned form closes the call as unavailable and adds its query.
   const user = of('user_prompt')[0]?.capability.userMessage();
   const lastUser = [...state.messages].reverse().find((m) => m.role === 'user');
-  const resending = closed.closed.length > 0 && user !== undefined && lastUser !== undefined && JSON.stringify(user) === JSON.stringify(lastUser);
+  const resending =
+    closed.closed.length > 0 && user !== undefined && lastUser !== undefined && JSON.stringify(user) === JSON.stringify(lastUser);
   if (user && !resending) state.messages.push(user);
   if (!system && state.messages.length === 0) throw new Error('nothing to send to the model: no instructions, history or user prompt');
 
@@ -160,13 +161,21 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
     });
 
     // A stop cuts the call before it reports usage: what it consumed and generated still counts (estimated).
-    const step = await consumeStep(result.fullStream, ctx, (generated) => usage.addCutModelCall(prompt, generated, priceFor(binding.provider, binding.model)));
+    const step = await consumeStep(result.fullStream, ctx, (generated) =>
+      usage.addCutModelCall(prompt, generated, priceFor(binding.provider, binding.model)),
+    );
     const assistant: PromptMessage = {
       role: 'assistant',
       content: step.text,
       ...(step.reasoning ? { reasoning_content: step.reasoning } : {}),
       ...(step.toolCalls.length
-        ? { tool_calls: step.toolCalls.map((c): ToolCall => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.rawArgs } })) }
+        ? {
+            tool_calls: step.toolCalls.map((c): ToolCall => ({
+              id: c.id,
+              type: 'function',
+              function: { name: c.name, arguments: c.rawArgs },
+            })),
+          }
         : {}),
     };
     state.lastText = step.text;
@@ -228,8 +237,14 @@ async function dispatchTool(
   executionContext: ExecutionContextLayerConfig,
 ): Promise<ToolOutcome> {
   const owner = owners.get(call.name);
-  if (!owner) return { kind: 'result', result: `Unknown tool '${call.name}'. Available tools: ${[...owners.keys()].join(', ') || 'none'}.`, isError: true };
-  if (typeof call.args === 'string') return { kind: 'result', result: 'The tool arguments are not valid JSON. Call the tool again with a JSON object.', isError: true };
+  if (!owner)
+    return {
+      kind: 'result',
+      result: `Unknown tool '${call.name}'. Available tools: ${[...owners.keys()].join(', ') || 'none'}.`,
+      isError: true,
+    };
+  if (typeof call.args === 'string')
+    return { kind: 'result', result: 'The tool arguments are not valid JSON. Call the tool again with a JSON object.', isError: true };
   try {
     return await owner.capability.call(call.name, call.args, {
       runId: ctx.runId,
@@ -270,7 +285,11 @@ async function consumeStep(
       switch (value.type) {
         case 'reasoning-start':
           reasoningIndex = state.nextPartIndex++;
-          await emitter.event('pydantic_ai_event', { event_kind: 'part_start', index: reasoningIndex, part: { part_kind: 'thinking', content: '' } });
+          await emitter.event('pydantic_ai_event', {
+            event_kind: 'part_start',
+            index: reasoningIndex,
+            part: { part_kind: 'thinking', content: '' },
+          });
           break;
         case 'reasoning-delta':
           usage.markFirstToken();
@@ -278,11 +297,19 @@ async function consumeStep(
           emitter.delta('thinking', reasoningIndex, value.text);
           break;
         case 'reasoning-end':
-          await emitter.event('pydantic_ai_event', { event_kind: 'part_end', index: reasoningIndex, part: { part_kind: 'thinking', content: reasoning } });
+          await emitter.event('pydantic_ai_event', {
+            event_kind: 'part_end',
+            index: reasoningIndex,
+            part: { part_kind: 'thinking', content: reasoning },
+          });
           break;
         case 'text-start':
           textIndex = state.nextPartIndex++;
-          await emitter.event('pydantic_ai_event', { event_kind: 'part_start', index: textIndex, part: { part_kind: 'text', content: '' } });
+          await emitter.event('pydantic_ai_event', {
+            event_kind: 'part_start',
+            index: textIndex,
+            part: { part_kind: 'text', content: '' },
+          });
           break;
         case 'text-delta':
           usage.markFirstToken();
@@ -291,7 +318,11 @@ async function consumeStep(
           emitter.delta('text', textIndex, value.text);
           break;
         case 'text-end':
-          await emitter.event('pydantic_ai_event', { event_kind: 'part_end', index: textIndex, part: { part_kind: 'text', content: text } });
+          await emitter.event('pydantic_ai_event', {
+            event_kind: 'part_end',
+            index: textIndex,
+            part: { part_kind: 'text', content: text },
+          });
           break;
         case 'tool-input-start':
         case 'tool-input-delta':

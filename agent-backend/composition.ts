@@ -62,7 +62,8 @@ export function planRun(body: unknown, registry: ModuleRegistry, defaults: RunLi
     if (!module) throw invalid(`layer '${spec.name}': unknown module type '${spec.type}'`, 'unknown_module');
     if (module.unavailable) throw invalid(`layer '${spec.name}': ${module.unavailable}`, 'module_unavailable');
     for (const dep of spec.deps) {
-      if (dep === spec.name || !byName.has(dep)) throw invalid(`layer '${spec.name}': dependency '${dep}' is not a layer of this composition`);
+      if (dep === spec.name || !byName.has(dep))
+        throw invalid(`layer '${spec.name}': dependency '${dep}' is not a layer of this composition`);
     }
     const cfg = module.configSchema.safeParse(spec.config);
     if (!cfg.success) throw invalid(formatZodError(cfg.error, `layer '${spec.name}' config`));
@@ -70,7 +71,9 @@ export function planRun(body: unknown, registry: ModuleRegistry, defaults: RunLi
       const target = byName.get(ref.layer);
       if (!target) throw invalid(`layer '${spec.name}': ${ref.field} refers to '${ref.layer}', which is not a layer of this composition`);
       if (!ref.types.includes(target.type)) {
-        throw invalid(`layer '${spec.name}': ${ref.field} refers to '${ref.layer}' of type '${target.type}', expected ${ref.types.join(' or ')}`);
+        throw invalid(
+          `layer '${spec.name}': ${ref.field} refers to '${ref.layer}' of type '${target.type}', expected ${ref.types.join(' or ')}`,
+        );
       }
     }
     layers.push({ spec, module, config: deepFreeze(cfg.data) as Readonly<Record<string, unknown>>, state: module.initialState() });
@@ -107,7 +110,8 @@ export function planRun(body: unknown, registry: ModuleRegistry, defaults: RunLi
     }
     snapshot.layers.forEach((entry, i) => {
       const st = layers[i].module.stateSchema.safeParse(entry.runtime_state);
-      if (!st.success) throw snapshotError(formatZodError(st.error, `session_snapshot layer '${entry.name}' runtime_state`), 'invalid_session_snapshot');
+      if (!st.success)
+        throw snapshotError(formatZodError(st.error, `session_snapshot layer '${entry.name}' runtime_state`), 'invalid_session_snapshot');
       layers[i].state = st.data;
     });
   } else if (request.deferred_tool_results) {
@@ -128,9 +132,7 @@ export function planRun(body: unknown, registry: ModuleRegistry, defaults: RunLi
 
 /** Fresh instances for one run, each with its own copy of the state. */
 export function instantiate(plan: RunPlan, services: RunServices): LayerInstance[] {
-  return plan.layers.map((l) =>
-    l.module.create({ name: l.spec.name, config: l.config, state: structuredClone(l.state), services }),
-  );
+  return plan.layers.map((l) => l.module.create({ name: l.spec.name, config: l.config, state: structuredClone(l.state), services }));
 }
 
 const dryServices: RunServices = {

@@ -200,7 +200,10 @@ export class RunEmitter {
             return null;
           }
           this.failed = transient ? 'event_store_unavailable' : 'event_store_error';
-          this.logger.error({ err, runId: this.runId, type, attempts: attempt }, 'agent backend: an event could not be stored; failing the run');
+          this.logger.error(
+            { err, runId: this.runId, type, attempts: attempt },
+            'agent backend: an event could not be stored; failing the run',
+          );
           this.hooks.onStoreFailed?.(this.failed);
           return null;
         }

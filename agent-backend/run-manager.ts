@@ -118,7 +118,9 @@ export class RunManager {
       const t = setInterval(
         () =>
           void fn().catch((err) =>
-            isConnectionError(err) ? this.logger.debug({ err }, 'agent backend: background task skipped, database unreachable') : this.logger.warn({ err }, 'agent backend: background task failed'),
+            isConnectionError(err)
+              ? this.logger.debug({ err }, 'agent backend: background task skipped, database unreachable')
+              : this.logger.warn({ err }, 'agent backend: background task failed'),
           ),
         ms,
       );

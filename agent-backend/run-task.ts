@@ -112,7 +112,13 @@ export async function executeRun(input: RunTaskInput): Promise<void> {
     if (!snapshot) {
       await emitter.terminal(
         'run_failed',
-        { error: 'the run finished but its layers did not exit cleanly', reason: 'layer_exit_failed', session_snapshot: null, usage: u, output },
+        {
+          error: 'the run finished but its layers did not exit cleanly',
+          reason: 'layer_exit_failed',
+          session_snapshot: null,
+          usage: u,
+          output,
+        },
         { status: 'failed', error: 'the run finished but its layers did not exit cleanly' },
       );
       return;

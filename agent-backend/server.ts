@@ -74,7 +74,8 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   const hub = new EventHub();
   // The Local runtime (agent workspaces + shellctl); runtime/shell are unavailable without SHELLCTL_AUTH_TOKEN.
   const sandbox = new Sandbox(config, logger.child({ component: 'sandbox' }));
-  const modelCaller = deps.llm ?? createInnerLlmCaller({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch, logger });
+  const modelCaller =
+    deps.llm ?? createInnerLlmCaller({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch, logger });
   const runs = new RunManager(store, hub, modelCaller, deps.toolResolver ?? noPluginTools, logger, {
     instanceId: options.instanceId,
     coalesce: { ms: config.BACKEND_DELTA_COALESCE_MS, chars: config.BACKEND_DELTA_COALESCE_CHARS },
@@ -103,7 +104,11 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       maxJsonDepth: config.JSON_MAX_DEPTH,
     }),
   );
-  app.use('/runs', bearerAuth(config.AGENT_BACKEND_TOKEN), jsonBody({ limit: config.AGENT_BACKEND_MAX_BODY_BYTES, maxDepth: config.JSON_MAX_DEPTH, rejectNul: true }));
+  app.use(
+    '/runs',
+    bearerAuth(config.AGENT_BACKEND_TOKEN),
+    jsonBody({ limit: config.AGENT_BACKEND_MAX_BODY_BYTES, maxDepth: config.JSON_MAX_DEPTH, rejectNul: true }),
+  );
   app.use(
     runRoutes({
       store,
@@ -136,7 +141,8 @@ export function createAgentBackend(deps: AgentBackendDeps) {
     store.onReconnect(() => void runs.onStoreReconnected());
     await store.listen({
       onEvents: (runId) => hub.notify(runId),
-      onCancel: (runId) => void runs.onRemoteCancel(runId).catch((err) => logger.warn({ err, runId }, 'agent backend: cancel delivery failed')),
+      onCancel: (runId) =>
+        void runs.onRemoteCancel(runId).catch((err) => logger.warn({ err, runId }, 'agent backend: cancel delivery failed')),
       onReconnect: () => void runs.onStoreReconnected(),
     });
     runs.startBackground();
@@ -158,7 +164,12 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       logger.info({ url, instanceId: options.instanceId }, 'agent backend listening');
       sandbox.setStubUrl(url);
       if (sandbox.unavailableReason) logger.info(`agent workspace: runtime/shell unavailable: ${sandbox.unavailableReason}`);
-      else void sandbox.prepare().catch((err: unknown) => logger.error({ err: (err as Error).message }, 'agent workspace: shellctl is not ready; shell runs will fail until it is'));
+      else
+        void sandbox
+          .prepare()
+          .catch((err: unknown) =>
+            logger.error({ err: (err as Error).message }, 'agent workspace: shellctl is not ready; shell runs will fail until it is'),
+          );
       return {
         url,
         port: actual,
@@ -194,6 +205,7 @@ function toHttpError(err: unknown): HttpError {
   const e = err as { status?: number; type?: string; message?: string };
   if (e?.type === 'entity.parse.failed') return new HttpError(400, 'invalid_request', 'the request body is not valid JSON');
   if (e?.type === 'entity.too.large') return new HttpError(413, 'payload_too_large', 'the request body is too large');
-  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500) return new HttpError(e.status, 'invalid_request', e.message ?? 'bad request');
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500)
+    return new HttpError(e.status, 'invalid_request', e.message ?? 'bad request');
   return new HttpError(500, 'internal_error', 'internal error');
 }

@@ -54,10 +54,7 @@ export interface TerminalUpdate {
 }
 
 export type CancelOutcome =
-  | { kind: 'requested'; run: RunRow }
-  | { kind: 'already_cancelled'; run: RunRow }
-  | { kind: 'ended'; run: RunRow }
-  | { kind: 'not_found' };
+  { kind: 'requested'; run: RunRow } | { kind: 'already_cancelled'; run: RunRow } | { kind: 'ended'; run: RunRow } | { kind: 'not_found' };
 
 export interface StoreListener {
   onEvents(runId: string): void;
@@ -229,9 +226,7 @@ export class PgRunStore {
       [input.runId, input.idempotencyKey, input.purpose, JSON.stringify(input.request), input.ownerId],
     );
     if (inserted.rowCount === 1) return { run: toRun(inserted.rows[0]), created: true };
-    const existing = await this.q(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where idempotency_key = $1`, [
-      input.idempotencyKey,
-    ]);
+    const existing = await this.q(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where idempotency_key = $1`, [input.idempotencyKey]);
     if (existing.rowCount !== 1) throw new Error('idempotent run create: conflicting run vanished');
     return { run: toRun(existing.rows[0]), created: false };
   }

@@ -32,7 +32,12 @@ export function appKeyAuth(db: Db) {
       }
       const token = await db.apiToken.findUnique({ where: { token_hash: hash }, include: { app: { include: { agent: true } } } });
       if (!token || token.revoked_at) throw new HttpError(401, 'unauthorized', 'Access token is invalid.');
-      const ctx: AppContext = { tenantId: token.tenant_id, appId: token.app_id, agentId: token.app.agent?.id ?? null, appName: token.app.name };
+      const ctx: AppContext = {
+        tenantId: token.tenant_id,
+        appId: token.app_id,
+        agentId: token.app.agent?.id ?? null,
+        appName: token.app.name,
+      };
       cache.set(hash, { ctx, at: Date.now() });
       req.appCtx = ctx;
       next();

@@ -40,9 +40,17 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     let e: HttpError;
     if (err instanceof HttpError) e = err;
-    else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.too.large') e = new HttpError(413, 'request_entity_too_large', 'The request body is too large.');
-    else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.parse.failed') e = new HttpError(400, 'invalid_json', 'The request body is not valid JSON.');
-    else if (err && typeof err === 'object' && 'status' in err && typeof (err as { status: unknown }).status === 'number' && (err as { status: number }).status < 500) {
+    else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.too.large')
+      e = new HttpError(413, 'request_entity_too_large', 'The request body is too large.');
+    else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.parse.failed')
+      e = new HttpError(400, 'invalid_json', 'The request body is not valid JSON.');
+    else if (
+      err &&
+      typeof err === 'object' &&
+      'status' in err &&
+      typeof (err as { status: unknown }).status === 'number' &&
+      (err as { status: number }).status < 500
+    ) {
       const status = (err as { status: number }).status;
       e = new HttpError(status, 'bad_request', (err as Error).message || 'Bad request.');
     } else if (isDependencyUnavailable(err)) {

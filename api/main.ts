@@ -17,16 +17,31 @@ if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
   process.exit(1);
 }
 const weakSecrets = devDefaultSecrets(config);
-if (weakSecrets.length) logger.warn({ secrets: weakSecrets }, 'development default secrets in use: anyone who reads the source can call the inner API; NODE_ENV=production refuses them');
+if (weakSecrets.length)
+  logger.warn(
+    { secrets: weakSecrets },
+    'development default secrets in use: anyone who reads the source can call the inner API; NODE_ENV=production refuses them',
+  );
 const db = createDb(config.DATABASE_URL, { max: 20 });
 const connection = lazyTemporalConnection(config.TEMPORAL_ADDRESS);
 const notifier = new EventNotifier(config.DATABASE_URL, logger);
 await notifier.start();
-const { app, stop: stopBackground } = createWiredApi({ db, connection, notifier, config, logger, agentBackendUrl: () => config.agentBackendUrl });
+const { app, stop: stopBackground } = createWiredApi({
+  db,
+  connection,
+  notifier,
+  config,
+  logger,
+  agentBackendUrl: () => config.agentBackendUrl,
+});
 const server = app.listen(config.API_PORT, config.API_HOST, () => logger.info({ port: config.API_PORT }, 'api listening'));
 const stop = () => {
   server.close();
-  void stopBackground().then(() => notifier.stop()).then(() => db.$disconnect()).then(() => connection.close()).then(() => process.exit(0));
+  void stopBackground()
+    .then(() => notifier.stop())
+    .then(() => db.$disconnect())
+    .then(() => connection.close())
+    .then(() => process.exit(0));
 };
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);

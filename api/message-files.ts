@@ -44,23 +44,29 @@ export async function prepareMessageFiles(
   const { db, config } = deps;
   const features = await fileUploadFeature(db, app);
   if (!features.enabled) throw new HttpError(400, 'invalid_param', 'files: file upload is disabled for this app.');
-  if (files.length > features.max_files) throw new HttpError(400, 'invalid_param', `files: at most ${features.max_files} files per message.`);
+  if (files.length > features.max_files)
+    throw new HttpError(400, 'invalid_param', `files: at most ${features.max_files} files per message.`);
 
   const baseUrl = config.API_INTERNAL_URL ?? currentRequest()?.selfUrl ?? config.apiUrl;
   const out: PreparedMessageFile[] = [];
   const remoteDeadline = Date.now() + REMOTE_FETCH_TOTAL_MS;
   for (const [i, f] of files.entries()) {
     if (f.transfer_method === 'local_file') {
-      if (!f.upload_file_id || !UUID.test(f.upload_file_id)) throw new HttpError(400, 'invalid_param', `files.${i}.upload_file_id: is required for local_file and must be an upload id.`);
-      const upload = await db.uploadFile.findFirst({ where: { id: f.upload_file_id, tenant_id: app.tenantId, app_id: app.appId, end_user_id: endUserId } });
+      if (!f.upload_file_id || !UUID.test(f.upload_file_id))
+        throw new HttpError(400, 'invalid_param', `files.${i}.upload_file_id: is required for local_file and must be an upload id.`);
+      const upload = await db.uploadFile.findFirst({
+        where: { id: f.upload_file_id, tenant_id: app.tenantId, app_id: app.appId, end_user_id: endUserId },
+      });
       if (!upload) throw new HttpError(404, 'file_not_found', `files.${i}.upload_file_id: Upload file not found.`);
       // The upload's own kind is authoritative (clients guess `type`).
       const kind = FILE_TYPES[upload.extension]?.kind ?? 'document';
-      if (kind === 'image' && !features.image_enabled) throw new HttpError(400, 'invalid_param', `files.${i}: image upload is disabled for this app.`);
+      if (kind === 'image' && !features.image_enabled)
+        throw new HttpError(400, 'invalid_param', `files.${i}: image upload is disabled for this app.`);
       out.push({ type: kind, transfer_method: 'local_file', url: signedFileUrl(config, baseUrl, upload.id), upload_file_id: upload.id });
     } else {
       if (!f.url) throw new HttpError(400, 'invalid_param', `files.${i}.url: is required for remote_url.`);
-      if (f.type === 'image' && !features.image_enabled) throw new HttpError(400, 'invalid_param', `files.${i}: image upload is disabled for this app.`);
+      if (f.type === 'image' && !features.image_enabled)
+        throw new HttpError(400, 'invalid_param', `files.${i}: image upload is disabled for this app.`);
       const kind: Kind = f.type === 'image' ? 'image' : 'document';
       const left = remoteDeadline - Date.now();
       if (left < 500) throw new RemoteUrlRefused(`files.${i}.url: no time left to download it with this message.`);

@@ -46,18 +46,37 @@ const RESPONSES = {
 function components(schemas: Record<string, z.ZodType>, io: 'input' | 'output'): Record<string, JsonSchema> {
   const registry = z.registry<{ id: string }>();
   for (const [id, schema] of Object.entries(schemas)) registry.add(schema, { id });
-  const out = z.toJSONSchema(registry, { target: 'draft-2020-12', io, unrepresentable: 'any', uri: (id) => `#/components/schemas/${id}` }).schemas;
+  const out = z.toJSONSchema(registry, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    uri: (id) => `#/components/schemas/${id}`,
+  }).schemas;
   // The document's jsonSchemaDialect says 2020-12; a fragment-only $id is not a valid 2020-12 $id.
   return Object.fromEntries(Object.entries(out).map(([id, { $schema: _s, $id: _i, ...rest }]) => [id, rest as JsonSchema]));
 }
 
 /** A zod object as OpenAPI query parameters (one per property). */
 function queryParams(schema: z.ZodObject): JsonSchema[] {
-  const js = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, JsonSchema>; required?: string[] };
-  return Object.entries(js.properties ?? {}).map(([name, s]) => ({ name, in: 'query', required: (js.required ?? []).includes(name), schema: s }));
+  const js = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as {
+    properties?: Record<string, JsonSchema>;
+    required?: string[];
+  };
+  return Object.entries(js.properties ?? {}).map(([name, s]) => ({
+    name,
+    in: 'query',
+    required: (js.required ?? []).includes(name),
+    schema: s,
+  }));
 }
 
-const pathParam = (name: string, description: string) => ({ name, in: 'path', required: true, description, schema: { type: 'string', format: 'uuid' } });
+const pathParam = (name: string, description: string) => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema: { type: 'string', format: 'uuid' },
+});
 const json = (schemaRef: JsonSchema) => ({ 'application/json': { schema: schemaRef } });
 const ok = (description: string, id: string) => ({ description, content: json(ref(id)) });
 const errors = (...statuses: number[]) =>
@@ -80,7 +99,9 @@ const SSE_DESCRIPTION =
   'Resume with `Last-Event-ID`. The stream closes after `message_end` or `error`. Event schemas: ' +
   Object.keys(SSE_EVENTS).join(', ') +
   '.';
-const sse = { 'text/event-stream': { schema: ref('SseEvent'), 'x-sse-events': Object.fromEntries(Object.keys(SSE_EVENTS).map((id) => [id, ref(id)])) } };
+const sse = {
+  'text/event-stream': { schema: ref('SseEvent'), 'x-sse-events': Object.fromEntries(Object.keys(SSE_EVENTS).map((id) => [id, ref(id)])) },
+};
 
 function paths(): Record<string, Record<string, JsonSchema>> {
   const conversationId = pathParam('conversation_id', 'Conversation id.');
@@ -93,7 +114,10 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         summary: 'Send a message: starts a turn (a Temporal workflow) and streams its events, or blocks for the final message.',
         requestBody: { required: true, content: json(ref('ChatRequest')) },
         responses: {
-          '200': { description: `\`response_mode: streaming\` → ${SSE_DESCRIPTION} \`blocking\` → the final message.`, content: { ...sse, ...json(ref('ChatBlockingResponse')) } },
+          '200': {
+            description: `\`response_mode: streaming\` → ${SSE_DESCRIPTION} \`blocking\` → the final message.`,
+            content: { ...sse, ...json(ref('ChatBlockingResponse')) },
+          },
           ...errors(409, 413, 429, 503),
         },
       },
@@ -125,7 +149,8 @@ function paths(): Record<string, Record<string, JsonSchema>> {
       get: {
         operationId: 'getConversationMessages',
         tags: ['conversations'],
-        summary: 'Message history of a conversation, oldest first, with agent_thoughts, message_files and feedback. Paginate backwards with first_id.',
+        summary:
+          'Message history of a conversation, oldest first, with agent_thoughts, message_files and feedback. Paginate backwards with first_id.',
         parameters: queryParams(S.MessagesQuery),
         responses: { '200': ok('A page of messages.', 'MessageListResponse'), ...errors() },
       },
@@ -173,7 +198,8 @@ function paths(): Record<string, Record<string, JsonSchema>> {
       get: {
         operationId: 'getApplicationParameters',
         tags: ['app'],
-        summary: "The app's parameters from the agent's active soul config: opening statement, suggested questions, file upload and size limits.",
+        summary:
+          "The app's parameters from the agent's active soul config: opening statement, suggested questions, file upload and size limits.",
         parameters: queryParams(S.UserQuery),
         responses: { '200': ok('App parameters.', 'ParametersResponse'), ...errors() },
       },
@@ -191,7 +217,13 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         operationId: 'getAppMeta',
         tags: ['app'],
         summary: 'Tool icons (none for Agent Apps here).',
-        responses: { '200': { description: 'App meta.', content: json({ type: 'object', properties: { tool_icons: { type: 'object' } }, required: ['tool_icons'] }) }, ...errors() },
+        responses: {
+          '200': {
+            description: 'App meta.',
+            content: json({ type: 'object', properties: { tool_icons: { type: 'object' } }, required: ['tool_icons'] }),
+          },
+          ...errors(),
+        },
       },
     },
     '/v1/files/upload': {
@@ -216,7 +248,8 @@ function paths(): Record<string, Record<string, JsonSchema>> {
       get: {
         operationId: 'signedFilePreview',
         tags: ['files'],
-        summary: "An upload's content by its signed URL (the `url` of a file in message_files); no API key. Links expire (FILE_LINK_TTL_S; history hands out fresh ones) and stop working once the conversations that used the file are deleted.",
+        summary:
+          "An upload's content by its signed URL (the `url` of a file in message_files); no API key. Links expire (FILE_LINK_TTL_S; history hands out fresh ones) and stop working once the conversations that used the file are deleted.",
         security: [],
         parameters: [
           pathParam('file_id', 'Upload id.'),
@@ -247,7 +280,13 @@ function paths(): Record<string, Record<string, JsonSchema>> {
       },
     },
     '/healthz': {
-      get: { operationId: 'healthz', tags: ['ops'], summary: 'The process is up.', security: [], responses: { '200': { description: 'Up.' } } },
+      get: {
+        operationId: 'healthz',
+        tags: ['ops'],
+        summary: 'The process is up.',
+        security: [],
+        responses: { '200': { description: 'Up.' } },
+      },
     },
     '/readyz': {
       get: {
@@ -274,7 +313,10 @@ let cached: JsonSchema | null = null;
 export function openApiDocument(): JsonSchema {
   if (cached) return cached;
   const responses = Object.fromEntries(
-    Object.entries(ERROR_DESCRIPTIONS).map(([status, description]) => [`Error${status}`, { description, content: json(ref('ErrorResponse')) }]),
+    Object.entries(ERROR_DESCRIPTIONS).map(([status, description]) => [
+      `Error${status}`,
+      { description, content: json(ref('ErrorResponse')) },
+    ]),
   );
   cached = {
     openapi: '3.1.0',

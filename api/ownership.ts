@@ -19,7 +19,9 @@ export async function upsertEndUser(db: Db, app: AppContext, user: string) {
 /** The live conversation if it belongs to this app and end user; 404 otherwise. */
 export async function findOwnedConversation(db: Db, appId: string, user: string, conversationId: string) {
   const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: appId, session_id: user } } });
-  const conv = endUser ? await db.conversation.findFirst({ where: { id: conversationId, app_id: appId, end_user_id: endUser.id, deleted_at: null } }) : null;
+  const conv = endUser
+    ? await db.conversation.findFirst({ where: { id: conversationId, app_id: appId, end_user_id: endUser.id, deleted_at: null } })
+    : null;
   if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
   return conv;
 }

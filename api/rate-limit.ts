@@ -48,7 +48,16 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
   const { db, config, logger } = deps;
   const store = prismaStore(db);
   const limiter = (keyPrefix: string, points: number, duration: number) =>
-    new RateLimiterPostgres({ storeClient: store, storeType: 'client', tableName: TABLE, tableCreated: true, clearExpiredByTimeout: false, keyPrefix, points, duration });
+    new RateLimiterPostgres({
+      storeClient: store,
+      storeType: 'client',
+      tableName: TABLE,
+      tableCreated: true,
+      clearExpiredByTimeout: false,
+      keyPrefix,
+      points,
+      duration,
+    });
   const keyRate = limiter('rate_key', config.RATE_LIMIT_KEY_PER_MINUTE, 60);
   const userRate = limiter('rate_user', config.RATE_LIMIT_USER_PER_MINUTE, 60);
   const keyStreams = limiter('streams_key', config.STREAMS_PER_KEY, STREAM_COUNTER_TTL_S);
@@ -81,8 +90,10 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
     const u = typeof fromBody === 'string' ? fromBody : typeof req.query.user === 'string' ? req.query.user : null;
     return u && u.length <= 255 && !u.includes('\u0000') ? u : null;
   };
-  const isStream = (req: Request) => (req.method === 'POST' && req.path === '/chat-messages') || (req.method === 'GET' && /^\/chat-messages\/[^/]+\/events$/.test(req.path));
-  const isTurnStart = (req: Request) => req.method === 'POST' && (req.path === '/chat-messages' || /^\/form\/human_input\/[^/]+$/.test(req.path));
+  const isStream = (req: Request) =>
+    (req.method === 'POST' && req.path === '/chat-messages') || (req.method === 'GET' && /^\/chat-messages\/[^/]+\/events$/.test(req.path));
+  const isTurnStart = (req: Request) =>
+    req.method === 'POST' && (req.path === '/chat-messages' || /^\/form\/human_input\/[^/]+$/.test(req.path));
 
   /** Mount on /v1 after the key check and body parsing. */
   const middleware: RequestHandler = async (req: Request, res: Response, next: NextFunction) => {
@@ -104,7 +115,10 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
           db.message.count({ where: { app_id: app.appId, status: inProgress } }),
           (async () => {
             if (!user) return 0;
-            const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: user } }, select: { id: true } });
+            const endUser = await db.endUser.findUnique({
+              where: { app_id_session_id: { app_id: app.appId, session_id: user } },
+              select: { id: true },
+            });
             return endUser ? db.message.count({ where: { end_user_id: endUser.id, status: inProgress } }) : 0;
           })(),
         ]);

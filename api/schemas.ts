@@ -78,7 +78,10 @@ export const FilePreviewQuery = z.object({
 
 /** The multipart form of POST /v1/files/upload (documentation only: parsed by busboy). */
 export const FileUploadForm = z.object({
-  file: z.string().meta({ contentMediaType: 'application/octet-stream', description: 'The file (images: png, jpg, jpeg, webp, gif ≤ 10 MB; documents: pdf, txt, md, csv, json, docx ≤ 15 MB).' }),
+  file: z.string().meta({
+    contentMediaType: 'application/octet-stream',
+    description: 'The file (images: png, jpg, jpeg, webp, gif ≤ 10 MB; documents: pdf, txt, md, csv, json, docx ≤ 15 MB).',
+  }),
   user: UserId,
 });
 

@@ -36,7 +36,11 @@ export async function streamTurn(
 }
 
 /** Blocking mode: waits for the terminal event and folds the stream into one answer. */
-export async function collectTurn(deps: { db: Db; notifier: EventNotifier }, messageId: string, signal: AbortSignal): Promise<StoredClientEvent[]> {
+export async function collectTurn(
+  deps: { db: Db; notifier: EventNotifier },
+  messageId: string,
+  signal: AbortSignal,
+): Promise<StoredClientEvent[]> {
   const out: StoredClientEvent[] = [];
   for await (const e of followEvents(deps.db, deps.notifier, messageId, 0, signal)) {
     out.push(e);

@@ -41,7 +41,6 @@ export function conversationName(query: string): string {
   return oneLine.length <= 40 ? oneLine : `${oneLine.slice(0, 39)}…`;
 }
 
-
 /**
  * `text` as Markdown that renders as exactly that text: one line (control characters and line breaks become
  * spaces), at most `max` characters, every ASCII punctuation character backslash-escaped (CommonMark allows
@@ -75,7 +74,9 @@ export async function startTurn(
     let conversationId = body.conversation_id || null;
     let locked = false;
     if (conversationId) {
-      const conv = await tx.conversation.findFirst({ where: { id: conversationId, app_id: app.appId, ...owner, invoke_from: invokeFrom, deleted_at: null } });
+      const conv = await tx.conversation.findFirst({
+        where: { id: conversationId, app_id: app.appId, ...owner, invoke_from: invokeFrom, deleted_at: null },
+      });
       if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
       // The turn lock first: inserting a message first would key-share-lock the conversation row and
       // deadlock with a racing request's lock update (active_message_id is a unique, i.e. key, column).
@@ -102,9 +103,13 @@ export async function startTurn(
         ? await tx.humanInputForm.findFirst({ where: { message_id: conv.active_message_id, status: 'waiting' } })
         : null;
       if (form) {
-        throw new HttpError(409, 'conversation_waiting_for_human', 'This conversation is waiting for a form to be submitted.', { form_token: form.token });
+        throw new HttpError(409, 'conversation_waiting_for_human', 'This conversation is waiting for a form to be submitted.', {
+          form_token: form.token,
+        });
       }
-      throw new HttpError(409, 'conversation_busy', 'A turn is already running in this conversation; wait for it to finish or stop it.', { task_id: conv.active_message_id });
+      throw new HttpError(409, 'conversation_busy', 'A turn is already running in this conversation; wait for it to finish or stop it.', {
+        task_id: conv.active_message_id,
+      });
     }
     const msg = await tx.message.create({
       data: {
@@ -150,12 +155,18 @@ export async function startTurn(
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
       logger.error({ err: (err as Error).message, message_id: messageId }, 'could not start the turn workflow');
       await db.$transaction(async (tx) => {
-        await tx.message.update({ where: { id: messageId }, data: { status: 'failed', error: 'The turn could not be started.', error_code: 'temporal_unavailable' } });
+        await tx.message.update({
+          where: { id: messageId },
+          data: { status: 'failed', error: 'The turn could not be started.', error_code: 'temporal_unavailable' },
+        });
         await releaseTurnLock(tx, conversationId, messageId);
       });
       throw new HttpError(503, 'service_unavailable', 'The turn could not be started; try again shortly.');
     }
   }
-  logger.info({ tenant_id: app.tenantId, app_id: app.appId, conversation_id: conversationId, message_id: messageId, workflow_id: workflowId }, 'turn started');
+  logger.info(
+    { tenant_id: app.tenantId, app_id: app.appId, conversation_id: conversationId, message_id: messageId, workflow_id: workflowId },
+    'turn started',
+  );
   return { messageId, conversationId, workflowId, createdAt };
 }

@@ -32,15 +32,19 @@ export function lazyTemporalConnection(address: string): Connection {
 function within(ms: number, p: () => Promise<unknown>): Promise<boolean> {
   return new Promise((resolve) => {
     const t = setTimeout(() => resolve(false), ms);
-    p().then(
-      () => resolve(true),
-      () => resolve(false),
-    ).finally(() => clearTimeout(t));
+    p()
+      .then(
+        () => resolve(true),
+        () => resolve(false),
+      )
+      .finally(() => clearTimeout(t));
   });
 }
 
 export function temporalReachable(connection: ConnectionLike): Promise<boolean> {
-  return within(READY_CHECK_MS, () => connection.withDeadline(Date.now() + READY_CHECK_MS, () => connection.workflowService.getSystemInfo({})));
+  return within(READY_CHECK_MS, () =>
+    connection.withDeadline(Date.now() + READY_CHECK_MS, () => connection.workflowService.getSystemInfo({})),
+  );
 }
 
 /**
@@ -96,14 +100,37 @@ export function createWiredApi(deps: {
     config,
     logger: logger.child({ component: 'api' }),
     inner: [
-      { path: '/inner/api/agent/llm', router: createInnerLlmRouter({ db, config, logger, providers: createDefaultProviders(config), maxJsonDepth: config.JSON_MAX_DEPTH, callerScope: 'verify', uploads: config }) },
-      { path: '/inner/api/agent-config', router: innerAgentConfigRoutes({ db, innerApiKey: config.INNER_API_KEY, signingKey: config.EXECUTION_CONTEXT_SIGNING_KEY, maxJsonDepth: config.JSON_MAX_DEPTH }) },
+      {
+        path: '/inner/api/agent/llm',
+        router: createInnerLlmRouter({
+          db,
+          config,
+          logger,
+          providers: createDefaultProviders(config),
+          maxJsonDepth: config.JSON_MAX_DEPTH,
+          callerScope: 'verify',
+          uploads: config,
+        }),
+      },
+      {
+        path: '/inner/api/agent-config',
+        router: innerAgentConfigRoutes({
+          db,
+          innerApiKey: config.INNER_API_KEY,
+          signingKey: config.EXECUTION_CONTEXT_SIGNING_KEY,
+          maxJsonDepth: config.JSON_MAX_DEPTH,
+        }),
+      },
     ],
     ready: async () => {
       const [database, temporalUp, agentBackend] = await Promise.all([
         within(READY_CHECK_MS, () => db.$queryRaw`select 1`),
         temporalReachable(connection),
-        within(READY_CHECK_MS, () => fetch(`${deps.agentBackendUrl()}/healthz`, { signal: AbortSignal.timeout(READY_CHECK_MS) }).then((r) => (r.ok ? r : Promise.reject(new Error(String(r.status)))))),
+        within(READY_CHECK_MS, () =>
+          fetch(`${deps.agentBackendUrl()}/healthz`, { signal: AbortSignal.timeout(READY_CHECK_MS) }).then((r) =>
+            r.ok ? r : Promise.reject(new Error(String(r.status))),
+          ),
+        ),
       ]);
       return { database, temporal: temporalUp, agent_backend: agentBackend };
     },

@@ -57,7 +57,11 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
   }
   const quick = values.quick ?? isTrue(env.BENCH_QUICK);
   const base = quick ? QUICK_OPTIONS : DEFAULT_OPTIONS;
-  const list = (v: string | undefined) => v?.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = (v: string | undefined) =>
+    v
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   const ints = (v: string | undefined, what: string) =>
     list(v)?.map((s) => {
       const n = Number(s);

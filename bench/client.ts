@@ -103,7 +103,10 @@ export async function directTurn(target: DirectTarget): Promise<TurnSample> {
     if (created.status !== 202) return fail(s, `create run HTTP ${created.status}: ${text.slice(0, 200)}`);
     const runId = (JSON.parse(text) as { run_id: string }).run_id;
     s.id = runId;
-    const res = await fetch(`${target.backendUrl}/runs/${encodeURIComponent(runId)}/events/sse`, { headers: { ...auth, accept: 'text/event-stream' }, signal });
+    const res = await fetch(`${target.backendUrl}/runs/${encodeURIComponent(runId)}/events/sse`, {
+      headers: { ...auth, accept: 'text/event-stream' },
+      signal,
+    });
     s.headersMs = nowMs() - s.startAt;
     if (res.status !== 200 || !res.body) return fail(s, `events HTTP ${res.status}`);
     for await (const f of parseSse(res.body)) {

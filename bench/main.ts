@@ -32,7 +32,12 @@ const log = (line: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed
 const load = os.loadavg()[0]!;
 if (load > 1) log(`note: load average ${load.toFixed(1)} before the run; other work on this machine skews every figure`);
 log(`starting the stack (embedded PostgreSQL, Temporal dev server, api, agent backend, worker ${cli.worker}) ...`);
-const bench = await startBenchStack({ worker: cli.worker, logLevel: cli.logLevel, keepData: cli.keepData, temporalCliPath: cli.temporalCliPath });
+const bench = await startBenchStack({
+  worker: cli.worker,
+  logLevel: cli.logLevel,
+  keepData: cli.keepData,
+  temporalCliPath: cli.temporalCliPath,
+});
 let exitCode = 0;
 try {
   log(`stack up: api ${bench.stack.apiUrl}, agent backend ${bench.stack.agentBackendUrl}, data ${path.relative(ROOT, bench.dataDir)}`);

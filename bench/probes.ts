@@ -56,7 +56,15 @@ export class DbProbe {
   }
 
   async read(): Promise<DbCounters> {
-    const counts = this.tables.map((t) => `(select count(*) from ${t.split('.').map((p) => `"${p}"`).join('.')})::bigint as "${t}"`).join(', ');
+    const counts = this.tables
+      .map(
+        (t) =>
+          `(select count(*) from ${t
+            .split('.')
+            .map((p) => `"${p}"`)
+            .join('.')})::bigint as "${t}"`,
+      )
+      .join(', ');
     const r = await this.client.query<Record<string, string>>(`select ${counts}`);
     const rows: Record<string, number> = {};
     for (const t of this.tables) rows[t] = Number(r.rows[0]![t]);

@@ -91,7 +91,9 @@ export function timelineTable(w: WorkloadResult, c: number): string {
   }
   out.push(`| **sum (≈ first token)** | **${num(d.total)}** | **${num(x.total)}** |`);
   out.push(`| terminal stored in backend → client end | ${num(d.endTail)} | ${num(x.endTail)} |`);
-  out.push(`| every frame: row → client p50 / p99 / max | ${num(d.frameLag.p50)} / ${num(d.frameLag.p99)} / ${num(d.frameLag.max)} | ${num(x.frameLag.p50)} / ${num(x.frameLag.p99)} / ${num(x.frameLag.max)} |`);
+  out.push(
+    `| every frame: row → client p50 / p99 / max | ${num(d.frameLag.p50)} / ${num(d.frameLag.p99)} / ${num(d.frameLag.max)} | ${num(x.frameLag.p50)} / ${num(x.frameLag.p99)} / ${num(x.frameLag.max)} |`,
+  );
   if (d.activities) {
     const acts = Object.entries(d.activities)
       .map(([n, a]) => `${n} ${num(a.dispatchMs)}+${num(a.execMs)}`)
@@ -115,7 +117,9 @@ export function targetsTable(r: BenchResult): string {
     const x1 = cell(w, 'direct', 1);
     const d32 = cell(w, 'durable', 32);
     const extra = d1?.ttft.p50 != null && x1?.ttft.p50 != null ? d1.ttft.p50 - x1.ttft.p50 : null;
-    out.push(`| ${w.name} | ${num(extra)} | ${num(d32?.turnsPerSec ?? null, 2)} | ${num(d32?.ttft.p99 ?? null)} | ${d32 ? d32.errors : '–'} |`);
+    out.push(
+      `| ${w.name} | ${num(extra)} | ${num(d32?.turnsPerSec ?? null, 2)} | ${num(d32?.ttft.p99 ?? null)} | ${d32 ? d32.errors : '–'} |`,
+    );
   }
   return out.join('\n');
 }
@@ -129,7 +133,12 @@ export function renderMarkdown(r: BenchResult): string {
     `Stack: embedded PostgreSQL, Temporal dev server, worker ${r.stack.worker}, DEMO_MODEL_TOKEN_DELAY_MS=${r.stack.DEMO_MODEL_TOKEN_DELAY_MS}, ` +
       `DELTA_DEBOUNCE_MS=${r.stack.DELTA_DEBOUNCE_MS}, BACKEND_DELTA_COALESCE_MS=${r.stack.BACKEND_DELTA_COALESCE_MS}. ` +
       `Options: concurrency ${r.options.concurrency.join(',')}, turns/cell max(${r.options.turns}, 2×c), warm-up ${r.options.warmup}. ` +
-      (r.idleCpuMsPerSec ? `Idle CPU (ms per s): ${Object.entries(r.idleCpuMsPerSec).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(', ')}. ` : '') +
+      (r.idleCpuMsPerSec
+        ? `Idle CPU (ms per s): ${Object.entries(r.idleCpuMsPerSec)
+            .filter(([, v]) => v > 0)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')}. `
+        : '') +
       `Peak RSS over the run (VmHWM): main ${num(r.lifetimePeakRssMB.main)} MB${r.lifetimePeakRssMB.worker !== null ? `, worker ${num(r.lifetimePeakRssMB.worker)} MB` : ''}.`,
     '',
     '### Targets',

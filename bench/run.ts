@@ -11,7 +11,10 @@ import { fileURLToPath } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 if (!fs.existsSync(path.join(ROOT, 'core', 'generated', 'prisma'))) {
   console.log('generating the Prisma client (first run in this checkout) ...');
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'prisma-generate.ts')], { cwd: ROOT, stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'prisma-generate.ts')], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 await import('./main.js');

@@ -8,9 +8,26 @@
 import os from 'node:os';
 import type { Stack } from '../stack/start-stack.js';
 import { directTurn, durableTurn, nowMs, type PathName, type TurnSample } from './client.js';
-import { CommitRecorder, dbDelta, DbProbe, describeMachine, ProcessProbe, RssSampler, statementCounter, type Component, type Machine } from './probes.js';
+import {
+  CommitRecorder,
+  dbDelta,
+  DbProbe,
+  describeMachine,
+  ProcessProbe,
+  RssSampler,
+  statementCounter,
+  type Component,
+  type Machine,
+} from './probes.js';
 import { distribution, mean, type Distribution } from './stats.js';
-import { DIRECT_SEGMENTS, DURABLE_SEGMENTS, directTimelines, durableTimelines, summariseTimelines, type TimelineSummary } from './timeline.js';
+import {
+  DIRECT_SEGMENTS,
+  DURABLE_SEGMENTS,
+  directTimelines,
+  durableTimelines,
+  summariseTimelines,
+  type TimelineSummary,
+} from './timeline.js';
 import { workloadByName, type Workload } from './workloads.js';
 
 export interface BenchOptions {
@@ -123,8 +140,15 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
       const before = procs.cpu();
       await new Promise((r) => setTimeout(r, options.idleSampleMs));
       const d = ProcessProbe.cpuDelta(before, procs.cpu());
-      idleCpuMsPerSec = Object.fromEntries(Object.entries(d).map(([k, v]) => [k, round1(v / (options.idleSampleMs / 1000))])) as Record<Component, number>;
-      log(`idle CPU (ms per s): ${Object.entries(idleCpuMsPerSec).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      idleCpuMsPerSec = Object.fromEntries(Object.entries(d).map(([k, v]) => [k, round1(v / (options.idleSampleMs / 1000))])) as Record<
+        Component,
+        number
+      >;
+      log(
+        `idle CPU (ms per s): ${Object.entries(idleCpuMsPerSec)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ')}`,
+      );
     }
     for (const w of workloads) {
       log(`workload ${w.name}: ${w.description}`);
@@ -134,7 +158,17 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
         const n = Math.max(options.turns, 2 * c);
         const order: PathName[] = i % 2 === 0 ? ['durable', 'direct'] : ['direct', 'durable'];
         for (const path of order.filter((p) => options.paths.includes(p))) {
-          const cell = await runCell({ stack, probe, procs, commits, path, concurrency: c, turns: n, turn: paths[path], timelineSample: options.timelineSample });
+          const cell = await runCell({
+            stack,
+            probe,
+            procs,
+            commits,
+            path,
+            concurrency: c,
+            turns: n,
+            turn: paths[path],
+            timelineSample: options.timelineSample,
+          });
           cells.push(cell);
           log(
             `  ${path.padEnd(7)} c=${String(c).padStart(2)} n=${String(n).padStart(3)}  ttft p50 ${fmt(cell.ttft.p50)} p99 ${fmt(cell.ttft.p99)}  end p50 ${fmt(cell.end.p50)}  ${cell.turnsPerSec.toFixed(1)} turns/s  errors ${cell.errors}`,
@@ -186,7 +220,10 @@ async function preparePaths(stack: Stack, w: Workload, warmup: number): Promise<
   const { session_snapshot: _snapshot, idempotency_key: _key, ...request } = run.request as Record<string, unknown>;
   const direct: TurnFn = () => directTurn({ backendUrl: stack.agentBackendUrl, token: stack.config.AGENT_BACKEND_TOKEN, request });
   for (let i = 0; i < warmup; i++) {
-    for (const [name, fn] of [['durable', durable], ['direct', direct]] as const) {
+    for (const [name, fn] of [
+      ['durable', durable],
+      ['direct', direct],
+    ] as const) {
       const s = await fn();
       if (!s.ok) throw new Error(`workload ${w.name}: ${name} warm-up turn failed: ${s.error}`);
     }
@@ -238,7 +275,8 @@ async function runCell(a: {
   const db = dbDelta(dbBefore, dbAfter);
   const per = (v: number) => round1(v / a.turns);
   const sample = ok.slice(0, a.timelineSample);
-  const tl = a.path === 'durable' ? await durableTimelines(stack.temporal, probe, commits, sample) : await directTimelines(probe, commits, sample);
+  const tl =
+    a.path === 'durable' ? await durableTimelines(stack.temporal, probe, commits, sample) : await directTimelines(probe, commits, sample);
   const cpu = cpuBefore && cpuAfter ? ProcessProbe.cpuDelta(cpuBefore, cpuAfter) : null;
   return {
     path: a.path,
@@ -269,7 +307,16 @@ async function runCell(a: {
 async function settleWorkflows(stack: Stack, samples: TurnSample[]): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise((r) => (timer = setTimeout(r, 60_000)));
-  const all = Promise.all(samples.filter((s) => s.id).map((s) => stack.temporal.workflow.getHandle(`agent-turn-${s.id}`).result().catch(() => undefined)));
+  const all = Promise.all(
+    samples
+      .filter((s) => s.id)
+      .map((s) =>
+        stack.temporal.workflow
+          .getHandle(`agent-turn-${s.id}`)
+          .result()
+          .catch(() => undefined),
+      ),
+  );
   await Promise.race([all, deadline]);
   clearTimeout(timer);
 }

@@ -12,7 +12,6 @@ import { freePort } from '../stack/ports.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-
 export interface BenchStack {
   stack: Stack;
   dataDir: string;

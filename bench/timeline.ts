@@ -17,7 +17,10 @@ export const DURABLE_SEGMENTS = [
   ['api', 'client send → Message row (HTTP, auth, end user, conversation tx)'],
   ['workflow_start', 'Message row → WorkflowExecutionStarted (tx commit, StartWorkflowExecution)'],
   ['first_task', 'workflow started → first workflow task picked up by the worker'],
-  ['short_activities_exec', 'the steps before runAgent (resolveConfig, inputGuards, loadOrCreateBinding, buildRunRequest): activity execution'],
+  [
+    'short_activities_exec',
+    'the steps before runAgent (resolveConfig, inputGuards, loadOrCreateBinding, buildRunRequest): activity execution',
+  ],
   ['short_activities_temporal', 'the same steps: Temporal round trips between them (workflow tasks, dispatch)'],
   ['run_agent_dispatch', 'runAgent scheduled → started'],
   ['backend_create', 'runAgent started → backend run row (load message, POST /runs)'],
@@ -90,7 +93,11 @@ function historyFacts(h: History): HistoryFacts {
     const id = String(e.eventId);
     if (e.workflowExecutionStartedEventAttributes) started = at;
     // A task's started/completed events point back at its scheduled event.
-    const mark = <T extends { started: number; completed: number }>(m: Map<string, T>, scheduledEventId: unknown, field: 'started' | 'completed') => {
+    const mark = <T extends { started: number; completed: number }>(
+      m: Map<string, T>,
+      scheduledEventId: unknown,
+      field: 'started' | 'completed',
+    ) => {
       const t = m.get(String(scheduledEventId));
       if (t) t[field] = at;
     };
@@ -103,7 +110,13 @@ function historyFacts(h: History): HistoryFacts {
     if (e.activityTaskCompletedEventAttributes) mark(acts, e.activityTaskCompletedEventAttributes.scheduledEventId, 'completed');
   }
   const workflowTasks = [...tasks.values()];
-  return { started, firstTaskStarted: workflowTasks[0]?.started ?? NaN, activities: [...acts.values()], workflowTasks, events: events.length };
+  return {
+    started,
+    firstTaskStarted: workflowTasks[0]?.started ?? NaN,
+    activities: [...acts.values()],
+    workflowTasks,
+    events: events.length,
+  };
 }
 
 const epoch = (col: string) => `extract(epoch from ${col}) * 1000`;
@@ -174,7 +187,10 @@ export async function durableTimelines(
         fanout: committed !== null ? firstAnswerAt - committed : undefined,
       },
       activities: h.activities.map((a) => ({ name: a.name, dispatchMs: a.started - a.scheduled, execMs: a.completed - a.started })),
-      workflowTasks: h.workflowTasks.map((t) => ({ scheduleToStartMs: t.started - t.scheduled, startToCompleteMs: t.completed - t.started })),
+      workflowTasks: h.workflowTasks.map((t) => ({
+        scheduleToStartMs: t.started - t.scheduled,
+        startToCompleteMs: t.completed - t.started,
+      })),
       historyEvents: h.events,
       endTail: r.be_terminal !== null ? s.startAt + s.endMs! - r.be_terminal : undefined,
     });
@@ -182,7 +198,11 @@ export async function durableTimelines(
   return { turns, frameLags };
 }
 
-export async function directTimelines(probe: DbProbe, commits: CommitRecorder, samples: TurnSample[]): Promise<{ turns: TurnTimeline[]; frameLags: number[] }> {
+export async function directTimelines(
+  probe: DbProbe,
+  commits: CommitRecorder,
+  samples: TurnSample[],
+): Promise<{ turns: TurnTimeline[]; frameLags: number[] }> {
   const ok = samples.filter((s) => s.ok && s.id);
   if (ok.length === 0) return { turns: [], frameLags: [] };
   const ids = ok.map((s) => s.id!);
@@ -217,7 +237,11 @@ export async function directTimelines(probe: DbProbe, commits: CommitRecorder, s
   return { turns, frameLags };
 }
 
-export function summariseTimelines(turns: TurnTimeline[], frameLags: number[], names: readonly (readonly [SegmentName, string])[]): TimelineSummary {
+export function summariseTimelines(
+  turns: TurnTimeline[],
+  frameLags: number[],
+  names: readonly (readonly [SegmentName, string])[],
+): TimelineSummary {
   const segments: TimelineSummary['segments'] = {};
   for (const [name] of names) segments[name] = round(median(turns.map((t) => t.segments[name]).filter(isNum)));
   const totals = turns.map((t) => names.reduce((acc, [n]) => acc + (t.segments[n] ?? 0), 0));
@@ -233,7 +257,10 @@ export function summariseTimelines(turns: TurnTimeline[], frameLags: number[], n
     const actNames = [...new Set(turns.flatMap((t) => (t.activities ?? []).map((a) => a.name)))];
     for (const n of actNames) {
       const all = turns.flatMap((t) => (t.activities ?? []).filter((a) => a.name === n));
-      acts[n] = { dispatchMs: round(median(all.map((a) => a.dispatchMs).filter(isNum))), execMs: round(median(all.map((a) => a.execMs).filter(isNum))) };
+      acts[n] = {
+        dispatchMs: round(median(all.map((a) => a.dispatchMs).filter(isNum))),
+        execMs: round(median(all.map((a) => a.execMs).filter(isNum))),
+      };
     }
     out.activities = acts;
     const tasks = turns.flatMap((t) => t.workflowTasks ?? []);

@@ -143,9 +143,12 @@ async function callStub(io: CliIo, method: 'GET' | 'PUT', prompt?: string): Prom
   }
   if (!res.ok) {
     const message = (body as { message?: unknown } | undefined)?.message;
-    throw new CliError(`the agent stub answered ${res.status}: ${typeof message === 'string' ? message : raw.slice(0, 200) || res.statusText}`);
+    throw new CliError(
+      `the agent stub answered ${res.status}: ${typeof message === 'string' ? message : raw.slice(0, 200) || res.statusText}`,
+    );
   }
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new CliError('the agent stub answered something that is not a JSON object');
+  if (!body || typeof body !== 'object' || Array.isArray(body))
+    throw new CliError('the agent stub answered something that is not a JSON object');
   if (!('prompt' in body)) throw new CliError('the agent stub answer has no prompt field');
   const value = (body as { prompt: unknown }).prompt;
   if (value === null) throw new CliError('the agent stub answered a null prompt');

@@ -19,7 +19,9 @@ export function findBuildDraft(q: Q, agentId: string, accountId: string | null) 
 }
 
 export function createSharedDraft(q: Q, p: { tenantId: string; agentId: string; baseVersionId: string | null }, config: AgentSoulConfig) {
-  return q.agentConfigDraft.create({ data: { tenant_id: p.tenantId, agent_id: p.agentId, draft_type: 'DRAFT', config: json(config), base_version_id: p.baseVersionId } });
+  return q.agentConfigDraft.create({
+    data: { tenant_id: p.tenantId, agent_id: p.agentId, draft_type: 'DRAFT', config: json(config), base_version_id: p.baseVersionId },
+  });
 }
 
 export function updateDraft(q: Q, draftId: string, config: AgentSoulConfig) {
@@ -27,11 +29,22 @@ export function updateDraft(q: Q, draftId: string, config: AgentSoulConfig) {
 }
 
 /** The caller's build draft, created on first save from the agent's active version. */
-export async function saveBuildDraft(q: Q, p: { tenantId: string; agentId: string; accountId: string; baseVersionId: string | null }, config: AgentSoulConfig) {
+export async function saveBuildDraft(
+  q: Q,
+  p: { tenantId: string; agentId: string; accountId: string; baseVersionId: string | null },
+  config: AgentSoulConfig,
+) {
   const existing = await findBuildDraft(q, p.agentId, p.accountId);
   if (existing) return updateDraft(q, existing.id, config);
   return q.agentConfigDraft.create({
-    data: { tenant_id: p.tenantId, agent_id: p.agentId, draft_type: 'BUILD_DRAFT', account_id: p.accountId, base_version_id: p.baseVersionId, config: json(config) },
+    data: {
+      tenant_id: p.tenantId,
+      agent_id: p.agentId,
+      draft_type: 'BUILD_DRAFT',
+      account_id: p.accountId,
+      base_version_id: p.baseVersionId,
+      config: json(config),
+    },
   });
 }
 
@@ -40,11 +53,25 @@ export async function saveBuildDraft(q: Q, p: { tenantId: string; agentId: strin
  * conversations use it, existing ones keep the version their binding pinned. Publishes of one agent are
  * serialised (advisory lock) so versions stay dense. Run it inside the caller's transaction.
  */
-export async function publishVersion(tx: Prisma.TransactionClient, p: { tenantId: string; agentId: string; createdBy: string | null }, config: AgentSoulConfig) {
+export async function publishVersion(
+  tx: Prisma.TransactionClient,
+  p: { tenantId: string; agentId: string; createdBy: string | null },
+  config: AgentSoulConfig,
+) {
   await tx.$executeRaw`select pg_advisory_xact_lock(hashtextextended(${p.agentId}, 11))`;
-  const last = await tx.agentConfigVersion.findFirst({ where: { agent_id: p.agentId }, orderBy: { version: 'desc' }, select: { version: true } });
+  const last = await tx.agentConfigVersion.findFirst({
+    where: { agent_id: p.agentId },
+    orderBy: { version: 'desc' },
+    select: { version: true },
+  });
   const v = await tx.agentConfigVersion.create({
-    data: { tenant_id: p.tenantId, agent_id: p.agentId, version: (last?.version ?? 0) + 1, config_snapshot: json(config), created_by: p.createdBy },
+    data: {
+      tenant_id: p.tenantId,
+      agent_id: p.agentId,
+      version: (last?.version ?? 0) + 1,
+      config_snapshot: json(config),
+      created_by: p.createdBy,
+    },
   });
   await tx.agent.update({ where: { id: p.agentId }, data: { active_config_snapshot_id: v.id } });
   return v;

@@ -5,9 +5,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 
-const bool = z
-  .enum(['1', '0', 'true', 'false', 'yes', 'no', ''])
-  .transform((v) => v === '1' || v === 'true' || v === 'yes');
+const bool = z.enum(['1', '0', 'true', 'false', 'yes', 'no', '']).transform((v) => v === '1' || v === 'true' || v === 'yes');
 const int = (d: number) => z.coerce.number().int().default(d);
 
 export const EnvSchema = z.object({
@@ -159,9 +157,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const e = parsed.data;
   if (e.NODE_ENV === 'production') {
     const weak = devDefaultSecrets(e);
-    if (weak.length) throw new Error(`Invalid configuration: NODE_ENV=production refuses the development default of ${weak.join(', ')}; set your own secrets.`);
+    if (weak.length)
+      throw new Error(
+        `Invalid configuration: NODE_ENV=production refuses the development default of ${weak.join(', ')}; set your own secrets.`,
+      );
     if (e.EXECUTION_CONTEXT_SIGNING_KEY === e.INNER_API_KEY) {
-      throw new Error('Invalid configuration: EXECUTION_CONTEXT_SIGNING_KEY must differ from INNER_API_KEY (the agent backend holds the inner API key).');
+      throw new Error(
+        'Invalid configuration: EXECUTION_CONTEXT_SIGNING_KEY must differ from INNER_API_KEY (the agent backend holds the inner API key).',
+      );
     }
   }
   return {

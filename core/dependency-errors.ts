@@ -31,10 +31,12 @@ export function isDependencyUnavailable(err: unknown): boolean {
     if (!e || typeof e !== 'object' || seen.has(e)) continue;
     seen.add(e);
     const o = e as { code?: unknown; kind?: unknown; message?: unknown; cause?: unknown; meta?: { driverAdapterError?: unknown } };
-    if (typeof o.code === 'string' && (PG_CONNECTION_CODES.test(o.code) || PRISMA_CONNECTION_CODES.has(o.code) || SOCKET_CODES.has(o.code))) return true;
+    if (typeof o.code === 'string' && (PG_CONNECTION_CODES.test(o.code) || PRISMA_CONNECTION_CODES.has(o.code) || SOCKET_CODES.has(o.code)))
+      return true;
     if (typeof o.kind === 'string' && ADAPTER_CONNECTION_KINDS.has(o.kind)) return true;
     if (typeof o.message === 'string' && PG_MESSAGES.test(o.message)) return true;
-    if (typeof o.code === 'number' && GRPC_UNAVAILABLE.has(o.code) && (e instanceof ServiceError || 'details' in o || 'metadata' in o)) return true;
+    if (typeof o.code === 'number' && GRPC_UNAVAILABLE.has(o.code) && (e instanceof ServiceError || 'details' in o || 'metadata' in o))
+      return true;
     stack.push(o.cause, o.meta?.driverAdapterError);
   }
   return false;

@@ -85,7 +85,11 @@ export async function startEmbeddedPg(opts: {
     createPostgresUser: isRoot,
     onLog: (m) => opts.log?.(String(m).trimEnd()),
     onError: (m) => opts.log?.(String(m).trimEnd()),
-    postgresFlags: ['-c', 'max_connections=300', ...(opts.durable === false ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : [])],
+    postgresFlags: [
+      '-c',
+      'max_connections=300',
+      ...(opts.durable === false ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
+    ],
   });
   if (!existed) {
     await pg.initialise();

@@ -23,14 +23,19 @@ function canonical(ctx: Omit<ExecutionContextLayerConfig, 'signature'>): string 
   return JSON.stringify(keys.map((k) => [k, ctx[k] ?? null]));
 }
 
-export function signExecutionContext(ctx: Unsigned, secret: string, opts: { ttlMs?: number; now?: number } = {}): ExecutionContextLayerConfig {
+export function signExecutionContext(
+  ctx: Unsigned,
+  secret: string,
+  opts: { ttlMs?: number; now?: number } = {},
+): ExecutionContextLayerConfig {
   const exp = Math.floor(((opts.now ?? Date.now()) + (opts.ttlMs ?? DEFAULT_EXECUTION_CONTEXT_TTL_MS)) / 1000);
   const body = { ...ctx, exp };
   const signature = crypto.createHmac('sha256', secret).update(canonical(body)).digest('hex');
   return { ...body, signature };
 }
 
-export type ContextVerdict = { ok: true } | { ok: false; reason: 'unsigned' | 'malformed_signature' | 'bad_signature' | 'no_expiry' | 'expired' };
+export type ContextVerdict =
+  { ok: true } | { ok: false; reason: 'unsigned' | 'malformed_signature' | 'bad_signature' | 'no_expiry' | 'expired' };
 
 export function checkExecutionContext(ctx: ExecutionContextLayerConfig, secret: string, now = Date.now()): ContextVerdict {
   if (!ctx.signature) return { ok: false, reason: 'unsigned' };

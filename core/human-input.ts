@@ -126,9 +126,7 @@ export function deferredResultFromForm(form: {
 
 type ResumeTx = {
   message: {
-    findUniqueOrThrow: (a: {
-      where: { id: string };
-    }) => Promise<{
+    findUniqueOrThrow: (a: { where: { id: string } }) => Promise<{
       id: string;
       tenant_id: string;
       app_id: string;

@@ -30,7 +30,12 @@ interface Match {
 }
 
 /** Replaces every non-overlapping match, left to right, like String#replace with a global regex. */
-function replaceAll(text: string, open: string, match: (s: string, from: number) => Match | null, sub: (kind: string, id: string, label?: string) => string): string {
+function replaceAll(
+  text: string,
+  open: string,
+  match: (s: string, from: number) => Match | null,
+  sub: (kind: string, id: string, label?: string) => string,
+): string {
   let out = '';
   let copied = 0;
   let at = text.indexOf(open);

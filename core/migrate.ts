@@ -59,10 +59,11 @@ export async function applyMigrations(databaseUrl: string, dir = MIGRATIONS_DIR)
       const id = crypto.randomUUID();
       await client.query('begin');
       try {
-        await client.query(
-          'insert into "_prisma_migrations" (id, checksum, migration_name, started_at) values ($1, $2, $3, now())',
-          [id, checksum, name],
-        );
+        await client.query('insert into "_prisma_migrations" (id, checksum, migration_name, started_at) values ($1, $2, $3, now())', [
+          id,
+          checksum,
+          name,
+        ]);
         await client.query(sql);
         await client.query('update "_prisma_migrations" set finished_at = now(), applied_steps_count = 1 where id = $1', [id]);
         await client.query('commit');

@@ -36,7 +36,12 @@ export async function ensureTurnSearchAttributes(connection: WithOperator, names
     throw new Error(
       `The Temporal namespace "${namespace}" lacks the search attributes ${missing.map((k) => k.name).join(', ')} and they could not be ` +
         `registered (${(err as Error).message}). Register them, then start the worker again:\n` +
-        specs.map((s) => `  temporal operator search-attribute create --namespace ${namespace} --name ${s.split('=')[0]} --type ${s.split('=')[1]}`).join('\n'),
+        specs
+          .map(
+            (s) =>
+              `  temporal operator search-attribute create --namespace ${namespace} --name ${s.split('=')[0]} --type ${s.split('=')[1]}`,
+          )
+          .join('\n'),
     );
   }
   return missing.map((k) => k.name);

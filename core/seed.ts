@@ -26,7 +26,10 @@ export const DEMO_TENANT_NAME = 'Demo workspace';
 export async function ensureDemoData(db: Db, opts: { dataDir: string; soul?: AgentSoulConfig; creditQuota?: bigint }): Promise<DemoData> {
   const keyFile = path.join(opts.dataDir, 'demo-app-key.txt');
   const consoleKeyFile = path.join(opts.dataDir, 'demo-console-key.txt');
-  const existing = await db.tenant.findFirst({ where: { name: DEMO_TENANT_NAME }, include: { apps: { include: { agent: true } }, accounts: true } });
+  const existing = await db.tenant.findFirst({
+    where: { name: DEMO_TENANT_NAME },
+    include: { apps: { include: { agent: true } }, accounts: true },
+  });
   if (existing && existing.apps[0]?.agent?.active_config_snapshot_id && fs.existsSync(keyFile) && fs.existsSync(consoleKeyFile)) {
     const apiKey = fs.readFileSync(keyFile, 'utf8').trim();
     const consoleKey = fs.readFileSync(consoleKeyFile, 'utf8').trim();
@@ -55,14 +58,18 @@ export async function ensureDemoData(db: Db, opts: { dataDir: string; soul?: Age
       (await tx.account.create({ data: { tenant_id: tenant.id, email: `demo+${tenant.id.slice(0, 8)}@example.com`, name: 'Demo Owner' } }));
     let app = await tx.app.findFirst({ where: { tenant_id: tenant.id }, include: { agent: true } });
     if (!app) {
-      app = await tx.app.create({ data: { tenant_id: tenant.id, name: 'Demo Agent', mode: 'agent', description: 'An Agent App on the deterministic demo model.' }, include: { agent: true } });
+      app = await tx.app.create({
+        data: { tenant_id: tenant.id, name: 'Demo Agent', mode: 'agent', description: 'An Agent App on the deterministic demo model.' },
+        include: { agent: true },
+      });
     }
     const agent = app.agent ?? (await tx.agent.create({ data: { tenant_id: tenant.id, app_id: app.id, name: 'Demo Agent' } }));
     let versionId = agent.active_config_snapshot_id;
     if (!versionId) {
       versionId = (await publishVersion(tx, { tenantId: tenant.id, agentId: agent.id, createdBy: account.id }, soul)).id;
     }
-    if (!(await findSharedDraft(tx, agent.id))) await createSharedDraft(tx, { tenantId: tenant.id, agentId: agent.id, baseVersionId: versionId }, soul);
+    if (!(await findSharedDraft(tx, agent.id)))
+      await createSharedDraft(tx, { tenantId: tenant.id, agentId: agent.id, baseVersionId: versionId }, soul);
     await tx.apiToken.create({ data: { tenant_id: tenant.id, app_id: app.id, token_hash: hash, token_prefix: prefix, name: 'demo' } });
     await tx.consoleToken.create({ data: { tenant_id: tenant.id, account_id: account.id, token_hash: hashApiKey(consoleKey) } });
     await tx.creditPool.upsert({
@@ -79,7 +86,11 @@ export async function ensureDemoData(db: Db, opts: { dataDir: string; soul?: Age
 }
 
 /** Creates one more agent app with its own key (tests: isolation, fresh configs). */
-export async function createAgentApp(db: Db, tenantId: string, opts: { name: string; soul?: AgentSoulConfig }): Promise<{ appId: string; agentId: string; configVersionId: string; apiKey: string }> {
+export async function createAgentApp(
+  db: Db,
+  tenantId: string,
+  opts: { name: string; soul?: AgentSoulConfig },
+): Promise<{ appId: string; agentId: string; configVersionId: string; apiKey: string }> {
   const soul = opts.soul ?? demoSoulConfig();
   const { key, hash, prefix } = generateAppApiKey();
   return db.$transaction(async (tx) => {

@@ -16,7 +16,10 @@ export const PluginToolRef = z
 
 export const AgentSoulConfig = z
   .object({
-    prompt: z.object({ system_prompt: z.string().max(100_000).default('') }).strict().default({ system_prompt: '' }),
+    prompt: z
+      .object({ system_prompt: z.string().max(100_000).default('') })
+      .strict()
+      .default({ system_prompt: '' }),
     model: z
       .object({
         provider: z.string().min(1),
@@ -32,13 +35,19 @@ export const AgentSoulConfig = z
       })
       .strict()
       .default({ core: [], plugin: [] }),
-    ask_human: z.object({ enabled: z.boolean().default(false) }).strict().default({ enabled: false }),
+    ask_human: z
+      .object({ enabled: z.boolean().default(false) })
+      .strict()
+      .default({ enabled: false }),
     knowledge: z
       .object({ enabled: z.boolean().default(false), dataset_ids: z.array(z.string()).default([]) })
       .strict()
       .default({ enabled: false, dataset_ids: [] }),
     /** The agent's workspace (README "Agent workspace"): a Local runtime, and the shell tool inside it. */
-    runtime: z.object({ enabled: z.boolean().default(false) }).strict().default({ enabled: false }),
+    runtime: z
+      .object({ enabled: z.boolean().default(false) })
+      .strict()
+      .default({ enabled: false }),
     shell: z
       .object({
         enabled: z.boolean().default(false),
@@ -49,7 +58,10 @@ export const AgentSoulConfig = z
       })
       .strict()
       .default({ enabled: false }),
-    history: z.object({ max_messages: z.number().int().positive().max(1000).default(100) }).strict().default({ max_messages: 100 }),
+    history: z
+      .object({ max_messages: z.number().int().positive().max(1000).default(100) })
+      .strict()
+      .default({ max_messages: 100 }),
     features: z
       .object({
         opening_statement: z.string().default(''),
@@ -63,9 +75,19 @@ export const AgentSoulConfig = z
             output_preset_answer: z.string().default('The answer was withheld by content moderation.'),
           })
           .strict()
-          .default({ enabled: false, keywords: [], preset_answer: 'Your message could not be processed.', output_enabled: false, output_preset_answer: 'The answer was withheld by content moderation.' }),
+          .default({
+            enabled: false,
+            keywords: [],
+            preset_answer: 'Your message could not be processed.',
+            output_enabled: false,
+            output_preset_answer: 'The answer was withheld by content moderation.',
+          }),
         file_upload: z
-          .object({ enabled: z.boolean().default(true), image_enabled: z.boolean().default(true), max_files: z.number().int().min(0).max(20).default(5) })
+          .object({
+            enabled: z.boolean().default(true),
+            image_enabled: z.boolean().default(true),
+            max_files: z.number().int().min(0).max(20).default(5),
+          })
           .strict()
           .default({ enabled: true, image_enabled: true, max_files: 5 }),
       })
@@ -73,14 +95,24 @@ export const AgentSoulConfig = z
       .default({
         opening_statement: '',
         suggested_questions: [],
-        moderation: { enabled: false, keywords: [], preset_answer: 'Your message could not be processed.', output_enabled: false, output_preset_answer: 'The answer was withheld by content moderation.' },
+        moderation: {
+          enabled: false,
+          keywords: [],
+          preset_answer: 'Your message could not be processed.',
+          output_enabled: false,
+          output_preset_answer: 'The answer was withheld by content moderation.',
+        },
         file_upload: { enabled: true, image_enabled: true, max_files: 5 },
       }),
   })
   .strict()
   .superRefine((soul, ctx) => {
     if (soul.shell.enabled && !soul.runtime.enabled) {
-      ctx.addIssue({ code: 'custom', path: ['shell', 'enabled'], message: 'the shell runs inside the runtime: enable runtime too (runtime.enabled = true)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['shell', 'enabled'],
+        message: 'the shell runs inside the runtime: enable runtime too (runtime.enabled = true)',
+      });
     }
   });
 export type AgentSoulConfig = z.output<typeof AgentSoulConfig>;

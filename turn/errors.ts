@@ -12,5 +12,10 @@ export interface TurnErrorDetails {
 
 /** A client-facing, non-retryable turn failure. */
 export function turnFailure(code: string, status: number, message: string): ApplicationFailure {
-  return ApplicationFailure.create({ type: code, message, nonRetryable: true, details: [{ code, status, message } satisfies TurnErrorDetails] });
+  return ApplicationFailure.create({
+    type: code,
+    message,
+    nonRetryable: true,
+    details: [{ code, status, message } satisfies TurnErrorDetails],
+  });
 }

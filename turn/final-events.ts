@@ -48,7 +48,11 @@ export function finalAnswerEvents(msg: TurnMessage, final: FinalAnswer): NewClie
       data: { ...base, event: 'message_replace', answer: final.answer, reason: final.replacedBy },
     });
   }
-  events.push({ event: 'message', sourceKey: TERMINAL_SOURCE_KEYS.message, data: { ...base, event: 'message', id: msg.id, answer: final.answer } });
+  events.push({
+    event: 'message',
+    sourceKey: TERMINAL_SOURCE_KEYS.message,
+    data: { ...base, event: 'message', id: msg.id, answer: final.answer },
+  });
   if (final.humanInput) {
     events.push({
       event: 'human_input_required',
@@ -57,7 +61,11 @@ export function finalAnswerEvents(msg: TurnMessage, final: FinalAnswer): NewClie
     });
   }
   const metadata = { usage: final.usage ?? emptyUsage(), ...(final.annotationReply ? { annotation_reply: final.annotationReply } : {}) };
-  events.push({ event: 'message_end', sourceKey: TERMINAL_SOURCE_KEYS.message_end, data: { ...base, event: 'message_end', id: msg.id, metadata } });
+  events.push({
+    event: 'message_end',
+    sourceKey: TERMINAL_SOURCE_KEYS.message_end,
+    data: { ...base, event: 'message_end', id: msg.id, metadata },
+  });
   return events;
 }
 

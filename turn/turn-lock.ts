@@ -33,6 +33,9 @@ export async function releaseTurnLock(tx: Tx, conversationId: string, messageId:
 
 /** A turn that ended paused (ask_human) keeps the lock: the form holds the conversation; only its time moves. */
 export async function keepTurnLock(tx: Tx, conversationId: string, messageId: string): Promise<boolean> {
-  const n = await tx.conversation.updateMany({ where: { id: conversationId, active_message_id: messageId }, data: { updated_at: new Date() } });
+  const n = await tx.conversation.updateMany({
+    where: { id: conversationId, active_message_id: messageId },
+    data: { updated_at: new Date() },
+  });
   return n.count === 1;
 }

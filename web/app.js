@@ -51,7 +51,10 @@ const eventsUrl = (taskId) => `/v1/chat-messages/${taskId}/events?user=${encodeU
 function showForm(box, form) {
   renderForm(box, form, async (inputs, action) => {
     try {
-      const res = await api(`/v1/form/human_input/${form.form_token}`, { method: 'POST', body: JSON.stringify({ inputs, action, user: state.user }) });
+      const res = await api(`/v1/form/human_input/${form.form_token}`, {
+        method: 'POST',
+        body: JSON.stringify({ inputs, action, user: state.user }),
+      });
       const cont = await res.json();
       await follow(addMessage('agent', ''), eventsUrl(cont.task_id));
     } catch (err) {
@@ -101,7 +104,13 @@ async function send(query) {
   try {
     const res = await api('/v1/chat-messages', {
       method: 'POST',
-      body: JSON.stringify({ inputs: {}, query, user: state.user, response_mode: 'streaming', conversation_id: state.conversationId || undefined }),
+      body: JSON.stringify({
+        inputs: {},
+        query,
+        user: state.user,
+        response_mode: 'streaming',
+        conversation_id: state.conversationId || undefined,
+      }),
       signal: state.abort.signal,
     });
     await consume(box, res, null);

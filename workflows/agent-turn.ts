@@ -54,7 +54,6 @@ const agent = proxyActivities<Activities>({
   retry: { initialInterval: '300 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 50 },
 });
 
-
 /** Client-facing error of a failed step (turnFailure details), else a generic one. */
 function errorDetails(err: unknown): TurnErrorDetails {
   let cur: unknown = err;
@@ -149,7 +148,10 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       touched.push(messageId);
       // Ops find a continuation by its own message id too (MessageId stays the turn's first message). Only where
       // the turn was started with MessageIds: upserting an attribute the namespace lacks fails every workflow task.
-      if (workflowInfo().typedSearchAttributes.get(TURN_SEARCH_ATTRIBUTES.MessageIds) !== undefined && patched('continuation-message-ids')) {
+      if (
+        workflowInfo().typedSearchAttributes.get(TURN_SEARCH_ATTRIBUTES.MessageIds) !== undefined &&
+        patched('continuation-message-ids')
+      ) {
         upsertSearchAttributes([{ key: TURN_SEARCH_ATTRIBUTES.MessageIds, value: [...touched] }]);
       }
     }

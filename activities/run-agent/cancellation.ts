@@ -35,7 +35,13 @@ export function attemptLostError(ctx: CancellationView): Error {
   const d = ctx.cancellationDetails;
   if (d?.paused) return new CancelledFailure('activity paused');
   if (d?.reset) return new CancelledFailure('activity reset');
-  const why = d?.timedOut ? 'timed out' : d?.notFound ? 'unknown to the server' : d?.workerShutdown ? 'worker shutting down' : 'cancelled without a request';
+  const why = d?.timedOut
+    ? 'timed out'
+    : d?.notFound
+      ? 'unknown to the server'
+      : d?.workerShutdown
+        ? 'worker shutting down'
+        : 'cancelled without a request';
   return ApplicationFailure.retryable(`runAgent attempt lost (${why}); the next attempt reattaches to the backend run`, ATTEMPT_LOST);
 }
 

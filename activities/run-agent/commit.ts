@@ -81,7 +81,8 @@ export class RunCommitter {
    */
   async commitTerminal(newCursor: string | null, type: string, build: (tx: Tx) => Promise<NewClientEvent[]>): Promise<void> {
     await this.db.$transaction(async (tx) => {
-      const n = await tx.$executeRaw`update agent_backend_runs set cursor = ${newCursor ?? this.cursor}, terminal_type = ${type}, status = 'ended', updated_at = now()
+      const n =
+        await tx.$executeRaw`update agent_backend_runs set cursor = ${newCursor ?? this.cursor}, terminal_type = ${type}, status = 'ended', updated_at = now()
         where message_id = ${this.msg.id}::uuid and cursor is not distinct from ${this.cursor} and terminal_type is null`;
       if (n !== 1) throw new FencedOut();
       await appendEvents(tx, this.msg.id, await build(tx));
@@ -102,7 +103,8 @@ export class RunCommitter {
   /** Appends the pending text to the stored answer (inside a commit) and returns its event. */
   async writePendingText(tx: Tx): Promise<NewClientEvent[]> {
     const events = this.pendingEvents();
-    if (this.pendingText) await tx.$executeRaw`update messages set answer = answer || ${this.pendingText}, updated_at = now() where id = ${this.msg.id}::uuid`;
+    if (this.pendingText)
+      await tx.$executeRaw`update messages set answer = answer || ${this.pendingText}, updated_at = now() where id = ${this.msg.id}::uuid`;
     return events;
   }
 
@@ -111,7 +113,13 @@ export class RunCommitter {
     if (!this.pendingText || !this.pendingLastId) return;
     const [event] = this.pendingEvents();
     const newCursor = this.pendingLastId;
-    const ok = await commitAnswerText(this.db, { messageId: this.msg.id, expectedCursor: this.cursor, newCursor, text: this.pendingText, event: event! });
+    const ok = await commitAnswerText(this.db, {
+      messageId: this.msg.id,
+      expectedCursor: this.cursor,
+      newCursor,
+      text: this.pendingText,
+      event: event!,
+    });
     if (!ok) throw new FencedOut();
     this.cursor = newCursor;
     this.clearPending();

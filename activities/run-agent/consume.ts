@@ -27,7 +27,10 @@ export async function consumeRun(scope: RunScope, backendRunId: string): Promise
     if (cancellationCause(ctx) === 'stop_requested') {
       void stop.request();
     } else {
-      log.warn({ details: ctx.cancellationDetails }, 'attempt cancelled without a cancel request; leaving the backend run to the next attempt');
+      log.warn(
+        { details: ctx.cancellationDetails },
+        'attempt cancelled without a cancel request; leaving the backend run to the next attempt',
+      );
       lost.abort();
     }
   };

@@ -25,13 +25,27 @@ export function createRunAgent(deps: ActivityDeps) {
 
   return async function runAgent(input: { messageId: string }): Promise<RunAgentOutcome> {
     const ctx = Context.current();
-    logger.debug({ message_id: input.messageId, attempt: ctx.info.attempt, scheduled_to_start_ms: Date.now() - ctx.info.currentAttemptScheduledTimestampMs }, 'runAgent started');
+    logger.debug(
+      {
+        message_id: input.messageId,
+        attempt: ctx.info.attempt,
+        scheduled_to_start_ms: Date.now() - ctx.info.currentAttemptScheduledTimestampMs,
+      },
+      'runAgent started',
+    );
     const [msg, run] = await Promise.all([
       db.message.findUniqueOrThrow({ where: { id: input.messageId } }),
       db.agentBackendRun.findUnique({ where: { message_id: input.messageId } }),
     ]);
     if (!run) throw new Error(`no run request was built for message ${msg.id}`);
-    const log = logger.child({ tenant_id: msg.tenant_id, app_id: msg.app_id, conversation_id: msg.conversation_id, message_id: msg.id, workflow_id: ctx.info.workflowExecution?.workflowId, attempt: ctx.info.attempt });
+    const log = logger.child({
+      tenant_id: msg.tenant_id,
+      app_id: msg.app_id,
+      conversation_id: msg.conversation_id,
+      message_id: msg.id,
+      workflow_id: ctx.info.workflowExecution?.workflowId,
+      attempt: ctx.info.attempt,
+    });
 
     // Idempotent: a terminal already committed means an earlier attempt finished the work.
     if (run.terminal_type) {
@@ -41,9 +55,12 @@ export function createRunAgent(deps: ActivityDeps) {
 
     const bindingId =
       run.binding_id ??
-      (await db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id }, select: { agent_workspace_binding_id: true } })).agent_workspace_binding_id;
+      (await db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id }, select: { agent_workspace_binding_id: true } }))
+        .agent_workspace_binding_id;
     let backendRunId = run.backend_run_id;
-    const committer = new RunCommitter(db, msg, { cursor: run.cursor, answer: msg.answer }, (cursor) => ctx.heartbeat({ backendRunId, cursor }));
+    const committer = new RunCommitter(db, msg, { cursor: run.cursor, answer: msg.answer }, (cursor) =>
+      ctx.heartbeat({ backendRunId, cursor }),
+    );
     const thoughts = await ThoughtLog.load(db, msg, run.cursor);
     const scope: RunScope = { deps, ctx, log, msg, run, bindingId, committer, thoughts };
 
@@ -79,7 +96,13 @@ function outcomeOf(
       return { status: 'succeeded' };
     case 'deferred_tool_call':
       if (!form) throw new Error('paused turn without its form');
-      return { status: 'paused', toolCallId: form.tool_call_id, formId: form.id, formToken: form.token, expiresAt: form.expires_at.toISOString() };
+      return {
+        status: 'paused',
+        toolCallId: form.tool_call_id,
+        formId: form.id,
+        formToken: form.token,
+        expiresAt: form.expires_at.toISOString(),
+      };
     case 'run_failed':
       return { status: 'failed', errorCode: errorCode ?? 'completion_request_error' };
     default:

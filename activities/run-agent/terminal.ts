@@ -22,7 +22,9 @@ export function isTerminalEvent(ev: RunEvent): ev is TerminalEvent {
 export async function endRun(scope: RunScope, ev: TerminalEvent): Promise<RunAgentOutcome> {
   switch (ev.type) {
     case 'run_succeeded':
-      return ev.data.deferred_tool_call ? pauseForHuman(scope, ev.id, ev.data, ev.data.deferred_tool_call) : succeeded(scope, ev.id, ev.data);
+      return ev.data.deferred_tool_call
+        ? pauseForHuman(scope, ev.id, ev.data, ev.data.deferred_tool_call)
+        : succeeded(scope, ev.id, ev.data);
     case 'run_cancelled':
       return cancelled(scope, ev);
     case 'run_failed':
@@ -30,7 +32,11 @@ export async function endRun(scope: RunScope, ev: TerminalEvent): Promise<RunAge
   }
 }
 
-async function succeeded(scope: RunScope, eventId: string, d: { output?: string; usage: Usage; session_snapshot: SessionSnapshot }): Promise<RunAgentOutcome> {
+async function succeeded(
+  scope: RunScope,
+  eventId: string,
+  d: { output?: string; usage: Usage; session_snapshot: SessionSnapshot },
+): Promise<RunAgentOutcome> {
   const { committer, thoughts, msg } = scope;
   let answer = d.output ?? committer.streamedAnswer;
   // Output moderation (docs/seeds/000's pipeline): a flagged answer is replaced, and clients are told.

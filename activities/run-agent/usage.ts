@@ -4,7 +4,12 @@ import type { SessionSnapshot, Usage } from '../../core/protocol/run.js';
 import type { Tx } from './commit.js';
 import type { RunScope } from './scope.js';
 
-export async function saveUsageAndSnapshot(scope: RunScope, tx: Tx, usage: Usage | null | undefined, snapshot: SessionSnapshot | null | undefined): Promise<void> {
+export async function saveUsageAndSnapshot(
+  scope: RunScope,
+  tx: Tx,
+  usage: Usage | null | undefined,
+  snapshot: SessionSnapshot | null | undefined,
+): Promise<void> {
   if (usage) {
     await tx.message.update({
       where: { id: scope.msg.id },
@@ -26,6 +31,9 @@ export async function saveUsageAndSnapshot(scope: RunScope, tx: Tx, usage: Usage
   }
   // A null snapshot leaves the stored one untouched (docs/seeds/001).
   if (snapshot && scope.bindingId) {
-    await tx.agentWorkspaceBinding.update({ where: { id: scope.bindingId }, data: { session_snapshot: snapshot as unknown as Prisma.InputJsonValue } });
+    await tx.agentWorkspaceBinding.update({
+      where: { id: scope.bindingId },
+      data: { session_snapshot: snapshot as unknown as Prisma.InputJsonValue },
+    });
   }
 }

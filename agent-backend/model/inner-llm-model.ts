@@ -365,7 +365,10 @@ function toPartStream(
     if (start < done.length) {
       const overlap = Math.min(piece.length, done.length - start);
       if (piece.slice(0, overlap) !== done.slice(start, start + overlap)) {
-        throw new ModelCallError('InvokeConnectionError', 'the inner LLM call was retried after a transport failure and the replay differs from what was already streamed');
+        throw new ModelCallError(
+          'InvokeConnectionError',
+          'the inner LLM call was retried after a transport failure and the replay differs from what was already streamed',
+        );
       }
       if (overlap === piece.length) return '';
       piece = piece.slice(overlap);
@@ -469,7 +472,9 @@ function toPartStream(
             next = await frames.next();
           } catch (err) {
             if (signal?.aborted) throw err;
-            await retry(new TransportFailure('InvokeConnectionError', `the inner LLM stream broke: ${String((err as Error)?.message ?? err)}`));
+            await retry(
+              new TransportFailure('InvokeConnectionError', `the inner LLM stream broke: ${String((err as Error)?.message ?? err)}`),
+            );
             continue;
           }
           if (next.done) {
@@ -485,7 +490,13 @@ function toPartStream(
           return;
         }
         closeOpen(ctrl);
-        push(ctrl, { type: 'error', error: err instanceof ModelCallError ? err : new ModelCallError('InvokeConnectionError', redactSecrets(String((err as Error)?.message ?? err))) });
+        push(ctrl, {
+          type: 'error',
+          error:
+            err instanceof ModelCallError
+              ? err
+              : new ModelCallError('InvokeConnectionError', redactSecrets(String((err as Error)?.message ?? err))),
+        });
         ctrl.close();
         void frames.return(undefined).catch(() => undefined);
       }

@@ -45,14 +45,21 @@ export function toModelMessages(messages: PromptMessage[]): ModelMessage[] {
         if (m.reasoning_content) content.push({ type: 'reasoning', text: m.reasoning_content });
         if (m.content) content.push({ type: 'text', text: m.content });
         for (const call of m.tool_calls ?? []) {
-          content.push({ type: 'tool-call', toolCallId: call.id, toolName: call.function.name, input: parseToolArgs(call.function.arguments) });
+          content.push({
+            type: 'tool-call',
+            toolCallId: call.id,
+            toolName: call.function.name,
+            input: parseToolArgs(call.function.arguments),
+          });
         }
         return { role: 'assistant', content };
       }
       case 'tool':
         return {
           role: 'tool',
-          content: [{ type: 'tool-result', toolCallId: m.tool_call_id, toolName: m.name ?? '', output: { type: 'text', value: m.content } }],
+          content: [
+            { type: 'tool-result', toolCallId: m.tool_call_id, toolName: m.name ?? '', output: { type: 'text', value: m.content } },
+          ],
         };
     }
   });

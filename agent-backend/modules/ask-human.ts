@@ -32,7 +32,12 @@ export function askHumanArgsSchema(c: AskHumanConfig) {
   };
   const field = z.discriminatedUnion('type', [
     z
-      .object({ type: z.literal('paragraph'), ...base, placeholder: z.string().max(500).optional(), default: z.string().max(4000).optional() })
+      .object({
+        type: z.literal('paragraph'),
+        ...base,
+        placeholder: z.string().max(500).optional(),
+        default: z.string().max(4000).optional(),
+      })
       .strict(),
     z
       .object({
@@ -117,7 +122,12 @@ export const askHuman = defineModule<AskHumanConfig, Record<string, never>>({
         call: async (_tool, args): Promise<ToolOutcome> => {
           if (!config.enabled) return { kind: 'result', result: 'tool not available: ask_human', isError: true };
           const r = schema.safeParse(args);
-          if (!r.success) return { kind: 'result', result: `Invalid arguments: ${formatZodError(r.error)}. Fix them and call ask_human again.`, isError: true };
+          if (!r.success)
+            return {
+              kind: 'result',
+              result: `Invalid arguments: ${formatZodError(r.error)}. Fix them and call ask_human again.`,
+              isError: true,
+            };
           return { kind: 'deferred', args: r.data as Record<string, unknown>, metadata: { layer: name } };
         },
       },

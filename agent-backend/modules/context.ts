@@ -248,11 +248,28 @@ export function shellObservation(r: ShellResult): ToolOutcome {
     case 'exited':
       return { kind: 'result', result: { exit_code: r.exitCode, stdout: r.stdout, stderr: r.stderr } };
     case 'timeout':
-      return { kind: 'result', result: { error: 'timeout', message: r.message ?? 'the command exceeded its time limit and was killed', stdout: r.stdout, stderr: r.stderr }, isError: true };
+      return {
+        kind: 'result',
+        result: {
+          error: 'timeout',
+          message: r.message ?? 'the command exceeded its time limit and was killed',
+          stdout: r.stdout,
+          stderr: r.stderr,
+        },
+        isError: true,
+      };
     case 'killed':
-      return { kind: 'result', result: { error: 'killed', message: r.message ?? 'the command was killed', stdout: r.stdout, stderr: r.stderr }, isError: true };
+      return {
+        kind: 'result',
+        result: { error: 'killed', message: r.message ?? 'the command was killed', stdout: r.stdout, stderr: r.stderr },
+        isError: true,
+      };
     default:
-      return { kind: 'result', result: { error: 'shell_unavailable', message: `the shell refused to run the command: ${r.message ?? r.status}` }, isError: true };
+      return {
+        kind: 'result',
+        result: { error: 'shell_unavailable', message: `the shell refused to run the command: ${r.message ?? r.status}` },
+        isError: true,
+      };
   }
 }
 

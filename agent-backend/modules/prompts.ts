@@ -26,7 +26,11 @@ function instructionsModule(name: string, field: 'system_prompt' | 'text', descr
   });
 }
 
-export const agentSoulPrompt = instructionsModule('agent_soul_prompt', 'system_prompt', 'The Agent Soul system prompt (mentions already expanded).');
+export const agentSoulPrompt = instructionsModule(
+  'agent_soul_prompt',
+  'system_prompt',
+  'The Agent Soul system prompt (mentions already expanded).',
+);
 export const workflowNodeJobPrompt = instructionsModule('workflow_node_job_prompt', 'text', 'The job prompt of a workflow Agent node.');
 export const promptModule = instructionsModule('prompt', 'text', 'Convenience: a plain instructions text.');
 
@@ -64,9 +68,7 @@ export const UserPromptFile = z
   .strict()
   .refine((f) => Boolean(f.url) !== Boolean(f.base64_data), { message: 'exactly one of url or base64_data is required' });
 
-export const AgentAppUserPromptConfig = z
-  .object({ text: z.string(), files: z.array(UserPromptFile).max(50).default([]) })
-  .strict();
+export const AgentAppUserPromptConfig = z.object({ text: z.string(), files: z.array(UserPromptFile).max(50).default([]) }).strict();
 type AgentAppUserPromptConfig = z.infer<typeof AgentAppUserPromptConfig>;
 
 /**

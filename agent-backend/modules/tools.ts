@@ -74,7 +74,9 @@ export const coreTools = defineModule<z.infer<typeof CoreToolsConfig>, CoreTools
                 const timezone = a.value.timezone ?? 'UTC';
                 try {
                   const now = new Date();
-                  const formatted = new Intl.DateTimeFormat('en-US', { dateStyle: 'full', timeStyle: 'long', timeZone: timezone }).format(now);
+                  const formatted = new Intl.DateTimeFormat('en-US', { dateStyle: 'full', timeStyle: 'long', timeZone: timezone }).format(
+                    now,
+                  );
                   return { kind: 'result', result: { iso: now.toISOString(), timezone, formatted } };
                 } catch {
                   return fail(`unknown time zone: ${timezone}`);
@@ -153,7 +155,10 @@ export const pluginTools = defineModule<z.infer<typeof PluginToolsConfig>, Recor
           const def = byName.get(tool);
           if (!def) return fail(`tool not available: ${tool}`);
           try {
-            return { kind: 'result', result: await services.toolResolver.invoke({ provider: def.provider, name: def.name, args, context: ctx }) };
+            return {
+              kind: 'result',
+              result: await services.toolResolver.invoke({ provider: def.provider, name: def.name, args, context: ctx }),
+            };
           } catch (err) {
             if (err instanceof ToolNotAvailableError) return fail(err.message);
             return fail(`tool ${def.provider}/${def.name} failed: ${(err as Error)?.message ?? String(err)}`);

@@ -9,15 +9,7 @@ import type { Logger } from '../../core/logger.js';
 import type { PromptMessage } from '../../core/protocol/inner-llm.js';
 import type { ExecutionContextLayerConfig, ModelSettings } from '../../core/protocol/run.js';
 
-export type CapabilityKind =
-  | 'instructions'
-  | 'user_prompt'
-  | 'history'
-  | 'model'
-  | 'output'
-  | 'execution_context'
-  | 'resource'
-  | 'toolset';
+export type CapabilityKind = 'instructions' | 'user_prompt' | 'history' | 'model' | 'output' | 'execution_context' | 'resource' | 'toolset';
 
 export interface ToolSpec {
   name: string;
@@ -40,12 +32,7 @@ export interface ToolCallContext {
 
 /** Plugin tools (the `tools` layer) run through this; the deployment decides what exists. */
 export interface PluginToolResolver {
-  invoke(input: {
-    provider: string;
-    name: string;
-    args: unknown;
-    context: ToolCallContext;
-  }): Promise<unknown>;
+  invoke(input: { provider: string; name: string; args: unknown; context: ToolCallContext }): Promise<unknown>;
 }
 
 export class ToolNotAvailableError extends Error {}

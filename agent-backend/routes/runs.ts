@@ -159,13 +159,15 @@ function statusBody(run: RunRow) {
 
 function parseCursor(v: unknown): number {
   if (v === undefined || v === '') return 0;
-  if (typeof v !== 'string' || !/^\d{1,15}$/.test(v)) throw new HttpError(400, 'invalid_request', 'after must be an event id (a decimal number)');
+  if (typeof v !== 'string' || !/^\d{1,15}$/.test(v))
+    throw new HttpError(400, 'invalid_request', 'after must be an event id (a decimal number)');
   return Number(v);
 }
 
 function parseLimit(v: unknown): number {
   if (v === undefined || v === '') return DEFAULT_PAGE;
   const n = typeof v === 'string' && /^\d{1,4}$/.test(v) ? Number(v) : NaN;
-  if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE) throw new HttpError(400, 'invalid_request', `limit must be an integer from 1 to ${MAX_PAGE}`);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE)
+    throw new HttpError(400, 'invalid_request', `limit must be an integer from 1 to ${MAX_PAGE}`);
   return n;
 }

@@ -85,7 +85,8 @@ async function contextOf(deps: StubRoutesDeps, req: Request) {
   const runId = stubRunId(deps, req);
   if (!runId) throw new HttpError(401, 'unauthorized', 'a valid agent stub token is required');
   const run = await deps.store.getRun(runId);
-  if (!run || run.status !== 'running') throw new HttpError(401, 'unauthorized', 'the agent stub token belongs to a run that is not running');
+  if (!run || run.status !== 'running')
+    throw new HttpError(401, 'unauthorized', 'the agent stub token belongs to a run that is not running');
   const request = CreateRunRequest.parse(run.request);
   const configLayer = request.composition.layers.find((l) => l.type === 'config');
   if (!configLayer) throw new HttpError(403, 'forbidden', 'this run has no config layer; agent configuration access is not enabled');

@@ -91,7 +91,17 @@ export function stopHelper(child: ChildProcess): Promise<void> {
 }
 
 export function runShellctl(inv: ShellctlInvocation): Promise<ShellResult> {
-  const args = ['exec', '--workspace', inv.workspace, '--token-file', inv.tokenFile, '--status-fd', '3', '--timeout-ms', String(inv.timeoutMs)];
+  const args = [
+    'exec',
+    '--workspace',
+    inv.workspace,
+    '--token-file',
+    inv.tokenFile,
+    '--status-fd',
+    '3',
+    '--timeout-ms',
+    String(inv.timeoutMs),
+  ];
   for (const p of inv.readOnly) args.push('--ro', p);
   for (const port of inv.allowConnect) args.push('--allow-connect', String(port));
   if (!inv.isolation) args.push('--no-isolation');
@@ -135,7 +145,9 @@ export function runShellctl(inv: ShellctlInvocation): Promise<ShellResult> {
         stderrTruncated: stderr.dropped > 0,
       };
       if (!parsed.success) {
-        const why = spawnError ? `cannot start shellctl: ${(spawnError as Error).message}` : `shellctl ended (${sig ?? `exit ${code}`}) without a status`;
+        const why = spawnError
+          ? `cannot start shellctl: ${(spawnError as Error).message}`
+          : `shellctl ended (${sig ?? `exit ${code}`}) without a status`;
         resolve({ ...base, status: 'helper_failed', exitCode: null, message: why, isolated: inv.isolation });
         return;
       }

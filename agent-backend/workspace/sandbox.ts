@@ -88,7 +88,10 @@ export class Sandbox {
       }
     }
     if (fs.readFileSync(this.tokenFile, 'utf8').trim() !== this.token) {
-      this.logger.error({ tokenFile: this.tokenFile }, 'SHELLCTL_AUTH_TOKEN does not match the shellctl token file: every shell command will be refused');
+      this.logger.error(
+        { tokenFile: this.tokenFile },
+        'SHELLCTL_AUTH_TOKEN does not match the shellctl token file: every shell command will be refused',
+      );
     }
     fs.mkdirSync(this.config.workspacesDir, { recursive: true });
     let abi = 0;

@@ -117,11 +117,17 @@ function ownFileOf(config: Pick<Config, 'ENCRYPTION_KEY'>, raw: string): string 
     return null;
   }
   const id = OWN_FILE_PATH.exec(url.pathname)?.[1];
-  return id && verifyFileSignature(config, id, url.searchParams.get('expires') ?? undefined, url.searchParams.get('sign') ?? undefined) ? id : null;
+  return id && verifyFileSignature(config, id, url.searchParams.get('expires') ?? undefined, url.searchParams.get('sign') ?? undefined)
+    ? id
+    : null;
 }
 
 /** Replaces image parts that link to our own uploads with their bytes (the provider never gets the link). */
-export async function inlineOwnImages(db: PrismaClient, config: Pick<Config, 'ENCRYPTION_KEY'> & { dataDir: string }, messages: InvokeRequestParsed['target']['prompt_messages']): Promise<void> {
+export async function inlineOwnImages(
+  db: PrismaClient,
+  config: Pick<Config, 'ENCRYPTION_KEY'> & { dataDir: string },
+  messages: InvokeRequestParsed['target']['prompt_messages'],
+): Promise<void> {
   for (const m of messages) {
     if (m.role !== 'user' || typeof m.content === 'string') continue;
     for (const [i, part] of m.content.entries()) {

@@ -20,7 +20,9 @@ export function appInfoRoutes(deps: { db: Db }): Router {
   const { db } = deps;
 
   async function activeSoul(app: AppContext) {
-    const agent = app.agentId ? await db.agent.findUnique({ where: { id: app.agentId }, include: { active_config_snapshot: true, app: true } }) : null;
+    const agent = app.agentId
+      ? await db.agent.findUnique({ where: { id: app.agentId }, include: { active_config_snapshot: true, app: true } })
+      : null;
     const parsed = AgentSoulConfig.safeParse(agent?.active_config_snapshot?.config_snapshot ?? null);
     if (!agent || !parsed.success) throw new HttpError(400, 'app_unavailable', 'App unavailable, please check your app configurations.');
     return { soul: parsed.data, app: agent.app };
@@ -50,7 +52,12 @@ export function appInfoRoutes(deps: { db: Db }): Router {
           .map(([ext]) => `.${ext}`),
         allowed_file_upload_methods: [...METHODS],
         number_limits: f.file_upload.max_files,
-        image: { enabled: f.file_upload.enabled && f.file_upload.image_enabled, number_limits: f.file_upload.max_files, detail: 'high', transfer_methods: [...METHODS] },
+        image: {
+          enabled: f.file_upload.enabled && f.file_upload.image_enabled,
+          number_limits: f.file_upload.max_files,
+          detail: 'high',
+          transfer_methods: [...METHODS],
+        },
       },
       system_parameters: {
         file_size_limit: UPLOAD_LIMITS.documentMb,

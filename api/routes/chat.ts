@@ -91,4 +91,3 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
 
   return r;
 }
-

@@ -104,7 +104,11 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
   r.put('/apps/:app_id/agent/build-draft', async (req, res) => {
     const { agent, ctx } = await appOf(req);
     const { config } = parseOr400(DraftBody, req.body);
-    const d = await saveBuildDraft(db, { tenantId: ctx.tenantId, agentId: agent.id, accountId: ctx.accountId, baseVersionId: agent.active_config_snapshot_id }, config);
+    const d = await saveBuildDraft(
+      db,
+      { tenantId: ctx.tenantId, agentId: agent.id, accountId: ctx.accountId, baseVersionId: agent.active_config_snapshot_id },
+      config,
+    );
     res.json(draftJson(d));
   });
 
@@ -114,7 +118,11 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
     const version = await db.$transaction(async (tx) => {
       const draft = from === 'draft' ? await findSharedDraft(tx, agent.id) : await findBuildDraft(tx, agent.id, ctx.accountId);
       if (!draft) throw new HttpError(404, 'agent_draft_not_found', 'Nothing to publish.');
-      return publishVersion(tx, { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId }, AgentSoulConfig.parse(draft.config));
+      return publishVersion(
+        tx,
+        { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId },
+        AgentSoulConfig.parse(draft.config),
+      );
     });
     res.status(201).json({ id: version.id, version: version.version, created_at: unixSeconds(version.created_at) });
   });
@@ -123,7 +131,13 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
     const { agent } = await appOf(req);
     const rows = await listVersions(db, agent.id);
     res.json({
-      data: rows.map((v) => ({ id: v.id, version: v.version, active: v.id === agent.active_config_snapshot_id, created_by: v.created_by, created_at: unixSeconds(v.created_at) })),
+      data: rows.map((v) => ({
+        id: v.id,
+        version: v.version,
+        active: v.id === agent.active_config_snapshot_id,
+        created_by: v.created_by,
+        created_at: unixSeconds(v.created_at),
+      })),
     });
   });
 
@@ -131,13 +145,18 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
     const { app, ctx } = await appOf(req);
     const body = parseOr400(AnnotationBody, req.body);
     const a = await db.annotation.create({ data: { tenant_id: ctx.tenantId, app_id: app.id, ...body } });
-    res.status(201).json({ id: a.id, question: a.question, content: a.content, hit_count: a.hit_count, created_at: unixSeconds(a.created_at) });
+    res
+      .status(201)
+      .json({ id: a.id, question: a.question, content: a.content, hit_count: a.hit_count, created_at: unixSeconds(a.created_at) });
   });
 
   r.put('/apps/:app_id/annotation-settings', async (req, res) => {
     const { app } = await appOf(req);
     const body = parseOr400(AnnotationSettings, req.body);
-    await db.app.update({ where: { id: app.id }, data: { annotation_reply_enabled: body.enabled, annotation_score_threshold: body.score_threshold } });
+    await db.app.update({
+      where: { id: app.id },
+      data: { annotation_reply_enabled: body.enabled, annotation_score_threshold: body.score_threshold },
+    });
     res.json({ enabled: body.enabled, score_threshold: body.score_threshold });
   });
 
@@ -149,7 +168,15 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
     const turn = await startTurn(
       deps,
       appCtx,
-      { query: body.query, inputs: body.inputs, conversation_id: body.conversation_id, user: ctx.accountId, response_mode: 'streaming', files: [], auto_generate_name: true },
+      {
+        query: body.query,
+        inputs: body.inputs,
+        conversation_id: body.conversation_id,
+        user: ctx.accountId,
+        response_mode: 'streaming',
+        files: [],
+        auto_generate_name: true,
+      },
       'debugger',
       { kind: 'account', accountId: ctx.accountId, draftType: body.draft === 'build' ? 'BUILD_DRAFT' : 'DRAFT' },
     );

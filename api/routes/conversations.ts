@@ -31,7 +31,12 @@ export function toConversation(c: ConversationRow): z.input<typeof ConversationR
   };
 }
 
-export function conversationRoutes(deps: { db: Db; outbox: OutboxDispatcher; logger: Logger; config: Pick<Config, 'workspacesDir'> }): Router {
+export function conversationRoutes(deps: {
+  db: Db;
+  outbox: OutboxDispatcher;
+  logger: Logger;
+  config: Pick<Config, 'workspacesDir'>;
+}): Router {
   const r = Router();
   const { db } = deps;
 
@@ -65,7 +70,11 @@ export function conversationRoutes(deps: { db: Db; outbox: OutboxDispatcher; log
     const conv = await findOwnedConversation(db, app.appId, body.user, id);
     let name: string;
     if (body.auto_generate) {
-      const first = await db.message.findFirst({ where: { conversation_id: conv.id }, orderBy: [{ created_at: 'asc' }, { id: 'asc' }], select: { query: true } });
+      const first = await db.message.findFirst({
+        where: { conversation_id: conv.id },
+        orderBy: [{ created_at: 'asc' }, { id: 'asc' }],
+        select: { query: true },
+      });
       name = first ? conversationName(first.query) : conv.name;
     } else {
       if (!body.name) throw new HttpError(400, 'invalid_param', 'name: is required unless auto_generate is true.');

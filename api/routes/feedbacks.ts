@@ -18,7 +18,9 @@ export function feedbackRoutes(deps: { db: Db }): Router {
     const body = parseOr400(FeedbackRequest, req.body ?? {});
     const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: body.user } } });
     const msg = endUser
-      ? await db.message.findFirst({ where: { id: messageId, app_id: app.appId, end_user_id: endUser.id, conversation: { deleted_at: null } } })
+      ? await db.message.findFirst({
+          where: { id: messageId, app_id: app.appId, end_user_id: endUser.id, conversation: { deleted_at: null } },
+        })
       : null;
     if (!msg || !endUser) throw new HttpError(404, 'message_not_exists', 'Message Not Exists.');
     const key = { message_id_from_end_user_id: { message_id: msg.id, from_end_user_id: endUser.id } };
@@ -29,7 +31,14 @@ export function feedbackRoutes(deps: { db: Db }): Router {
       await db.messageFeedback.upsert({
         where: key,
         update: { rating: body.rating, content },
-        create: { app_id: app.appId, conversation_id: msg.conversation_id, message_id: msg.id, from_end_user_id: endUser.id, rating: body.rating, content },
+        create: {
+          app_id: app.appId,
+          conversation_id: msg.conversation_id,
+          message_id: msg.id,
+          from_end_user_id: endUser.id,
+          rating: body.rating,
+          content,
+        },
       });
     }
     res.json({ result: 'success' });

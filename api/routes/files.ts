@@ -16,16 +16,33 @@ import { appCtx, type AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { FilePreviewQuery, UserId, Uuid } from '../schemas.js';
 import { unixSeconds } from '../../core/time.js';
-import { ALLOWED_EXTENSIONS, FILE_TYPES, MAX_BYTES, maxBytes, MB, UPLOAD_LIMITS, uploadsDir, verifyFileSignature, type FileType, type Kind } from '../../core/uploads.js';
-
+import {
+  ALLOWED_EXTENSIONS,
+  FILE_TYPES,
+  MAX_BYTES,
+  maxBytes,
+  MB,
+  UPLOAD_LIMITS,
+  uploadsDir,
+  verifyFileSignature,
+  type FileType,
+  type Kind,
+} from '../../core/uploads.js';
 
 const tooLarge = (kind?: Kind) =>
-  new HttpError(413, 'file_too_large', kind ? `File size exceeded: ${kind}s may be at most ${maxBytes(kind) / MB} MB.` : `File size exceeded: at most ${MAX_BYTES / MB} MB.`);
-const unsupported = (why: string) => new HttpError(415, 'unsupported_file_type', `File type not allowed: ${why} Allowed: ${ALLOWED_EXTENSIONS.join(', ')}.`);
-
+  new HttpError(
+    413,
+    'file_too_large',
+    kind ? `File size exceeded: ${kind}s may be at most ${maxBytes(kind) / MB} MB.` : `File size exceeded: at most ${MAX_BYTES / MB} MB.`,
+  );
+const unsupported = (why: string) =>
+  new HttpError(415, 'unsupported_file_type', `File type not allowed: ${why} Allowed: ${ALLOWED_EXTENSIONS.join(', ')}.`);
 
 function cleanName(raw: string | undefined, ext: string): string {
-  const base = path.posix.basename((raw ?? '').replace(/\\/g, '/')).replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  const base = path.posix
+    .basename((raw ?? '').replace(/\\/g, '/'))
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .trim();
   return (base || `upload.${ext}`).slice(0, 200);
 }
 
@@ -65,7 +82,10 @@ function receive(req: Request, tmpDir: string): Promise<Received> {
       reject(err);
     };
     try {
-      bb = busboy({ headers: req.headers, limits: { files: 1, fileSize: MAX_BYTES, fields: 10, fieldSize: 4096, parts: 20, headerPairs: 50 } });
+      bb = busboy({
+        headers: req.headers,
+        limits: { files: 1, fileSize: MAX_BYTES, fields: 10, fieldSize: 4096, parts: 20, headerPairs: 50 },
+      });
     } catch {
       reject(new HttpError(400, 'no_file_uploaded', 'Please upload your file as multipart/form-data with a `file` part.'));
       return;
@@ -179,7 +199,8 @@ export function fileRoutes(deps: FileRouteDeps): Router {
 
   r.post('/files/upload', async (req, res) => {
     const app: AppContext = appCtx(req);
-    if (!req.is('multipart/form-data')) throw new HttpError(400, 'no_file_uploaded', 'Please upload your file as multipart/form-data with a `file` part.');
+    if (!req.is('multipart/form-data'))
+      throw new HttpError(400, 'no_file_uploaded', 'Please upload your file as multipart/form-data with a `file` part.');
     const declared = Number(req.header('content-length'));
     if (Number.isFinite(declared) && declared > MAX_BYTES + UPLOAD_LIMITS.overheadBytes) {
       req.resume();
@@ -200,7 +221,18 @@ export function fileRoutes(deps: FileRouteDeps): Router {
       await fs.promises.mkdir(path.join(uploadsDir(config), app.tenantId), { recursive: true });
       await fs.promises.rename(got.tmpPath, path.join(uploadsDir(config), storageKey));
       const row = await db.uploadFile.create({
-        data: { id, tenant_id: app.tenantId, app_id: app.appId, end_user_id: endUser.id, name: got.name, size: got.size, extension: got.ext, mime_type: got.type.mime, storage_key: storageKey, hash: got.hash },
+        data: {
+          id,
+          tenant_id: app.tenantId,
+          app_id: app.appId,
+          end_user_id: endUser.id,
+          name: got.name,
+          size: got.size,
+          extension: got.ext,
+          mime_type: got.type.mime,
+          storage_key: storageKey,
+          hash: got.hash,
+        },
       });
       res.status(201).json({
         id: row.id,
@@ -221,7 +253,9 @@ export function fileRoutes(deps: FileRouteDeps): Router {
     const fileId = parseOr400(Uuid, req.params.file_id, 'file_id');
     const q = parseOr400(FilePreviewQuery, req.query, 'query');
     const endUser = await db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: q.user } } });
-    const file = endUser ? await db.uploadFile.findFirst({ where: { id: fileId, tenant_id: app.tenantId, app_id: app.appId, end_user_id: endUser.id } }) : null;
+    const file = endUser
+      ? await db.uploadFile.findFirst({ where: { id: fileId, tenant_id: app.tenantId, app_id: app.appId, end_user_id: endUser.id } })
+      : null;
     if (!file) throw new HttpError(404, 'file_not_found', 'File not found.');
     await sendUpload(config, res, file, q.as_attachment === 'true');
   });
@@ -234,9 +268,12 @@ export function signedFileRoutes(deps: FileRouteDeps): Router {
   const r = Router();
   r.get('/files/:file_id/file-preview', async (req, res) => {
     const fileId = parseOr400(Uuid, req.params.file_id, 'file_id');
-    if (!verifyFileSignature(deps.config, fileId, req.query.expires, req.query.sign)) throw new HttpError(403, 'forbidden', 'Invalid, expired or missing file signature.');
+    if (!verifyFileSignature(deps.config, fileId, req.query.expires, req.query.sign))
+      throw new HttpError(403, 'forbidden', 'Invalid, expired or missing file signature.');
     // Revoked with its conversations: a link serves only while a conversation that used the file is not deleted.
-    const file = await deps.db.uploadFile.findFirst({ where: { id: fileId, message_files: { some: { message: { conversation: { deleted_at: null } } } } } });
+    const file = await deps.db.uploadFile.findFirst({
+      where: { id: fileId, message_files: { some: { message: { conversation: { deleted_at: null } } } } },
+    });
     if (!file) throw new HttpError(404, 'file_not_found', 'File not found.');
     await sendUpload(deps.config, res, file, req.query.as_attachment === 'true');
   });

@@ -17,7 +17,11 @@ import { HttpError, parseOr400 } from '../errors.js';
 import { UserId } from '../schemas.js';
 import { unixSeconds } from '../../core/time.js';
 
-const FormToken = z.string().min(10).max(100).regex(/^[A-Za-z0-9_-]+$/);
+const FormToken = z
+  .string()
+  .min(10)
+  .max(100)
+  .regex(/^[A-Za-z0-9_-]+$/);
 const SubmitBody = z.object({
   inputs: z.record(z.string(), z.unknown()).default({}),
   action: z.string().min(1).max(64),
@@ -95,7 +99,12 @@ export function formRoutes(deps: { db: Db; outbox: OutboxDispatcher; logger: Log
       }
       await createResumeMessage(tx as never, form.message_id, form.id, resumeMessageId);
       const payload: FormSubmittedSignal = { formId: form.id, resumeMessageId };
-      return enqueueOutbox(tx, { kind: 'signal', workflowId: form.workflow_id, signalName: formSubmittedSignal.name, payload: { ...payload } });
+      return enqueueOutbox(tx, {
+        kind: 'signal',
+        workflowId: form.workflow_id,
+        signalName: formSubmittedSignal.name,
+        payload: { ...payload },
+      });
     });
     // Fast path: wake the waiting workflow now. If Temporal is unreachable the outbox keeps trying (any
     // api or worker process); the submission stands either way, so the answer is the same.

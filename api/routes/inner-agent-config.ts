@@ -56,7 +56,8 @@ export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
       if (verdict.reason === 'expired') throw new HttpError(403, 'execution_context_expired', 'The execution context has expired.');
       throw new HttpError(403, 'invalid_execution_context', 'The execution context signature is invalid.');
     }
-    if (ctx.agent_id !== req.params.agent_id) throw new HttpError(403, 'agent_scope_mismatch', 'The execution context belongs to another agent.');
+    if (ctx.agent_id !== req.params.agent_id)
+      throw new HttpError(403, 'agent_scope_mismatch', 'The execution context belongs to another agent.');
     const ended = () => new HttpError(403, 'execution_context_ended', 'The run this execution context belongs to is not in progress.');
     const messageId = Uuid.safeParse(ctx.message_id);
     if (!messageId.success) throw ended();
@@ -99,7 +100,8 @@ export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
   r.put('/:agent_id/prompt', async (req, res) => {
     const ctx = await context(req);
     const { prompt } = parseOr400(PromptBody, req.body);
-    if (ctx.user_from !== 'account') throw new HttpError(403, 'agent_config_write_forbidden', 'Only an account may edit its own build draft.');
+    if (ctx.user_from !== 'account')
+      throw new HttpError(403, 'agent_config_write_forbidden', 'Only an account may edit its own build draft.');
     const agent = await agentOf(ctx);
     const saved = await db.$transaction(async (tx) => {
       const own = await findBuildDraft(tx, agent.id, ctx.user_id);
@@ -111,7 +113,11 @@ export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
       if (!base) throw new HttpError(404, 'agent_config_not_found', 'The agent has no configuration to edit.');
       const config = AgentSoulConfig.parse(base);
       config.prompt.system_prompt = prompt;
-      await saveBuildDraft(tx, { tenantId: agent.tenant_id, agentId: agent.id, accountId: ctx.user_id, baseVersionId: agent.active_config_snapshot_id }, config);
+      await saveBuildDraft(
+        tx,
+        { tenantId: agent.tenant_id, agentId: agent.id, accountId: ctx.user_id, baseVersionId: agent.active_config_snapshot_id },
+        config,
+      );
       return prompt;
     });
     res.json({ prompt: saved });

@@ -47,7 +47,12 @@ export function messageRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_K
         error: m.error,
         agent_failure: (m.metadata as { agent_failure?: unknown } | null)?.agent_failure ?? null,
         // Signed links expire (issue 17 L5): history hands out fresh ones.
-        message_files: m.files.map((f) => ({ id: f.id, type: f.type, url: f.upload_file_id ? resignFileUrl(deps.config, f.url, f.upload_file_id) : f.url, belongs_to: f.belongs_to })),
+        message_files: m.files.map((f) => ({
+          id: f.id,
+          type: f.type,
+          url: f.upload_file_id ? resignFileUrl(deps.config, f.url, f.upload_file_id) : f.url,
+          belongs_to: f.belongs_to,
+        })),
         feedback: m.feedbacks[0] ? { rating: m.feedbacks[0].rating } : null,
         retriever_resources: [],
         agent_thoughts: m.thoughts.map((t) => ({

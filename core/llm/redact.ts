@@ -16,7 +16,10 @@ const RULES: [RegExp, string][] = [
   // scheme://user:password@host → scheme://[redacted]@host
   [/\b([a-z][a-z0-9+.-]{0,20}:\/\/)[^/\s@?#]{1,512}@/gi, `$1${REDACTED}@`],
   // secret-looking query or form parameters
-  [/([?&;](?:api[_-]?key|key|token|access[_-]?token|refresh[_-]?token|secret|client[_-]?secret|password|passwd|pwd|sig|signature|sign|auth|code)=)[^&\s#"'<>]{1,2048}/gi, `$1${REDACTED}`],
+  [
+    /([?&;](?:api[_-]?key|key|token|access[_-]?token|refresh[_-]?token|secret|client[_-]?secret|password|passwd|pwd|sig|signature|sign|auth|code)=)[^&\s#"'<>]{1,2048}/gi,
+    `$1${REDACTED}`,
+  ],
   // Authorization header values
   [/\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,4096}/g, `$1 ${REDACTED}`],
   // "api_key": "…", x-api-key: …, authorization=…

@@ -73,7 +73,10 @@ export const CreateRunRequest = z
       .strict()
       .nullable()
       .optional(),
-    on_exit: z.object({ default: z.enum(['suspend', 'delete']) }).strict().default({ default: 'suspend' }),
+    on_exit: z
+      .object({ default: z.enum(['suspend', 'delete']) })
+      .strict()
+      .default({ default: 'suspend' }),
   })
   .strict();
 export type CreateRunRequest = z.input<typeof CreateRunRequest>;
@@ -93,9 +96,7 @@ export const RunStatusResponse = z.object({
   error_type: z.string().nullable(),
 });
 
-export const CancelRunRequest = z
-  .object({ reason: z.string().max(200).optional(), message: z.string().max(2000).optional() })
-  .strict();
+export const CancelRunRequest = z.object({ reason: z.string().max(200).optional(), message: z.string().max(2000).optional() }).strict();
 
 /** Usage carried by every terminal event (and summed per message by the api). */
 export const Usage = z.object({

@@ -67,16 +67,26 @@ describe('tool steps', () => {
       'part_end:text',
       'run_succeeded',
     ]);
-    const calc = events.find((e) => e.type === 'pydantic_ai_event' && e.data.event_kind === 'function_tool_result' && e.data.tool_name === 'calculator');
+    const calc = events.find(
+      (e) => e.type === 'pydantic_ai_event' && e.data.event_kind === 'function_tool_result' && e.data.tool_name === 'calculator',
+    );
     expect(calc?.data).toMatchObject({ index: 0, tool_call_id: 'call_1', result: { result: 42 }, is_error: false });
-    const call = events.find((e) => e.type === 'pydantic_ai_event' && e.data.event_kind === 'function_tool_call' && e.data.tool_name === 'scratchpad_set');
+    const call = events.find(
+      (e) => e.type === 'pydantic_ai_event' && e.data.event_kind === 'function_tool_call' && e.data.tool_name === 'scratchpad_set',
+    );
     expect(call?.data).toMatchObject({ index: 1, tool_call_id: 'call_2', args: { key: 'answer', value: '42' } });
 
     // Part indexes are unique across the run: the answer of the second response is part 2.
     expect(aiEvents(events, 'part_start').map((e) => e.index)).toEqual([0, 1, 2]);
     const data = succeeded(events);
     expect(data.output).toBe('The answer is 42.');
-    expect(data.usage).toMatchObject({ model_requests: 2, tool_calls: 2, prompt_tokens: 20, completion_tokens: 10, total_price: '0.00006' });
+    expect(data.usage).toMatchObject({
+      model_requests: 2,
+      tool_calls: 2,
+      prompt_tokens: 20,
+      completion_tokens: 10,
+      total_price: '0.00006',
+    });
     const tools = data.session_snapshot.layers.find((l) => l.name === 'core_tools');
     expect(tools?.runtime_state).toEqual({ scratchpad: { answer: '42' } });
 
@@ -113,7 +123,14 @@ describe('tool steps', () => {
     );
     const req = runRequest({
       coreTools: ['calculator'],
-      pluginTools: [{ provider: 'acme', name: 'web_search', description: 'Search', parameters: { type: 'object', properties: { q: { type: 'string' } } } }],
+      pluginTools: [
+        {
+          provider: 'acme',
+          name: 'web_search',
+          description: 'Search',
+          parameters: { type: 'object', properties: { q: { type: 'string' } } },
+        },
+      ],
     });
     const events = await backend.client.untilTerminal((await backend.client.createRun(req)).run_id);
     succeeded(events);
@@ -156,7 +173,9 @@ describe('session snapshots', () => {
       { text: ['Your name is Ada.'] },
     );
     const opts = { coreTools: ['scratchpad_set', 'scratchpad_get'] };
-    const first = succeeded(await backend.client.untilTerminal((await backend.client.createRun(runRequest({ ...opts, query: 'I am Ada.' }))).run_id));
+    const first = succeeded(
+      await backend.client.untilTerminal((await backend.client.createRun(runRequest({ ...opts, query: 'I am Ada.' }))).run_id),
+    );
     const history = first.session_snapshot.layers.find((l) => l.name === 'history')!;
     expect((history.runtime_state.messages as unknown[]).length).toBe(4);
 
@@ -176,13 +195,21 @@ describe('session snapshots', () => {
 
   it('keeps only max_messages of history without orphaned tool results', async () => {
     fake.script({ text: ['one'] }, { text: ['two'] });
-    const a = succeeded(await backend.client.untilTerminal((await backend.client.createRun(runRequest({ history: { max_messages: 3 }, query: 'q1' }))).run_id));
-    const b = succeeded(
+    const a = succeeded(
       await backend.client.untilTerminal(
-        (await backend.client.createRun(runRequest({ history: { max_messages: 3 }, query: 'q2', session_snapshot: a.session_snapshot }))).run_id,
+        (await backend.client.createRun(runRequest({ history: { max_messages: 3 }, query: 'q1' }))).run_id,
       ),
     );
-    const msgs = b.session_snapshot.layers.find((l) => l.name === 'history')!.runtime_state.messages as Array<{ role: string; content: string }>;
+    const b = succeeded(
+      await backend.client.untilTerminal(
+        (await backend.client.createRun(runRequest({ history: { max_messages: 3 }, query: 'q2', session_snapshot: a.session_snapshot })))
+          .run_id,
+      ),
+    );
+    const msgs = b.session_snapshot.layers.find((l) => l.name === 'history')!.runtime_state.messages as Array<{
+      role: string;
+      content: string;
+    }>;
     expect(msgs.map((m) => m.content)).toEqual(['one', 'q2', 'two']);
   });
 });
@@ -207,7 +234,9 @@ describe('ask_human', () => {
       { toolCalls: [{ id: 'bad', name: 'ask_human', args: { question: '', fields: [{ type: 'paragraph', name: '1x', label: 'x' }] } }] },
       { text: ['I need your approval.'], toolCalls: [{ id: 'ask_1', name: 'ask_human', args: question }] },
     );
-    const first = await backend.client.untilTerminal((await backend.client.createRun(runRequest({ askHuman: true, query: 'Deploy it' }))).run_id);
+    const first = await backend.client.untilTerminal(
+      (await backend.client.createRun(runRequest({ askHuman: true, query: 'Deploy it' }))).run_id,
+    );
     const invalid = events2tool(first, 'ask_human');
     expect(invalid?.is_error).toBe(true);
     expect(String(invalid?.result)).toContain('Invalid arguments');
@@ -222,11 +251,21 @@ describe('ask_human', () => {
     expect(data.usage.tool_calls).toBe(2);
 
     fake.script({ text: ['Deploying now.'] });
-    const answer = { status: 'submitted', action: { id: 'approve', label: 'Approve' }, values: { note: 'go' }, rendered_content: 'Approved: go' };
+    const answer = {
+      status: 'submitted',
+      action: { id: 'approve', label: 'Approve' },
+      values: { note: 'go' },
+      rendered_content: 'Approved: go',
+    };
     const resumed = await backend.client.untilTerminal(
       (
         await backend.client.createRun(
-          runRequest({ askHuman: true, query: 'Deploy it', session_snapshot: data.session_snapshot, deferred_tool_results: { calls: { ask_1: answer } } }),
+          runRequest({
+            askHuman: true,
+            query: 'Deploy it',
+            session_snapshot: data.session_snapshot,
+            deferred_tool_results: { calls: { ask_1: answer } },
+          }),
         )
       ).run_id,
     );
@@ -245,7 +284,8 @@ describe('ask_human', () => {
 
     fake.script({ text: ['Fine.'] });
     await backend.client.untilTerminal(
-      (await backend.client.createRun(runRequest({ askHuman: true, query: 'Never mind', session_snapshot: first.session_snapshot }))).run_id,
+      (await backend.client.createRun(runRequest({ askHuman: true, query: 'Never mind', session_snapshot: first.session_snapshot })))
+        .run_id,
     );
     const sent = fake.calls[1].body.target.prompt_messages;
     expect(sent.slice(-2)).toEqual([
@@ -256,11 +296,18 @@ describe('ask_human', () => {
 
   it('adds the new query of a turn that abandons a pending form (deferred result unavailable)', async () => {
     fake.script({ toolCalls: [{ id: 'ask_3', name: 'ask_human', args: { question: 'Size?' } }] }, { text: ['OK, new topic.'] });
-    const first = succeeded(await backend.client.untilTerminal((await backend.client.createRun(runRequest({ askHuman: true, query: 'Order a shirt' }))).run_id));
+    const first = succeeded(
+      await backend.client.untilTerminal((await backend.client.createRun(runRequest({ askHuman: true, query: 'Order a shirt' }))).run_id),
+    );
     await backend.client.untilTerminal(
       (
         await backend.client.createRun(
-          runRequest({ askHuman: true, query: 'Something else', session_snapshot: first.session_snapshot, deferred_tool_results: { calls: { ask_3: { status: 'unavailable' } } } }),
+          runRequest({
+            askHuman: true,
+            query: 'Something else',
+            session_snapshot: first.session_snapshot,
+            deferred_tool_results: { calls: { ask_3: { status: 'unavailable' } } },
+          }),
         )
       ).run_id,
     );
@@ -277,7 +324,8 @@ describe('cancellation', () => {
     let cancel: Promise<Response> | null = null;
     const { events } = await backend.client.sse(run_id, {
       onEvent: (e) => {
-        if (e.type === 'agent_message_delta' && !cancel) cancel = backend.client.cancel(run_id, { reason: 'user_stop', message: 'stopped by user' });
+        if (e.type === 'agent_message_delta' && !cancel)
+          cancel = backend.client.cancel(run_id, { reason: 'user_stop', message: 'stopped by user' });
       },
     });
     const res = await cancel!;
@@ -406,7 +454,11 @@ describe('replicas', () => {
 describe('restart', () => {
   it('does not reap a long run whose owner keeps heartbeating', async () => {
     const a = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, options: { heartbeatMs: 100 } });
-    const b = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, options: { staleAfterMs: 400, reapIntervalMs: 100, heartbeatMs: 100 } });
+    const b = await startBackend({
+      databaseUrl: dbUrl,
+      apiUrl: fake.url,
+      options: { staleAfterMs: 400, reapIntervalMs: 100, heartbeatMs: 100 },
+    });
     try {
       fake.script({ text: Array.from({ length: 20 }, (_, i) => `s${i} `), delayMs: 50 });
       const { run_id } = await a.client.createRun(runRequest());
@@ -429,7 +481,11 @@ describe('restart', () => {
     await a.stop({ abandonRuns: true });
     expect((await backend.client.status(run_id)).status).toBe('running');
 
-    const b = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, options: { staleAfterMs: 400, reapIntervalMs: 100, heartbeatMs: 100 } });
+    const b = await startBackend({
+      databaseUrl: dbUrl,
+      apiUrl: fake.url,
+      options: { staleAfterMs: 400, reapIntervalMs: 100, heartbeatMs: 100 },
+    });
     try {
       const events = await b.client.untilTerminal(run_id);
       const t = terminalOf(events);

@@ -40,7 +40,12 @@ export class FakeInnerLlm {
   private server: Server | null = null;
   url = '';
   readonly prompts = new Map<string, string>();
-  readonly configRequests: Array<{ method: string; agentId: string; headers: Record<string, string | string[] | undefined>; body: unknown }> = [];
+  readonly configRequests: Array<{
+    method: string;
+    agentId: string;
+    headers: Record<string, string | string[] | undefined>;
+    body: unknown;
+  }> = [];
   /** Used when the script is empty. */
   fallback: ScriptedResponse = { text: ['ok'] };
 
@@ -122,7 +127,8 @@ export class FakeInnerLlm {
     });
     app.get('/inner/api/agent-config/:agentId/prompt', (req, res) => {
       this.configRequests.push({ method: 'GET', agentId: req.params.agentId, headers: req.headers, body: undefined });
-      if (req.get('x-inner-api-key') !== 'test-inner-key') return void res.status(401).json({ code: 'unauthorized', message: 'bad key', status: 401 });
+      if (req.get('x-inner-api-key') !== 'test-inner-key')
+        return void res.status(401).json({ code: 'unauthorized', message: 'bad key', status: 401 });
       res.json({ prompt: this.prompts.get(req.params.agentId) ?? '' });
     });
     app.put('/inner/api/agent-config/:agentId/prompt', (req, res) => {

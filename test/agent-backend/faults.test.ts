@@ -125,7 +125,10 @@ describe('PostgreSQL outage in the middle of a streaming run', () => {
       await sleep(8_000); // 4× the grace; the model finished meanwhile
       await pg.start();
 
-      const live = await Promise.race([followed, sleep(30_000).then(() => Promise.reject(new Error('the follower missed events after the outage')))]);
+      const live = await Promise.race([
+        followed,
+        sleep(30_000).then(() => Promise.reject(new Error('the follower missed events after the outage'))),
+      ]);
       const events = await allEvents(owner, run_id);
       expect(live.map((e) => e.id)).toEqual(events.map((e) => e.id));
       expectWellFormed(events);
@@ -210,7 +213,9 @@ describe('a lost LISTEN connection', () => {
       const followed = follow(peer, run_id, (e) => e.type === 'agent_message_delta' && firstDelta());
       await started;
       // Every LISTEN connection dies; the run ends before they are back (they reconnect after ~1 s).
-      const killed = await admin.query(`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen %'`);
+      const killed = await admin.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen %'`,
+      );
       expect(killed.rowCount).toBe(2);
       expect((await owner.client.cancel(run_id, { reason: 'user_stop' })).status).toBe(202);
       const live = await Promise.race([followed, sleep(30_000).then(() => Promise.reject(new Error('the follower never caught up')))]);
@@ -321,7 +326,11 @@ describe('the api (inner LLM gateway) dies in the middle of a model call', () =>
       const pool = await db.creditPool.findUniqueOrThrow({ where: { tenant_id: tenant } });
       expect(pool.quota_used).toBe(rows[0].credits);
       if (t.type === 'run_succeeded') {
-        expect(t.data.usage).toMatchObject({ model_requests: 1, completion_tokens: rows[0].completion_tokens, prompt_tokens: rows[0].prompt_tokens });
+        expect(t.data.usage).toMatchObject({
+          model_requests: 1,
+          completion_tokens: rows[0].completion_tokens,
+          prompt_tokens: rows[0].prompt_tokens,
+        });
       }
     } finally {
       await b.stop();

@@ -184,7 +184,14 @@ export function agentAppComposition(o: CompositionOptions = {}) {
   return { schema_version: 1 as const, layers };
 }
 
-export function runRequest(o: CompositionOptions & { idempotency_key?: string; metadata?: Record<string, unknown>; session_snapshot?: unknown; deferred_tool_results?: unknown } = {}) {
+export function runRequest(
+  o: CompositionOptions & {
+    idempotency_key?: string;
+    metadata?: Record<string, unknown>;
+    session_snapshot?: unknown;
+    deferred_tool_results?: unknown;
+  } = {},
+) {
   return {
     composition: agentAppComposition(o),
     purpose: 'agent_app',

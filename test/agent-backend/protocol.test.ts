@@ -6,7 +6,17 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RunEvent } from '../../core/protocol/run.js';
 import type { FakeInnerLlm } from './fake-inner-llm.js';
-import { agentAppComposition, INNER_KEY, runRequest, shape, startBackend, startFake, startPg, textOf, type TestBackend } from './harness.js';
+import {
+  agentAppComposition,
+  INNER_KEY,
+  runRequest,
+  shape,
+  startBackend,
+  startFake,
+  startPg,
+  textOf,
+  type TestBackend,
+} from './harness.js';
 
 let embedded: { stop: () => Promise<void> };
 let dbUrl: string;
@@ -68,7 +78,9 @@ describe('auth and validation', () => {
     const res = await backend.client.request('POST', '/runs', runRequest({ extraLayers: [{ name: 'shell', type: 'shell', config: {} }] }));
     expect(res.status).toBe(400);
     // This backend has no SHELLCTL_AUTH_TOKEN: runtime/shell cannot run here (test/workspace covers them).
-    expect((await res.json()).message).toContain("layer 'shell': the runtime and shell modules need a deployment auth token for shellctl: set SHELLCTL_AUTH_TOKEN");
+    expect((await res.json()).message).toContain(
+      "layer 'shell': the runtime and shell modules need a deployment auth token for shellctl: set SHELLCTL_AUTH_TOKEN",
+    );
   });
 
   it('rejects references to layers that do not exist', async () => {
@@ -114,7 +126,10 @@ describe('auth and validation', () => {
 
 describe('runs', () => {
   it('streams a text run: run_started, text part, coalesced deltas, run_succeeded with usage', async () => {
-    fake.script({ text: ['Hel', 'lo ', 'wor', 'ld'], usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16, total_price: '0.0001' } });
+    fake.script({
+      text: ['Hel', 'lo ', 'wor', 'ld'],
+      usage: { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16, total_price: '0.0001' },
+    });
     const { run_id, status } = await backend.client.createRun(runRequest({ query: 'Say hello' }));
     expect(status).toBe('running');
     const events = await backend.client.untilTerminal(run_id);
@@ -131,7 +146,14 @@ describe('runs', () => {
     const terminal = events.at(-1)!;
     if (terminal.type !== 'run_succeeded') throw new Error('expected success');
     expect(terminal.data.output).toBe('Hello world');
-    expect(terminal.data.usage).toMatchObject({ prompt_tokens: 12, completion_tokens: 4, total_tokens: 16, total_price: '0.0001', model_requests: 1, tool_calls: 0 });
+    expect(terminal.data.usage).toMatchObject({
+      prompt_tokens: 12,
+      completion_tokens: 4,
+      total_tokens: 16,
+      total_price: '0.0001',
+      model_requests: 1,
+      tool_calls: 0,
+    });
     expect(terminal.data.usage.latency).toBeGreaterThan(0);
     expect(terminal.data.usage.time_to_first_token).not.toBeNull();
     expect(terminal.data.session_snapshot.layers.map((l) => l.name)).toEqual(agentAppComposition().layers.map((l) => l.name));
@@ -140,7 +162,13 @@ describe('runs', () => {
     expect(fake.calls).toHaveLength(1);
     const call = fake.calls[0];
     expect(call.headers['x-inner-api-key']).toBe(INNER_KEY);
-    expect(call.body.caller).toMatchObject({ invocation_id: run_id, agent_run_id: run_id, call_index: 0, tenant_id: 'tenant-1', app_id: 'app-1' });
+    expect(call.body.caller).toMatchObject({
+      invocation_id: run_id,
+      agent_run_id: run_id,
+      call_index: 0,
+      tenant_id: 'tenant-1',
+      app_id: 'app-1',
+    });
     expect(call.body.target).toMatchObject({ provider: 'openai', model: 'gpt-test', model_parameters: { temperature: 0.2 }, stream: true });
     expect(call.body.target.prompt_messages).toEqual([
       { role: 'system', content: 'You are a helpful agent.' },

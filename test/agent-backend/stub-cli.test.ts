@@ -146,13 +146,23 @@ describe('dify-agent CLI', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('is not valid UTF-8');
 
-    const answering = (body: unknown): typeof fetch => async () => new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
+    const answering =
+      (body: unknown): typeof fetch =>
+      async () =>
+        new Response(JSON.stringify(body), { status: 200, headers: { 'content-type': 'application/json' } });
     for (const [body, message] of [
       [{}, 'no prompt field'],
       [{ prompt: null }, 'null prompt'],
     ] as const) {
       let stderr = '';
-      const code = await runCli(['config', 'prompt', 'pull'], { env, cwd: tmp, stdin: (async function* () {})(), stdout: () => undefined, stderr: (t) => (stderr += t), fetch: answering(body) });
+      const code = await runCli(['config', 'prompt', 'pull'], {
+        env,
+        cwd: tmp,
+        stdin: (async function* () {})(),
+        stdout: () => undefined,
+        stderr: (t) => (stderr += t),
+        fetch: answering(body),
+      });
       expect(code).toBe(1);
       expect(stderr).toContain(message);
     }
@@ -169,10 +179,14 @@ describe('dify-agent CLI', () => {
     const { runId, token } = await runningRun();
     fake.prompts.set('agent-1', 'From the program');
     const root = path.resolve(import.meta.dirname, '../..');
-    const child = spawn(path.join(root, 'node_modules', '.bin', 'tsx'), [path.join(root, 'cli', 'dify-agent.ts'), 'config', 'prompt', 'pull'], {
-      cwd: tmp,
-      env: { ...process.env, DIFY_AGENT_STUB_URL: backend.url, DIFY_AGENT_STUB_TOKEN: token },
-    });
+    const child = spawn(
+      path.join(root, 'node_modules', '.bin', 'tsx'),
+      [path.join(root, 'cli', 'dify-agent.ts'), 'config', 'prompt', 'pull'],
+      {
+        cwd: tmp,
+        env: { ...process.env, DIFY_AGENT_STUB_URL: backend.url, DIFY_AGENT_STUB_TOKEN: token },
+      },
+    );
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));

@@ -125,8 +125,24 @@ describe('inner LLM model', () => {
     let sent: Record<string, unknown> = {};
     await parts(sse(chunk({ content: 'x' })), 200, (init) => (sent = JSON.parse(String(init.body))));
     expect(sent).toEqual({
-      caller: { invocation_id: 'run-1', agent_run_id: 'run-1', call_index: 4, tenant_id: 't', user_id: 'u', user_from: 'account', app_id: 'a', invoke_from: 'debugger', agent_mode: 'agent' },
-      target: { provider: 'openai', model: 'gpt-x', prompt_messages: [{ role: 'user', content: 'hi' }], model_parameters: { temperature: 0.5, max_tokens: 100 }, stream: true },
+      caller: {
+        invocation_id: 'run-1',
+        agent_run_id: 'run-1',
+        call_index: 4,
+        tenant_id: 't',
+        user_id: 'u',
+        user_from: 'account',
+        app_id: 'a',
+        invoke_from: 'debugger',
+        agent_mode: 'agent',
+      },
+      target: {
+        provider: 'openai',
+        model: 'gpt-x',
+        prompt_messages: [{ role: 'user', content: 'hi' }],
+        model_parameters: { temperature: 0.5, max_tokens: 100 },
+        stream: true,
+      },
     });
   });
 
@@ -138,17 +154,28 @@ describe('inner LLM model', () => {
         chunk({}, { usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5, total_price: '0.1' }, finish_reason: 'tool_calls' }),
       ),
     );
-    expect(out.find((p) => p.type === 'tool-call')).toMatchObject({ toolCallId: 'c1', toolName: 'calculator', input: '{"expression":"1"}' });
+    expect(out.find((p) => p.type === 'tool-call')).toMatchObject({
+      toolCallId: 'c1',
+      toolName: 'calculator',
+      input: '{"expression":"1"}',
+    });
     const finish = out.find((p) => p.type === 'finish');
-    expect(finish).toMatchObject({ finishReason: { unified: 'tool-calls' }, providerMetadata: { dify: { usage: { total_price: '0.1' } } } });
+    expect(finish).toMatchObject({
+      finishReason: { unified: 'tool-calls' },
+      providerMetadata: { dify: { usage: { total_price: '0.1' } } },
+    });
   });
 
   it('turns error chunks and HTTP errors into provider errors with the error type', async () => {
-    const out = await parts(sse(chunk({ content: 'a' }), { code: -1, message: 'bad', data: { error_type: 'InvokeServerUnavailableError', message: 'down' } }));
+    const out = await parts(
+      sse(chunk({ content: 'a' }), { code: -1, message: 'bad', data: { error_type: 'InvokeServerUnavailableError', message: 'down' } }),
+    );
     const err = out.find((p) => p.type === 'error');
     expect(err && err.type === 'error' && err.error).toBeInstanceOf(ModelCallError);
     expect((err as { error: ModelCallError }).error.errorType).toBe('InvokeServerUnavailableError');
-    await expect(parts(JSON.stringify({ code: 'unauthorized', message: 'no' }), 401)).rejects.toMatchObject({ errorType: 'InvokeAuthorizationError' });
+    await expect(parts(JSON.stringify({ code: 'unauthorized', message: 'no' }), 401)).rejects.toMatchObject({
+      errorType: 'InvokeAuthorizationError',
+    });
     await expect(parts('oops', 503)).rejects.toMatchObject({ errorType: 'InvokeServerUnavailableError' });
   });
 });
@@ -163,7 +190,10 @@ describe('inner LLM model after a transport failure', () => {
   const frame = (c: unknown) => `data: ${JSON.stringify(c)}\n\n`;
   const chunk = (message: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
     frame({ code: 0, message: '', data: { model: 'demo-chat', delta: { index: 0, message: { content: '', ...message }, ...extra } } });
-  const final = chunk({}, { usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, total_price: '0.1' }, finish_reason: 'stop' });
+  const final = chunk(
+    {},
+    { usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7, total_price: '0.1' }, finish_reason: 'stop' },
+  );
   /** A response whose body delivers `frames` and then either ends or breaks (connection reset). */
   const answer = (frames: string[], end: 'ok' | 'break' = 'ok') =>
     new Response(
@@ -192,7 +222,10 @@ describe('inner LLM model after a transport failure', () => {
         return next;
       },
     })(target);
-    const { stream } = await model.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], providerOptions: { dify: { call_index: 2 } } });
+    const { stream } = await model.doStream({
+      prompt: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+      providerOptions: { dify: { call_index: 2 } },
+    });
     const out: LanguageModelV3StreamPart[] = [];
     const reader = stream.getReader();
     for (;;) {
@@ -239,7 +272,10 @@ describe('inner LLM model after a transport failure', () => {
   });
 
   it('gives up once the retry budget is spent, as a connection error', async () => {
-    const { out, bodies } = await run([answer([chunk({ content: 'x' })], 'break'), ...Array.from({ length: 50 }, () => new TypeError('ECONNREFUSED'))], 40);
+    const { out, bodies } = await run(
+      [answer([chunk({ content: 'x' })], 'break'), ...Array.from({ length: 50 }, () => new TypeError('ECONNREFUSED'))],
+      40,
+    );
     expect(bodies.length).toBeGreaterThan(2);
     expect(bodies.length).toBeLessThan(50);
     expect((out.find((p) => p.type === 'error') as { error: ModelCallError }).error.errorType).toBe('InvokeConnectionError');
@@ -249,7 +285,12 @@ describe('inner LLM model after a transport failure', () => {
 describe('run planning', () => {
   const registry = createRegistry();
   const limits = { maxModelRequests: 5, maxToolCalls: 5, maxWallClockMs: 1000 };
-  const services = { runId: 'r', logger: createLogger('t', 'silent'), toolResolver: noPluginTools, resources: { acquire: <T>(_k: string, v: T) => v, get: () => undefined } };
+  const services = {
+    runId: 'r',
+    logger: createLogger('t', 'silent'),
+    toolResolver: noPluginTools,
+    resources: { acquire: <T>(_k: string, v: T) => v, get: () => undefined },
+  };
 
   it('gives aliases of one module independent config and state, and freezes config', () => {
     const req = runRequest({
@@ -271,7 +312,10 @@ describe('run planning', () => {
   });
 
   it('rejects the same tool name from two layers, a second model and too-generous limits', () => {
-    const dup = runRequest({ coreTools: ['calculator'], extraLayers: [{ name: 'more', type: 'core_tools', config: { tools: ['calculator'] } }] });
+    const dup = runRequest({
+      coreTools: ['calculator'],
+      extraLayers: [{ name: 'more', type: 'core_tools', config: { tools: ['calculator'] } }],
+    });
     expect(() => planRun(dup, registry, limits)).toThrow(/tool name 'calculator' is offered by both/);
     const twoModels = runRequest({ extraLayers: [{ name: 'llm2', type: 'llm', config: { provider: 'p', model: 'm' } }] });
     expect(() => planRun(twoModels, registry, limits)).toThrow(/exactly one model layer/);

@@ -125,12 +125,11 @@ describe('dify-client (the published Node SDK)', () => {
   it('renames a conversation, and names it from its first query with auto_generate', async () => {
     const renamed = await client.renameConversation(conversationId, 'Talking about Ada', user);
     expect(renamed.data).toMatchObject({ id: conversationId, name: 'Talking about Ada' });
-    const auto = await (client as unknown as { renameConversation: (id: string, name: string, user: string, auto: boolean) => Promise<{ data: { name: string } }> }).renameConversation(
-      conversationId,
-      '',
-      user,
-      true,
-    );
+    const auto = await (
+      client as unknown as {
+        renameConversation: (id: string, name: string, user: string, auto: boolean) => Promise<{ data: { name: string } }>;
+      }
+    ).renameConversation(conversationId, '', user, true);
     expect(auto.data.name).toBe('My name is Ada. What is in the picture?');
   });
 
@@ -145,7 +144,10 @@ describe('dify-client (the published Node SDK)', () => {
   it('surfaces our errors in Dify’s error shape', async () => {
     const bad = new ChatClient('app-not-a-key', `${stack.apiUrl}/v1`);
     expect(await failure(bad.getConversations(user))).toMatchObject({ status: 401, data: { code: 'unauthorized', status: 401 } });
-    expect(await failure(client.createChatMessage({}, '', user, false))).toMatchObject({ status: 400, data: { code: 'invalid_param', status: 400 } });
+    expect(await failure(client.createChatMessage({}, '', user, false))).toMatchObject({
+      status: 400,
+      data: { code: 'invalid_param', status: 400 },
+    });
   });
 });
 
@@ -156,7 +158,12 @@ describe('dify-ai-provider with the AI SDK (ai@6)', () => {
 
   it('streams a turn through streamText: finish, usage and the conversation id in provider metadata', async () => {
     const errors: unknown[] = [];
-    const result = streamText({ model: model(), prompt: 'My name is Grace.', headers: { 'user-id': user }, onError: ({ error }) => void errors.push(error) });
+    const result = streamText({
+      model: model(),
+      prompt: 'My name is Grace.',
+      headers: { 'user-id': user },
+      onError: ({ error }) => void errors.push(error),
+    });
     const text = await result.text;
     expect(errors).toEqual([]);
     expect(await result.finishReason).toBe('stop');
@@ -191,12 +198,23 @@ describe('dify-ai-provider with the AI SDK (ai@6)', () => {
   it('uploads a file part through /v1/files/upload and sends it as a local_file', async () => {
     const result = streamText({
       model: model(),
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'What is in this picture?' }, { type: 'file', data: tinyPng(), mediaType: 'image/png', filename: 'p.png' }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is in this picture?' },
+            { type: 'file', data: tinyPng(), mediaType: 'image/png', filename: 'p.png' },
+          ],
+        },
+      ],
       headers: { 'user-id': user },
     });
     await result.text;
     const meta = (await result.providerMetadata) as { difyWorkflowData: { messageId: string } };
-    const files = await stack.db.messageFile.findMany({ where: { message_id: meta.difyWorkflowData.messageId }, include: { upload_file: true } });
+    const files = await stack.db.messageFile.findMany({
+      where: { message_id: meta.difyWorkflowData.messageId },
+      include: { upload_file: true },
+    });
     expect(files.map((f) => [f.transfer_method, f.type, f.upload_file?.name])).toEqual([['local_file', 'image', 'p.png']]);
   });
 });

@@ -96,11 +96,17 @@ describe('POST /v1/files/upload', () => {
   it('answers 400 for a missing file, a missing user or a non-multipart body', async () => {
     const noFile = new FormData();
     noFile.append('user', 'alice');
-    expect(await api(stack.apiUrl, key, 'POST', '/v1/files/upload', { body: noFile })).toMatchObject({ status: 400, body: { code: 'no_file_uploaded' } });
+    expect(await api(stack.apiUrl, key, 'POST', '/v1/files/upload', { body: noFile })).toMatchObject({
+      status: 400,
+      body: { code: 'no_file_uploaded' },
+    });
     const noUser = await api(stack.apiUrl, key, 'POST', '/v1/files/upload', { body: uploadForm(tinyPng(), 'a.png', null) });
     expect(noUser.status).toBe(400);
     expect((noUser.body as { message: string }).message).toContain('user');
-    expect(await api(stack.apiUrl, key, 'POST', '/v1/files/upload', { body: { file: 'x', user: 'alice' } })).toMatchObject({ status: 400, body: { code: 'no_file_uploaded' } });
+    expect(await api(stack.apiUrl, key, 'POST', '/v1/files/upload', { body: { file: 'x', user: 'alice' } })).toMatchObject({
+      status: 400,
+      body: { code: 'no_file_uploaded' },
+    });
     expect((await api(stack.apiUrl, null, 'POST', '/v1/files/upload', { body: uploadForm(tinyPng(), 'a.png', 'alice') })).status).toBe(401);
   });
 });
@@ -122,7 +128,11 @@ describe('files in chat requests', () => {
       'ftp://example.com/a.png',
     ];
     for (const url of urls) {
-      const res = await chat(stack.apiUrl, key, { query: 'look', user: 'alice', files: [{ type: 'image', transfer_method: 'remote_url', url }] });
+      const res = await chat(stack.apiUrl, key, {
+        query: 'look',
+        user: 'alice',
+        files: [{ type: 'image', transfer_method: 'remote_url', url }],
+      });
       expect(res.status, url).toBe(400);
       expect(res.frames[0]!.data.code, url).toMatch(/^(invalid_remote_url|invalid_param)$/);
       expect(String(res.frames[0]!.data.message), url).toContain('files.0.url');
@@ -133,12 +143,24 @@ describe('files in chat requests', () => {
   it('refuses an upload of another user or another app with 404 file_not_found', async () => {
     const mine = await upload(stack.apiUrl, key, tinyPng(), 'mine.png', 'alice');
     const id = (mine.body as { id: string }).id;
-    const asBob = await chat(stack.apiUrl, key, { query: 'look', user: 'bob', files: [{ type: 'image', transfer_method: 'local_file', upload_file_id: id }] });
+    const asBob = await chat(stack.apiUrl, key, {
+      query: 'look',
+      user: 'bob',
+      files: [{ type: 'image', transfer_method: 'local_file', upload_file_id: id }],
+    });
     expect(asBob.status).toBe(404);
     expect(asBob.frames[0]!.data).toMatchObject({ code: 'file_not_found', status: 404 });
-    const otherApp = await chat(stack.apiUrl, otherAppKey, { query: 'look', user: 'alice', files: [{ type: 'image', transfer_method: 'local_file', upload_file_id: id }] });
+    const otherApp = await chat(stack.apiUrl, otherAppKey, {
+      query: 'look',
+      user: 'alice',
+      files: [{ type: 'image', transfer_method: 'local_file', upload_file_id: id }],
+    });
     expect(otherApp.status).toBe(404);
-    const missingId = await chat(stack.apiUrl, key, { query: 'look', user: 'alice', files: [{ type: 'image', transfer_method: 'local_file' }] });
+    const missingId = await chat(stack.apiUrl, key, {
+      query: 'look',
+      user: 'alice',
+      files: [{ type: 'image', transfer_method: 'local_file' }],
+    });
     expect(missingId.status).toBe(400);
     expect(String(missingId.frames[0]!.data.message)).toContain('files.0.upload_file_id');
   });
@@ -151,9 +173,7 @@ describe('files in chat requests', () => {
     const { status, frames } = await chat(stack.apiUrl, key, {
       query: 'What is in these files?',
       user: 'carol',
-      files: [
-        { type: 'document', transfer_method: 'local_file', upload_file_id: uploadId },
-      ],
+      files: [{ type: 'document', transfer_method: 'local_file', upload_file_id: uploadId }],
     });
     expect(status).toBe(200);
     const end = frames.at(-1)!.data as { message_id: string; conversation_id: string };

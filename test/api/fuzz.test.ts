@@ -49,7 +49,11 @@ const ROUTES: [string, string][] = [
 
 /** Printable ASCII: what fetch lets through in header values. */
 const headerText = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 80 });
-const anyText = fc.oneof(fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('', ' ', '\u0000', 'null', '-1', '1e309', '../../etc/passwd', '%00'));
+const anyText = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.constantFrom('', ' ', '\u0000', 'null', '-1', '1e309', '../../etc/passwd', '%00'),
+);
 
 const idArb = () =>
   fc.oneof(
@@ -97,32 +101,93 @@ const bodyArb = fc.oneof(
   {
     weight: 2,
     arbitrary: fc
-      .tuple(headerText, anyText, anyText, fc.constantFrom('file', 'user', 'other'), fc.constantFrom('a.png', 'b.txt', 'c.exe', '', '../x.md'))
+      .tuple(
+        headerText,
+        anyText,
+        anyText,
+        fc.constantFrom('file', 'user', 'other'),
+        fc.constantFrom('a.png', 'b.txt', 'c.exe', '', '../x.md'),
+      )
       .map(([boundary, field, content, name, filename]) => ({
         type: `multipart/form-data; boundary=${boundary || 'b'}`,
         text: `--${boundary || 'b'}\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\n\r\n${content}\r\n--${boundary || 'b'}\r\nContent-Disposition: form-data; name="user"\r\n\r\n${field}\r\n--${boundary || 'b'}--`,
       })),
   },
-  { weight: 2, arbitrary: fc.tuple(anyText, fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data', 'application/json; charset=utf-16', 'application/xml', '')).map(([text, type]) => ({ text, type })) },
-  { weight: 1, arbitrary: fc.constant({ text: '{"query": "x", "user": "owner", "pad": "' + 'x'.repeat(1_100_000) + '"}', type: 'application/json' }) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(
+        anyText,
+        fc.constantFrom(
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data',
+          'application/json; charset=utf-16',
+          'application/xml',
+          '',
+        ),
+      )
+      .map(([text, type]) => ({ text, type })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.constant({ text: '{"query": "x", "user": "owner", "pad": "' + 'x'.repeat(1_100_000) + '"}', type: 'application/json' }),
+  },
   { weight: 1, arbitrary: fc.constant(undefined) },
 );
 
 const queryArb = fc
-  .array(fc.tuple(fc.constantFrom('user', 'limit', 'last_id', 'first_id', 'conversation_id', 'sort_by', 'as_attachment', 'sign', 'last_event_id', 'user[]', 'x'), fc.oneof(anyText, fc.constantFrom(...REAL), fc.uuid(), fc.integer().map(String))), { maxLength: 5 })
+  .array(
+    fc.tuple(
+      fc.constantFrom(
+        'user',
+        'limit',
+        'last_id',
+        'first_id',
+        'conversation_id',
+        'sort_by',
+        'as_attachment',
+        'sign',
+        'last_event_id',
+        'user[]',
+        'x',
+      ),
+      fc.oneof(anyText, fc.constantFrom(...REAL), fc.uuid(), fc.integer().map(String)),
+    ),
+    { maxLength: 5 },
+  )
   .map((pairs) => pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&'));
 
 const requestArb = fc.record({
   route: fc.oneof(
     { weight: 8, arbitrary: fc.constantFrom(...ROUTES) },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'), fc.constantFrom(...ROUTES.map((r) => r[1]))) },
-    { weight: 1, arbitrary: fc.tuple(fc.constantFrom('GET', 'POST', 'DELETE'), anyText.map((t) => `/v1/${encodeURIComponent(t)}`)) },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(
+        fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'),
+        fc.constantFrom(...ROUTES.map((r) => r[1])),
+      ),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(
+        fc.constantFrom('GET', 'POST', 'DELETE'),
+        anyText.map((t) => `/v1/${encodeURIComponent(t)}`),
+      ),
+    },
   ),
   id: idArb(),
   query: queryArb,
   body: bodyArb,
-  auth: fc.oneof({ weight: 4, arbitrary: fc.constant('valid') }, fc.constant('none'), { weight: 1, arbitrary: headerText.map((t) => `Bearer ${t}`) }, { weight: 1, arbitrary: headerText }),
-  lastEventId: fc.option(fc.oneof(headerText, fc.integer().map(String), fc.constantFrom('99999999999999999999', '-1', '1e3')), { nil: undefined }),
+  auth: fc.oneof(
+    { weight: 4, arbitrary: fc.constant('valid') },
+    fc.constant('none'),
+    { weight: 1, arbitrary: headerText.map((t) => `Bearer ${t}`) },
+    { weight: 1, arbitrary: headerText },
+  ),
+  lastEventId: fc.option(fc.oneof(headerText, fc.integer().map(String), fc.constantFrom('99999999999999999999', '-1', '1e3')), {
+    nil: undefined,
+  }),
   contentEncoding: fc.option(fc.constantFrom('gzip', 'br', 'deflate', 'identity', 'bogus'), { nil: undefined }),
 });
 

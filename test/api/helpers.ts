@@ -66,7 +66,12 @@ export function tinyPng(): Uint8Array {
   ihdr[9] = 6; // RGBA
   const idat = zlib.deflateSync(Buffer.from([0, 255, 0, 0, 255]));
   return new Uint8Array(
-    Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0))]),
+    Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      chunk('IHDR', ihdr),
+      chunk('IDAT', idat),
+      chunk('IEND', Buffer.alloc(0)),
+    ]),
   );
 }
 
@@ -77,6 +82,13 @@ export function uploadForm(bytes: Uint8Array, filename: string, user: string | n
   return form;
 }
 
-export async function upload(baseUrl: string, key: string, bytes: Uint8Array, filename: string, user: string, mime?: string): Promise<ApiResult> {
+export async function upload(
+  baseUrl: string,
+  key: string,
+  bytes: Uint8Array,
+  filename: string,
+  user: string,
+  mime?: string,
+): Promise<ApiResult> {
   return api(baseUrl, key, 'POST', '/v1/files/upload', { body: uploadForm(bytes, filename, user, mime), timeoutMs: 30_000 });
 }

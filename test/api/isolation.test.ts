@@ -27,13 +27,22 @@ beforeAll(async () => {
   keyB = (await createAgentApp(stack.db, stack.demo!.tenantId, { name: 'App B' })).apiKey;
   const revoked = generateAppApiKey();
   await stack.db.apiToken.create({
-    data: { tenant_id: stack.demo!.tenantId, app_id: stack.demo!.appId, token_hash: revoked.hash, token_prefix: revoked.prefix, revoked_at: new Date() },
+    data: {
+      tenant_id: stack.demo!.tenantId,
+      app_id: stack.demo!.appId,
+      token_hash: revoked.hash,
+      token_prefix: revoked.prefix,
+      revoked_at: new Date(),
+    },
   });
   revokedKeyA = revoked.key;
 
   const turn = await chat(stack.apiUrl, keyA, { query: 'Remember: my secret is 42.', user: 'u1' });
   expect(turn.frames.at(-1)?.event).toBe('message_end');
-  ({ conversation_id: conversationId, message_id: messageId } = turn.frames.at(-1)!.data as { conversation_id: string; message_id: string });
+  ({ conversation_id: conversationId, message_id: messageId } = turn.frames.at(-1)!.data as {
+    conversation_id: string;
+    message_id: string;
+  });
 
   const ask = await chat(stack.apiUrl, keyA, { query: '/ask What is your name?', user: 'u1' });
   const hir = ask.frames.find((f) => f.event === 'human_input_required');
@@ -53,22 +62,37 @@ interface Route {
 }
 
 const routes = (): Route[] => [
-  { name: 'GET /v1/messages', call: async (k, u) => (await api(stack.apiUrl, k, 'GET', `/v1/messages?conversation_id=${conversationId}&user=${u}`)).status, ownerStatus: 200 },
   {
-    name: 'GET /v1/chat-messages/:task_id/events',
-    call: (k, u) => statusOf(`${stack.apiUrl}/v1/chat-messages/${messageId}/events?user=${u}`, { headers: { authorization: `Bearer ${k}` } }),
+    name: 'GET /v1/messages',
+    call: async (k, u) => (await api(stack.apiUrl, k, 'GET', `/v1/messages?conversation_id=${conversationId}&user=${u}`)).status,
     ownerStatus: 200,
   },
-  { name: 'POST /v1/chat-messages/:task_id/stop', call: async (k, u) => (await api(stack.apiUrl, k, 'POST', `/v1/chat-messages/${messageId}/stop`, { body: { user: u } })).status, ownerStatus: 200 },
+  {
+    name: 'GET /v1/chat-messages/:task_id/events',
+    call: (k, u) =>
+      statusOf(`${stack.apiUrl}/v1/chat-messages/${messageId}/events?user=${u}`, { headers: { authorization: `Bearer ${k}` } }),
+    ownerStatus: 200,
+  },
+  {
+    name: 'POST /v1/chat-messages/:task_id/stop',
+    call: async (k, u) => (await api(stack.apiUrl, k, 'POST', `/v1/chat-messages/${messageId}/stop`, { body: { user: u } })).status,
+    ownerStatus: 200,
+  },
   {
     name: 'POST /v1/messages/:id/feedbacks',
-    call: async (k, u) => (await api(stack.apiUrl, k, 'POST', `/v1/messages/${messageId}/feedbacks`, { body: { rating: 'dislike', user: u, content: 'x' } })).status,
+    call: async (k, u) =>
+      (await api(stack.apiUrl, k, 'POST', `/v1/messages/${messageId}/feedbacks`, { body: { rating: 'dislike', user: u, content: 'x' } }))
+        .status,
   },
   {
     name: 'POST /v1/conversations/:id/name',
-    call: async (k, u) => (await api(stack.apiUrl, k, 'POST', `/v1/conversations/${conversationId}/name`, { body: { name: 'hijacked', user: u } })).status,
+    call: async (k, u) =>
+      (await api(stack.apiUrl, k, 'POST', `/v1/conversations/${conversationId}/name`, { body: { name: 'hijacked', user: u } })).status,
   },
-  { name: 'DELETE /v1/conversations/:id', call: async (k, u) => (await api(stack.apiUrl, k, 'DELETE', `/v1/conversations/${conversationId}`, { body: { user: u } })).status },
+  {
+    name: 'DELETE /v1/conversations/:id',
+    call: async (k, u) => (await api(stack.apiUrl, k, 'DELETE', `/v1/conversations/${conversationId}`, { body: { user: u } })).status,
+  },
   {
     name: 'POST /v1/chat-messages (existing conversation_id)',
     call: (k, u) =>
@@ -85,14 +109,27 @@ const routes = (): Route[] => [
       statusOf(`${stack.apiUrl}/v1/chat-messages`, {
         method: 'POST',
         headers: { authorization: `Bearer ${k}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ query: 'Describe', user: u, files: [{ type: 'image', transfer_method: 'local_file', upload_file_id: uploadId }] }),
+        body: JSON.stringify({
+          query: 'Describe',
+          user: u,
+          files: [{ type: 'image', transfer_method: 'local_file', upload_file_id: uploadId }],
+        }),
       }),
   },
   {
     name: 'POST /v1/form/human_input/:token',
-    call: async (k, u) => (await api(stack.apiUrl, k, 'POST', `/v1/form/human_input/${formToken}`, { body: { inputs: { answer: 'Mallory' }, action: 'submit', user: u } })).status,
+    call: async (k, u) =>
+      (
+        await api(stack.apiUrl, k, 'POST', `/v1/form/human_input/${formToken}`, {
+          body: { inputs: { answer: 'Mallory' }, action: 'submit', user: u },
+        })
+      ).status,
   },
-  { name: 'GET /v1/files/:id/preview', call: async (k, u) => (await api(stack.apiUrl, k, 'GET', `/v1/files/${uploadId}/preview?user=${u}`)).status, ownerStatus: 200 },
+  {
+    name: 'GET /v1/files/:id/preview',
+    call: async (k, u) => (await api(stack.apiUrl, k, 'GET', `/v1/files/${uploadId}/preview?user=${u}`)).status,
+    ownerStatus: 200,
+  },
 ];
 
 describe('isolation matrix', () => {

@@ -16,7 +16,10 @@ interface Doc {
   openapi: string;
   jsonSchemaDialect: string;
   info: { title: string; version: string };
-  paths: Record<string, Record<string, { operationId: string; parameters?: { name: string; in: string }[]; responses: Record<string, unknown> }>>;
+  paths: Record<
+    string,
+    Record<string, { operationId: string; parameters?: { name: string; in: string }[]; responses: Record<string, unknown> }>
+  >;
   components: { schemas: Record<string, Json>; responses: Record<string, Json>; securitySchemes: Record<string, Json> };
 }
 
@@ -36,14 +39,42 @@ afterAll(async () => stack?.stop());
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 /** Fixed fields of OpenAPI 3.1 objects (plus `x-` extensions): anything else makes the document invalid. */
 const FIELDS = {
-  operation: ['tags', 'summary', 'description', 'externalDocs', 'operationId', 'parameters', 'requestBody', 'responses', 'callbacks', 'deprecated', 'security', 'servers'],
-  parameter: ['name', 'in', 'description', 'required', 'deprecated', 'allowEmptyValue', 'schema', 'content', 'style', 'explode', 'allowReserved', 'example', 'examples'],
+  operation: [
+    'tags',
+    'summary',
+    'description',
+    'externalDocs',
+    'operationId',
+    'parameters',
+    'requestBody',
+    'responses',
+    'callbacks',
+    'deprecated',
+    'security',
+    'servers',
+  ],
+  parameter: [
+    'name',
+    'in',
+    'description',
+    'required',
+    'deprecated',
+    'allowEmptyValue',
+    'schema',
+    'content',
+    'style',
+    'explode',
+    'allowReserved',
+    'example',
+    'examples',
+  ],
   response: ['description', 'headers', 'content', 'links'],
   mediaType: ['schema', 'encoding', 'example', 'examples'],
   requestBody: ['description', 'content', 'required'],
 };
 function expectFields(kind: keyof typeof FIELDS, obj: object, where: string) {
-  for (const k of Object.keys(obj)) if (!k.startsWith('x-') && k !== '$ref') expect(FIELDS[kind], `${where}: ${kind} field ${k}`).toContain(k);
+  for (const k of Object.keys(obj))
+    if (!k.startsWith('x-') && k !== '$ref') expect(FIELDS[kind], `${where}: ${kind} field ${k}`).toContain(k);
 }
 function expectResponse(res: Json, where: string) {
   const r = (res.$ref ? resolvePointer(doc, res.$ref as string) : res) as Json;
@@ -125,7 +156,8 @@ describe('GET /openapi.json', () => {
         const body = (op as { requestBody?: Json }).requestBody;
         if (body) {
           expectFields('requestBody', body, `${method} ${path}`);
-          for (const media of Object.values(body.content as Record<string, Json>)) expectFields('mediaType', media, `${method} ${path} body`);
+          for (const media of Object.values(body.content as Record<string, Json>))
+            expectFields('mediaType', media, `${method} ${path} body`);
         }
         for (const [status, res] of Object.entries(op.responses)) {
           expect(status, `${method} ${path}`).toMatch(/^([1-5]\d\d|[1-5]XX|default)$/);
@@ -133,7 +165,10 @@ describe('GET /openapi.json', () => {
         }
         // every {param} of the template is declared as a required path parameter
         for (const [, name] of path.matchAll(/\{([^}]+)\}/g)) {
-          expect(op.parameters?.find((p) => p.in === 'path' && p.name === name), `${method} ${path}: path parameter ${name}`).toMatchObject({ required: true });
+          expect(
+            op.parameters?.find((p) => p.in === 'path' && p.name === name),
+            `${method} ${path}: path parameter ${name}`,
+          ).toMatchObject({ required: true });
         }
       }
     }
@@ -146,14 +181,36 @@ describe('GET /openapi.json', () => {
   });
 
   it('documents every SSE event of a turn beside the streaming routes', () => {
-    const stream = doc.paths['/v1/chat-messages']!.post!.responses['200'] as { content: Record<string, { schema: Json; 'x-sse-events': Record<string, Json> }> };
+    const stream = doc.paths['/v1/chat-messages']!.post!.responses['200'] as {
+      content: Record<string, { schema: Json; 'x-sse-events': Record<string, Json> }>;
+    };
     const events = stream.content['text/event-stream']!;
     expect(events.schema).toEqual({ $ref: '#/components/schemas/SseEvent' });
     expect(Object.keys(events['x-sse-events']).sort()).toEqual(
-      ['AgentMessageEvent', 'AgentThoughtEvent', 'ErrorEvent', 'HumanInputRequiredEvent', 'MessageEndEvent', 'MessageEvent', 'MessageReplaceEvent', 'PingEvent'].sort(),
+      [
+        'AgentMessageEvent',
+        'AgentThoughtEvent',
+        'ErrorEvent',
+        'HumanInputRequiredEvent',
+        'MessageEndEvent',
+        'MessageEvent',
+        'MessageReplaceEvent',
+        'PingEvent',
+      ].sort(),
     );
-    const names = Object.values(events['x-sse-events']).map((r) => (resolvePointer(doc, r.$ref as string) as { properties: { event: { const: string } } }).properties.event.const);
-    expect(names.sort()).toEqual(['agent_message', 'agent_thought', 'error', 'human_input_required', 'message', 'message_end', 'message_replace', 'ping']);
+    const names = Object.values(events['x-sse-events']).map(
+      (r) => (resolvePointer(doc, r.$ref as string) as { properties: { event: { const: string } } }).properties.event.const,
+    );
+    expect(names.sort()).toEqual([
+      'agent_message',
+      'agent_thought',
+      'error',
+      'human_input_required',
+      'message',
+      'message_end',
+      'message_replace',
+      'ping',
+    ]);
   });
 
   it('has every $ref resolvable', () => {
@@ -204,7 +261,10 @@ describe('the document describes what the api sends', () => {
   });
 
   it('live responses of every JSON route match their response schemas', async () => {
-    const blocking = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', { body: { query: 'blocking please', user: 'spec3', response_mode: 'blocking', inputs: {} }, timeoutMs: 30_000 });
+    const blocking = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', {
+      body: { query: 'blocking please', user: 'spec3', response_mode: 'blocking', inputs: {} },
+      timeoutMs: 30_000,
+    });
     expect(blocking.status).toBe(200);
     check('ChatBlockingResponse', blocking.body);
     const conversationId = (blocking.body as { conversation_id: string }).conversation_id;
@@ -214,10 +274,18 @@ describe('the document describes what the api sends', () => {
     check('ConversationListResponse', list.body);
     const msgs = await api(stack.apiUrl, key, 'GET', `/v1/messages?conversation_id=${conversationId}&user=spec3`);
     check('MessageListResponse', msgs.body);
-    const renamed = await api(stack.apiUrl, key, 'POST', `/v1/conversations/${conversationId}/name`, { body: { auto_generate: true, user: 'spec3' } });
+    const renamed = await api(stack.apiUrl, key, 'POST', `/v1/conversations/${conversationId}/name`, {
+      body: { auto_generate: true, user: 'spec3' },
+    });
     check('ConversationResponse', renamed.body);
-    check('SuccessResponse', (await api(stack.apiUrl, key, 'POST', `/v1/messages/${messageId}/feedbacks`, { body: { rating: 'like', user: 'spec3' } })).body);
-    check('SuccessResponse', (await api(stack.apiUrl, key, 'POST', `/v1/chat-messages/${messageId}/stop`, { body: { user: 'spec3' } })).body);
+    check(
+      'SuccessResponse',
+      (await api(stack.apiUrl, key, 'POST', `/v1/messages/${messageId}/feedbacks`, { body: { rating: 'like', user: 'spec3' } })).body,
+    );
+    check(
+      'SuccessResponse',
+      (await api(stack.apiUrl, key, 'POST', `/v1/chat-messages/${messageId}/stop`, { body: { user: 'spec3' } })).body,
+    );
     check('ParametersResponse', (await api(stack.apiUrl, key, 'GET', '/v1/parameters?user=spec3')).body);
     check('AppInfoResponse', (await api(stack.apiUrl, key, 'GET', '/v1/info')).body);
     const up = await upload(stack.apiUrl, key, tinyPng(), 'spec.png', 'spec3');

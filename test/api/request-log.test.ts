@@ -49,7 +49,15 @@ describe('request logging', () => {
       expect(await res.json()).toEqual({ requestId: id, selfUrl: url });
       await new Promise((r) => setTimeout(r, 20));
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatchObject({ request_id: id, method: 'GET', path: '/v1/ctx', status: 200, tenant_id: 't-1', app_id: 'a-1', level: 30 });
+      expect(lines[0]).toMatchObject({
+        request_id: id,
+        method: 'GET',
+        path: '/v1/ctx',
+        status: 200,
+        tenant_id: 't-1',
+        app_id: 'a-1',
+        level: 30,
+      });
       expect(lines[0]!.duration_ms).toBeTypeOf('number');
       expect(JSON.stringify(lines[0])).not.toContain('secret'); // query strings are not logged
     });
@@ -58,7 +66,9 @@ describe('request logging', () => {
   it('keeps a sane incoming X-Request-Id, replaces an unsafe one, and logs 5xx as errors', async () => {
     const { app, lines } = appWithLogs();
     await withServer(app, async (url) => {
-      expect((await fetch(`${url}/v1/ctx`, { headers: { 'x-request-id': 'edge-123.abc' } })).headers.get('x-request-id')).toBe('edge-123.abc');
+      expect((await fetch(`${url}/v1/ctx`, { headers: { 'x-request-id': 'edge-123.abc' } })).headers.get('x-request-id')).toBe(
+        'edge-123.abc',
+      );
       const replaced = (await fetch(`${url}/v1/ctx`, { headers: { 'x-request-id': 'a b <script>' } })).headers.get('x-request-id');
       expect(replaced).toMatch(/^[0-9a-f-]{36}$/);
       await fetch(`${url}/boom`);

@@ -41,7 +41,9 @@ describe('GET /v1/conversations', () => {
     const seen: string[] = [];
     let lastId = '';
     for (let i = 0; i < 5; i++) {
-      const page = (await api(stack.apiUrl, key, 'GET', `/v1/conversations?user=lister&limit=1${query}${lastId ? `&last_id=${lastId}` : ''}`)).body as Page;
+      const page = (
+        await api(stack.apiUrl, key, 'GET', `/v1/conversations?user=lister&limit=1${query}${lastId ? `&last_id=${lastId}` : ''}`)
+      ).body as Page;
       seen.push(...page.data.map((c) => c.id));
       if (!page.has_more) break;
       lastId = page.data.at(-1)!.id;
@@ -63,7 +65,9 @@ describe('GET /v1/conversations', () => {
     const sorted = [...ids].sort();
     expect(all.data.map((c) => c.id)).toEqual(sorted);
     const first = (await api(stack.apiUrl, key, 'GET', '/v1/conversations?user=lister&sort_by=-created_at&limit=2')).body as Page;
-    const rest = (await api(stack.apiUrl, key, 'GET', `/v1/conversations?user=lister&sort_by=-created_at&limit=2&last_id=${first.data.at(-1)!.id}`)).body as Page;
+    const rest = (
+      await api(stack.apiUrl, key, 'GET', `/v1/conversations?user=lister&sort_by=-created_at&limit=2&last_id=${first.data.at(-1)!.id}`)
+    ).body as Page;
     expect([...first.data, ...rest.data].map((c) => c.id)).toEqual([...sorted].reverse());
     expect([first.has_more, rest.has_more]).toEqual([true, false]);
   });
@@ -79,16 +83,27 @@ describe('GET /v1/conversations', () => {
 
 describe('POST /v1/conversations/{id}/name', () => {
   it('renames, names from the first query with auto_generate, and requires a name otherwise', async () => {
-    const { conversationId } = await newConversation('renamer', 'Plan   a trip\nto   Lisbon in spring please, with a detailed day-by-day itinerary');
+    const { conversationId } = await newConversation(
+      'renamer',
+      'Plan   a trip\nto   Lisbon in spring please, with a detailed day-by-day itinerary',
+    );
     await chat(stack.apiUrl, key, { query: 'And Porto?', user: 'renamer', conversation_id: conversationId });
-    const named = await api(stack.apiUrl, key, 'POST', `/v1/conversations/${conversationId}/name`, { body: { name: '  Trip  ', user: 'renamer' } });
+    const named = await api(stack.apiUrl, key, 'POST', `/v1/conversations/${conversationId}/name`, {
+      body: { name: '  Trip  ', user: 'renamer' },
+    });
     expect(named).toMatchObject({ status: 200, body: { id: conversationId, name: 'Trip', introduction: '', status: 'normal' } });
-    const auto = await api(stack.apiUrl, key, 'POST', `/v1/conversations/${conversationId}/name`, { body: { auto_generate: true, user: 'renamer' } });
+    const auto = await api(stack.apiUrl, key, 'POST', `/v1/conversations/${conversationId}/name`, {
+      body: { auto_generate: true, user: 'renamer' },
+    });
     expect((auto.body as { name: string }).name).toBe('Plan a trip to Lisbon in spring please,…');
-    const missing = await api(stack.apiUrl, key, 'POST', `/v1/conversations/${conversationId}/name`, { body: { name: '', user: 'renamer' } });
+    const missing = await api(stack.apiUrl, key, 'POST', `/v1/conversations/${conversationId}/name`, {
+      body: { name: '', user: 'renamer' },
+    });
     expect(missing).toMatchObject({ status: 400, body: { code: 'invalid_param' } });
     expect((missing.body as { message: string }).message).toContain('name');
-    expect((await stack.db.conversation.findUniqueOrThrow({ where: { id: conversationId } })).name).toBe('Plan a trip to Lisbon in spring please,…');
+    expect((await stack.db.conversation.findUniqueOrThrow({ where: { id: conversationId } })).name).toBe(
+      'Plan a trip to Lisbon in spring please,…',
+    );
   });
 });
 
@@ -102,7 +117,9 @@ describe('DELETE /v1/conversations/{id}', () => {
     expect(await stack.db.message.count({ where: { conversation_id: conversationId } })).toBe(1);
     expect((await api(stack.apiUrl, key, 'DELETE', `/v1/conversations/${conversationId}`, { body: { user: 'deleter' } })).status).toBe(404);
     expect((await api(stack.apiUrl, key, 'GET', `/v1/messages?conversation_id=${conversationId}&user=deleter`)).status).toBe(404);
-    expect((await api(stack.apiUrl, key, 'POST', `/v1/messages/${messageId}/feedbacks`, { body: { rating: 'like', user: 'deleter' } })).status).toBe(404);
+    expect(
+      (await api(stack.apiUrl, key, 'POST', `/v1/messages/${messageId}/feedbacks`, { body: { rating: 'like', user: 'deleter' } })).status,
+    ).toBe(404);
     const next = await chat(stack.apiUrl, key, { query: 'again', user: 'deleter', conversation_id: conversationId });
     expect(next.status).toBe(404);
   });
@@ -117,7 +134,9 @@ describe('DELETE /v1/conversations/{id}', () => {
     expect(frames.map((f) => f.event)).toContain('human_input_required');
     const end = frames.at(-1)!.data as { conversation_id: string; message_id: string };
     const msg = await stack.db.message.findUniqueOrThrow({ where: { id: end.message_id } });
-    expect((await api(stack.apiUrl, key, 'DELETE', `/v1/conversations/${end.conversation_id}`, { body: { user: 'deleter3' } })).status).toBe(204);
+    expect(
+      (await api(stack.apiUrl, key, 'DELETE', `/v1/conversations/${end.conversation_id}`, { body: { user: 'deleter3' } })).status,
+    ).toBe(204);
     const handle = stack.temporal.workflow.getHandle(msg.workflow_id);
     let status = '';
     for (let i = 0; i < 50 && status !== 'CANCELLED'; i++) {
@@ -131,14 +150,22 @@ describe('DELETE /v1/conversations/{id}', () => {
 describe('POST /v1/messages/{id}/feedbacks', () => {
   it('stores one rating per user and message, replaces it, and removes it with rating null', async () => {
     const { conversationId, messageId } = await newConversation('rater', 'rate me');
-    const post = (body: Record<string, unknown>) => api(stack.apiUrl, key, 'POST', `/v1/messages/${messageId}/feedbacks`, { body: { user: 'rater', ...body } });
-    const rating = async () => ((await api(stack.apiUrl, key, 'GET', `/v1/messages?conversation_id=${conversationId}&user=rater`)).body as { data: { feedback: unknown }[] }).data[0]!.feedback;
+    const post = (body: Record<string, unknown>) =>
+      api(stack.apiUrl, key, 'POST', `/v1/messages/${messageId}/feedbacks`, { body: { user: 'rater', ...body } });
+    const rating = async () =>
+      (
+        (await api(stack.apiUrl, key, 'GET', `/v1/messages?conversation_id=${conversationId}&user=rater`)).body as {
+          data: { feedback: unknown }[];
+        }
+      ).data[0]!.feedback;
 
     expect(await post({ rating: 'like', content: 'great' })).toMatchObject({ status: 200, body: { result: 'success' } });
     expect(await rating()).toEqual({ rating: 'like' });
     await post({ rating: 'dislike' });
     expect(await rating()).toEqual({ rating: 'dislike' });
-    expect(await stack.db.messageFeedback.findMany({ where: { message_id: messageId } })).toEqual([expect.objectContaining({ rating: 'dislike', content: null, conversation_id: conversationId })]);
+    expect(await stack.db.messageFeedback.findMany({ where: { message_id: messageId } })).toEqual([
+      expect.objectContaining({ rating: 'dislike', content: null, conversation_id: conversationId }),
+    ]);
     expect((await post({ rating: null })).status).toBe(200);
     expect(await rating()).toBeNull();
     expect((await post({ rating: null })).status).toBe(200); // removing twice is fine
@@ -152,7 +179,11 @@ describe('GET /v1/parameters and /v1/info', () => {
   it('reports the active soul config features and our file limits in Dify’s shape', async () => {
     const soul = AgentSoulConfig.parse({
       model: { provider: 'demo', model: 'demo-chat' },
-      features: { opening_statement: 'Welcome!', suggested_questions: ['What can you do?'], file_upload: { enabled: true, image_enabled: false, max_files: 2 } },
+      features: {
+        opening_statement: 'Welcome!',
+        suggested_questions: ['What can you do?'],
+        file_upload: { enabled: true, image_enabled: false, max_files: 2 },
+      },
     });
     const other = await createAgentApp(stack.db, stack.demo!.tenantId, { name: 'Docs only', soul });
     const res = await api(stack.apiUrl, other.apiKey, 'GET', '/v1/parameters?user=x');
@@ -164,14 +195,31 @@ describe('GET /v1/parameters and /v1/info', () => {
       file_upload: { enabled: true, allowed_file_types: ['document'], number_limits: 2, image: { enabled: false } },
       system_parameters: { file_size_limit: 15, image_file_size_limit: 10 },
     });
-    expect((res.body as { file_upload: { allowed_file_extensions: string[] } }).file_upload.allowed_file_extensions).toEqual(['.pdf', '.txt', '.md', '.csv', '.json', '.docx']);
-    expect(await api(stack.apiUrl, other.apiKey, 'GET', '/v1/info')).toMatchObject({ status: 200, body: { name: 'Docs only', description: '', tags: [], mode: 'agent' } });
+    expect((res.body as { file_upload: { allowed_file_extensions: string[] } }).file_upload.allowed_file_extensions).toEqual([
+      '.pdf',
+      '.txt',
+      '.md',
+      '.csv',
+      '.json',
+      '.docx',
+    ]);
+    expect(await api(stack.apiUrl, other.apiKey, 'GET', '/v1/info')).toMatchObject({
+      status: 200,
+      body: { name: 'Docs only', description: '', tags: [], mode: 'agent' },
+    });
   });
 
   it('enforces the file_upload feature on chat files: image disabled, too many files', async () => {
-    const soul = AgentSoulConfig.parse({ model: { provider: 'demo', model: 'demo-chat' }, features: { file_upload: { enabled: true, image_enabled: false, max_files: 1 } } });
+    const soul = AgentSoulConfig.parse({
+      model: { provider: 'demo', model: 'demo-chat' },
+      features: { file_upload: { enabled: true, image_enabled: false, max_files: 1 } },
+    });
     const other = await createAgentApp(stack.db, stack.demo!.tenantId, { name: 'Strict files', soul });
-    const image = await chat(stack.apiUrl, other.apiKey, { query: 'x', user: 'u', files: [{ type: 'image', transfer_method: 'remote_url', url: 'https://93.184.216.34/a.png' }] });
+    const image = await chat(stack.apiUrl, other.apiKey, {
+      query: 'x',
+      user: 'u',
+      files: [{ type: 'image', transfer_method: 'remote_url', url: 'https://93.184.216.34/a.png' }],
+    });
     expect(image.status).toBe(400);
     const file = { type: 'document', transfer_method: 'remote_url', url: 'https://93.184.216.34/a.pdf' };
     const tooMany = await chat(stack.apiUrl, other.apiKey, { query: 'x', user: 'u', files: [file, file] });
@@ -181,7 +229,9 @@ describe('GET /v1/parameters and /v1/info', () => {
 
   it('refuses a blank query with 400 naming the field, and creates nothing', async () => {
     const before = await stack.db.message.count();
-    const r = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', { body: { inputs: {}, query: '  \n\t ', user: 'blank', response_mode: 'streaming' } });
+    const r = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', {
+      body: { inputs: {}, query: '  \n\t ', user: 'blank', response_mode: 'streaming' },
+    });
     expect(r.status).toBe(400);
     expect(r.body).toMatchObject({ code: 'invalid_param', message: 'query: must not be blank', status: 400 });
     expect(await stack.db.message.count()).toBe(before);

@@ -33,10 +33,16 @@ describe('isForbiddenAddress', () => {
     'not-an-ip',
   ])('refuses %s', (ip) => expect(isForbiddenAddress(ip)).toBe(true));
 
-  it.each(['8.8.8.8', '93.184.216.34', '172.32.0.1', '1.1.1.1', '::ffff:8.8.8.8', '2606:4700:4700::1111', '2001:4860:4860::8888', '64:ff9b::808:808'])(
-    'allows the public address %s',
-    (ip) => expect(isForbiddenAddress(ip)).toBe(false),
-  );
+  it.each([
+    '8.8.8.8',
+    '93.184.216.34',
+    '172.32.0.1',
+    '1.1.1.1',
+    '::ffff:8.8.8.8',
+    '2606:4700:4700::1111',
+    '2001:4860:4860::8888',
+    '64:ff9b::808:808',
+  ])('allows the public address %s', (ip) => expect(isForbiddenAddress(ip)).toBe(false));
 });
 
 describe('assertPublicUrl', () => {
@@ -59,7 +65,15 @@ describe('assertPublicUrl', () => {
   });
 
   it('refuses numeric spellings of loopback that URL parsing normalises', async () => {
-    for (const url of ['http://2130706433/', 'http://0x7f.1/', 'http://0177.0.0.1/', 'http://127.1/', 'http://[::ffff:127.0.0.1]/', 'http://[0:0:0:0:0:0:0:1]/']) await refused(url);
+    for (const url of [
+      'http://2130706433/',
+      'http://0x7f.1/',
+      'http://0177.0.0.1/',
+      'http://127.1/',
+      'http://[::ffff:127.0.0.1]/',
+      'http://[0:0:0:0:0:0:0:1]/',
+    ])
+      await refused(url);
   });
 
   it('refuses a host name when any of its addresses is private, and one that does not resolve', async () => {
@@ -71,6 +85,8 @@ describe('assertPublicUrl', () => {
 
   it('accepts public addresses and names that resolve only to them', async () => {
     expect((await assertPublicUrl('https://93.184.216.34/a.png')).hostname).toBe('93.184.216.34');
-    expect((await assertPublicUrl('http://cdn.example/a.png', { lookup: async () => ['93.184.216.34', '2606:4700::1'] })).href).toBe('http://cdn.example/a.png');
+    expect((await assertPublicUrl('http://cdn.example/a.png', { lookup: async () => ['93.184.216.34', '2606:4700::1'] })).href).toBe(
+      'http://cdn.example/a.png',
+    );
   });
 });

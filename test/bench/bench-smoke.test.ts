@@ -37,7 +37,16 @@ describe('npm run bench --quick, two turns per path at concurrency 1', () => {
 
   it('reports latency, throughput, frames, memory and database writes for each cell', () => {
     for (const c of result.workloads.flatMap((w) => w.cells)) {
-      for (const v of [c.ttft.p50, c.ttft.p99, c.end.p50, c.end.p99, c.turnsPerSec, c.framesPerTurn, c.peakRssMB.main, c.db.rowsTotalPerTurn]) {
+      for (const v of [
+        c.ttft.p50,
+        c.ttft.p99,
+        c.end.p50,
+        c.end.p99,
+        c.turnsPerSec,
+        c.framesPerTurn,
+        c.peakRssMB.main,
+        c.db.rowsTotalPerTurn,
+      ]) {
         expect(v).toBeTypeOf('number');
         expect(v).toBeGreaterThan(0);
       }

@@ -11,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 
-const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => p && fs.existsSync(p));
+const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(
+  (p) => p && fs.existsSync(p),
+);
 if (!executable) {
   if (process.env.CI) throw new Error('Chromium is required in CI: apt-get install -y chromium (see .ci/run)');
   console.warn('[e2e] Chromium not found: install it (apt-get install chromium) or set CHROMIUM_PATH to run the browser test.');
@@ -28,7 +30,16 @@ describe.runIf(executable)('the chat page in a browser', () => {
     stack = await startTestStack('chat_page');
     browser = await chromium.launch({
       executablePath: executable,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     page = await browser.newPage();
     page.on('response', (r) => {
@@ -85,7 +96,9 @@ describe.runIf(executable)('the chat page in a browser', () => {
     // After a reload the history shows the /ask question once (the continuation carries the same query).
     await page.reload();
     await page.locator('#conversations li').first().click();
-    await expect.poll(() => page.locator('.msg.agent .text').last().textContent(), { timeout: 20_000 }).toContain('You answered: "Countess"');
+    await expect
+      .poll(() => page.locator('.msg.agent .text').last().textContent(), { timeout: 20_000 })
+      .toContain('You answered: "Countess"');
     const userTexts = await page.locator('.msg.user .text').allTextContents();
     expect(userTexts.filter((t) => t === '/ask What should I call you?')).toHaveLength(1);
     expect(userTexts).toHaveLength(4);

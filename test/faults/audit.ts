@@ -63,7 +63,10 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
     ).rows;
     const ids = messages.map((m) => m.id);
     const events = (
-      await db.query<EventRow>(`select message_id, seq, event, data from message_events where message_id = any($1::uuid[]) order by message_id, seq`, [ids])
+      await db.query<EventRow>(
+        `select message_id, seq, event, data from message_events where message_id = any($1::uuid[]) order by message_id, seq`,
+        [ids],
+      )
     ).rows;
     const byMessage = new Map<string, EventRow[]>();
     for (const e of events) byMessage.set(e.message_id, [...(byMessage.get(e.message_id) ?? []), e]);
@@ -81,7 +84,9 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
         [ids],
       )
     ).rows;
-    const waitingMessage = new Set(waitingForms.filter((f) => messages.find((m) => m.id === f.message_id)?.status === 'paused').map((f) => f.message_id));
+    const waitingMessage = new Set(
+      waitingForms.filter((f) => messages.find((m) => m.id === f.message_id)?.status === 'paused').map((f) => f.message_id),
+    );
     const waitingWorkflow = new Set(waitingForms.filter((f) => waitingMessage.has(f.message_id)).map((f) => f.workflow_id));
     for (const wf of running) {
       if (waitingWorkflow.has(wf)) continue;
@@ -96,18 +101,39 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
       // One terminal client event per message, and it is the last one.
       const terminals = evs.filter((e) => TERMINAL.has(e.event));
       if (ENDED.has(m.status)) {
-        if (terminals.length !== 1) v('one terminal event per message', ids, `status ${m.status} with ${terminals.length} terminal events (${terminals.map((e) => `${e.seq}:${e.event}`).join(', ')})`);
-        else if (terminals[0] !== evs.at(-1)) v('one terminal event per message', ids, `terminal ${terminals[0]!.event} at seq ${terminals[0]!.seq} is followed by seq ${evs.at(-1)!.seq}`);
+        if (terminals.length !== 1)
+          v(
+            'one terminal event per message',
+            ids,
+            `status ${m.status} with ${terminals.length} terminal events (${terminals.map((e) => `${e.seq}:${e.event}`).join(', ')})`,
+          );
+        else if (terminals[0] !== evs.at(-1))
+          v(
+            'one terminal event per message',
+            ids,
+            `terminal ${terminals[0]!.event} at seq ${terminals[0]!.seq} is followed by seq ${evs.at(-1)!.seq}`,
+          );
       } else {
-        if (terminals.length > 0) v('one terminal event per message', ids, `status ${m.status} but the log ended with ${terminals.map((e) => e.event).join(', ')}`);
-        if (!inFlightWorkflow.has(m.workflow_id)) v('no turn left unfinished', ids, `status ${m.status} and workflow ${m.workflow_id} is not running`);
+        if (terminals.length > 0)
+          v('one terminal event per message', ids, `status ${m.status} but the log ended with ${terminals.map((e) => e.event).join(', ')}`);
+        if (!inFlightWorkflow.has(m.workflow_id))
+          v('no turn left unfinished', ids, `status ${m.status} and workflow ${m.workflow_id} is not running`);
       }
       // Dense unique event ids 1..n, matching the message's counter.
       const seqs = evs.map((e) => e.seq);
-      if (!isDeepStrictEqual(seqs, seqs.map((_, i) => i + 1))) v('dense unique event ids', ids, `seqs ${compact(seqs)}`);
+      if (
+        !isDeepStrictEqual(
+          seqs,
+          seqs.map((_, i) => i + 1),
+        )
+      )
+        v('dense unique event ids', ids, `seqs ${compact(seqs)}`);
       if (m.event_seq !== evs.length) v('dense unique event ids', ids, `messages.event_seq ${m.event_seq} but ${evs.length} events`);
       // The final answer equals the streamed deltas and the stored answer.
-      const deltas = evs.filter((e) => e.event === 'agent_message').map((e) => String(e.data.answer)).join('');
+      const deltas = evs
+        .filter((e) => e.event === 'agent_message')
+        .map((e) => String(e.data.answer))
+        .join('');
       const final = evs.find((e) => e.event === 'message');
       const replaced = evs.some((e) => e.event === 'message_replace');
       if (final && !replaced) {
@@ -115,8 +141,18 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
         // A turn that asked a human publishes the question as its answer without deltas (its status is
         // paused, or succeeded once the continuation exists).
         const askedHuman = evs.some((e) => e.event === 'human_input_required');
-        if (answer !== deltas && !askedHuman) v('final answer == deltas', ids, `message ${answer.length} chars, deltas ${deltas.length} chars; first difference at ${firstDiff(answer, deltas)}`);
-        if (answer !== m.answer) v('final answer == stored answer', ids, `message ${answer.length} chars, messages.answer ${m.answer.length} chars; first difference at ${firstDiff(answer, m.answer)}`);
+        if (answer !== deltas && !askedHuman)
+          v(
+            'final answer == deltas',
+            ids,
+            `message ${answer.length} chars, deltas ${deltas.length} chars; first difference at ${firstDiff(answer, deltas)}`,
+          );
+        if (answer !== m.answer)
+          v(
+            'final answer == stored answer',
+            ids,
+            `message ${answer.length} chars, messages.answer ${m.answer.length} chars; first difference at ${firstDiff(answer, m.answer)}`,
+          );
       } else if (!final && m.status === 'succeeded') {
         v('final answer == deltas', ids, 'succeeded without a `message` event');
       }
@@ -129,16 +165,36 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
       const stored = byMessage.get(messageId) ?? [];
       const ids = { message_id: messageId };
       // Guards the audit itself: a turn the test streamed must be among the messages it examined.
-      if (!messages.some((m) => m.id === messageId)) v('audit covers the test', ids, `the message is not among the ${messages.length} messages created since ${input.since.toISOString()}`);
+      if (!messages.some((m) => m.id === messageId))
+        v(
+          'audit covers the test',
+          ids,
+          `the message is not among the ${messages.length} messages created since ${input.since.toISOString()}`,
+        );
       const got = s.frames.map((f) => Number(f.id));
-      if (!isDeepStrictEqual(got, got.map((_, i) => i + 1))) v('client stream == stored log', ids, `client received ids ${compact(got)}`);
+      if (
+        !isDeepStrictEqual(
+          got,
+          got.map((_, i) => i + 1),
+        )
+      )
+        v('client stream == stored log', ids, `client received ids ${compact(got)}`);
       const ended = s.frames.some((f) => TERMINAL.has(f.event ?? ''));
-      if (ended && s.frames.length !== stored.length) v('client stream == stored log', ids, `client received ${s.frames.length} frames, the log holds ${stored.length}`);
+      if (ended && s.frames.length !== stored.length)
+        v('client stream == stored log', ids, `client received ${s.frames.length} frames, the log holds ${stored.length}`);
       s.frames.forEach((f, i) => {
         const e = stored[i];
         if (!e || e.event !== f.event || !isDeepStrictEqual(e.data, f.data)) {
-          if (!out.some((x) => x.ids.message_id === messageId && x.invariant === 'client stream == stored log' && x.detail.startsWith('frame')))
-            v('client stream == stored log', ids, `frame ${i + 1} (${f.event}) differs from stored seq ${e?.seq ?? '-'} (${e?.event ?? 'missing'})`);
+          if (
+            !out.some(
+              (x) => x.ids.message_id === messageId && x.invariant === 'client stream == stored log' && x.detail.startsWith('frame'),
+            )
+          )
+            v(
+              'client stream == stored log',
+              ids,
+              `frame ${i + 1} (${f.event}) differs from stored seq ${e?.seq ?? '-'} (${e?.event ?? 'missing'})`,
+            );
         }
       });
     }
@@ -155,8 +211,18 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
       const messageId = r.idempotency_key.slice('message-'.length);
       const m = messages.find((x) => x.id === messageId)!;
       if (r.n !== 1) v('one backend run per idempotency key', { message_id: messageId }, `${r.n} runs: ${r.run_ids.join(', ')}`);
-      if (m.backend_run_id && !r.run_ids.includes(m.backend_run_id)) v('one backend run per idempotency key', { message_id: messageId }, `api recorded run ${m.backend_run_id}, backend has ${r.run_ids.join(', ')}`);
-      if (ENDED.has(m.status) && r.statuses.includes('running')) v('no backend run left running', { message_id: messageId, run_id: r.run_ids.join(',') }, `message ${m.status}, backend run still running`);
+      if (m.backend_run_id && !r.run_ids.includes(m.backend_run_id))
+        v(
+          'one backend run per idempotency key',
+          { message_id: messageId },
+          `api recorded run ${m.backend_run_id}, backend has ${r.run_ids.join(', ')}`,
+        );
+      if (ENDED.has(m.status) && r.statuses.includes('running'))
+        v(
+          'no backend run left running',
+          { message_id: messageId, run_id: r.run_ids.join(',') },
+          `message ${m.status}, backend run still running`,
+        );
     }
 
     // One credit-ledger row per billing request id; tokens == ledger where billed.
@@ -177,7 +243,12 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
     for (const m of messages) {
       if (!m.backend_run_id || m.status === 'failed') continue;
       const l = ledger.find((x) => x.agent_run_id === m.backend_run_id);
-      if (l && l.tokens !== m.total_tokens) v('message tokens == ledger tokens', { message_id: m.id, run_id: m.backend_run_id }, `message total_tokens ${m.total_tokens}, ledger ${l.tokens} over ${l.rows} rows`);
+      if (l && l.tokens !== m.total_tokens)
+        v(
+          'message tokens == ledger tokens',
+          { message_id: m.id, run_id: m.backend_run_id },
+          `message total_tokens ${m.total_tokens}, ledger ${l.tokens} over ${l.rows} rows`,
+        );
     }
 
     // No duplicate thoughts, no duplicate tool calls.
@@ -207,7 +278,12 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
     for (const c of locks) {
       const m = messages.find((x) => x.id === c.active_message_id);
       const inFlight = m && (waitingMessage.has(m.id) || (!ENDED.has(m.status) && inFlightWorkflow.has(m.workflow_id)));
-      if (!inFlight) v('no conversation lock held', { conversation_id: c.id, active_message_id: c.active_message_id }, `held by a message in status ${m?.status ?? 'unknown'} with no turn in flight`);
+      if (!inFlight)
+        v(
+          'no conversation lock held',
+          { conversation_id: c.id, active_message_id: c.active_message_id },
+          `held by a message in status ${m?.status ?? 'unknown'} with no turn in flight`,
+        );
     }
 
     // Every credit pool's balance equals its ledger.
@@ -216,7 +292,8 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
         `select p.id, p.quota_used::text, coalesce((select sum(credits) from credit_ledger l where l.pool_id = p.id), 0)::text as ledger from credit_pools p`,
       )
     ).rows;
-    for (const p of pools) if (p.quota_used !== p.ledger) v('credit pool == ledger', { pool_id: p.id }, `quota_used ${p.quota_used}, ledger ${p.ledger}`);
+    for (const p of pools)
+      if (p.quota_used !== p.ledger) v('credit pool == ledger', { pool_id: p.id }, `quota_used ${p.quota_used}, ledger ${p.ledger}`);
   } finally {
     await db.end();
   }
@@ -224,7 +301,14 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
 }
 
 export function formatViolations(vs: Violation[]): string {
-  return vs.map((x) => `- ${x.invariant} [${Object.entries(x.ids).map(([k, val]) => `${k}=${val}`).join(' ')}]: ${x.detail}`).join('\n');
+  return vs
+    .map(
+      (x) =>
+        `- ${x.invariant} [${Object.entries(x.ids)
+          .map(([k, val]) => `${k}=${val}`)
+          .join(' ')}]: ${x.detail}`,
+    )
+    .join('\n');
 }
 
 function compact(ns: number[]): string {

@@ -122,7 +122,10 @@ export class TurnStream {
       got.push(frame);
       if (opts.until?.(frame)) return got;
       if (isTerminalClientEvent(frame.event ?? '')) {
-        if (opts.until) throw new Error(`the turn ended (${frame.event} ${JSON.stringify(frame.data).slice(0, 300)}) before ${opts.what ?? 'the awaited frame'}`);
+        if (opts.until)
+          throw new Error(
+            `the turn ended (${frame.event} ${JSON.stringify(frame.data).slice(0, 300)}) before ${opts.what ?? 'the awaited frame'}`,
+          );
         return got;
       }
     }
@@ -187,7 +190,9 @@ export class TurnStream {
 
 /** GET /v1/messages of a conversation (history). */
 export async function history(api: ApiTarget, conversationId: string, user: string): Promise<Response> {
-  return fetch(`${api.apiUrl}/v1/messages?conversation_id=${conversationId}&user=${encodeURIComponent(user)}`, { headers: headers(api.key) });
+  return fetch(`${api.apiUrl}/v1/messages?conversation_id=${conversationId}&user=${encodeURIComponent(user)}`, {
+    headers: headers(api.key),
+  });
 }
 
 /** POST /v1/form/human_input/{token}. */
@@ -200,7 +205,11 @@ export async function submitForm(api: ApiTarget, token: string, user: string, an
 }
 
 /** A streamed turn from POST to its terminal event. */
-export async function runTurn(api: ApiTarget, body: { query: string; user: string; conversation_id?: string }, timeoutMs: number): Promise<TurnStream> {
+export async function runTurn(
+  api: ApiTarget,
+  body: { query: string; user: string; conversation_id?: string },
+  timeoutMs: number,
+): Promise<TurnStream> {
   const s = await TurnStream.start(api, body);
   await s.finish(timeoutMs);
   return s;

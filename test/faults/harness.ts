@@ -40,7 +40,8 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
     await sleep(everyMs);
   }
 }
@@ -91,7 +92,9 @@ export class ServiceProcess {
     child.on('message', () => undefined);
     if (opts.waitReady === false) return;
     const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code, signal) => reject(new Error(`${this.name} exited at start (code ${code}, signal ${signal}); log tail:\n${tail(this.logFile)}`))),
+      child.once('exit', (code, signal) =>
+        reject(new Error(`${this.name} exited at start (code ${code}, signal ${signal}); log tail:\n${tail(this.logFile)}`)),
+      ),
     );
     exited.catch(() => undefined);
     await Promise.race([this.ready(this), exited]);
@@ -178,12 +181,19 @@ export class FaultStack {
     // Never leave processes behind if the test runner dies (the dev server has its own hook).
     process.once('exit', () => s.killAllNow());
     const envFor = (extra: Record<string, string>) => () => ({ ...s.baseEnv(), ...extra, ...(s.opts.env ?? {}) });
-    s.api = new ServiceProcess('api', 'api/main.ts', envFor({}), async () => void (await waitFor('api /healthz', async () => ((await httpOk(`${s.apiUrl}/healthz`)) ? true : undefined), 90_000)), s.dir);
+    s.api = new ServiceProcess(
+      'api',
+      'api/main.ts',
+      envFor({}),
+      async () => void (await waitFor('api /healthz', async () => ((await httpOk(`${s.apiUrl}/healthz`)) ? true : undefined), 90_000)),
+      s.dir,
+    );
     s.backend = new ServiceProcess(
       'agent-backend',
       'agent-backend/main.ts',
       envFor({}),
-      async () => void (await waitFor('agent backend /healthz', async () => ((await httpOk(`${s.backendUrl}/healthz`)) ? true : undefined), 90_000)),
+      async () =>
+        void (await waitFor('agent backend /healthz', async () => ((await httpOk(`${s.backendUrl}/healthz`)) ? true : undefined), 90_000)),
       s.dir,
     );
     s.worker = new ServiceProcess(
@@ -308,7 +318,12 @@ export class FaultStack {
       srv.process.kill('SIGKILL');
       await gone;
     }
-    await waitFor(`Temporal port ${this.temporalPort} to close`, async () => ((await portOpen(this.temporalPort)) ? undefined : true), 10_000, 100);
+    await waitFor(
+      `Temporal port ${this.temporalPort} to close`,
+      async () => ((await portOpen(this.temporalPort)) ? undefined : true),
+      10_000,
+      100,
+    );
   }
 
   /** A fresh Temporal client (a new connection: after a restart an old channel may sit in its backoff). */

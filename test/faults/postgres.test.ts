@@ -48,7 +48,11 @@ describe('PostgreSQL outages', () => {
     expect(s.terminal!.event, JSON.stringify(s.terminal!.data)).toBe('message_end');
     expect(words(s.answer)).toBe(500);
     expect(s.deltas).toBe(s.answer);
-    const [msg] = await query<{ status: string; answer: string }>(stack.databaseUrl, `select status::text, answer from messages where id = $1`, [s.messageId]);
+    const [msg] = await query<{ status: string; answer: string }>(
+      stack.databaseUrl,
+      `select status::text, answer from messages where id = $1`,
+      [s.messageId],
+    );
     expect(msg).toEqual({ status: 'succeeded', answer: s.answer });
   });
 
@@ -69,7 +73,10 @@ describe('PostgreSQL outages', () => {
         where r.idempotency_key = $1 and e.type = 'run_failed'`,
       [`message-${s.messageId}`],
     );
-    expect(failures.map((f) => f.reason), 'the run was failed as if its backend had restarted').not.toContain('backend_restarted');
+    expect(
+      failures.map((f) => f.reason),
+      'the run was failed as if its backend had restarted',
+    ).not.toContain('backend_restarted');
     expect(s.terminal!.event, JSON.stringify(s.terminal!.data)).toBe('message_end');
     expect(words(s.answer)).toBe(250);
     expect(runs).toEqual([{ status: 'succeeded', error_type: null }]);
@@ -93,7 +100,13 @@ describe('PostgreSQL outages', () => {
     const back = Date.now();
     await waitFor(
       '/readyz 200 after PostgreSQL is back',
-      async () => ((await fetch(`${stack.apiUrl}/readyz`).then((r) => r.status, () => 0)) === 200 ? true : undefined),
+      async () =>
+        (await fetch(`${stack.apiUrl}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200
+          ? true
+          : undefined,
       60_000,
       100,
     );

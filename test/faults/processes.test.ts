@@ -45,7 +45,11 @@ describe('a process killed mid-turn', () => {
     let back = 0;
     for (const round of [1, 2]) {
       let n = 0;
-      await a.read({ until: (f) => f.event === 'agent_message' && ++n === 3, timeoutMs: 60_000, what: `three more deltas (round ${round})` });
+      await a.read({
+        until: (f) => f.event === 'agent_message' && ++n === 3,
+        timeoutMs: 60_000,
+        what: `three more deltas (round ${round})`,
+      });
       step(`SIGKILL worker (round ${round})`);
       await stack.worker.kill('SIGKILL');
       await stack.worker.start();
@@ -54,7 +58,10 @@ describe('a process killed mid-turn', () => {
     await Promise.all([a.finish(120_000), b.finish(120_000)]);
     recovery('worker SIGKILL mid-answer (2nd of 2), worker restarted → both turns done', Date.now() - back);
     recovery('worker SIGKILL mid-answer: longest silence of a client stream', Math.max(a.longestSilenceMs(), b.longestSilenceMs()));
-    for (const [s, expected] of [[a, 400], [b, 300]] as const) {
+    for (const [s, expected] of [
+      [a, 400],
+      [b, 300],
+    ] as const) {
       expect(s.terminal!.event, JSON.stringify(s.terminal!.data)).toBe('message_end');
       expect(words(s.answer)).toBe(expected);
       expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('succeeded');
@@ -77,7 +84,9 @@ describe('a process killed mid-turn', () => {
     expect(s.count('error') + s.count('message_end')).toBe(1);
     expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('failed');
 
-    const next = track(await runTurn(stack, { query: 'Are you still there?', user: 'backend-kill', conversation_id: s.conversationId }, 60_000));
+    const next = track(
+      await runTurn(stack, { query: 'Are you still there?', user: 'backend-kill', conversation_id: s.conversationId }, 60_000),
+    );
     expect(next.terminal!.event, JSON.stringify(next.terminal!.data)).toBe('message_end');
     expect(next.answer).toContain('You said: "Are you still there?"');
   });

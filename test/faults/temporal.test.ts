@@ -45,7 +45,11 @@ describe('Temporal outages', () => {
     recovery('Temporal down 12 s mid-answer → turn done (answer was still streaming)', Date.now() - back);
     recovery('Temporal down 12 s mid-answer: longest silence of the client stream', s.longestSilenceMs());
     expect(end.event, JSON.stringify(end.data)).toBe('message_end');
-    const [msg] = await query<{ status: string; answer: string }>(stack.databaseUrl, `select status::text, answer from messages where id = $1`, [s.messageId]);
+    const [msg] = await query<{ status: string; answer: string }>(
+      stack.databaseUrl,
+      `select status::text, answer from messages where id = $1`,
+      [s.messageId],
+    );
     expect(msg!.status).toBe('succeeded');
     expect(words(s.answer)).toBe(500);
     const runs = await query<{ status: string; cancel_reason: string | null }>(
@@ -77,7 +81,11 @@ describe('Temporal outages', () => {
 
     await stack.startTemporal();
     const back = Date.now();
-    await waitFor('/readyz 200 after Temporal is back', async () => ((await readyz(stack.apiUrl)).status === 200 ? true : undefined), 60_000);
+    await waitFor(
+      '/readyz 200 after Temporal is back',
+      async () => ((await readyz(stack.apiUrl)).status === 200 ? true : undefined),
+      60_000,
+    );
     recovery('api started without Temporal: Temporal back → /readyz 200', Date.now() - back);
     expect(stack.worker.up, 'the worker started without Temporal is still running').toBe(true);
     const next = track(await runTurn(stack, { query: 'And now?', user: 'no-temporal', conversation_id: first.conversationId }, 90_000));
@@ -101,7 +109,10 @@ describe('Temporal outages', () => {
     // The submission is recorded; the api is (still) trying to deliver the signal when it dies.
     await waitFor(
       'the form to be recorded as submitted',
-      async () => ((await query(stack.databaseUrl, `select 1 from human_input_forms where token = $1 and status = 'submitted'`, [token])).length ? true : undefined),
+      async () =>
+        (await query(stack.databaseUrl, `select 1 from human_input_forms where token = $1 and status = 'submitted'`, [token])).length
+          ? true
+          : undefined,
       30_000,
     );
     await sleep(2000);
@@ -119,7 +130,17 @@ describe('Temporal outages', () => {
       step('the api did not survive starting without Temporal (item 5); starting it again');
       await stack.api.start();
     } else {
-      await waitFor('api /healthz', async () => ((await fetch(`${stack.apiUrl}/healthz`).then((r) => r.ok, () => false)) ? true : undefined), 90_000);
+      await waitFor(
+        'api /healthz',
+        async () =>
+          (await fetch(`${stack.apiUrl}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          ))
+            ? true
+            : undefined,
+        90_000,
+      );
     }
 
     const [form] = await query<{ resume_message_id: string; workflow_id: string }>(
@@ -130,7 +151,9 @@ describe('Temporal outages', () => {
     expect(form!.resume_message_id).toBeTruthy();
     const cont = track(await TurnStream.attach(stack, form!.resume_message_id, 'form-user'));
     await cont.finish(90_000).catch(async (err: Error) => {
-      const [m] = await query<{ status: string }>(stack.databaseUrl, `select status::text from messages where id = $1`, [form!.resume_message_id]);
+      const [m] = await query<{ status: string }>(stack.databaseUrl, `select status::text from messages where id = $1`, [
+        form!.resume_message_id,
+      ]);
       throw new Error(`${err.message}; the continuation message is ${m?.status}`);
     });
     recovery('form submitted during a Temporal outage, api SIGKILLed: Temporal back → continuation done', Date.now() - back);
@@ -141,7 +164,10 @@ describe('Temporal outages', () => {
     expect(continuations).toHaveLength(1);
     const status = await waitFor(
       'the turn workflow to complete',
-      () => stack.withTemporal(async (c) => ((await c.workflow.getHandle(form!.workflow_id).describe()).status.name === 'COMPLETED' ? 'COMPLETED' : undefined)),
+      () =>
+        stack.withTemporal(async (c) =>
+          (await c.workflow.getHandle(form!.workflow_id).describe()).status.name === 'COMPLETED' ? 'COMPLETED' : undefined,
+        ),
       30_000,
       500,
     );

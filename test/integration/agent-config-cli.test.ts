@@ -27,7 +27,10 @@ beforeAll(async () => {
   stack = await startTestStack('agent_config_cli');
   const soul = demoSoulConfig();
   soul.prompt.system_prompt = 'Be kind. Cite [§dataset:ds-1:Handbook§] and {{#sys.query#}}.\r\nSecond line.';
-  await stack.db.agentConfigDraft.updateMany({ where: { agent_id: stack.demo!.agentId, draft_type: 'DRAFT' }, data: { config: soul as object } });
+  await stack.db.agentConfigDraft.updateMany({
+    where: { agent_id: stack.demo!.agentId, draft_type: 'DRAFT' },
+    data: { config: soul as object },
+  });
 });
 afterAll(async () => stack?.stop());
 
@@ -36,10 +39,30 @@ async function runningRun(userFrom: 'account' | 'end-user', userId: string): Pro
   const d = stack.demo!;
   // The context is honoured only while its turn is in progress (issue 17 L2): a real turn, running.
   const conversation = await stack.db.conversation.create({ data: { tenant_id: d.tenantId, app_id: d.appId, invoke_from: 'debugger' } });
-  const message = await stack.db.message.create({ data: { tenant_id: d.tenantId, app_id: d.appId, conversation_id: conversation.id, invoke_from: 'debugger', query: 'q', status: 'running', workflow_id: `cli-test-${crypto.randomUUID()}` } });
+  const message = await stack.db.message.create({
+    data: {
+      tenant_id: d.tenantId,
+      app_id: d.appId,
+      conversation_id: conversation.id,
+      invoke_from: 'debugger',
+      query: 'q',
+      status: 'running',
+      workflow_id: `cli-test-${crypto.randomUUID()}`,
+    },
+  });
   const layers = buildComposition(demoSoulConfig(), {
-    tenantId: d.tenantId, appId: d.appId, agentId: d.agentId, conversationId: conversation.id, messageId: message.id,
-    userId, userFrom, invokeFrom: 'debugger', configVersionId: null, query: '/slow 200 /long 200', files: [], supportsVision: false,
+    tenantId: d.tenantId,
+    appId: d.appId,
+    agentId: d.agentId,
+    conversationId: conversation.id,
+    messageId: message.id,
+    userId,
+    userFrom,
+    invokeFrom: 'debugger',
+    configVersionId: null,
+    query: '/slow 200 /long 200',
+    files: [],
+    supportsVision: false,
     innerApiKey: stack.config.EXECUTION_CONTEXT_SIGNING_KEY,
   });
   const at = layers.findIndex((l) => l.name === 'history');
@@ -50,7 +73,10 @@ async function runningRun(userFrom: 'account' | 'end-user', userId: string): Pro
 }
 
 function cli(args: string[], token: string, cwd: string, input?: string) {
-  const p = run(process.execPath, ['--import', TSX, CLI, ...args], { cwd, env: { ...process.env, DIFY_AGENT_STUB_URL: stack.agentBackendUrl, DIFY_AGENT_STUB_TOKEN: token } });
+  const p = run(process.execPath, ['--import', TSX, CLI, ...args], {
+    cwd,
+    env: { ...process.env, DIFY_AGENT_STUB_URL: stack.agentBackendUrl, DIFY_AGENT_STUB_TOKEN: token },
+  });
   if (input !== undefined) {
     p.child.stdin!.end(input);
   }
@@ -71,7 +97,9 @@ describe('dify-agent config prompt', () => {
     const pushed = await cli(['config', 'prompt', 'push'], token, cwd);
     expect(JSON.parse(pushed.stdout)).toEqual({ prompt: 'New prompt with [§tool:t1:Search§].\n' });
 
-    const own = await stack.db.agentConfigDraft.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: account } });
+    const own = await stack.db.agentConfigDraft.findFirstOrThrow({
+      where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: account },
+    });
     expect(AgentSoulConfig.parse(own.config).prompt.system_prompt).toBe('New prompt with [§tool:t1:Search§].\n');
     // Only the prompt changed; the shared draft and the published version are untouched.
     expect(AgentSoulConfig.parse(own.config).model).toEqual(demoSoulConfig().model);
@@ -97,9 +125,22 @@ describe('dify-agent config prompt', () => {
   });
 
   it('refuses a forged execution context at the inner endpoint', async () => {
-    const ctx = { tenant_id: stack.demo!.tenantId, user_id: 'x', user_from: 'account', app_id: stack.demo!.appId, conversation_id: null, agent_id: stack.demo!.agentId, agent_config_version_id: null, invoke_from: 'debugger', signature: 'ab'.repeat(32) };
+    const ctx = {
+      tenant_id: stack.demo!.tenantId,
+      user_id: 'x',
+      user_from: 'account',
+      app_id: stack.demo!.appId,
+      conversation_id: null,
+      agent_id: stack.demo!.agentId,
+      agent_config_version_id: null,
+      invoke_from: 'debugger',
+      signature: 'ab'.repeat(32),
+    };
     const res = await fetch(`${stack.apiUrl}/inner/api/agent-config/${stack.demo!.agentId}/prompt`, {
-      headers: { 'x-inner-api-key': stack.config.INNER_API_KEY, 'x-agent-execution-context': Buffer.from(JSON.stringify(ctx)).toString('base64') },
+      headers: {
+        'x-inner-api-key': stack.config.INNER_API_KEY,
+        'x-agent-execution-context': Buffer.from(JSON.stringify(ctx)).toString('base64'),
+      },
     });
     expect(res.status).toBe(403);
     const noKey = await fetch(`${stack.apiUrl}/inner/api/agent-config/${stack.demo!.agentId}/prompt`);

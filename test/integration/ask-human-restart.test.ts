@@ -44,7 +44,16 @@ async function diagnose(workflowId: string): Promise<string> {
     const d = await h.describe();
     const hist = await h.fetchHistory();
     const events = (hist.events ?? []).slice(-12).map((e) => `${e.eventId}:${e.eventType}`);
-    return JSON.stringify({ status: d.status.name, pending: d.raw.pendingActivities?.map((a) => ({ type: a.activityType?.name, attempt: a.attempt, state: a.state, lastFailure: a.lastFailure?.message })), events });
+    return JSON.stringify({
+      status: d.status.name,
+      pending: d.raw.pendingActivities?.map((a) => ({
+        type: a.activityType?.name,
+        attempt: a.attempt,
+        state: a.state,
+        lastFailure: a.lastFailure?.message,
+      })),
+      events,
+    });
   } catch (err) {
     return `describe failed: ${(err as Error).message}`;
   }
@@ -86,11 +95,16 @@ describe('ask_human across restarts', () => {
     expect(res.status).toBe(200);
     step('submitted');
     const { task_id } = (await res.json()) as { task_id: string };
-    const attach = await fetch(`${stack.apiUrl}/v1/chat-messages/${task_id}/events?user=kai`, { headers: { authorization: `Bearer ${key}` } });
+    const attach = await fetch(`${stack.apiUrl}/v1/chat-messages/${task_id}/events?user=kai`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     const resumed = await Promise.race([
       readFrames(attach),
       new Promise<never>((_, reject) =>
-        setTimeout(() => void diagnose(msg.workflow_id).then((d) => reject(new Error(`no resumed answer within 60 s; workflow: ${d}`))), 60_000).unref(),
+        setTimeout(
+          () => void diagnose(msg.workflow_id).then((d) => reject(new Error(`no resumed answer within 60 s; workflow: ${d}`))),
+          60_000,
+        ).unref(),
       ),
     ]);
     step('resumed stream read');

@@ -26,12 +26,18 @@ afterAll(async () => {
 async function newMessage(): Promise<string> {
   const conv = await db.conversation.create({ data: { tenant_id: demo.tenantId, app_id: demo.appId } });
   const id = crypto.randomUUID();
-  await db.message.create({ data: { id, tenant_id: demo.tenantId, app_id: demo.appId, conversation_id: conv.id, query: 'q', workflow_id: `wf-${id}` } });
+  await db.message.create({
+    data: { id, tenant_id: demo.tenantId, app_id: demo.appId, conversation_id: conv.id, query: 'q', workflow_id: `wf-${id}` },
+  });
   return id;
 }
 
 const base = { conversation_id: crypto.randomUUID(), message_id: crypto.randomUUID(), task_id: crypto.randomUUID(), created_at: 0 };
-const ev = (key: string, n = 0): NewClientEvent => ({ event: 'agent_message', sourceKey: key, data: { ...base, event: 'agent_message', id: base.message_id, answer: `${key}#${n}` } });
+const ev = (key: string, n = 0): NewClientEvent => ({
+  event: 'agent_message',
+  sourceKey: key,
+  data: { ...base, event: 'agent_message', id: base.message_id, answer: `${key}#${n}` },
+});
 const answerOf = (r: StoredClientEvent): string | null => (r.event === 'agent_message' ? r.data.answer : null);
 
 describe('appendEvents', () => {
@@ -84,11 +90,21 @@ describe('appendEvents', () => {
     const id = await newMessage();
     await db.agentBackendRun.create({ data: { message_id: id, request: {} } });
     await db.$transaction((tx) => appendEvents(tx, id, [ev('thought')]));
-    const text = (t: string, key: string): NewClientEvent => ({ event: 'agent_message', sourceKey: key, data: { ...base, event: 'agent_message', id: base.message_id, answer: t } });
-    expect(await commitAnswerText(db, { messageId: id, expectedCursor: null, newCursor: '5', text: 'Hel', event: text('Hel', 'be:5') })).toBe(true);
-    expect(await commitAnswerText(db, { messageId: id, expectedCursor: '5', newCursor: '9', text: 'lo', event: text('lo', 'be:9') })).toBe(true);
+    const text = (t: string, key: string): NewClientEvent => ({
+      event: 'agent_message',
+      sourceKey: key,
+      data: { ...base, event: 'agent_message', id: base.message_id, answer: t },
+    });
+    expect(
+      await commitAnswerText(db, { messageId: id, expectedCursor: null, newCursor: '5', text: 'Hel', event: text('Hel', 'be:5') }),
+    ).toBe(true);
+    expect(await commitAnswerText(db, { messageId: id, expectedCursor: '5', newCursor: '9', text: 'lo', event: text('lo', 'be:9') })).toBe(
+      true,
+    );
     // a stale attempt (expects cursor 5, it is 9): nothing written
-    expect(await commitAnswerText(db, { messageId: id, expectedCursor: '5', newCursor: '12', text: 'XX', event: text('XX', 'be:12') })).toBe(false);
+    expect(
+      await commitAnswerText(db, { messageId: id, expectedCursor: '5', newCursor: '12', text: 'XX', event: text('XX', 'be:12') }),
+    ).toBe(false);
     await db.$transaction((tx) => appendEvents(tx, id, [ev('end')]));
     const msg = await db.message.findUniqueOrThrow({ where: { id }, include: { agent_run: true } });
     expect(msg.answer).toBe('Hello');

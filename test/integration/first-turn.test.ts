@@ -34,7 +34,10 @@ describe('a first turn, streamed end to end through Temporal', () => {
     expect(evs.filter((e) => e === 'message')).toHaveLength(1);
     // ids are dense and increasing from 1
     expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_, i) => i + 1));
-    const deltas = frames.filter((f) => f.event === 'agent_message').map((f) => f.data.answer as string).join('');
+    const deltas = frames
+      .filter((f) => f.event === 'agent_message')
+      .map((f) => f.data.answer as string)
+      .join('');
     const final = frames.find((f) => f.event === 'message')!.data;
     expect(final.answer).toBe(deltas);
     expect(final.answer).toContain('Ada');
@@ -86,7 +89,9 @@ describe('a first turn, streamed end to end through Temporal', () => {
   });
 
   it('lists the conversation history with GET /v1/messages', async () => {
-    const res = await fetch(`${stack.apiUrl}/v1/messages?conversation_id=${conversationId}&user=alice`, { headers: { authorization: `Bearer ${key}` } });
+    const res = await fetch(`${stack.apiUrl}/v1/messages?conversation_id=${conversationId}&user=alice`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { data: { query: string; answer: string; agent_thoughts: unknown[] }[]; has_more: boolean };
     expect(body.data.map((m) => m.query)).toEqual(['My name is Ada and I like tea.', 'What did I say earlier?']);
@@ -128,14 +133,20 @@ describe('a first turn, streamed end to end through Temporal', () => {
   });
 
   it('starts every turn when a new user sends several first messages at once', async () => {
-    const results = await Promise.all([1, 2, 3, 4, 5].map((i) => chat(stack.apiUrl, key, { query: `parallel ${i}`, user: 'brand-new-user' })));
+    const results = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) => chat(stack.apiUrl, key, { query: `parallel ${i}`, user: 'brand-new-user' })),
+    );
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
     for (const r of results) expect(r.frames.map((f) => f.event).slice(-2)).toEqual(['message', 'message_end']);
     expect(await stack.db.endUser.count({ where: { session_id: 'brand-new-user' } })).toBe(1);
   });
 
   it('refuses a bad key and a bad body with clear 4xx errors', async () => {
-    const noKey = await fetch(`${stack.apiUrl}/v1/chat-messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const noKey = await fetch(`${stack.apiUrl}/v1/chat-messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(noKey.status).toBe(401);
     expect(await noKey.json()).toMatchObject({ code: 'unauthorized', status: 401 });
     const bad = await chat(stack.apiUrl, key, { user: 'alice' });

@@ -56,7 +56,11 @@ describe('ask_human form expiry at its real length (time-skipping test server)',
     const { calls, activities, times } = pausingActivities();
     const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath: WORKFLOWS_PATH, activities });
     const result = await worker.runUntil(
-      env.client.workflow.execute<(i: AgentTurnInput) => Promise<AgentTurnResult>>(AGENT_TURN_WORKFLOW, { taskQueue, workflowId: `expiry-${Date.now()}`, args: [turnInput('m-1')] }),
+      env.client.workflow.execute<(i: AgentTurnInput) => Promise<AgentTurnResult>>(AGENT_TURN_WORKFLOW, {
+        taskQueue,
+        workflowId: `expiry-${Date.now()}`,
+        args: [turnInput('m-1')],
+      }),
     );
     // From the pause to the continuation: the form's whole lifetime, not a moment less.
     const waited = times[1]! - times[0]!;
@@ -64,10 +68,17 @@ describe('ask_human form expiry at its real length (time-skipping test server)',
     expect(waited).toBeLessThan((EXPIRY_HOURS + 1) * HOUR);
     const names = calls.map((c) => c.name);
     expect(names).toContain('expireForm');
-    const resume = calls.find((c) => c.name === 'createTimeoutResume')!.input as { pausedMessageId: string; formId: string; resumeMessageId: string };
+    const resume = calls.find((c) => c.name === 'createTimeoutResume')!.input as {
+      pausedMessageId: string;
+      formId: string;
+      resumeMessageId: string;
+    };
     expect(resume).toMatchObject({ pausedMessageId: 'm-1', formId: 'form-1' });
     // The continuation runs as the new message, with the form id so its run gets the `timeout` result.
-    expect(calls.filter((c) => c.name === 'runAgent').map((c) => (c.input as { messageId: string }).messageId)).toEqual(['m-1', resume.resumeMessageId]);
+    expect(calls.filter((c) => c.name === 'runAgent').map((c) => (c.input as { messageId: string }).messageId)).toEqual([
+      'm-1',
+      resume.resumeMessageId,
+    ]);
     expect(calls.find((c) => c.name === 'prepareTurn' && (c.input as { resumeFormId?: string }).resumeFormId === 'form-1')).toBeTruthy();
     expect(result).toEqual({ status: 'succeeded', messageId: resume.resumeMessageId });
   });
@@ -77,7 +88,11 @@ describe('ask_human form expiry at its real length (time-skipping test server)',
     const { calls, activities, times } = pausingActivities();
     const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath: WORKFLOWS_PATH, activities });
     const result = await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start(AGENT_TURN_WORKFLOW, { taskQueue, workflowId: `expiry-b-${Date.now()}`, args: [turnInput('m-2')] });
+      const handle = await env.client.workflow.start(AGENT_TURN_WORKFLOW, {
+        taskQueue,
+        workflowId: `expiry-b-${Date.now()}`,
+        args: [turnInput('m-2')],
+      });
       while ((await handle.query<{ phase: string }>('turnState')).phase !== 'waiting_for_human') await env.sleep(1000);
       await env.sleep((EXPIRY_HOURS - 1) * HOUR);
       await handle.signal(formSubmittedSignal, { formId: 'form-1', resumeMessageId: 'm-2-resume' });

@@ -98,7 +98,7 @@ describe('a PostgreSQL outage', () => {
       ['/calc 6*7', 'succeeded'],
     ]);
   });
-  it('keeps a stream open through the outage: it ends with the turn\'s terminal event, not cut', { timeout: 150_000 }, async () => {
+  it("keeps a stream open through the outage: it ends with the turn's terminal event, not cut", { timeout: 150_000 }, async () => {
     const key = stack.demo!.apiKey;
     const res = await postChat(stack.apiUrl, key, { query: '/slow 60 /long 100', user: 'pia' });
     expect(res.status).toBe(200);
@@ -112,7 +112,12 @@ describe('a PostgreSQL outage', () => {
     await new Promise((r) => setTimeout(r, 3000));
     pg = await startPg();
 
-    const rest = await Promise.race([reader.read(), new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the stream neither ended nor went on within 120 s')), 120_000).unref())]);
+    const rest = await Promise.race([
+      reader.read(),
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error('the stream neither ended nor went on within 120 s')), 120_000).unref(),
+      ),
+    ]);
     const last = [...head, ...rest].at(-1)!;
     expect(['message_end', 'error']).toContain(last.event);
     const msg = await stack.db.message.findUniqueOrThrow({ where: { id: taskId } });

@@ -33,9 +33,15 @@ beforeAll(async () => {
   // Everything every component logs, at debug level, lands in logText.
   const logger = pino({ level: 'debug' }, sink);
   stack = await startTestStack('real_model', { logger, env: { LOG_LEVEL: 'debug' } });
-  const soul = AgentSoulConfig.parse({ prompt: { system_prompt: 'Be brief.' }, model: { provider: 'openai_compatible', model: 'fake-forever' } });
+  const soul = AgentSoulConfig.parse({
+    prompt: { system_prompt: 'Be brief.' },
+    model: { provider: 'openai_compatible', model: 'fake-forever' },
+  });
   app = await createAgentApp(stack.db, stack.demo!.tenantId, { name: 'Real model app', soul });
-  await saveCredentials(stack.db, stack.config.ENCRYPTION_KEY, stack.demo!.tenantId, 'openai_compatible', { base_url: `${fake.url}/v1`, api_key: SECRET });
+  await saveCredentials(stack.db, stack.config.ENCRYPTION_KEY, stack.demo!.tenantId, 'openai_compatible', {
+    base_url: `${fake.url}/v1`,
+    api_key: SECRET,
+  });
 });
 afterAll(async () => {
   await stack?.stop();

@@ -50,7 +50,16 @@ function expectedType(f: DmmfField): string {
   if (nt?.[0] === 'Uuid') return 'uuid';
   if (nt?.[0] === 'Timestamptz') return `timestamptz(${nt[1][0] ?? 6})`;
   if (nt?.[0] === 'Decimal') return `numeric(${nt[1].join(',')})`;
-  const map: Record<string, string> = { String: 'text', Int: 'int4', BigInt: 'int8', Float: 'float8', Boolean: 'bool', Json: 'jsonb', DateTime: 'timestamp(3)', Decimal: 'numeric(65,30)' };
+  const map: Record<string, string> = {
+    String: 'text',
+    Int: 'int4',
+    BigInt: 'int8',
+    Float: 'float8',
+    Boolean: 'bool',
+    Json: 'jsonb',
+    DateTime: 'timestamp(3)',
+    Decimal: 'numeric(65,30)',
+  };
   return map[f.type]!;
 }
 
@@ -65,7 +74,15 @@ beforeAll(async () => {
 afterAll(async () => client?.end());
 
 async function columns(t: string) {
-  const r = await client.query<{ column_name: string; udt_name: string; is_nullable: string; column_default: string | null; numeric_precision: number | null; numeric_scale: number | null; datetime_precision: number | null }>(
+  const r = await client.query<{
+    column_name: string;
+    udt_name: string;
+    is_nullable: string;
+    column_default: string | null;
+    numeric_precision: number | null;
+    numeric_scale: number | null;
+    datetime_precision: number | null;
+  }>(
     `select column_name, udt_name, is_nullable, column_default, numeric_precision, numeric_scale, datetime_precision
        from information_schema.columns where table_schema = 'public' and table_name = $1`,
     [t],
@@ -73,7 +90,12 @@ async function columns(t: string) {
   return new Map(r.rows.map((c) => [c.column_name, c]));
 }
 
-function actualType(c: { udt_name: string; numeric_precision: number | null; numeric_scale: number | null; datetime_precision: number | null }): string {
+function actualType(c: {
+  udt_name: string;
+  numeric_precision: number | null;
+  numeric_scale: number | null;
+  datetime_precision: number | null;
+}): string {
   if (c.udt_name === 'timestamptz' || c.udt_name === 'timestamp') return `${c.udt_name}(${c.datetime_precision})`;
   if (c.udt_name === 'numeric') return `numeric(${c.numeric_precision},${c.numeric_scale})`;
   return c.udt_name;
@@ -96,15 +118,23 @@ async function indexes(t: string) {
 
 describe('migrated database vs Prisma datamodel', () => {
   it('has exactly the tables of the datamodel (plus Prisma bookkeeping)', async () => {
-    const r = await client.query<{ table_name: string }>(`select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'`);
+    const r = await client.query<{ table_name: string }>(
+      `select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'`,
+    );
     const actual = r.rows.map((x) => x.table_name).sort();
     expect(actual).toEqual([...dmmf.models.map(table), '_prisma_migrations'].sort());
   });
 
   it('has every enum with the same values', async () => {
     for (const e of dmmf.enums) {
-      const r = await client.query<{ v: string }>(`select e.enumlabel as v from pg_enum e join pg_type t on t.oid = e.enumtypid where t.typname = $1 order by e.enumsortorder`, [e.name]);
-      expect(r.rows.map((x) => x.v), e.name).toEqual(e.values.map((v) => v.name));
+      const r = await client.query<{ v: string }>(
+        `select e.enumlabel as v from pg_enum e join pg_type t on t.oid = e.enumtypid where t.typname = $1 order by e.enumsortorder`,
+        [e.name],
+      );
+      expect(
+        r.rows.map((x) => x.v),
+        e.name,
+      ).toEqual(e.values.map((v) => v.name));
     }
   });
 
@@ -117,7 +147,9 @@ describe('migrated database vs Prisma datamodel', () => {
         const c = cols.get(col(f))!;
         expect(actualType(c), `${m.name}.${f.name} type`).toBe(expectedType(f));
         expect(c.is_nullable === 'NO', `${m.name}.${f.name} required`).toBe(f.isRequired);
-        const dbDefault = f.hasDefaultValue && !(typeof f.default === 'object' && f.default && ['uuid', 'cuid'].includes((f.default as { name: string }).name));
+        const dbDefault =
+          f.hasDefaultValue &&
+          !(typeof f.default === 'object' && f.default && ['uuid', 'cuid'].includes((f.default as { name: string }).name));
         expect(c.column_default !== null, `${m.name}.${f.name} has a database default`).toBe(dbDefault);
       }
     });
@@ -131,7 +163,10 @@ describe('migrated database vs Prisma datamodel', () => {
       expect(actualUniques.sort(), 'unique indexes').toEqual(expectedUniques.sort());
       const expectedIdx = dmmf.indexes
         .filter((i) => i.model === m.name && i.type === 'normal')
-        .map((i) => `${(i.algorithm ?? 'btree').toLowerCase()}:${i.fields.map((f) => f.name + (f.operatorClass ? `/${f.operatorClass}` : '')).join(',')}`);
+        .map(
+          (i) =>
+            `${(i.algorithm ?? 'btree').toLowerCase()}:${i.fields.map((f) => f.name + (f.operatorClass ? `/${f.operatorClass}` : '')).join(',')}`,
+        );
       const actualIdx = idx
         .filter((i) => !i.unique && !i.primary)
         .map((i) => `${i.method}:${i.columns.map((c, k) => c + (i.method !== 'btree' ? `/${i.opclasses[k]}` : '')).join(',')}`);
@@ -153,14 +188,19 @@ describe('migrated database vs Prisma datamodel', () => {
       const models = new Map(dmmf.models.map((mm) => [mm.name, mm]));
       const expected = m.fields
         .filter((f) => f.kind === 'object' && f.relationFromFields?.length)
-        .map((f) => `${f.relationFromFields!.join(',')}->${table(models.get(f.type)!)}(${f.relationToFields!.join(',')}) ${f.relationOnDelete ?? (f.isRequired ? 'Restrict' : 'SetNull')}`)
+        .map(
+          (f) =>
+            `${f.relationFromFields!.join(',')}->${table(models.get(f.type)!)}(${f.relationToFields!.join(',')}) ${f.relationOnDelete ?? (f.isRequired ? 'Restrict' : 'SetNull')}`,
+        )
         .sort();
       expect(actual).toEqual(expected);
     });
   }
 
   it('keeps Prisma bookkeeping and re-applying is a no-op', async () => {
-    const r = await client.query<{ migration_name: string; checksum: string; finished_at: Date | null }>('select migration_name, checksum, finished_at from _prisma_migrations');
+    const r = await client.query<{ migration_name: string; checksum: string; finished_at: Date | null }>(
+      'select migration_name, checksum, finished_at from _prisma_migrations',
+    );
     const dirs = fs.readdirSync(path.resolve(import.meta.dirname, '../../prisma/migrations')).filter((d) => /^\d+_/.test(d));
     expect(r.rows.map((x) => x.migration_name).sort()).toEqual(dirs.sort());
     expect(r.rows.every((x) => x.finished_at !== null && /^[0-9a-f]{64}$/.test(x.checksum))).toBe(true);

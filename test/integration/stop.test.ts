@@ -12,7 +12,8 @@ import { killWorkerChild } from '../support/processes.js';
 let stack: Stack;
 let key: string;
 const headers = () => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
-const stop = (taskId: string, user: string) => fetch(`${stack.apiUrl}/v1/chat-messages/${taskId}/stop`, { method: 'POST', headers: headers(), body: JSON.stringify({ user }) });
+const stop = (taskId: string, user: string) =>
+  fetch(`${stack.apiUrl}/v1/chat-messages/${taskId}/stop`, { method: 'POST', headers: headers(), body: JSON.stringify({ user }) });
 
 beforeAll(async () => {
   stack = await startTestStack('stop', { worker: 'child', env: { DEMO_MODEL_TOKEN_DELAY_MS: 0 } });
@@ -21,7 +22,10 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop());
 
 function deltasOf(frames: ClientFrame[]) {
-  return frames.filter((f) => f.event === 'agent_message').map((f) => f.data.answer as string).join('');
+  return frames
+    .filter((f) => f.event === 'agent_message')
+    .map((f) => f.data.answer as string)
+    .join('');
 }
 
 describe('stop', () => {
@@ -105,13 +109,16 @@ describe('stop', () => {
       await stop(taskId, `racer-${i}`);
       const frames = [...head, ...(await reader.read())];
       const msg = await stack.db.message.findUniqueOrThrow({ where: { id: taskId } });
-      const status = (await stack.temporal.workflow.getHandle(msg.workflow_id).describe().then(async (d) => {
-        for (let k = 0; k < 50 && d.status.name === 'RUNNING'; k++) {
-          await new Promise((r) => setTimeout(r, 100));
-          d = await stack.temporal.workflow.getHandle(msg.workflow_id).describe();
-        }
-        return d.status.name;
-      }));
+      const status = await stack.temporal.workflow
+        .getHandle(msg.workflow_id)
+        .describe()
+        .then(async (d) => {
+          for (let k = 0; k < 50 && d.status.name === 'RUNNING'; k++) {
+            await new Promise((r) => setTimeout(r, 100));
+            d = await stack.temporal.workflow.getHandle(msg.workflow_id).describe();
+          }
+          return d.status.name;
+        });
       expect(frames.filter((f) => f.event === 'message')).toHaveLength(1);
       expect(frames.filter((f) => f.event === 'message_end')).toHaveLength(1);
       expect(frames.find((f) => f.event === 'message')!.data.answer).toBe(msg.answer);

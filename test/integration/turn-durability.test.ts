@@ -23,7 +23,10 @@ function assertCleanStream(frames: ClientFrame[]) {
   expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_, i) => i + 1));
   expect(frames.filter((f) => f.event === 'message')).toHaveLength(1);
   expect(frames.filter((f) => f.event === 'message_end')).toHaveLength(1);
-  const deltas = frames.filter((f) => f.event === 'agent_message').map((f) => f.data.answer as string).join('');
+  const deltas = frames
+    .filter((f) => f.event === 'agent_message')
+    .map((f) => f.data.answer as string)
+    .join('');
   expect(frames.find((f) => f.event === 'message')!.data.answer).toBe(deltas);
   return deltas;
 }
@@ -67,7 +70,9 @@ describe('a worker killed mid-turn', () => {
       const client = new pg.Client({ connectionString: stack.databaseUrl });
       await client.connect();
       try {
-        const runs = await client.query(`select count(*)::int as n from agent_backend.runs where idempotency_key = $1`, [`message-${messageId}`]);
+        const runs = await client.query(`select count(*)::int as n from agent_backend.runs where idempotency_key = $1`, [
+          `message-${messageId}`,
+        ]);
         expect(runs.rows[0].n).toBe(1);
       } finally {
         await client.end();

@@ -47,7 +47,8 @@ async function requestOf(messageId: string) {
   return run.request as { composition: { layers: { name: string; config: Record<string, unknown> }[] }; session_snapshot: unknown };
 }
 
-const systemPromptOf = async (messageId: string) => (await requestOf(messageId)).composition.layers.find((l) => l.name === 'agent_soul_prompt')!.config.system_prompt;
+const systemPromptOf = async (messageId: string) =>
+  (await requestOf(messageId)).composition.layers.find((l) => l.name === 'agent_soul_prompt')!.config.system_prompt;
 const endOf = (frames: ClientFrame[]) => frames.at(-1)!;
 
 describe('config resolution', () => {
@@ -56,19 +57,26 @@ describe('config resolution', () => {
     const conversationId = endOf(first.frames).data.conversation_id as string;
     expect(await systemPromptOf(endOf(first.frames).data.message_id as string)).toBe(demoSoulConfig().prompt.system_prompt);
 
-    const put = await consoleFetch('/agent/draft', 'PUT', { config: soulWith((s) => (s.prompt.system_prompt = 'Version two. Cite [§dataset:d1:Handbook§] please.')) });
+    const put = await consoleFetch('/agent/draft', 'PUT', {
+      config: soulWith((s) => (s.prompt.system_prompt = 'Version two. Cite [§dataset:d1:Handbook§] please.')),
+    });
     expect(put.status).toBe(200);
     const pub = await consoleFetch('/agent/publish', 'POST', {});
     expect(pub.status).toBe(201);
     const v2 = (await pub.json()) as { id: string; version: number };
     expect(v2.version).toBe(2);
     const versions = (await (await consoleFetch('/agent/versions')).json()) as { data: { version: number; active: boolean }[] };
-    expect(versions.data.map((v) => [v.version, v.active])).toEqual([[2, true], [1, false]]);
+    expect(versions.data.map((v) => [v.version, v.active])).toEqual([
+      [2, true],
+      [1, false],
+    ]);
 
     const again = await chat(stack.apiUrl, key, { query: 'still v1?', user: 'pin', conversation_id: conversationId });
     const againId = endOf(again.frames).data.message_id as string;
     expect(await systemPromptOf(againId)).toBe(demoSoulConfig().prompt.system_prompt);
-    expect((await stack.db.message.findUniqueOrThrow({ where: { id: againId } })).agent_config_version_id).toBe(stack.demo!.configVersionId);
+    expect((await stack.db.message.findUniqueOrThrow({ where: { id: againId } })).agent_config_version_id).toBe(
+      stack.demo!.configVersionId,
+    );
 
     const fresh = await chat(stack.apiUrl, key, { query: 'new conversation', user: 'pin' });
     const freshId = endOf(fresh.frames).data.message_id as string;
@@ -79,7 +87,9 @@ describe('config resolution', () => {
 
   it('debugger turns run the draft in their own session scope; build drafts own theirs; published never shares', async () => {
     const published = await chat(stack.apiUrl, key, { query: 'published', user: 'scope' });
-    const pubConv = await stack.db.conversation.findUniqueOrThrow({ where: { id: endOf(published.frames).data.conversation_id as string } });
+    const pubConv = await stack.db.conversation.findUniqueOrThrow({
+      where: { id: endOf(published.frames).data.conversation_id as string },
+    });
     const pubBinding = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: pubConv.agent_workspace_binding_id! } });
     expect(pubBinding).toMatchObject({ config_kind: 'published', owner_type: 'CONVERSATION' });
 
@@ -88,18 +98,32 @@ describe('config resolution', () => {
     const dbgConv = await stack.db.conversation.findUniqueOrThrow({ where: { id: endOf(dbg).data.conversation_id as string } });
     const draft = await stack.db.agentConfigDraft.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, draft_type: 'DRAFT' } });
     const dbgBinding = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: dbgConv.agent_workspace_binding_id! } });
-    expect(dbgBinding).toMatchObject({ config_kind: 'draft', session_scope_config_version_id: draft.id, agent_config_version_id: null, owner_type: 'CONVERSATION' });
+    expect(dbgBinding).toMatchObject({
+      config_kind: 'draft',
+      session_scope_config_version_id: draft.id,
+      agent_config_version_id: null,
+      owner_type: 'CONVERSATION',
+    });
     expect(dbgBinding.id).not.toBe(pubBinding.id);
     expect(dbgBinding.scope_key).not.toBe(pubBinding.scope_key);
     expect(dbgConv.account_id).toBe(stack.demo!.accountId);
 
     // A personal build draft: its binding is owned by the draft row and continues across its conversations.
-    expect((await consoleFetch('/agent/build-draft', 'PUT', { config: soulWith((s) => (s.prompt.system_prompt = 'My build draft.')) })).status).toBe(200);
+    expect(
+      (await consoleFetch('/agent/build-draft', 'PUT', { config: soulWith((s) => (s.prompt.system_prompt = 'My build draft.')) })).status,
+    ).toBe(200);
     const b1 = await debugChat({ query: 'Remember: my build word is kiwi.', draft: 'build' });
-    const buildDraft = await stack.db.agentConfigDraft.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: stack.demo!.accountId } });
+    const buildDraft = await stack.db.agentConfigDraft.findFirstOrThrow({
+      where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: stack.demo!.accountId },
+    });
     expect(buildDraft.agent_workspace_binding_id).not.toBeNull();
     const buildBinding = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: buildDraft.agent_workspace_binding_id! } });
-    expect(buildBinding).toMatchObject({ owner_type: 'BUILD_DRAFT', owner_id: buildDraft.id, config_kind: 'draft', session_scope_config_version_id: buildDraft.id });
+    expect(buildBinding).toMatchObject({
+      owner_type: 'BUILD_DRAFT',
+      owner_id: buildDraft.id,
+      config_kind: 'draft',
+      session_scope_config_version_id: buildDraft.id,
+    });
     expect(await systemPromptOf(endOf(b1).data.message_id as string)).toBe('My build draft.');
     const b2 = await debugChat({ query: 'What did I say earlier?', draft: 'build' });
     expect(b2.find((f) => f.event === 'message')!.data.answer).toContain('kiwi');
@@ -108,7 +132,9 @@ describe('config resolution', () => {
   it('keeps the session across value-only draft edits and refuses a changed layer topology with 409', async () => {
     const t1 = await debugChat({ query: 'topology one' });
     const conversationId = endOf(t1).data.conversation_id as string;
-    expect((await consoleFetch('/agent/draft', 'PUT', { config: soulWith((s) => (s.prompt.system_prompt = 'Only the words changed.')) })).status).toBe(200);
+    expect(
+      (await consoleFetch('/agent/draft', 'PUT', { config: soulWith((s) => (s.prompt.system_prompt = 'Only the words changed.')) })).status,
+    ).toBe(200);
     const t2 = await debugChat({ query: 'topology two', conversation_id: conversationId });
     expect(endOf(t2).event).toBe('message_end');
     expect((await requestOf(endOf(t2).data.message_id as string)).session_snapshot).not.toBeNull();
@@ -117,7 +143,11 @@ describe('config resolution', () => {
     expect((await consoleFetch('/agent/draft', 'PUT', { config: soulWith((s) => (s.ask_human.enabled = false)) })).status).toBe(200);
     const t3 = await debugChat({ query: 'topology three', conversation_id: conversationId });
     expect(endOf(t3).event).toBe('error');
-    expect(endOf(t3).data).toMatchObject({ code: 'agent_session_configuration_changed', status: 409, message: SESSION_CONFIG_CHANGED_MESSAGE });
+    expect(endOf(t3).data).toMatchObject({
+      code: 'agent_session_configuration_changed',
+      status: 409,
+      message: SESSION_CONFIG_CHANGED_MESSAGE,
+    });
     const failed = await stack.db.message.findUniqueOrThrow({ where: { id: endOf(t3).data.message_id as string } });
     expect(failed.status).toBe('failed');
     expect(await stack.db.agentBackendRun.findUnique({ where: { message_id: failed.id } })).toBeNull();
@@ -128,7 +158,13 @@ describe('config resolution', () => {
 describe('input guards and output moderation', () => {
   it('answers a moderated query with the preset answer without calling the backend', async () => {
     const soul = soulWith((s) => {
-      s.features.moderation = { enabled: true, keywords: ['forbidden'], preset_answer: 'I cannot help with that.', output_enabled: true, output_preset_answer: 'Answer withheld.' };
+      s.features.moderation = {
+        enabled: true,
+        keywords: ['forbidden'],
+        preset_answer: 'I cannot help with that.',
+        output_enabled: true,
+        output_preset_answer: 'Answer withheld.',
+      };
     });
     await consoleFetch('/agent/draft', 'PUT', { config: soul });
     const pub = await consoleFetch('/agent/publish', 'POST', {});
@@ -154,14 +190,23 @@ describe('input guards and output moderation', () => {
 
   it('replaces a flagged answer with message_replace', async () => {
     const soul = soulWith((s) => {
-      s.features.moderation = { enabled: false, keywords: ['bravo'], preset_answer: 'x', output_enabled: true, output_preset_answer: 'Answer withheld.' };
+      s.features.moderation = {
+        enabled: false,
+        keywords: ['bravo'],
+        preset_answer: 'x',
+        output_enabled: true,
+        output_preset_answer: 'Answer withheld.',
+      };
     });
     await consoleFetch('/agent/draft', 'PUT', { config: soul });
     await consoleFetch('/agent/publish', 'POST', {});
     const { frames } = await chat(stack.apiUrl, key, { query: '/long 3', user: 'mod-replace' });
     const evs = frames.map((f) => f.event);
     expect(evs.slice(-3)).toEqual(['message_replace', 'message', 'message_end']);
-    expect(frames.find((f) => f.event === 'message_replace')!.data).toMatchObject({ answer: 'Answer withheld.', reason: 'output_moderation' });
+    expect(frames.find((f) => f.event === 'message_replace')!.data).toMatchObject({
+      answer: 'Answer withheld.',
+      reason: 'output_moderation',
+    });
     expect(frames.find((f) => f.event === 'message')!.data.answer).toBe('Answer withheld.');
     const msg = await stack.db.message.findUniqueOrThrow({ where: { id: endOf(frames).data.message_id as string } });
     expect(msg.answer).toBe('Answer withheld.');
@@ -170,7 +215,10 @@ describe('input guards and output moderation', () => {
   it('answers from an annotation above the similarity threshold, with annotation_reply metadata', async () => {
     await consoleFetch('/agent/draft', 'PUT', { config: demoSoulConfig() });
     await consoleFetch('/agent/publish', 'POST', {});
-    const ann = await consoleFetch('/annotations', 'POST', { question: 'What are your opening hours?', content: 'We are open 9 to 5, Monday to Friday.' });
+    const ann = await consoleFetch('/annotations', 'POST', {
+      question: 'What are your opening hours?',
+      content: 'We are open 9 to 5, Monday to Friday.',
+    });
     expect(ann.status).toBe(201);
     const { id: annotationId } = (await ann.json()) as { id: string };
     expect((await consoleFetch('/annotation-settings', 'PUT', { enabled: true, score_threshold: 0.5 })).status).toBe(200);
@@ -202,7 +250,10 @@ describe('failures', () => {
     const msg = await stack.db.message.findUniqueOrThrow({ where: { id: endOf(frames).data.message_id as string } });
     expect(msg).toMatchObject({ status: 'failed', error_code: code });
     expect(msg.usage).not.toBeNull();
-    const deltas = frames.filter((f) => f.event === 'agent_message').map((f) => f.data.answer).join('');
+    const deltas = frames
+      .filter((f) => f.event === 'agent_message')
+      .map((f) => f.data.answer)
+      .join('');
     expect(msg.answer).toBe(deltas);
     const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id } });
     expect(conv.active_message_id).toBeNull();

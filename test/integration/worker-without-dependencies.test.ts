@@ -74,7 +74,13 @@ describe('a standalone worker', () => {
   it('starts without Temporal and PostgreSQL and connects to each as it comes back', { timeout: 180_000 }, async () => {
     expect(await health(() => true)).toEqual({ http: 503, checks: { temporal: false, database: false } });
 
-    temporal = await startTemporalDevServer({ bin: inject('temporalBin'), dataDir, port: temporalPort, uiPort: await stablePort(), headless: true });
+    temporal = await startTemporalDevServer({
+      bin: inject('temporalBin'),
+      dataDir,
+      port: temporalPort,
+      uiPort: await stablePort(),
+      headless: true,
+    });
     expect(await health((c) => c.temporal)).toEqual({ http: 503, checks: { temporal: true, database: false } });
 
     pg = await startEmbeddedPg({ dir: path.join(dataDir, 'pg'), port: pgPort, durable: false });
@@ -90,7 +96,9 @@ describe('a standalone worker', () => {
     let row: { delivered_at: Date | null; last_error: string | null } | undefined;
     for (let i = 0; i < 120 && !row?.delivered_at; i++) {
       await new Promise((r) => setTimeout(r, 250));
-      [row] = await db.$queryRaw<{ delivered_at: Date | null; last_error: string | null }[]>`select delivered_at, last_error from temporal_outbox where id = ${owed.id}::uuid`;
+      [row] = await db.$queryRaw<
+        { delivered_at: Date | null; last_error: string | null }[]
+      >`select delivered_at, last_error from temporal_outbox where id = ${owed.id}::uuid`;
     }
     expect(row?.delivered_at).not.toBeNull();
     expect(row?.last_error).toMatch(/not found/i);

@@ -58,13 +58,26 @@ describe('agentTurn signal ordering', () => {
         await new Promise((r) => setTimeout(r, 50));
       }
       // A short expiry: without the fix the turn would take the timeout path after 2 s.
-      return { status: 'paused', toolCallId: 'call-1', formId: 'form-1', formToken: 'tok', expiresAt: new Date(Date.now() + 2_000).toISOString() };
+      return {
+        status: 'paused',
+        toolCallId: 'call-1',
+        formId: 'form-1',
+        formToken: 'tok',
+        expiresAt: new Date(Date.now() + 2_000).toISOString(),
+      };
     });
     const result = await withWorker(taskQueue, activities, () =>
-      client.workflow.execute<(i: AgentTurnInput) => Promise<AgentTurnResult>>(AGENT_TURN_WORKFLOW, { taskQueue, workflowId, args: [turnInput('m-1')] }),
+      client.workflow.execute<(i: AgentTurnInput) => Promise<AgentTurnResult>>(AGENT_TURN_WORKFLOW, {
+        taskQueue,
+        workflowId,
+        args: [turnInput('m-1')],
+      }),
     );
     expect(result).toEqual({ status: 'succeeded', messageId: 'm-resume' });
-    expect(calls.filter((c) => c.name === 'runAgent').map((c) => (c.input as { messageId: string }).messageId)).toEqual(['m-1', 'm-resume']);
+    expect(calls.filter((c) => c.name === 'runAgent').map((c) => (c.input as { messageId: string }).messageId)).toEqual([
+      'm-1',
+      'm-resume',
+    ]);
     expect(calls.some((c) => c.name === 'expireForm' || c.name === 'createTimeoutResume')).toBe(false);
     expect(calls.find((c) => c.name === 'prepareTurn' && (c.input as { resumeFormId?: string }).resumeFormId === 'form-1')).toBeTruthy();
   });
@@ -74,11 +87,18 @@ describe('agentTurn signal ordering', () => {
     const workflowId = `agent-turn-other-${Date.now()}`;
     const { calls, activities } = scriptedActivities(async (call) => {
       if (call > 0) return { status: 'succeeded' };
-      return { status: 'paused', toolCallId: 'call-1', formId: 'form-2', formToken: 'tok', expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+      return {
+        status: 'paused',
+        toolCallId: 'call-1',
+        formId: 'form-2',
+        formToken: 'tok',
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+      };
     });
     const result = await withWorker(taskQueue, activities, async () => {
       const handle = await client.workflow.start(AGENT_TURN_WORKFLOW, { taskQueue, workflowId, args: [turnInput('m-2')] });
-      for (let i = 0; i < 200 && (await handle.query<{ phase: string }>('turnState')).phase !== 'waiting_for_human'; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 200 && (await handle.query<{ phase: string }>('turnState')).phase !== 'waiting_for_human'; i++)
+        await new Promise((r) => setTimeout(r, 50));
       await handle.signal(formSubmittedSignal, { formId: 'someone-elses-form', resumeMessageId: 'm-wrong' });
       await handle.signal(formSubmittedSignal, { formId: 'form-2', resumeMessageId: 'm-right' });
       return (await handle.result()) as AgentTurnResult;

@@ -15,7 +15,10 @@ async function collect(events: AsyncIterable<ProviderEvent>): Promise<ProviderEv
   return out;
 }
 
-function invoke(messages: PromptMessage[], opts: { delay?: number; tools?: ToolDefinition[]; signal?: AbortSignal; params?: Record<string, unknown> } = {}) {
+function invoke(
+  messages: PromptMessage[],
+  opts: { delay?: number; tools?: ToolDefinition[]; signal?: AbortSignal; params?: Record<string, unknown> } = {},
+) {
   return createDemoProvider({ tokenDelayMs: opts.delay ?? 0 }).invoke({
     model: 'demo-chat',
     prompt_messages: messages,
@@ -66,12 +69,20 @@ describe('demo model', () => {
   });
 
   it('summarises ask_human timeouts and generic tool results', () => {
-    const call = (id: string, name: string) => ({ role: 'assistant' as const, content: '', tool_calls: [{ id, type: 'function' as const, function: { name, arguments: '{}' } }] });
+    const call = (id: string, name: string) => ({
+      role: 'assistant' as const,
+      content: '',
+      tool_calls: [{ id, type: 'function' as const, function: { name, arguments: '{}' } }],
+    });
     expect(
-      planDemoReply([user('/ask x'), call('c1', 'ask_human'), { role: 'tool', tool_call_id: 'c1', content: '{"status":"timeout"}' }], []).text,
+      planDemoReply([user('/ask x'), call('c1', 'ask_human'), { role: 'tool', tool_call_id: 'c1', content: '{"status":"timeout"}' }], [])
+        .text,
     ).toContain('Nobody answered');
     expect(
-      planDemoReply([user('/time'), call('c2', 'current_time'), { role: 'tool', tool_call_id: 'c2', content: '{"result":"2026-01-01T00:00:00Z"}' }], []).text,
+      planDemoReply(
+        [user('/time'), call('c2', 'current_time'), { role: 'tool', tool_call_id: 'c2', content: '{"result":"2026-01-01T00:00:00Z"}' }],
+        [],
+      ).text,
     ).toBe('The current time is 2026-01-01T00:00:00Z.');
     expect(planDemoReply([user('/tool x {}'), call('c3', 'x'), { role: 'tool', tool_call_id: 'c3', content: 'done' }], []).text).toBe(
       'The x tool returned: done.',

@@ -59,7 +59,14 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
           return;
         case 'fake-tools':
           stream();
-          sse(res, delta({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: 'call_abc', type: 'function', function: { name: 'calculator', arguments: '' } }] }));
+          sse(
+            res,
+            delta({
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ index: 0, id: 'call_abc', type: 'function', function: { name: 'calculator', arguments: '' } }],
+            }),
+          );
           sse(res, delta({ tool_calls: [{ index: 0, function: { arguments: '{"expre' } }] }));
           sse(res, delta({ tool_calls: [{ index: 0, function: { arguments: 'ssion":"6*7"}' } }] }));
           sse(res, delta({}, 'tool_calls'));

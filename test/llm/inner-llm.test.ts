@@ -115,7 +115,7 @@ describe('demo model over the inner API', () => {
       completion_unit_price: '2',
       prompt_price_unit: '0.000001',
       prompt_price: '0.0000020',
-      completion_price: (completion * 2 / 1e6).toFixed(7),
+      completion_price: ((completion * 2) / 1e6).toFixed(7),
       total_price: ((2 + completion * 2) / 1e6).toFixed(7),
       currency: 'USD',
       model_requests: 1,
@@ -145,8 +145,12 @@ describe('demo model over the inner API', () => {
 
   it('turns /calc into a calculator tool call and then answers from the tool result', async () => {
     const tenant = await createTenant(tdb.db);
-    const tools = [{ name: 'calculator', description: 'math', parameters: { type: 'object', properties: { expression: { type: 'string' } } } }];
-    const first = await readChunks(await post(api.url, invokeBody(tenant, { tools, prompt_messages: [{ role: 'user', content: '/calc 6*7' }] })));
+    const tools = [
+      { name: 'calculator', description: 'math', parameters: { type: 'object', properties: { expression: { type: 'string' } } } },
+    ];
+    const first = await readChunks(
+      await post(api.url, invokeBody(tenant, { tools, prompt_messages: [{ role: 'user', content: '/calc 6*7' }] })),
+    );
     const calls = first.flatMap((c) => c.data.delta.message.tool_calls ?? []);
     expect(calls).toEqual([{ id: 'call_demo_1_0', type: 'function', function: { name: 'calculator', arguments: '{"expression":"6*7"}' } }]);
     const last = first[first.length - 1].data.delta;
@@ -172,7 +176,9 @@ describe('demo model over the inner API', () => {
   it('answers with the values a human submitted to ask_human', async () => {
     const tenant = await createTenant(tdb.db);
     const tools = [{ name: 'ask_human', description: '', parameters: {} }];
-    const first = await readChunks(await post(api.url, invokeBody(tenant, { tools, prompt_messages: [{ role: 'user', content: '/ask Which colour?' }] })));
+    const first = await readChunks(
+      await post(api.url, invokeBody(tenant, { tools, prompt_messages: [{ role: 'user', content: '/ask Which colour?' }] })),
+    );
     const [call] = first.flatMap((c) => c.data.delta.message.tool_calls ?? []);
     expect(JSON.parse(call.function.arguments)).toMatchObject({ question: 'Which colour?', fields: [{ name: 'answer' }] });
     const result = { status: 'submitted', action: { id: 'submit', label: 'Submit' }, values: { answer: 'blue' }, rendered_content: '' };
@@ -283,7 +289,10 @@ describe('credits', () => {
 
   it('stores credentials encrypted: no plaintext at rest, round-trips, fails with another key', async () => {
     const tenant = await createTenant(tdb.db);
-    await saveCredentials(tdb.db, ENCRYPTION_KEY, tenant, 'openai_compatible', { base_url: 'http://example.invalid/v1', api_key: TENANT_KEY });
+    await saveCredentials(tdb.db, ENCRYPTION_KEY, tenant, 'openai_compatible', {
+      base_url: 'http://example.invalid/v1',
+      api_key: TENANT_KEY,
+    });
     const [raw] = await tdb.db.$queryRaw<{ encrypted_config: string }[]>`
       select encrypted_config from model_provider_credentials where tenant_id = ${tenant}::uuid`;
     expect(raw.encrypted_config).not.toContain(TENANT_KEY);
@@ -302,7 +311,11 @@ describe('credits', () => {
 describe('openai-compatible provider through the inner API', () => {
   it('streams reasoning, text and upstream usage for a system-hosted call and bills it', async () => {
     const tenant = await createTenant(tdb.db, { limit: 1_000_000n });
-    const body = invokeBody(tenant, { provider: 'openai_compatible', model: 'fake-ok', model_parameters: { temperature: 0.2, stop_sequences: ['END'] } });
+    const body = invokeBody(tenant, {
+      provider: 'openai_compatible',
+      model: 'fake-ok',
+      model_parameters: { temperature: 0.2, stop_sequences: ['END'] },
+    });
     const chunks = await readChunks(await post(api.url, body));
     expect(chunks[0].data.delta.message.reasoning_content).toBe('Thinking. ');
     expect(answerOf(chunks)).toBe('Hello from the fake.');

@@ -25,9 +25,7 @@ describe('pricing', () => {
   });
 
   it('decimal parse/format round-trips', () => {
-    fc.assert(
-      fc.property(fc.bigInt({ min: 0n, max: 10n ** 20n }), (n) => parseDecimal(formatDecimal(n, 7), 7) === n),
-    );
+    fc.assert(fc.property(fc.bigInt({ min: 0n, max: 10n ** 20n }), (n) => parseDecimal(formatDecimal(n, 7), 7) === n));
   });
 });
 

@@ -42,7 +42,24 @@ function fromValue(v: unknown): Node {
 }
 
 const PROTO_KEYS = ['__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', '__defineGetter__'];
-const FIELDS = ['query', 'user', 'inputs', 'files', 'config', 'prompt', 'caller', 'target', 'composition', 'name', 'rating', 'content', 'question', 'action', 'from', 'enabled'];
+const FIELDS = [
+  'query',
+  'user',
+  'inputs',
+  'files',
+  'config',
+  'prompt',
+  'caller',
+  'target',
+  'composition',
+  'name',
+  'rating',
+  'content',
+  'question',
+  'action',
+  'from',
+  'enabled',
+];
 
 const huge = fc.constantFrom('x'.repeat(300_000), '\u0000'.repeat(10_000), '€'.repeat(100_000));
 const scalar: fc.Arbitrary<Node> = fc.oneof(
@@ -60,9 +77,11 @@ const { node } = fc.letrec<{ node: Node }>((tie) => ({
     fc.array(fc.tuple(key, tie('node')), { maxLength: 4 }).map((obj) => ({ obj })),
   ),
 }));
-const deep = fc.integer({ min: 30, max: 200_000 }).chain((depth) =>
-  fc.constantFrom(`${'['.repeat(depth)}${']'.repeat(depth)}`, `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`, `${'['.repeat(depth)}`),
-);
+const deep = fc
+  .integer({ min: 30, max: 200_000 })
+  .chain((depth) =>
+    fc.constantFrom(`${'['.repeat(depth)}${']'.repeat(depth)}`, `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`, `${'['.repeat(depth)}`),
+  );
 
 /** A body: the real one with a field replaced or added, a random value, or a depth bomb under a field. */
 const bodyFor = (base: Record<string, unknown>) =>
@@ -74,10 +93,12 @@ const bodyFor = (base: Record<string, unknown>) =>
     node.map(text),
     fc.tuple(fc.constantFrom(...Object.keys(base), '__proto__'), deep).map(([k, d]) => `{${JSON.stringify(k)}:${d}}`),
     // NUL where the real data goes: a field's value, or a key inside it.
-    fc.tuple(fc.constantFrom(...Object.keys(base)), fc.constantFrom<Node>('a\u0000b', { obj: [['k\u0000', 'v']] }, { arr: ['\u0000'] })).map(([k, v]) => {
-      const fields = fromValue(base) as { obj: [string, Node][] };
-      return text({ obj: fields.obj.map(([f, x]) => [f, f === k ? v : x] as [string, Node]) });
-    }),
+    fc
+      .tuple(fc.constantFrom(...Object.keys(base)), fc.constantFrom<Node>('a\u0000b', { obj: [['k\u0000', 'v']] }, { arr: ['\u0000'] }))
+      .map(([k, v]) => {
+        const fields = fromValue(base) as { obj: [string, Node][] };
+        return text({ obj: fields.obj.map(([f, x]) => [f, f === k ? v : x] as [string, Node]) });
+      }),
     fc.constantFrom('{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}', '{', '\u0000', 'nul'),
   );
 
@@ -92,16 +113,88 @@ interface Edge {
 const app = () => stack.demo!.appId;
 const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 const EDGES: Edge[] = [
-  { name: 'public chat', method: 'POST', url: () => `${stack.apiUrl}/v1/chat-messages`, headers: () => bearer(stack.demo!.apiKey), base: () => ({ query: 'hi', user: 'fuzzer', inputs: {}, response_mode: 'blocking' }) },
-  { name: 'public stop', method: 'POST', url: () => `${stack.apiUrl}/v1/chat-messages/${ids.message}/stop`, headers: () => bearer(stack.demo!.apiKey), base: () => ({ user: 'fuzzer' }) },
-  { name: 'public feedback', method: 'POST', url: () => `${stack.apiUrl}/v1/messages/${ids.message}/feedbacks`, headers: () => bearer(stack.demo!.apiKey), base: () => ({ rating: 'like', user: 'fuzzer', content: 'ok' }) },
-  { name: 'public rename', method: 'POST', url: () => `${stack.apiUrl}/v1/conversations/${ids.conversation}/name`, headers: () => bearer(stack.demo!.apiKey), base: () => ({ name: 'n', user: 'fuzzer' }) },
-  { name: 'public form', method: 'POST', url: () => `${stack.apiUrl}/v1/form/human_input/abcdefghijkl`, headers: () => bearer(stack.demo!.apiKey), base: () => ({ inputs: {}, action: 'ok', user: 'fuzzer' }) },
-  { name: 'console draft', method: 'PUT', url: () => `${stack.apiUrl}/console/api/apps/${app()}/agent/build-draft`, headers: () => bearer(stack.demo!.consoleKey), base: () => ({ config: {} }) },
-  { name: 'console annotation', method: 'POST', url: () => `${stack.apiUrl}/console/api/apps/${app()}/annotations`, headers: () => bearer(stack.demo!.consoleKey), base: () => ({ question: 'q', content: 'c' }) },
-  { name: 'console settings', method: 'PUT', url: () => `${stack.apiUrl}/console/api/apps/${app()}/annotation-settings`, headers: () => bearer(stack.demo!.consoleKey), base: () => ({ enabled: false, score_threshold: 0.5 }) },
-  { name: 'console publish', method: 'POST', url: () => `${stack.apiUrl}/console/api/apps/${app()}/agent/publish`, headers: () => bearer(stack.demo!.consoleKey), base: () => ({ from: 'build-draft' }) },
-  { name: 'inner llm invoke', method: 'POST', url: () => `${stack.apiUrl}/inner/api/agent/llm/invoke`, headers: () => ({ 'x-inner-api-key': INNER_KEY }), base: () => ({ caller: { invocation_id: 'i', agent_run_id: 'r', call_index: 0, tenant_id: stack.demo!.tenantId, user_id: 'u', user_from: 'end-user', app_id: app(), invoke_from: 'service-api' }, target: { provider: 'demo', model: 'demo-chat', prompt_messages: [{ role: 'user', content: 'hi' }] } }) },
+  {
+    name: 'public chat',
+    method: 'POST',
+    url: () => `${stack.apiUrl}/v1/chat-messages`,
+    headers: () => bearer(stack.demo!.apiKey),
+    base: () => ({ query: 'hi', user: 'fuzzer', inputs: {}, response_mode: 'blocking' }),
+  },
+  {
+    name: 'public stop',
+    method: 'POST',
+    url: () => `${stack.apiUrl}/v1/chat-messages/${ids.message}/stop`,
+    headers: () => bearer(stack.demo!.apiKey),
+    base: () => ({ user: 'fuzzer' }),
+  },
+  {
+    name: 'public feedback',
+    method: 'POST',
+    url: () => `${stack.apiUrl}/v1/messages/${ids.message}/feedbacks`,
+    headers: () => bearer(stack.demo!.apiKey),
+    base: () => ({ rating: 'like', user: 'fuzzer', content: 'ok' }),
+  },
+  {
+    name: 'public rename',
+    method: 'POST',
+    url: () => `${stack.apiUrl}/v1/conversations/${ids.conversation}/name`,
+    headers: () => bearer(stack.demo!.apiKey),
+    base: () => ({ name: 'n', user: 'fuzzer' }),
+  },
+  {
+    name: 'public form',
+    method: 'POST',
+    url: () => `${stack.apiUrl}/v1/form/human_input/abcdefghijkl`,
+    headers: () => bearer(stack.demo!.apiKey),
+    base: () => ({ inputs: {}, action: 'ok', user: 'fuzzer' }),
+  },
+  {
+    name: 'console draft',
+    method: 'PUT',
+    url: () => `${stack.apiUrl}/console/api/apps/${app()}/agent/build-draft`,
+    headers: () => bearer(stack.demo!.consoleKey),
+    base: () => ({ config: {} }),
+  },
+  {
+    name: 'console annotation',
+    method: 'POST',
+    url: () => `${stack.apiUrl}/console/api/apps/${app()}/annotations`,
+    headers: () => bearer(stack.demo!.consoleKey),
+    base: () => ({ question: 'q', content: 'c' }),
+  },
+  {
+    name: 'console settings',
+    method: 'PUT',
+    url: () => `${stack.apiUrl}/console/api/apps/${app()}/annotation-settings`,
+    headers: () => bearer(stack.demo!.consoleKey),
+    base: () => ({ enabled: false, score_threshold: 0.5 }),
+  },
+  {
+    name: 'console publish',
+    method: 'POST',
+    url: () => `${stack.apiUrl}/console/api/apps/${app()}/agent/publish`,
+    headers: () => bearer(stack.demo!.consoleKey),
+    base: () => ({ from: 'build-draft' }),
+  },
+  {
+    name: 'inner llm invoke',
+    method: 'POST',
+    url: () => `${stack.apiUrl}/inner/api/agent/llm/invoke`,
+    headers: () => ({ 'x-inner-api-key': INNER_KEY }),
+    base: () => ({
+      caller: {
+        invocation_id: 'i',
+        agent_run_id: 'r',
+        call_index: 0,
+        tenant_id: stack.demo!.tenantId,
+        user_id: 'u',
+        user_from: 'end-user',
+        app_id: app(),
+        invoke_from: 'service-api',
+      },
+      target: { provider: 'demo', model: 'demo-chat', prompt_messages: [{ role: 'user', content: 'hi' }] },
+    }),
+  },
   {
     name: 'inner agent-config',
     method: 'PUT',
@@ -109,18 +202,56 @@ const EDGES: Edge[] = [
     headers: () => ({
       'x-inner-api-key': INNER_KEY,
       'x-agent-execution-context': Buffer.from(
-        JSON.stringify(signExecutionContext({ tenant_id: stack.demo!.tenantId, user_id: 'u', user_from: 'account', app_id: app(), conversation_id: ids.conversation, message_id: ids.message, agent_id: stack.demo!.agentId, agent_config_version_id: null, invoke_from: 'debugger' }, stack.config.EXECUTION_CONTEXT_SIGNING_KEY)),
+        JSON.stringify(
+          signExecutionContext(
+            {
+              tenant_id: stack.demo!.tenantId,
+              user_id: 'u',
+              user_from: 'account',
+              app_id: app(),
+              conversation_id: ids.conversation,
+              message_id: ids.message,
+              agent_id: stack.demo!.agentId,
+              agent_config_version_id: null,
+              invoke_from: 'debugger',
+            },
+            stack.config.EXECUTION_CONTEXT_SIGNING_KEY,
+          ),
+        ),
       ).toString('base64'),
     }),
     base: () => ({ prompt: 'p' }),
   },
-  { name: 'backend runs', method: 'POST', url: () => `${stack.agentBackendUrl}/runs`, headers: () => bearer(BACKEND_TOKEN), base: () => ({ purpose: 'turn', composition: { layers: [] }, idempotency_key: 'k' }) },
-  { name: 'backend cancel', method: 'POST', url: () => `${stack.agentBackendUrl}/runs/00000000-0000-4000-8000-000000000000/cancel`, headers: () => bearer(BACKEND_TOKEN), base: () => ({ reason: 'user_stop' }) },
-  { name: 'agent stub', method: 'PUT', url: () => `${stack.agentBackendUrl}/agent-stub/config/prompt`, headers: () => bearer(mintStubToken(BACKEND_TOKEN, ids.message)), base: () => ({ prompt: 'p' }) },
+  {
+    name: 'backend runs',
+    method: 'POST',
+    url: () => `${stack.agentBackendUrl}/runs`,
+    headers: () => bearer(BACKEND_TOKEN),
+    base: () => ({ purpose: 'turn', composition: { layers: [] }, idempotency_key: 'k' }),
+  },
+  {
+    name: 'backend cancel',
+    method: 'POST',
+    url: () => `${stack.agentBackendUrl}/runs/00000000-0000-4000-8000-000000000000/cancel`,
+    headers: () => bearer(BACKEND_TOKEN),
+    base: () => ({ reason: 'user_stop' }),
+  },
+  {
+    name: 'agent stub',
+    method: 'PUT',
+    url: () => `${stack.agentBackendUrl}/agent-stub/config/prompt`,
+    headers: () => bearer(mintStubToken(BACKEND_TOKEN, ids.message)),
+    base: () => ({ prompt: 'p' }),
+  },
 ];
 
 async function send(edge: Edge, body: string): Promise<number> {
-  const res = await fetch(edge.url(), { method: edge.method, headers: { 'content-type': 'application/json', ...edge.headers() }, body, signal: AbortSignal.timeout(30_000) });
+  const res = await fetch(edge.url(), {
+    method: edge.method,
+    headers: { 'content-type': 'application/json', ...edge.headers() },
+    body,
+    signal: AbortSignal.timeout(30_000),
+  });
   await res.arrayBuffer().catch(() => undefined);
   return res.status;
 }

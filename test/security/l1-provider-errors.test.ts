@@ -26,7 +26,14 @@ beforeAll(async () => {
     req.resume();
     req.on('end', () => {
       res.writeHead(401, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${API_KEY}. Authorization: ${req.headers.authorization}`, type: 'invalid_request_error' } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            message: `Incorrect API key provided: ${API_KEY}. Authorization: ${req.headers.authorization}`,
+            type: 'invalid_request_error',
+          },
+        }),
+      );
     });
   });
   await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
@@ -38,7 +45,11 @@ beforeAll(async () => {
     },
   });
   stack = await startTestStack('sec_l1', {
-    env: { OPENAI_COMPATIBLE_BASE_URL: `http://leaky:${PASSWORD}@127.0.0.1:${port}/v1`, OPENAI_COMPATIBLE_API_KEY: API_KEY, OPENAI_COMPATIBLE_MODEL: 'm1' },
+    env: {
+      OPENAI_COMPATIBLE_BASE_URL: `http://leaky:${PASSWORD}@127.0.0.1:${port}/v1`,
+      OPENAI_COMPATIBLE_API_KEY: API_KEY,
+      OPENAI_COMPATIBLE_MODEL: 'm1',
+    },
     logger: pino({ level: 'debug' }, sink),
   });
 });

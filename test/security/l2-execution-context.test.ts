@@ -121,7 +121,16 @@ describe('L2: the LLM invoke route checks that the caller’s app belongs to the
       method: 'POST',
       headers: { 'x-inner-api-key': INNER_KEY, 'content-type': 'application/json' },
       body: JSON.stringify({
-        caller: { invocation_id: 'x1', agent_run_id: 'x1', call_index: 0, tenant_id: tenantB.id, user_id: 'u', user_from: 'end-user', app_id: stack.demo!.appId, invoke_from: 'service-api' },
+        caller: {
+          invocation_id: 'x1',
+          agent_run_id: 'x1',
+          call_index: 0,
+          tenant_id: tenantB.id,
+          user_id: 'u',
+          user_from: 'end-user',
+          app_id: stack.demo!.appId,
+          invoke_from: 'service-api',
+        },
         target: { provider: 'demo', model: 'demo-chat', prompt_messages: [{ role: 'user', content: 'hi' }] },
       }),
       signal: AbortSignal.timeout(10_000),

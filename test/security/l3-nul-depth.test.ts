@@ -37,30 +37,57 @@ function expect400(r: { status: number; body: unknown }, field: string) {
 
 describe('L3: NUL and deep nesting on the public API', () => {
   it('refuses NUL in an inputs key and in an inputs value, naming the field', async () => {
-    expect400(await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', { body: { query: 'hi', user: 'u1', response_mode: 'blocking', inputs: { name: `a${NUL}b` } } }), 'inputs.name');
-    expect400(await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', { body: { query: 'hi', user: 'u1', response_mode: 'blocking', inputs: { [`k${NUL}`]: 'v' } } }), 'inputs.k\\u0000');
+    expect400(
+      await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', {
+        body: { query: 'hi', user: 'u1', response_mode: 'blocking', inputs: { name: `a${NUL}b` } },
+      }),
+      'inputs.name',
+    );
+    expect400(
+      await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', {
+        body: { query: 'hi', user: 'u1', response_mode: 'blocking', inputs: { [`k${NUL}`]: 'v' } },
+      }),
+      'inputs.k\\u0000',
+    );
   });
 
   it('refuses inputs nested 2,000 deep (and 200,000 deep) with 400 naming inputs', async () => {
     for (const depth of [2_000, 200_000]) {
-      const r = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', { body: deepText('inputs', depth, '"query":"hi","user":"u1",'), headers: { 'content-type': 'application/json' } });
+      const r = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', {
+        body: deepText('inputs', depth, '"query":"hi","user":"u1",'),
+        headers: { 'content-type': 'application/json' },
+      });
       expect400(r, 'inputs');
     }
   });
 
   it('refuses NUL in ask_human form inputs before looking the form up', async () => {
-    expect400(await api(stack.apiUrl, key, 'POST', '/v1/form/human_input/abcdefghijkl', { body: { inputs: { answer: `x${NUL}` }, action: 'ok', user: 'u1' } }), 'inputs.answer');
+    expect400(
+      await api(stack.apiUrl, key, 'POST', '/v1/form/human_input/abcdefghijkl', {
+        body: { inputs: { answer: `x${NUL}` }, action: 'ok', user: 'u1' },
+      }),
+      'inputs.answer',
+    );
   });
 
   it('accepts nesting within the limit', async () => {
-    const r = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', { body: { query: 'hi', user: 'u-l3', response_mode: 'blocking', inputs: { deep: nested(20) } }, timeoutMs: 30_000 });
+    const r = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', {
+      body: { query: 'hi', user: 'u-l3', response_mode: 'blocking', inputs: { deep: nested(20) } },
+      timeoutMs: 30_000,
+    });
     expect(r.status).toBe(200);
   });
 });
 
 describe('L3: NUL and deep nesting on the console API', () => {
   const consoleApi = (method: string, path: string, body: unknown) =>
-    api(stack.apiUrl, consoleKey, method, `/console/api/apps/${appId}${path}`, typeof body === 'string' ? { body, headers: { 'content-type': 'application/json' } } : { body });
+    api(
+      stack.apiUrl,
+      consoleKey,
+      method,
+      `/console/api/apps/${appId}${path}`,
+      typeof body === 'string' ? { body, headers: { 'content-type': 'application/json' } } : { body },
+    );
 
   it('refuses NUL in a debugger query and its inputs', async () => {
     expect400(await consoleApi('POST', '/agent/debug/chat-messages', { query: `a${NUL}`, inputs: {} }), 'query');
@@ -80,7 +107,10 @@ describe('L3: NUL and deep nesting on the console API', () => {
   });
 
   it('reads no console body before the console key is known', async () => {
-    const r = await api(stack.apiUrl, 'not-a-key', 'POST', `/console/api/apps/${appId}/annotations`, { body: '{broken', headers: { 'content-type': 'application/json' } });
+    const r = await api(stack.apiUrl, 'not-a-key', 'POST', `/console/api/apps/${appId}/annotations`, {
+      body: '{broken',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(r.status).toBe(401);
   });
 });

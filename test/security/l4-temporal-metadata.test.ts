@@ -30,7 +30,7 @@ function inert(s: string): boolean {
   return true;
 }
 
-const USER = "x` ![pwned](http://evil.example/a.png) [click me](javascript:alert(1)) <img src=x onerror=alert(1)> `\n# Heading";
+const USER = 'x` ![pwned](http://evil.example/a.png) [click me](javascript:alert(1)) <img src=x onerror=alert(1)> `\n# Heading';
 const QUERY = '**bold** [link](javascript:alert(2)) ![i](http://evil.example/b.png)';
 
 describe('L4: Temporal UI metadata is plain text', () => {

@@ -24,7 +24,11 @@ afterAll(async () => stack?.stop());
 async function turnWithImage(user: string) {
   const up = await upload(stack.apiUrl, key, tinyPng(), 'photo.png', user);
   const uploadId = (up.body as { id: string }).id;
-  const { frames } = await chat(stack.apiUrl, key, { query: 'what is this?', user, files: [{ type: 'image', transfer_method: 'local_file', upload_file_id: uploadId }] });
+  const { frames } = await chat(stack.apiUrl, key, {
+    query: 'what is this?',
+    user,
+    files: [{ type: 'image', transfer_method: 'local_file', upload_file_id: uploadId }],
+  });
   const conversationId = frames.at(-1)!.data.conversation_id as string;
   const history = await api(stack.apiUrl, key, 'GET', `/v1/messages?conversation_id=${conversationId}&user=${user}`);
   const link = (history.body as { data: { message_files: { url: string }[] }[] }).data[0]!.message_files[0]!.url;

@@ -15,7 +15,13 @@ const open: AbortController[] = [];
 
 beforeAll(async () => {
   stack = await startTestStack('sec_l6', {
-    env: { DEMO_MODEL_TOKEN_DELAY_MS: 150, STREAMS_PER_USER: 3, TURNS_PER_USER: 1, RATE_LIMIT_USER_PER_MINUTE: 20, RATE_LIMIT_KEY_PER_MINUTE: 60 },
+    env: {
+      DEMO_MODEL_TOKEN_DELAY_MS: 150,
+      STREAMS_PER_USER: 3,
+      TURNS_PER_USER: 1,
+      RATE_LIMIT_USER_PER_MINUTE: 20,
+      RATE_LIMIT_KEY_PER_MINUTE: 60,
+    },
   });
   key = stack.demo!.apiKey;
 });
@@ -35,7 +41,10 @@ async function slowTurn(user: string): Promise<{ messageId: string; ctrl: AbortC
 }
 
 function attach(messageId: string, user: string, ctrl: AbortController): Promise<Response> {
-  return fetch(`${stack.apiUrl}/v1/chat-messages/${messageId}/events?user=${user}`, { headers: { authorization: `Bearer ${key}` }, signal: ctrl.signal });
+  return fetch(`${stack.apiUrl}/v1/chat-messages/${messageId}/events?user=${user}`, {
+    headers: { authorization: `Bearer ${key}` },
+    signal: ctrl.signal,
+  });
 }
 
 describe('L6: limits per key and per end user', () => {
@@ -64,7 +73,9 @@ describe('L6: limits per key and per end user', () => {
 
   it('caps the turns one user has in progress', async () => {
     await slowTurn('busy');
-    const second = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', { body: { query: 'another', user: 'busy', response_mode: 'streaming' } });
+    const second = await api(stack.apiUrl, key, 'POST', '/v1/chat-messages', {
+      body: { query: 'another', user: 'busy', response_mode: 'streaming' },
+    });
     expect(second.status).toBe(429);
     expect(second.headers.get('retry-after')).not.toBeNull();
   });

@@ -21,7 +21,9 @@ const own = {
 
 describe('L7: production refuses the development default secrets', () => {
   it('names every secret left at its default', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/INNER_API_KEY, AGENT_BACKEND_TOKEN, ENCRYPTION_KEY, EXECUTION_CONTEXT_SIGNING_KEY/);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
+      /INNER_API_KEY, AGENT_BACKEND_TOKEN, ENCRYPTION_KEY, EXECUTION_CONTEXT_SIGNING_KEY/,
+    );
     expect(() => loadConfig({ NODE_ENV: 'production', ...own, ENCRYPTION_KEY: undefined })).toThrow(/ENCRYPTION_KEY/);
   });
 
@@ -78,7 +80,12 @@ describe('L7: embedded PostgreSQL has a generated password kept in DATA_DIR', ()
     expect(await canConnect(legacyUrl(port))).toBe(true);
     await before.stop();
 
-    const after = await startEmbeddedPg({ dir: path.join(dataDir, 'pg'), port, durable: false, passwordFile: path.join(dataDir, 'pg-password') });
+    const after = await startEmbeddedPg({
+      dir: path.join(dataDir, 'pg'),
+      port,
+      durable: false,
+      passwordFile: path.join(dataDir, 'pg-password'),
+    });
     clusters.push(after);
     expect(await canConnect(after.url('postgres'))).toBe(true);
     expect(await canConnect(legacyUrl(port))).toBe(false);

@@ -47,25 +47,50 @@ describe('M1: mention expansion cannot be made to stall the process', () => {
   }
 
   it('produces exactly what the former regexes produced, on arbitrary text built from the mention alphabet', () => {
-    const alphabet = fc.constantFrom('{', '}', '#', '.', '§', '[', ']', ':', ' ', '\t', 'a', 'B', '_', '-', '1', '{{#', '#}}', '[§', '§]', 'x.y');
+    const alphabet = fc.constantFrom(
+      '{',
+      '}',
+      '#',
+      '.',
+      '§',
+      '[',
+      ']',
+      ':',
+      ' ',
+      '\t',
+      'a',
+      'B',
+      '_',
+      '-',
+      '1',
+      '{{#',
+      '#}}',
+      '[§',
+      '§]',
+      'x.y',
+    );
     const resolver = fc.constantFrom<MentionResolver>(
       () => undefined,
       (kind, id) => (kind === 'a' ? `<${id}>` : undefined),
       () => '',
     );
     fc.assert(
-      fc.property(fc.array(alphabet, { maxLength: 40 }).map((parts) => parts.join('')), resolver, (text, resolve) => {
-        expect(expandPromptMentions(text, resolve)).toBe(reference(text, resolve));
-      }),
+      fc.property(
+        fc.array(alphabet, { maxLength: 40 }).map((parts) => parts.join('')),
+        resolver,
+        (text, resolve) => {
+          expect(expandPromptMentions(text, resolve)).toBe(reference(text, resolve));
+        },
+      ),
       { numRuns: 20_000 },
     );
   });
 
   it('still expands the documented forms', () => {
     const resolve: MentionResolver = (kind, id) => (kind === 'tool' && id === 'search' ? 'the Search tool' : undefined);
-    expect(expandPromptMentions('Use {{# tool.search #}}, {{#sys.query.the question#}}, [§dataset:ds1:Handbook§] and [§file:f9§].', resolve)).toBe(
-      'Use the Search tool, the question, Handbook and f9.',
-    );
+    expect(
+      expandPromptMentions('Use {{# tool.search #}}, {{#sys.query.the question#}}, [§dataset:ds1:Handbook§] and [§file:f9§].', resolve),
+    ).toBe('Use the Search tool, the question, Handbook and f9.');
     expect(expandPromptMentions('broken {{##}} and [§§] gone')).toBe('broken  and  gone');
   });
 });

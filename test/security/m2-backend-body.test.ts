@@ -23,7 +23,13 @@ afterAll(async () => backend?.stop());
 function headersOnly(path: string, headers: Record<string, string>, contentLength: number): Promise<{ status: number; body: string }> {
   const url = new URL(backend.url + path);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: path.startsWith('/agent-stub') ? 'PUT' : 'POST', headers: { 'content-type': 'application/json', 'content-length': String(contentLength), ...headers } });
+    const req = http.request({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: path.startsWith('/agent-stub') ? 'PUT' : 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': String(contentLength), ...headers },
+    });
     req.setTimeout(5_000, () => req.destroy(new Error('no answer before the body was sent')));
     req.on('response', (res) => {
       let body = '';
@@ -40,7 +46,12 @@ function headersOnly(path: string, headers: Record<string, string>, contentLengt
 }
 
 const post = (path: string, body: string, headers: Record<string, string> = {}, method = 'POST') =>
-  fetch(backend.url + path, { method, headers: { 'content-type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(10_000) });
+  fetch(backend.url + path, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+    signal: AbortSignal.timeout(10_000),
+  });
 
 describe('M2: the agent backend authenticates before it reads a body', () => {
   it('answers an unauthenticated 24 MB POST /runs with 401 before the body arrives', async () => {
@@ -73,9 +84,19 @@ describe('M2: the agent backend authenticates before it reads a body', () => {
 
   it('refuses a deeply nested body from a valid stub token with 400, and a large one with 413', async () => {
     const token = mintStubToken(TOKEN, '00000000-0000-4000-8000-000000000000');
-    const deep = await post('/agent-stub/config/prompt', `{"prompt":${'['.repeat(10_000)}${']'.repeat(10_000)}}`, { authorization: `Bearer ${token}` }, 'PUT');
+    const deep = await post(
+      '/agent-stub/config/prompt',
+      `{"prompt":${'['.repeat(10_000)}${']'.repeat(10_000)}}`,
+      { authorization: `Bearer ${token}` },
+      'PUT',
+    );
     expect(deep.status).toBe(400);
-    const big = await post('/agent-stub/config/prompt', JSON.stringify({ prompt: 'x'.repeat(3 * 1024 * 1024) }), { authorization: `Bearer ${token}` }, 'PUT');
+    const big = await post(
+      '/agent-stub/config/prompt',
+      JSON.stringify({ prompt: 'x'.repeat(3 * 1024 * 1024) }),
+      { authorization: `Bearer ${token}` },
+      'PUT',
+    );
     expect(big.status).toBe(413);
   });
 

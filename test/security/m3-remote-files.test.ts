@@ -54,7 +54,9 @@ async function prepare(url: string) {
     update: {},
     create: { tenant_id: demo.tenantId, app_id: demo.appId, session_id: 'm3-user' },
   });
-  return prepareMessageFiles({ db: stack.db, config: stack.config, remoteFetch }, app, endUser.id, [{ type: 'image', transfer_method: 'remote_url', url }]);
+  return prepareMessageFiles({ db: stack.db, config: stack.config, remoteFetch }, app, endUser.id, [
+    { type: 'image', transfer_method: 'remote_url', url },
+  ]);
 }
 
 describe('M3: remote files are fetched pinned and handed on as our own copy', () => {
@@ -72,9 +74,18 @@ describe('M3: remote files are fetched pinned and handed on as our own copy', ()
   });
 
   it('refuses a redirect to the metadata address or to a loopback spelling, and content that is not the declared kind', async () => {
-    await expect(prepare(`http://cdn.example.test:${port}/to-metadata.png`)).rejects.toMatchObject({ status: 400, code: 'invalid_remote_url' });
-    await expect(prepare(`http://cdn.example.test:${port}/to-loopback.png`)).rejects.toMatchObject({ status: 400, code: 'invalid_remote_url' });
-    await expect(prepare(`http://cdn.example.test:${port}/not-an-image.png`)).rejects.toMatchObject({ status: 400, code: 'invalid_remote_url' });
+    await expect(prepare(`http://cdn.example.test:${port}/to-metadata.png`)).rejects.toMatchObject({
+      status: 400,
+      code: 'invalid_remote_url',
+    });
+    await expect(prepare(`http://cdn.example.test:${port}/to-loopback.png`)).rejects.toMatchObject({
+      status: 400,
+      code: 'invalid_remote_url',
+    });
+    await expect(prepare(`http://cdn.example.test:${port}/not-an-image.png`)).rejects.toMatchObject({
+      status: 400,
+      code: 'invalid_remote_url',
+    });
   });
 
   it('refuses http://[::ffff:0:127.0.0.1]/ (::ffff:0:0/96) on the public API', async () => {

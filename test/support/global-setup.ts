@@ -15,7 +15,6 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 // (and per test project: each project runs this setup).
 const TEST_DATA_DIR = path.join(ROOT, '.data', `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
-
 declare module 'vitest' {
   export interface ProvidedContext {
     pgPort: number;
@@ -36,7 +35,13 @@ export default async function setup(project: TestProject) {
   // A throwaway cluster: no fsync (the suite's durability tests kill processes, not the OS).
   const pg = await startEmbeddedPg({ dir: path.join(TEST_DATA_DIR, 'pg'), port: pgPort, durable: false });
   const bin = await locateTemporal({ explicit: process.env.TEMPORAL_CLI_PATH, log: (m) => console.log(`[temporal] ${m}`) });
-  const temporal = await startTemporalDevServer({ bin, dataDir: TEST_DATA_DIR, port: temporalPort, uiPort: temporalUiPort, headless: true });
+  const temporal = await startTemporalDevServer({
+    bin,
+    dataDir: TEST_DATA_DIR,
+    port: temporalPort,
+    uiPort: temporalUiPort,
+    headless: true,
+  });
   project.provide('pgPort', pgPort);
   project.provide('temporalAddress', temporal.address);
   project.provide('temporalBin', bin);

@@ -7,7 +7,12 @@ export interface ClientFrame {
   data: Record<string, unknown>;
 }
 
-export async function postChat(apiUrl: string, key: string, body: Record<string, unknown>, init: { signal?: AbortSignal } = {}): Promise<Response> {
+export async function postChat(
+  apiUrl: string,
+  key: string,
+  body: Record<string, unknown>,
+  init: { signal?: AbortSignal } = {},
+): Promise<Response> {
   return fetch(`${apiUrl}/v1/chat-messages`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -31,7 +36,8 @@ export async function readFrames(res: Response, opts: { until?: (f: ClientFrame)
 
 export async function chat(apiUrl: string, key: string, body: Record<string, unknown>): Promise<{ status: number; frames: ClientFrame[] }> {
   const res = await postChat(apiUrl, key, body);
-  if (res.status !== 200) return { status: res.status, frames: [{ id: undefined, event: 'http_error', data: (await res.json()) as Record<string, unknown> }] };
+  if (res.status !== 200)
+    return { status: res.status, frames: [{ id: undefined, event: 'http_error', data: (await res.json()) as Record<string, unknown> }] };
   return { status: res.status, frames: await readFrames(res) };
 }
 

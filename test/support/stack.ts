@@ -6,7 +6,10 @@ import { createLogger, type Logger } from '../../core/logger.js';
 import { startStack, type Stack, type StackOptions } from '../../stack/start-stack.js';
 import { freshDatabase } from './db.js';
 
-export async function startTestStack(name: string, opts: { env?: Partial<Env>; worker?: StackOptions['worker']; logger?: Logger } = {}): Promise<Stack> {
+export async function startTestStack(
+  name: string,
+  opts: { env?: Partial<Env>; worker?: StackOptions['worker']; logger?: Logger } = {},
+): Promise<Stack> {
   const databaseUrl = await freshDatabase(name);
   const config = loadConfig(
     {},

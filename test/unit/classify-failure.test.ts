@@ -17,7 +17,9 @@ describe('classifyFailure', () => {
   });
 
   it('maps error_type agent_run_limit_exceeded to a 400 whatever the reason', () => {
-    expect(classifyFailure({ error: 'too many tool calls', error_type: 'agent_run_limit_exceeded', reason: 'InvokeRateLimitError' })).toEqual({
+    expect(
+      classifyFailure({ error: 'too many tool calls', error_type: 'agent_run_limit_exceeded', reason: 'InvokeRateLimitError' }),
+    ).toEqual({
       code: 'agent_run_limit_exceeded',
       status: 400,
       message: 'too many tool calls',
@@ -25,7 +27,10 @@ describe('classifyFailure', () => {
   });
 
   it('falls back to the reason when the error_type is unknown', () => {
-    expect(classifyFailure({ error: 'slow down', error_type: 'something_new', reason: 'InvokeRateLimitError' })).toMatchObject({ code: 'rate_limit_error', status: 429 });
+    expect(classifyFailure({ error: 'slow down', error_type: 'something_new', reason: 'InvokeRateLimitError' })).toMatchObject({
+      code: 'rate_limit_error',
+      status: 429,
+    });
   });
 
   it('treats an unknown or missing reason as a completion_request_error', () => {
@@ -34,11 +39,18 @@ describe('classifyFailure', () => {
       status: 400,
       message: 'the backend restarted',
     });
-    expect(classifyFailure({ error: 'no reason given', error_type: null, reason: null })).toMatchObject({ code: 'completion_request_error', status: 400 });
+    expect(classifyFailure({ error: 'no reason given', error_type: null, reason: null })).toMatchObject({
+      code: 'completion_request_error',
+      status: 400,
+    });
   });
 
   it('does not map names inherited from Object.prototype', () => {
-    expect(classifyFailure({ error: 'odd', error_type: 'constructor', reason: 'toString' })).toEqual({ code: 'completion_request_error', status: 400, message: 'odd' });
+    expect(classifyFailure({ error: 'odd', error_type: 'constructor', reason: 'toString' })).toEqual({
+      code: 'completion_request_error',
+      status: 400,
+      message: 'odd',
+    });
   });
 
   it('gives a failure without an error text a generic message', () => {

@@ -8,14 +8,27 @@ import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 import { demoSoulConfig, whitelistModelSettings } from '../../core/soul.js';
 
 const turn = {
-  tenantId: 't', appId: 'a', agentId: 'g', conversationId: 'c', messageId: 'm', userId: 'u', userFrom: 'end-user' as const,
-  invokeFrom: 'service-api' as const, configVersionId: 'v', query: 'hello', files: [], supportsVision: false, innerApiKey: 'secret',
+  tenantId: 't',
+  appId: 'a',
+  agentId: 'g',
+  conversationId: 'c',
+  messageId: 'm',
+  userId: 'u',
+  userFrom: 'end-user' as const,
+  invokeFrom: 'service-api' as const,
+  configVersionId: 'v',
+  query: 'hello',
+  files: [],
+  supportsVision: false,
+  innerApiKey: 'secret',
 };
 
 describe('expandPromptMentions', () => {
   it('resolves slash-menu tokens and markers, falls back to label then id, and removes leftovers', () => {
     const resolve = (kind: string, id: string) => (kind === 'tool' && id === 'search' ? 'the Search tool' : undefined);
-    expect(expandPromptMentions('Use {{#tool.search#}} and [§dataset:ds1:Handbook§] and [§file:f9§].', resolve)).toBe('Use the Search tool and Handbook and f9.');
+    expect(expandPromptMentions('Use {{#tool.search#}} and [§dataset:ds1:Handbook§] and [§file:f9§].', resolve)).toBe(
+      'Use the Search tool and Handbook and f9.',
+    );
     expect(expandPromptMentions('A {{#sys.query.the question#}} B')).toBe('A the question B');
     expect(expandPromptMentions('broken {{##}} and [§§] gone')).toBe('broken  and  gone');
   });
@@ -26,7 +39,16 @@ describe('buildComposition', () => {
     const soul = demoSoulConfig();
     soul.model.model_settings = { temperature: 0.3, api_key: 'sk-nope', max_tokens: 100, logit_bias: { 1: 2 } };
     const layers = buildComposition(soul, turn);
-    expect(layers.map((l) => l.name)).toEqual(['agent_soul_prompt', 'agent_app_user_prompt', 'execution_context', 'history', 'llm', 'core_tools', 'ask_human', 'output']);
+    expect(layers.map((l) => l.name)).toEqual([
+      'agent_soul_prompt',
+      'agent_app_user_prompt',
+      'execution_context',
+      'history',
+      'llm',
+      'core_tools',
+      'ask_human',
+      'output',
+    ]);
     const llm = layers.find((l) => l.name === 'llm')!;
     expect(llm.config.model_settings).toEqual({ temperature: 0.3, max_tokens: 100 });
     expect(llm.deps).toEqual(['execution_context']);
@@ -41,17 +63,24 @@ describe('buildComposition', () => {
       { type: 'image' as const, url: 'https://x/cat.png', name: 'cat.png' },
       { type: 'document' as const, url: 'https://x/a.pdf', name: 'a.pdf' },
     ];
-    const vision = buildComposition(demoSoulConfig(), { ...turn, files, supportsVision: true }).find((l) => l.name === 'agent_app_user_prompt')!;
+    const vision = buildComposition(demoSoulConfig(), { ...turn, files, supportsVision: true }).find(
+      (l) => l.name === 'agent_app_user_prompt',
+    )!;
     expect((vision.config.files as { url: string }[]).map((f) => f.url)).toEqual(['https://x/cat.png']);
     expect(vision.config.text).toContain('a.pdf: https://x/a.pdf');
-    const text = buildComposition(demoSoulConfig(), { ...turn, files, supportsVision: false }).find((l) => l.name === 'agent_app_user_prompt')!;
+    const text = buildComposition(demoSoulConfig(), { ...turn, files, supportsVision: false }).find(
+      (l) => l.name === 'agent_app_user_prompt',
+    )!;
     expect(text.config.files).toEqual([]);
     expect(text.config.text).toContain('cat.png: https://x/cat.png');
   });
 
   it('accepts a snapshot with the same ordered layer names and refuses any other topology', () => {
     const layers = buildComposition(demoSoulConfig(), turn);
-    const snap = (names: string[]) => ({ schema_version: 1 as const, layers: names.map((name) => ({ name, lifecycle_state: 'suspended' as const, runtime_state: {} })) });
+    const snap = (names: string[]) => ({
+      schema_version: 1 as const,
+      layers: names.map((name) => ({ name, lifecycle_state: 'suspended' as const, runtime_state: {} })),
+    });
     expect(() => assertSnapshotMatches(layers, snap(layers.map((l) => l.name)))).not.toThrow();
     expect(() => assertSnapshotMatches(layers, null)).not.toThrow();
     expect(() => assertSnapshotMatches(layers, snap(layers.map((l) => l.name).reverse()))).toThrow(/configuration changed/);

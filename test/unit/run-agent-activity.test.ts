@@ -40,7 +40,13 @@ class ScriptedBackend {
   }
 
   delta(text: string): void {
-    this.push({ id: this.nextId(), run_id: this.runId, created_at: new Date().toISOString(), type: 'agent_message_delta', data: { delta: text } });
+    this.push({
+      id: this.nextId(),
+      run_id: this.runId,
+      created_at: new Date().toISOString(),
+      type: 'agent_message_delta',
+      data: { delta: text },
+    });
   }
 
   succeed(output: string): void {
@@ -49,7 +55,11 @@ class ScriptedBackend {
       run_id: this.runId,
       created_at: new Date().toISOString(),
       type: 'run_succeeded',
-      data: { output, usage: { ...emptyUsage(), completion_tokens: 7, total_tokens: 7 }, session_snapshot: { schema_version: 1, layers: [] } },
+      data: {
+        output,
+        usage: { ...emptyUsage(), completion_tokens: 7, total_tokens: 7 },
+        session_snapshot: { schema_version: 1, layers: [] },
+      },
     });
   }
 
@@ -60,11 +70,22 @@ class ScriptedBackend {
 
   cancelRun = async (_runId: string, body: { reason?: string; message?: string } = {}): Promise<{ ended: boolean }> => {
     this.cancels.push(body);
-    this.push({ id: this.nextId(), run_id: this.runId, created_at: new Date().toISOString(), type: 'run_cancelled', data: { reason: body.reason, message: body.message, usage: emptyUsage() } });
+    this.push({
+      id: this.nextId(),
+      run_id: this.runId,
+      created_at: new Date().toISOString(),
+      type: 'run_cancelled',
+      data: { reason: body.reason, message: body.message, usage: emptyUsage() },
+    });
     return { ended: false };
   };
 
-  streamEvents = async function* (this: ScriptedBackend, _runId: string, after: string | null, signal?: AbortSignal): AsyncGenerator<RunEvent> {
+  streamEvents = async function* (
+    this: ScriptedBackend,
+    _runId: string,
+    after: string | null,
+    signal?: AbortSignal,
+  ): AsyncGenerator<RunEvent> {
     let i = after === null ? 0 : this.events.findIndex((e) => Number(e.id) > Number(after));
     if (i < 0) i = this.events.length;
     let yielded = 0;
@@ -104,14 +125,21 @@ async function preparedTurn(): Promise<{ messageId: string; conversationId: stri
   const tenantId = crypto.randomUUID();
   const appId = crypto.randomUUID();
   const messageId = crypto.randomUUID();
-  const conv = await db.conversation.create({ data: { tenant_id: tenantId, app_id: appId, active_message_id: messageId, dialogue_count: 1 } });
-  await db.message.create({ data: { id: messageId, tenant_id: tenantId, app_id: appId, conversation_id: conv.id, query: 'hello', workflow_id: `turn-${messageId}` } });
+  const conv = await db.conversation.create({
+    data: { tenant_id: tenantId, app_id: appId, active_message_id: messageId, dialogue_count: 1 },
+  });
+  await db.message.create({
+    data: { id: messageId, tenant_id: tenantId, app_id: appId, conversation_id: conv.id, query: 'hello', workflow_id: `turn-${messageId}` },
+  });
   await db.agentBackendRun.create({ data: { message_id: messageId, request: { query: 'hello' } } });
   return { messageId, conversationId: conv.id };
 }
 
 function attempt(backend: ScriptedBackend, n: number, heartbeatDetails?: unknown) {
-  const env = new MockActivityEnvironment({ attempt: n, heartbeatTimeoutMs: 5000, heartbeatDetails }, { logger: new DefaultLogger('ERROR') });
+  const env = new MockActivityEnvironment(
+    { attempt: n, heartbeatTimeoutMs: 5000, heartbeatDetails },
+    { logger: new DefaultLogger('ERROR') },
+  );
   const beats: { backendRunId: string | null; cursor: string | null }[] = [];
   env.on('heartbeat', (d: { backendRunId: string | null; cursor: string | null }) => beats.push(d));
   const runAgent = createRunAgent({ db, backend: backend as unknown as AgentBackendClient, config, logger });
@@ -219,7 +247,9 @@ describe('runAgent (activity)', () => {
     expect([msg.status, msg.answer]).toEqual(['succeeded', 'The whole answer is here.']);
     const events = await clientEvents(messageId);
     expect(streamedAnswer(events)).toBe('The whole answer is here.');
-    expect(events.filter((e) => e.event === 'message').map((e) => (e.data as { answer: string }).answer)).toEqual(['The whole answer is here.']);
+    expect(events.filter((e) => e.event === 'message').map((e) => (e.data as { answer: string }).answer)).toEqual([
+      'The whole answer is here.',
+    ]);
     expect(events.filter((e) => e.event === 'message_end')).toHaveLength(1);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   });

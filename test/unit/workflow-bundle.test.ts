@@ -5,7 +5,17 @@ import { WORKFLOWS_PATH } from '../../worker.js';
 
 describe('workflows bundle', () => {
   it('bundles workflows/ with the Temporal bundler and exports agentTurn', async () => {
-    const { code } = await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { log: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined, trace: () => undefined } as never });
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      logger: {
+        log: () => undefined,
+        info: () => undefined,
+        warn: () => undefined,
+        error: () => undefined,
+        debug: () => undefined,
+        trace: () => undefined,
+      } as never,
+    });
     expect(code).toContain('agentTurn');
     // Every bundled module is workflow code or a sandbox-safe dependency; nothing that does I/O.
     const modules = [...code.matchAll(/^\/\*{3}\/ "(\.\/[^"]+)"$/gm)].map((m) => m[1]!);
@@ -21,6 +31,18 @@ describe('workflows bundle', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wf-bad-'));
     const file = path.join(dir, 'bad.ts');
     fs.writeFileSync(file, "import fs from 'node:fs';\nexport async function bad() { return fs.readFileSync('/etc/hostname', 'utf8'); }\n");
-    await expect(bundleWorkflowCode({ workflowsPath: file, logger: { log: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined, trace: () => undefined } as never })).rejects.toThrow();
+    await expect(
+      bundleWorkflowCode({
+        workflowsPath: file,
+        logger: {
+          log: () => undefined,
+          info: () => undefined,
+          warn: () => undefined,
+          error: () => undefined,
+          debug: () => undefined,
+          trace: () => undefined,
+        } as never,
+      }),
+    ).rejects.toThrow();
   });
 });

@@ -42,7 +42,12 @@ describe('agentTurn replays recorded histories', () => {
   });
 
   it('detects a history the code cannot have produced (the check can fail)', { timeout: 60_000 }, async () => {
-    const raw = JSON.parse(fs.readFileSync(files.find((f) => f.endsWith('succeeded.json'))!, 'utf8')) as {
+    const raw = JSON.parse(
+      fs.readFileSync(
+        files.find((f) => f.endsWith('succeeded.json'))!,
+        'utf8',
+      ),
+    ) as {
       events: { eventType: string; activityTaskScheduledEventAttributes?: { activityType: { name: string } } }[];
     };
     const scheduled = raw.events.find((e) => e.activityTaskScheduledEventAttributes)!;

@@ -29,7 +29,6 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-
 async function until<T>(what: string, fn: () => T | Promise<T>, ms = 20_000): Promise<NonNullable<T>> {
   const end = Date.now() + ms;
   for (;;) {
@@ -73,10 +72,20 @@ describe('an agent backend crash during a shell command', () => {
       stdio: 'ignore',
     });
     const url = `http://127.0.0.1:${port}`;
-    await until('the backend to listen', () => fetch(`${url}/healthz`).then((r) => r.ok, () => false), 60_000);
+    await until(
+      'the backend to listen',
+      () =>
+        fetch(`${url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        ),
+      60_000,
+    );
 
     const workspaceId = crypto.randomUUID();
-    fake.script({ toolCalls: [{ id: 'call_1', name: 'shell', args: { command: 'sleep 60 & echo $! > pid; (setsid sleep 61 & echo $! >> pid); wait' } }] });
+    fake.script({
+      toolCalls: [{ id: 'call_1', name: 'shell', args: { command: 'sleep 60 & echo $! > pid; (setsid sleep 61 & echo $! >> pid); wait' } }],
+    });
     const client = new RunClient(url, TOKEN);
     const { run_id: runId } = await client.createRun(
       runRequest({
@@ -87,10 +96,14 @@ describe('an agent backend crash during a shell command', () => {
       }),
     );
     const pidFile = path.join(dataDir, 'workspaces', workspaceId, 'pid');
-    const pids = await until('both pids', () => {
-      const p = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split(/\s+/).map(Number) : [];
-      return p.length === 2 ? p : null;
-    }, 180_000); // the first run may wait for shellctl to be built
+    const pids = await until(
+      'both pids',
+      () => {
+        const p = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split(/\s+/).map(Number) : [];
+        return p.length === 2 ? p : null;
+      },
+      180_000,
+    ); // the first run may wait for shellctl to be built
     expect(pids.every(isAlive)).toBe(true);
 
     const exited = new Promise((r) => child!.once('exit', r));
@@ -98,7 +111,12 @@ describe('an agent backend crash during a shell command', () => {
     await exited;
     await until('the command tree to die', () => pids.every((p) => !isAlive(p)), 5_000);
 
-    replica = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url, env: { DATA_DIR: dataDir }, options: { staleAfterMs: 1_000, reapIntervalMs: 200, heartbeatMs: 200 } });
+    replica = await startBackend({
+      databaseUrl: dbUrl,
+      apiUrl: fake.url,
+      env: { DATA_DIR: dataDir },
+      options: { staleAfterMs: 1_000, reapIntervalMs: 200, heartbeatMs: 200 },
+    });
     const status = await until('the run to be reaped', async () => {
       const s = (await replica!.client.status(runId)) as { status: string; error: string | null };
       return s.status !== 'running' ? s : null;

@@ -47,13 +47,17 @@ describe('fetchPinned', () => {
   });
 
   it('follows a redirect only after checking the next hop: a redirect to a private address is refused', async () => {
-    await expect(fetchPinned(`http://files.example.test:${port}/to-private`, opts)).rejects.toThrow('resolves to a private, loopback or otherwise non-public address');
+    await expect(fetchPinned(`http://files.example.test:${port}/to-private`, opts)).rejects.toThrow(
+      'resolves to a private, loopback or otherwise non-public address',
+    );
     expect((await fetchPinned(`http://files.example.test:${port}/to-doc`, opts)).toString()).toBe('remote text');
   });
 
   it('refuses private addresses by default (the api SSRF policy)', async () => {
     await expect(fetchPinned(`http://127.0.0.1:${port}/doc.txt`, { maxBytes: 1000 })).rejects.toThrow('non-public address');
-    await expect(fetchPinned(`http://files.example.test:${port}/doc.txt`, { maxBytes: 1000, lookup: async () => ['169.254.169.254'] })).rejects.toThrow('non-public');
+    await expect(
+      fetchPinned(`http://files.example.test:${port}/doc.txt`, { maxBytes: 1000, lookup: async () => ['169.254.169.254'] }),
+    ).rejects.toThrow('non-public');
   });
 
   it('stops at the size cap, with or without a Content-Length', async () => {
@@ -62,7 +66,9 @@ describe('fetchPinned', () => {
   });
 
   it('gives up after its deadline, also when the body stalls', async () => {
-    await expect(fetchPinned(`http://files.example.test:${port}/stall`, { ...opts, timeoutMs: 300 })).rejects.toThrow('the download took too long');
+    await expect(fetchPinned(`http://files.example.test:${port}/stall`, { ...opts, timeoutMs: 300 })).rejects.toThrow(
+      'the download took too long',
+    );
   });
 
   it('names files safely inside the workspace', () => {

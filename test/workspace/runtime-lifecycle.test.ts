@@ -71,7 +71,6 @@ async function stubStatus(b: TestBackend, runId: string): Promise<number> {
   return res.status;
 }
 
-
 async function pidFrom(file: string): Promise<number> {
   for (let i = 0; i < 1000; i++) {
     const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim() : '';
@@ -92,9 +91,15 @@ describe('runtime and shell on the agent backend', () => {
   });
 
   it('a shell that names no runtime layer is rejected', async () => {
-    const res = await backends.on!.client.request('POST', '/runs', runRequest({ extraLayers: [{ name: 'shell', type: 'shell', config: {} }] }));
+    const res = await backends.on!.client.request(
+      'POST',
+      '/runs',
+      runRequest({ extraLayers: [{ name: 'shell', type: 'shell', config: {} }] }),
+    );
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { message: string }).message).toContain("runtime refers to 'runtime', which is not a layer of this composition");
+    expect(((await res.json()) as { message: string }).message).toContain(
+      "runtime refers to 'runtime', which is not a layer of this composition",
+    );
   });
 
   it('runs the command in the workspace and answers exit code, stdout and stderr', async () => {
@@ -102,7 +107,14 @@ describe('runtime and shell on the agent backend', () => {
     const { runId, dir } = await shellRun(b, 'echo out; echo err >&2; pwd; exit 3');
     const events = await b.client.untilTerminal(runId);
     expect(events.at(-1)!.type).toBe('run_succeeded');
-    expect(toolResult(events)).toEqual({ result: { exit_code: 3, stdout: `out\n${dir}\n`, stderr: 'err\n' }, is_error: false, index: expect.any(Number), tool_call_id: 'call_1', tool_name: 'shell', event_kind: 'function_tool_result' });
+    expect(toolResult(events)).toEqual({
+      result: { exit_code: 3, stdout: `out\n${dir}\n`, stderr: 'err\n' },
+      is_error: false,
+      index: expect.any(Number),
+      tool_call_id: 'call_1',
+      tool_name: 'shell',
+      event_kind: 'function_tool_result',
+    });
   });
 
   it('cuts output at the cap without splitting a UTF-8 character', async () => {
@@ -118,7 +130,10 @@ describe('runtime and shell on the agent backend', () => {
     fake.script({ toolCalls: [{ id: 'call_1', name: 'shell', args: { command: 'sleep 30', timeout_ms: 60_000 } }] }, { text: ['done'] });
     const { run_id } = await b.client.createRun(runRequest({ extraLayers: workspaceLayers(crypto.randomUUID(), { timeout_ms: 500 }) }));
     const r = toolResult(await b.client.untilTerminal(run_id))!;
-    expect(r).toMatchObject({ is_error: true, result: { error: 'timeout', message: 'the command exceeded its time limit of 500 ms and was killed' } });
+    expect(r).toMatchObject({
+      is_error: true,
+      result: { error: 'timeout', message: 'the command exceeded its time limit of 500 ms and was killed' },
+    });
   });
 
   it('refuses with a clear error when Landlock is unavailable, and nothing of the command runs', async () => {
@@ -129,7 +144,8 @@ describe('runtime and shell on the agent backend', () => {
     expect(r.is_error).toBe(true);
     expect(r.result).toEqual({
       error: 'shell_unavailable',
-      message: 'the shell refused to run the command: Landlock is not available on this kernel; refusing to run a shell command without path isolation',
+      message:
+        'the shell refused to run the command: Landlock is not available on this kernel; refusing to run a shell command without path isolation',
     });
     expect(fs.existsSync(path.join(dir, 'ran'))).toBe(false);
   });
@@ -154,7 +170,10 @@ describe('runtime and shell on the agent backend', () => {
 
   it('failure (wall-clock limit) during a command: the run fails and the command is killed', async () => {
     const b = backends.on!;
-    const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait', { metadata: { limits: { max_wall_clock_ms: 1500 } }, config: true });
+    const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait', {
+      metadata: { limits: { max_wall_clock_ms: 1500 } },
+      config: true,
+    });
     const pid = await pidFrom(path.join(dir, 'pid'));
     expect(await stubStatus(b, runId)).toBe(200);
     const events = await b.client.untilTerminal(runId);

@@ -17,7 +17,10 @@ let stack: Stack;
 let key: string;
 
 beforeAll(async () => {
-  stack = await startTestStack('workspace_durability', { worker: 'child', env: { SHELLCTL_AUTH_TOKEN: 'test-shellctl-token', DEMO_MODEL_TOKEN_DELAY_MS: 0 } });
+  stack = await startTestStack('workspace_durability', {
+    worker: 'child',
+    env: { SHELLCTL_AUTH_TOKEN: 'test-shellctl-token', DEMO_MODEL_TOKEN_DELAY_MS: 0 },
+  });
   key = stack.demo!.apiKey;
   const soul = demoSoulConfig();
   soul.runtime = { enabled: true };
@@ -41,9 +44,14 @@ describe('a worker killed during a shell command', () => {
     const binding = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id! } });
     const log = path.join(stack.config.workspacesDir, binding.workspace_id, 'runs.txt');
 
-    const res = await postChat(stack.apiUrl, key, { query: '/sh echo started >> runs.txt; sleep 2; echo finished >> runs.txt; cat runs.txt', user: 'durable', conversation_id: conversationId });
+    const res = await postChat(stack.apiUrl, key, {
+      query: '/sh echo started >> runs.txt; sleep 2; echo finished >> runs.txt; cat runs.txt',
+      user: 'durable',
+      conversation_id: conversationId,
+    });
     const reader = new FrameReader(res);
-    for (let i = 0; i < 1000 && !(fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('started')); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 1000 && !(fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('started')); i++)
+      await new Promise((r) => setTimeout(r, 10));
     expect(fs.readFileSync(log, 'utf8')).toBe('started\n');
     await killWorkerChild(stack);
     await stack.startWorkerChild();
@@ -59,7 +67,9 @@ describe('a worker killed during a shell command', () => {
     const client = new pg.Client({ connectionString: stack.databaseUrl });
     await client.connect();
     try {
-      const runs = await client.query(`select count(*)::int as n from agent_backend.runs where idempotency_key = $1`, [`message-${messageId}`]);
+      const runs = await client.query(`select count(*)::int as n from agent_backend.runs where idempotency_key = $1`, [
+        `message-${messageId}`,
+      ]);
       expect(runs.rows[0].n).toBe(1);
     } finally {
       await client.end();

@@ -54,10 +54,12 @@ async function turn(query: string, user: string, conversationId?: string) {
 
 async function workspaceOf(conversationId: string) {
   const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: conversationId } });
-  const binding = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id! }, include: { workspace: true } });
+  const binding = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({
+    where: { id: conv.agent_workspace_binding_id! },
+    include: { workspace: true },
+  });
   return { binding, dir: path.join(stack.config.workspacesDir, binding.workspace_id) };
 }
-
 
 describe('enabling the workspace in the soul', () => {
   it('a shell without the runtime is refused when the config is saved', async () => {
@@ -102,7 +104,11 @@ describe('the agent workspace through real turns', () => {
   it('reads outside the workspace fail with a permission error: DATA_DIR, the shellctl token, /etc/shadow, the repo, /root', async () => {
     const token = path.join(stack.config.dataDir, 'sandbox', 'shellctl.token');
     expect(fs.existsSync(token)).toBe(true);
-    const t = await turn(`/sh ls ${stack.config.dataDir}; cat ${token}; cat /etc/shadow; cat ${REPO}/package.json; ls /root; env`, 'wsa', firstConversation);
+    const t = await turn(
+      `/sh ls ${stack.config.dataDir}; cat ${token}; cat /etc/shadow; cat ${REPO}/package.json; ls /root; env`,
+      'wsa',
+      firstConversation,
+    );
     expect(t.answer).toContain(`ls: cannot open directory '${stack.config.dataDir}': Permission denied`);
     expect(t.answer).toContain(`cat: ${token}: Permission denied`);
     expect(t.answer).toContain('cat: /etc/shadow: Permission denied');
@@ -133,7 +139,11 @@ describe('the agent workspace through real turns', () => {
   it('stop during a long command kills it (no process left) and still saves the snapshot and usage', async () => {
     const { dir } = await workspaceOf(firstConversation);
     fs.rmSync(path.join(dir, 'pid'), { force: true });
-    const res = await postChat(stack.apiUrl, key, { query: '/sh sleep 60 & echo $! > pid; wait', user: 'wsa', conversation_id: firstConversation });
+    const res = await postChat(stack.apiUrl, key, {
+      query: '/sh sleep 60 & echo $! > pid; wait',
+      user: 'wsa',
+      conversation_id: firstConversation,
+    });
     const reader = new FrameReader(res);
     const head = await reader.read((f) => f.event === 'agent_thought' && f.data.tool === 'shell');
     const taskId = head[0]!.data.task_id as string;
@@ -206,12 +216,18 @@ describe('the agent workspace through real turns', () => {
     expect(answerOf(frames)).toContain('quarterly numbers: 42');
     const messageId = frames.at(-1)!.data.message_id as string;
     const run = await stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: messageId } });
-    const prompt = (run.request as { composition: { layers: { name: string; config: { text?: string } }[] } }).composition.layers.find((l) => l.name === 'agent_app_user_prompt')!;
-    expect(prompt.config.text).toBe(`/sh cat uploads/*/report.txt\n\nAttached files (in your workspace; open them with the shell):\n- uploads/${messageId}/report.txt`);
+    const prompt = (run.request as { composition: { layers: { name: string; config: { text?: string } }[] } }).composition.layers.find(
+      (l) => l.name === 'agent_app_user_prompt',
+    )!;
+    expect(prompt.config.text).toBe(
+      `/sh cat uploads/*/report.txt\n\nAttached files (in your workspace; open them with the shell):\n- uploads/${messageId}/report.txt`,
+    );
   });
 
   it('the dify-agent CLI in the shell pulls and pushes the build draft prompt; a later debugger turn uses it', async () => {
-    expect((await consoleFetch('/agent/build-draft', 'PUT', { config: workspaceSoul((s) => (s.prompt.system_prompt = 'Old prompt.')) })).status).toBe(200);
+    expect(
+      (await consoleFetch('/agent/build-draft', 'PUT', { config: workspaceSoul((s) => (s.prompt.system_prompt = 'Old prompt.')) })).status,
+    ).toBe(200);
     const debug = async (query: string) => {
       const res = await consoleFetch('/agent/debug/chat-messages', 'POST', { query, draft: 'build' });
       expect(res.status).toBe(200);
@@ -225,7 +241,9 @@ describe('the agent workspace through real turns', () => {
     expect(t1.answer).toContain('.dify_conf/prompt.md');
     expect(t1.answer).toContain('Old prompt.');
     expect(t1.answer).toContain('{"prompt": "Talk like a pirate."}');
-    const draft = await stack.db.agentConfigDraft.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: stack.demo!.accountId } });
+    const draft = await stack.db.agentConfigDraft.findFirstOrThrow({
+      where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: stack.demo!.accountId },
+    });
     expect(AgentSoulConfig.parse(draft.config).prompt.system_prompt).toBe('Talk like a pirate.');
 
     const t2 = await debug('Hello again');

@@ -85,12 +85,24 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
       return { binding, created: false };
     }
 
-    const scopeKey = sessionScopeKey({ tenantId: msg.tenant_id, appId: msg.app_id, conversationId: owner.type === 'BUILD_DRAFT' ? `build:${owner.id}` : conv.id, agentId: agent.id, scopeId: resolved.scopeId });
+    const scopeKey = sessionScopeKey({
+      tenantId: msg.tenant_id,
+      appId: msg.app_id,
+      conversationId: owner.type === 'BUILD_DRAFT' ? `build:${owner.id}` : conv.id,
+      agentId: agent.id,
+      scopeId: resolved.scopeId,
+    });
     // The binding's own workspace, keyed by the scope like the binding (a retry finds the same row).
     const workspaceId = workspaceIdFor(scopeKey);
     await db.agentWorkspace.createMany({
       skipDuplicates: true,
-      data: { id: workspaceId, tenant_id: msg.tenant_id, agent_id: agent.id, home_snapshot_id: HOME_SNAPSHOT_ID, backend_workspace_ref: workspaceId },
+      data: {
+        id: workspaceId,
+        tenant_id: msg.tenant_id,
+        agent_id: agent.id,
+        home_snapshot_id: HOME_SNAPSHOT_ID,
+        backend_workspace_ref: workspaceId,
+      },
     });
     const workspace = await db.agentWorkspace.findUniqueOrThrow({ where: { id: workspaceId } });
     // Insert-or-ignore by scope key, then read: idempotent, race-safe, two statements (Prisma's upsert
@@ -118,13 +130,21 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
     // same generation error as a stale binding.
     const binding =
       (await db.agentWorkspaceBinding.findUnique({ where: { scope_key: scopeKey } })) ??
-      (await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { owner_type_owner_id: { owner_type: owner.type, owner_id: owner.id } } }));
+      (await db.agentWorkspaceBinding.findUniqueOrThrow({
+        where: { owner_type_owner_id: { owner_type: owner.type, owner_id: owner.id } },
+      }));
     if (binding.scope_key !== scopeKey) throw generationMismatch(binding);
     // Write the binding id back to its owner (first writer wins; a retry finds it already set).
     if (owner.type === 'BUILD_DRAFT') {
-      await db.agentConfigDraft.updateMany({ where: { id: owner.id, agent_workspace_binding_id: null }, data: { agent_workspace_binding_id: binding.id } });
+      await db.agentConfigDraft.updateMany({
+        where: { id: owner.id, agent_workspace_binding_id: null },
+        data: { agent_workspace_binding_id: binding.id },
+      });
     } else {
-      await db.conversation.updateMany({ where: { id: conv.id, agent_workspace_binding_id: null }, data: { agent_workspace_binding_id: binding.id } });
+      await db.conversation.updateMany({
+        where: { id: conv.id, agent_workspace_binding_id: null },
+        data: { agent_workspace_binding_id: binding.id },
+      });
     }
     return { binding, created: true };
   };

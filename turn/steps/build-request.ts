@@ -43,7 +43,13 @@ export interface BuildInput {
 
 /** Pure: soul config + turn facts → ordered layer composition (docs/PROTOCOL.md §2 order). */
 export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpec[] {
-  const layer = (name: string, config: Record<string, unknown>, deps: string[] = []): LayerSpec => ({ name, type: name, deps, metadata: {}, config });
+  const layer = (name: string, config: Record<string, unknown>, deps: string[] = []): LayerSpec => ({
+    name,
+    type: name,
+    deps,
+    metadata: {},
+    config,
+  });
   const nativeImages = t.supportsVision;
   const files = t.files.map((f) => ({ ...f, transfer: f.type === 'image' && nativeImages ? 'native' : 'download' }));
   const downloads = files.filter((f) => f.transfer === 'download');
@@ -55,8 +61,10 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
     const placed = t.workspaceFiles.filter((f) => f.path);
     const failed = t.workspaceFiles.filter((f) => !f.path);
     text = t.query;
-    if (placed.length) text += `\n\nAttached files (in your workspace; open them with the shell):\n${placed.map((f) => `- ${f.path}`).join('\n')}`;
-    if (failed.length) text += `\n\nAttached files that could not be placed in your workspace:\n${failed.map((f) => `- ${f.name}: ${f.error}`).join('\n')}`;
+    if (placed.length)
+      text += `\n\nAttached files (in your workspace; open them with the shell):\n${placed.map((f) => `- ${f.path}`).join('\n')}`;
+    if (failed.length)
+      text += `\n\nAttached files that could not be placed in your workspace:\n${failed.map((f) => `- ${f.name}: ${f.error}`).join('\n')}`;
   }
   const layers: LayerSpec[] = [
     layer('agent_soul_prompt', { system_prompt: expandPromptMentions(soul.prompt.system_prompt) }),
@@ -137,13 +145,20 @@ export function createBuildRunRequest(deps: ActivityDeps) {
     if (existingRun?.backend_run_id) {
       // Already sent: rebuilding could differ (e.g. a newer draft); the run is what it is.
       const req = existingRun.request as unknown as CreateRunRequest;
-      return { layers: req.composition.layers.length, hasSnapshot: !!req.session_snapshot, deferredCalls: Object.keys(req.deferred_tool_results?.calls ?? {}).length };
+      return {
+        layers: req.composition.layers.length,
+        hasSnapshot: !!req.session_snapshot,
+        deferredCalls: Object.keys(req.deferred_tool_results?.calls ?? {}).length,
+      };
     }
     const { soul, resolved } = r;
     // With a workspace, the turn's files go into it (uploads copied, remote URLs fetched by the pinned fetcher).
     const workspaceFiles =
       soul.runtime.enabled && msg.files.length
-        ? await placeTurnFiles({ db, config }, { workspaceDir: path.join(config.workspacesDir, binding.workspace_id), messageId: msg.id, files: msg.files })
+        ? await placeTurnFiles(
+            { db, config },
+            { workspaceDir: path.join(config.workspacesDir, binding.workspace_id), messageId: msg.id, files: msg.files },
+          )
         : undefined;
     const layers = buildComposition(soul, {
       tenantId: msg.tenant_id,
@@ -157,7 +172,10 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       configVersionId: resolved.configVersionId,
       query: msg.query,
       // A fresh signed link (they expire, issue 17 L5), on the origin the message was given.
-      files: msg.files.map((f) => ({ type: f.type === 'image' ? 'image' : 'document', url: (f.upload_file_id ? resignFileUrl(config, f.url, f.upload_file_id) : f.url) ?? undefined })),
+      files: msg.files.map((f) => ({
+        type: f.type === 'image' ? 'image' : 'document',
+        url: (f.upload_file_id ? resignFileUrl(config, f.url, f.upload_file_id) : f.url) ?? undefined,
+      })),
       supportsVision: deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
       innerApiKey: config.EXECUTION_CONTEXT_SIGNING_KEY,
       contextTtlMs: config.EXECUTION_CONTEXT_TTL_MS,
@@ -175,7 +193,8 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       deferred[binding.pending_tool_call_id] = form ? deferredResultFromForm(form) : { status: 'unavailable' };
     }
     const mod = soul.features.moderation;
-    const outputModeration = mod.output_enabled && mod.keywords.length ? { keywords: mod.keywords, preset_answer: mod.output_preset_answer } : undefined;
+    const outputModeration =
+      mod.output_enabled && mod.keywords.length ? { keywords: mod.keywords, preset_answer: mod.output_preset_answer } : undefined;
     const request: CreateRunRequest = {
       composition: { schema_version: 1, layers },
       purpose: 'agent_app',
@@ -194,7 +213,12 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       }),
     ];
     if (Object.keys(deferred).length) {
-      writes.push(db.agentWorkspaceBinding.update({ where: { id: binding.id }, data: { pending_form_id: null, pending_tool_call_id: null, pending_message_id: null } }));
+      writes.push(
+        db.agentWorkspaceBinding.update({
+          where: { id: binding.id },
+          data: { pending_form_id: null, pending_tool_call_id: null, pending_message_id: null },
+        }),
+      );
     }
     if (msg.agent_config_version_id !== resolved.configVersionId) {
       writes.push(db.message.update({ where: { id: msg.id }, data: { agent_config_version_id: resolved.configVersionId } }));

@@ -27,7 +27,11 @@ export function inputTexts(query: string, inputs: unknown): string[] {
 
 export function createInputGuards(deps: ActivityDeps) {
   const { db } = deps;
-  return async function inputGuards(ctx: TurnContext, soul: AgentSoulConfig, configVersionId: string | null): Promise<{ hit: null | 'moderation' | 'annotation' }> {
+  return async function inputGuards(
+    ctx: TurnContext,
+    soul: AgentSoulConfig,
+    configVersionId: string | null,
+  ): Promise<{ hit: null | 'moderation' | 'annotation' }> {
     const { msg, app } = ctx;
     if (msg.status !== 'pending' && msg.status !== 'running') {
       // Already answered by an earlier attempt.
@@ -57,7 +61,10 @@ export function createInputGuards(deps: ActivityDeps) {
     if (!guard || answer === null) return { hit: null };
     const metadata = annotationReply ? { guard, annotation_reply: annotationReply } : { guard };
     await db.$transaction(async (tx) => {
-      await tx.message.update({ where: { id: msg.id }, data: { answer, status: 'succeeded', metadata, usage: emptyUsage(), agent_config_version_id: configVersionId } });
+      await tx.message.update({
+        where: { id: msg.id },
+        data: { answer, status: 'succeeded', metadata, usage: emptyUsage(), agent_config_version_id: configVersionId },
+      });
       await releaseTurnLock(tx, msg.conversation_id, msg.id);
       await appendEvents(tx, msg.id, finalAnswerEvents(msg, { answer, annotationReply }));
     });

@@ -37,10 +37,13 @@ export function createResolveConfig({ db }: ActivityDeps) {
     const { msg, agent } = ctx;
     if (msg.invoke_from === 'debugger') {
       const build = (msg.metadata as { draft_type?: string }).draft_type === 'BUILD_DRAFT';
-      const draft = build
-        ? await findBuildDraft(db, agent.id, msg.account_id)
-        : await findSharedDraft(db, agent.id);
-      if (!draft) throw turnFailure('agent_draft_not_found', 404, build ? 'You have no build draft for this agent.' : 'The agent has no draft to debug.');
+      const draft = build ? await findBuildDraft(db, agent.id, msg.account_id) : await findSharedDraft(db, agent.id);
+      if (!draft)
+        throw turnFailure(
+          'agent_draft_not_found',
+          404,
+          build ? 'You have no build draft for this agent.' : 'The agent has no draft to debug.',
+        );
       return {
         resolved: { configKind: 'draft', draftType: build ? 'BUILD_DRAFT' : 'DRAFT', configVersionId: null, scopeId: draft.id },
         soul: parseSoul(draft.config),
@@ -49,7 +52,9 @@ export function createResolveConfig({ db }: ActivityDeps) {
       };
     }
     const bindingId = msg.conversation.agent_workspace_binding_id;
-    const binding = bindingId ? await db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, include: { workspace: true } }) : null;
+    const binding = bindingId
+      ? await db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, include: { workspace: true } })
+      : null;
     const versionId = binding?.agent_config_version_id ?? agent.active_config_snapshot_id;
     if (!versionId) throw turnFailure('agent_not_published', 400, 'The agent has no published configuration yet.');
     const version = await db.agentConfigVersion.findUniqueOrThrow({ where: { id: versionId }, select: { config_snapshot: true } });
@@ -65,6 +70,7 @@ export function createResolveConfig({ db }: ActivityDeps) {
 /** Stored JSON is an edge too: validated before use. */
 function parseSoul(raw: unknown): AgentSoulConfig {
   const parsed = AgentSoulConfig.safeParse(raw);
-  if (!parsed.success) throw turnFailure('agent_config_invalid', 400, `The agent configuration is invalid: ${parsed.error.issues[0]?.message}`);
+  if (!parsed.success)
+    throw turnFailure('agent_config_invalid', 400, `The agent configuration is invalid: ${parsed.error.issues[0]?.message}`);
   return parsed.data;
 }

@@ -53,11 +53,13 @@ export async function fetchPinned(raw: string, opts: FetchOptions): Promise<Buff
   // One deadline for all hops and the body (prepareTurn is a local activity with a 30 s attempt timeout).
   const signal = AbortSignal.timeout(opts.timeoutMs ?? 15_000);
   for (let hop = 0; hop <= (opts.maxRedirects ?? 3); hop++) {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RemoteFetchError(`only http and https URLs are fetched (${url.protocol})`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new RemoteFetchError(`only http and https URLs are fetched (${url.protocol})`);
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     const addresses = net.isIP(host) ? [host] : await lookup(host).catch(() => [] as string[]);
     if (addresses.length === 0) throw new RemoteFetchError(`the host "${host}" could not be resolved`);
-    if (!addresses.every(allowed)) throw new RemoteFetchError(`the host "${host}" resolves to a private, loopback or otherwise non-public address`);
+    if (!addresses.every(allowed))
+      throw new RemoteFetchError(`the host "${host}" resolves to a private, loopback or otherwise non-public address`);
     const pinned = addresses[0]!;
     const res = await get(url, pinned, signal);
     const status = res.statusCode ?? 0;
@@ -112,7 +114,11 @@ function get(url: URL, address: string, signal: AbortSignal): Promise<http.Incom
 /** A file name safe inside the workspace: no directories, no leading dots, bounded. */
 export function safeName(raw: string, fallback: string): string {
   const base = raw.split(/[\\/]/).pop() ?? '';
-  const clean = base.replace(/[^\p{L}\p{N}._ -]/gu, '_').replace(/^[.\s]+/, '').slice(0, 120).trim();
+  const clean = base
+    .replace(/[^\p{L}\p{N}._ -]/gu, '_')
+    .replace(/^[.\s]+/, '')
+    .slice(0, 120)
+    .trim();
   return clean || fallback;
 }
 
@@ -139,7 +145,11 @@ export async function placeTurnFiles(
         name = safeName(decodeURIComponent(new URL(f.url).pathname), name);
         const left = deadline - Date.now();
         if (left < 500) throw new Error('no time left to download it in this turn');
-        bytes = await fetchPinned(f.url, { maxBytes: UPLOAD_LIMITS.documentMb * MB, ...deps.fetch, timeoutMs: Math.min(deps.fetch?.timeoutMs ?? 15_000, left) });
+        bytes = await fetchPinned(f.url, {
+          maxBytes: UPLOAD_LIMITS.documentMb * MB,
+          ...deps.fetch,
+          timeoutMs: Math.min(deps.fetch?.timeoutMs ?? 15_000, left),
+        });
       } else {
         throw new Error('the file has neither an upload nor a URL');
       }

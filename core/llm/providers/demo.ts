@@ -15,7 +15,10 @@ export const DEMO_TRIGGERS = [
   { trigger: '/tool <name> <json-args>', effect: 'calls the tool <name> (when offered in `tools`) with the JSON arguments' },
   { trigger: '/calc <expr>', effect: 'calls `calculator` with {expression: <expr>}' },
   { trigger: '/time', effect: 'calls `current_time` with {}' },
-  { trigger: '/sh <command>', effect: 'calls `shell` with {command: <command>} (the rest of the first line), then answers with the exit code, stdout and stderr' },
+  {
+    trigger: '/sh <command>',
+    effect: 'calls `shell` with {command: <command>} (the rest of the first line), then answers with the exit code, stdout and stderr',
+  },
   { trigger: '/ask <question>', effect: 'calls `ask_human` with a one-field form (paragraph `answer`) and a Submit action' },
   { trigger: '/think <rest>', effect: 'streams reasoning_content first, then answers <rest>' },
   { trigger: '/long <n>', effect: 'answers with exactly n tokens of text' },
@@ -165,7 +168,7 @@ function planForQuery(query: string, ctx: Ctx): DemoPlan {
     }
     case '/calc': {
       const tool = ctx.tools.find((t) => t.name === 'calculator');
-      return callTool('calculator', { [tool ? singleProperty(tool) ?? 'expression' : 'expression']: rest }, ctx);
+      return callTool('calculator', { [tool ? (singleProperty(tool) ?? 'expression') : 'expression']: rest }, ctx);
     }
     case '/time':
       return callTool('current_time', {}, ctx);
@@ -202,14 +205,10 @@ function defaultReply(query: string, ctx: Ctx): string {
   const first = earlier[0];
   const previous = earlier[earlier.length - 1];
   if (/\bfirst (message|thing|question)\b/i.test(query)) {
-    return first === undefined
-      ? `This is your first message: "${quote(query)}".`
-      : `Your first message was: "${quote(first)}".`;
+    return first === undefined ? `This is your first message: "${quote(query)}".` : `Your first message was: "${quote(first)}".`;
   }
   if (/\b(what did i (just )?(say|write|ask)|previous message|last message|said (earlier|before))\b/i.test(query)) {
-    return previous === undefined
-      ? `You have not said anything before this message.`
-      : `Earlier you said: "${quote(previous)}".`;
+    return previous === undefined ? `You have not said anything before this message.` : `Earlier you said: "${quote(previous)}".`;
   }
   let memory: string;
   if (first === undefined) memory = '(This is the first message I remember.)';
