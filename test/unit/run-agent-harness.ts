@@ -22,6 +22,8 @@ export class ScriptedBackend {
   created = 0;
   /** false: a cancel is acknowledged but the run never confirms it (no run_cancelled). */
   confirmsCancel = true;
+  /** Break the next stream (once) after it has yielded this many events. */
+  breakAfter: number | null = null;
   private wake: (() => void)[] = [];
 
   constructor() {
@@ -70,9 +72,15 @@ export class ScriptedBackend {
   ): AsyncGenerator<RunEvent> {
     let i = after === null ? 0 : this.events.findIndex((e) => Number(e.id) > Number(after));
     if (i < 0) i = this.events.length;
+    let yielded = 0;
     for (;;) {
       while (i < this.events.length) {
+        if (this.breakAfter !== null && yielded >= this.breakAfter) {
+          this.breakAfter = null;
+          throw new Error('socket hang up');
+        }
         const ev = this.events[i++]!;
+        yielded += 1;
         yield ev;
         if (isTerminal(ev)) return;
       }
@@ -134,10 +142,16 @@ export async function preparedTurn(
   return { messageId, conversationId: conv.id, bindingId };
 }
 
-export function attempt(deps: { db: Db; config: Config; logger: Logger }, backend: ScriptedBackend, n = 1) {
-  const env = new MockActivityEnvironment({ attempt: n, heartbeatTimeoutMs: 5000 }, { logger: new DefaultLogger('ERROR') });
+/** One attempt of runAgent (attempt `n`, optionally with the heartbeat details of an earlier one); `beats` records its heartbeats. */
+export function attempt(deps: { db: Db; config: Config; logger: Logger }, backend: ScriptedBackend, n = 1, heartbeatDetails?: unknown) {
+  const env = new MockActivityEnvironment(
+    { attempt: n, heartbeatTimeoutMs: 5000, heartbeatDetails },
+    { logger: new DefaultLogger('ERROR') },
+  );
+  const beats: { backendRunId: string | null; cursor: string | null }[] = [];
+  env.on('heartbeat', (d: { backendRunId: string | null; cursor: string | null }) => beats.push(d));
   const runAgent = createRunAgent({ ...deps, backend: backend as unknown as AgentBackendClient });
-  return { env, run: (messageId: string) => env.run(runAgent, { messageId }) };
+  return { env, beats, run: (messageId: string) => env.run(runAgent, { messageId }) };
 }
 
 /** Resolves once a heartbeat reports this cursor committed. */
