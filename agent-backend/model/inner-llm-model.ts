@@ -20,19 +20,20 @@ import type {
   LanguageModelV3,
   LanguageModelV3CallOptions,
   LanguageModelV3Content,
-  LanguageModelV3FinishReason,
   LanguageModelV3GenerateResult,
   LanguageModelV3StreamPart,
   LanguageModelV3StreamResult,
-  LanguageModelV3Usage,
 } from '@ai-sdk/provider';
-import { InvokeChunk, type ChunkData, type InvokeRequest, type ToolDefinition } from '../../core/protocol/inner-llm.js';
+import type { InvokeRequest, ToolDefinition } from '../../core/protocol/inner-llm.js';
 import type { Usage } from '../../core/protocol/run.js';
 import { parseSse } from '../../core/sse.js';
 import type { Logger } from '../../core/logger.js';
 import { ModelCallError } from '../errors.js';
 import { fromV3Prompt } from './prompt.js';
-import { redactSecrets } from '../../core/llm/redact.js';
+import { emptyV3Usage, toPartStream } from './part-stream.js';
+import { DEFAULT_INNER_LLM_RETRY, RetryBudget, TransportFailure, type InnerLlmRetryOptions } from './retry.js';
+
+export { DEFAULT_INNER_LLM_RETRY, type InnerLlmRetryOptions };
 
 /** Who is calling: copied from the run's execution context layer. */
 export interface ModelCallerIdentity {
@@ -84,17 +85,6 @@ const STATUS_ERROR_TYPES: Record<number, string> = {
 /** The gateway's refusal of a call when the tenant's model credits are used up (docs/PROTOCOL.md §3). */
 const QUOTA_EXCEEDED = 'agent_llm_quota_exceeded';
 
-export interface InnerLlmRetryOptions {
-  /** How long one failure episode may last (first failure → last attempt), ms. 0: no retries. */
-  budgetMs: number;
-  /** Backoff between attempts: doubles from `baseMs` up to `maxMs`. */
-  baseMs: number;
-  maxMs: number;
-}
-
-/** 60 s: an api restart, or a PostgreSQL restart/failover behind the gateway (10–60 s). */
-export const DEFAULT_INNER_LLM_RETRY: InnerLlmRetryOptions = { budgetMs: 60_000, baseMs: 250, maxMs: 4_000 };
-
 export function createInnerLlmCaller(opts: {
   apiUrl: string;
   innerApiKey: string;
@@ -104,48 +94,6 @@ export function createInnerLlmCaller(opts: {
 }): ModelCaller {
   const retry = { ...DEFAULT_INNER_LLM_RETRY, ...opts.retry };
   return (target) => new InnerLlmModel(target, opts.apiUrl.replace(/\/+$/, ''), opts.innerApiKey, opts.fetch ?? fetch, retry, opts.logger);
-}
-
-/** A failure of the way to the inner endpoint (not of the model): worth sending the same call again. */
-class TransportFailure extends ModelCallError {}
-
-/** Backoff within one failure episode; progress (new output) starts a fresh episode. */
-class RetryBudget {
-  private since: number | null = null;
-  private delay: number;
-  attempts = 0;
-  constructor(private readonly opts: InnerLlmRetryOptions) {
-    this.delay = opts.baseMs;
-  }
-  /** Sleeps before the next attempt; false when the episode's budget is spent. */
-  async wait(signal: AbortSignal | undefined): Promise<boolean> {
-    const now = Date.now();
-    this.since ??= now;
-    if (now - this.since + this.delay > this.opts.budgetMs) return false;
-    await abortableSleep(this.delay, signal);
-    this.delay = Math.min(this.delay * 2, this.opts.maxMs);
-    this.attempts++;
-    return true;
-  }
-  progress(): void {
-    this.since = null;
-    this.delay = this.opts.baseMs;
-  }
-}
-
-function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(signal?.reason);
-    };
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 export class InnerLlmModel implements LanguageModelV3 {
@@ -303,206 +251,4 @@ export class InnerLlmModel implements LanguageModelV3 {
       warnings: [],
     };
   }
-}
-
-function emptyV3Usage(): LanguageModelV3Usage {
-  return {
-    inputTokens: { total: undefined, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
-    outputTokens: { total: undefined, text: undefined, reasoning: undefined },
-  };
-}
-
-const FINISH: Record<string, LanguageModelV3FinishReason['unified']> = {
-  stop: 'stop',
-  length: 'length',
-  tool_calls: 'tool-calls',
-  content_filter: 'content-filter',
-  error: 'error',
-};
-
-/**
- * Maps inner-LLM chunks to V3 stream parts. Tool calls may arrive whole or in OpenAI-style fragments
- * (same or empty id continues the previous call); they are emitted complete at the end of the stream.
- *
- * A stream that breaks (read error, or an end before the final chunk) is re-opened through `reopen`
- * (the same call again); the new attempt's text and reasoning are matched against what was already
- * emitted, character by character, and only what lies beyond is emitted.
- */
-function toPartStream(
-  first: AsyncGenerator<{ data: string }>,
-  reopen: (failure: TransportFailure) => Promise<AsyncGenerator<{ data: string }>>,
-  budget: RetryBudget,
-  signal: AbortSignal | undefined,
-): ReadableStream<LanguageModelV3StreamPart> {
-  let frames = first;
-  let textOpen = false;
-  let reasoningOpen = false;
-  /** Everything emitted so far, across attempts. */
-  const emitted = { text: '', reasoning: '' };
-  /** What the current attempt has streamed (a replay starts again from the beginning). */
-  let seen = { text: '', reasoning: '' };
-  let calls: Array<{ id: string; name: string; args: string }> = [];
-  let usage: Partial<Usage> | undefined;
-  let finishRaw: string | undefined;
-  /** The current attempt delivered its final chunk (finish_reason). */
-  let complete = false;
-
-  let enqueued = 0;
-  const push = (ctrl: ReadableStreamDefaultController<LanguageModelV3StreamPart>, part: LanguageModelV3StreamPart) => {
-    enqueued++;
-    ctrl.enqueue(part);
-  };
-  const closeOpen = (ctrl: ReadableStreamDefaultController<LanguageModelV3StreamPart>) => {
-    if (reasoningOpen) push(ctrl, { type: 'reasoning-end', id: 'reasoning-0' });
-    if (textOpen) push(ctrl, { type: 'text-end', id: 'text-0' });
-    reasoningOpen = textOpen = false;
-  };
-  /** The part of `piece` not emitted yet (by position); a replay that differs from what was sent fails. */
-  const fresh = (kind: 'text' | 'reasoning', piece: string): string => {
-    const start = seen[kind].length;
-    seen[kind] += piece;
-    const done = emitted[kind];
-    if (start < done.length) {
-      const overlap = Math.min(piece.length, done.length - start);
-      if (piece.slice(0, overlap) !== done.slice(start, start + overlap)) {
-        throw new ModelCallError(
-          'InvokeConnectionError',
-          'the inner LLM call was retried after a transport failure and the replay differs from what was already streamed',
-        );
-      }
-      if (overlap === piece.length) return '';
-      piece = piece.slice(overlap);
-    }
-    emitted[kind] += piece;
-    budget.progress();
-    return piece;
-  };
-
-  const finish = (ctrl: ReadableStreamDefaultController<LanguageModelV3StreamPart>) => {
-    closeOpen(ctrl);
-    // The raw argument text also rides along in providerMetadata: the AI SDK hands the loop parsed
-    // input, and history keeps the arguments exactly as the model sent them.
-    for (const c of calls) {
-      const input = c.args || '{}';
-      push(ctrl, { type: 'tool-call', toolCallId: c.id, toolName: c.name, input, providerMetadata: { dify: { arguments: input } } });
-    }
-    const p = usage?.prompt_tokens;
-    const o = usage?.completion_tokens;
-    push(ctrl, {
-      type: 'finish',
-      finishReason: { unified: FINISH[finishRaw ?? ''] ?? (calls.length ? 'tool-calls' : 'stop'), raw: finishRaw },
-      usage: {
-        inputTokens: { total: p, noCache: p, cacheRead: undefined, cacheWrite: undefined },
-        outputTokens: { total: o, text: o, reasoning: undefined },
-      },
-      ...(usage ? { providerMetadata: { dify: { usage: JSON.parse(JSON.stringify(usage)) } } } : {}),
-    });
-    ctrl.close();
-  };
-
-  const handleFrame = (ctrl: ReadableStreamDefaultController<LanguageModelV3StreamPart>, data: string) => {
-    let json: unknown;
-    try {
-      json = JSON.parse(data);
-    } catch {
-      throw new ModelCallError('InvokeError', 'inner LLM endpoint sent a malformed chunk');
-    }
-    const parsed = InvokeChunk.safeParse(json);
-    if (!parsed.success) throw new ModelCallError('InvokeError', 'inner LLM endpoint sent a chunk that does not match the protocol');
-    const chunk = parsed.data;
-    if (chunk.code !== 0) {
-      const d = chunk.data as { error_type: string; message: string };
-      throw new ModelCallError(d.error_type || 'InvokeError', redactSecrets(d.message || chunk.message));
-    }
-    const { message, usage: u, finish_reason } = (chunk.data as ChunkData).delta;
-    if (message.reasoning_content) {
-      const r = fresh('reasoning', message.reasoning_content);
-      if (r) {
-        if (!reasoningOpen) push(ctrl, { type: 'reasoning-start', id: 'reasoning-0' });
-        reasoningOpen = true;
-        push(ctrl, { type: 'reasoning-delta', id: 'reasoning-0', delta: r });
-      }
-    }
-    if (message.content) {
-      const t = fresh('text', message.content);
-      if (t) {
-        if (!textOpen) push(ctrl, { type: 'text-start', id: 'text-0' });
-        textOpen = true;
-        push(ctrl, { type: 'text-delta', id: 'text-0', delta: t });
-      }
-    }
-    for (const tc of message.tool_calls ?? []) {
-      const last = calls[calls.length - 1];
-      if (last && (tc.id === '' || tc.id === last.id)) {
-        last.args += tc.function.arguments;
-        if (!last.name && tc.function.name) last.name = tc.function.name;
-      } else {
-        calls.push({ id: tc.id, name: tc.function.name, args: tc.function.arguments });
-      }
-    }
-    if (u) usage = u;
-    if (finish_reason) {
-      finishRaw = finish_reason;
-      complete = true;
-    }
-  };
-
-  /** The stream broke: send the call again; the replay starts from the beginning. */
-  const retry = async (failure: TransportFailure) => {
-    void frames.return(undefined).catch(() => undefined);
-    frames = await reopen(failure);
-    seen = { text: '', reasoning: '' };
-    calls = [];
-    usage = undefined;
-    finishRaw = undefined;
-    complete = false;
-  };
-
-  return new ReadableStream<LanguageModelV3StreamPart>({
-    async start(ctrl) {
-      push(ctrl, { type: 'stream-start', warnings: [] });
-    },
-    // A pull that enqueues nothing is not called again: read frames until one produced a part.
-    async pull(ctrl) {
-      const before = enqueued;
-      try {
-        while (enqueued === before) {
-          let next: IteratorResult<{ data: string }>;
-          try {
-            next = await frames.next();
-          } catch (err) {
-            if (signal?.aborted) throw err;
-            await retry(
-              new TransportFailure('InvokeConnectionError', `the inner LLM stream broke: ${String((err as Error)?.message ?? err)}`),
-            );
-            continue;
-          }
-          if (next.done) {
-            if (complete) return finish(ctrl);
-            await retry(new TransportFailure('InvokeConnectionError', 'the inner LLM stream ended before its final chunk'));
-            continue;
-          }
-          handleFrame(ctrl, next.value.data);
-        }
-      } catch (err) {
-        if (signal?.aborted) {
-          ctrl.error(signal.reason ?? err);
-          return;
-        }
-        closeOpen(ctrl);
-        push(ctrl, {
-          type: 'error',
-          error:
-            err instanceof ModelCallError
-              ? err
-              : new ModelCallError('InvokeConnectionError', redactSecrets(String((err as Error)?.message ?? err))),
-        });
-        ctrl.close();
-        void frames.return(undefined).catch(() => undefined);
-      }
-    },
-    async cancel() {
-      await frames.return(undefined);
-    },
-  });
 }
