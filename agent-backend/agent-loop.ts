@@ -10,6 +10,9 @@
  * serialized per stateful toolset, errors as observations, budgets checked first, ask_human deferred.
  * Messages are committed per complete step (assistant message + its tool results), so history stays
  * well-formed whatever interrupts the run.
+ *
+ * Why one file: the loop's step, its tool execution and its limits share one run state; split they would pass
+ * that state around without making any part testable alone (test/agent-backend/agent-loop.test.ts covers it whole).
  */
 import { jsonSchema, streamText, tool, type TextStreamPart, type Tool, type ToolSet } from 'ai';
 import { priceFor } from '../core/llm/pricing.js';

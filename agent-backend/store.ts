@@ -11,6 +11,9 @@
  * owner's heartbeat, the followers' catch-up read) run when the database answers again. The pool
  * discards connections a restart killed (pg destroys a client released with an error, and idle
  * ones that error are dropped), so it recovers by itself.
+ *
+ * Why one file: it is the backend's whole storage contract over one schema (each method one statement), and the
+ * liveness and LISTEN rules below need the same connection state.
  */
 import pg from 'pg';
 import { isDependencyUnavailable } from '../core/dependency-errors.js';

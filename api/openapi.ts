@@ -3,6 +3,8 @@
  * validate with (`z.toJSONSchema`, JSON Schema 2020-12 = OpenAPI 3.1's dialect), so the spec cannot
  * drift from the code. Request bodies and query strings are described as clients send them (`io:
  * input`: fields with defaults are optional), responses and SSE events as the api produces them.
+ *
+ * Why one file: it is the spec's table of routes, one entry per route, read top to bottom like the document it emits.
  */
 import fs from 'node:fs';
 import type { RequestHandler } from 'express';

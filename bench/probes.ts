@@ -3,6 +3,8 @@
  * transactions, WAL bytes — all exact, no statistics lag) and CPU / memory of the processes of the stack
  * (this process: api + agent backend + load generator [+ in-process worker]; the worker child; PostgreSQL;
  * the Temporal dev server), read from /proc (Linux; elsewhere these figures are null).
+ *
+ * Why one file: each probe is a small reader of /proc or the catalogue; they are used together per cell.
  */
 import fs from 'node:fs';
 import os from 'node:os';

@@ -4,6 +4,8 @@
  * turn when their previous one ends — and collect latency, throughput, frames, RSS, CPU and database
  * writes per cell. Durable and direct cells of one concurrency run back to back (their order alternates),
  * in one process lifetime on one stack, so their ratio is what this machine says.
+ *
+ * Why one file: one cell's measurement is one sequence (warm-up, run, probes, settle) read best in order.
  */
 import os from 'node:os';
 import type { Stack } from '../stack/start-stack.js';

@@ -6,6 +6,8 @@
  *
  * Row times are `now()` of the writing transaction, i.e. its start; the transaction's commit is when
  * its NOTIFY reaches this process (CommitRecorder), which splits writing an event from fanning it out.
+ *
+ * Why one file: the durable and direct timelines are built from the same row and history facts, side by side.
  */
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { TurnSample } from './client.js';

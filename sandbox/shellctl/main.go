@@ -1,4 +1,5 @@
 // shellctl runs one shell command of an agent inside its workspace, isolated with Landlock.
+// (One file: a Go main whose two stages, supervisor and child, share the flag set and the ruleset.)
 //
 //	shellctl exec --workspace DIR [--ro PATH]... [--allow-connect PORT]... [--timeout-ms N]
 //	              --token-file FILE [--status-fd N] [--no-isolation] -- COMMAND [ARG]...

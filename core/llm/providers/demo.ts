@@ -2,6 +2,8 @@
  * The deterministic demo model: offline, no randomness, no clock in its text. It streams word-ish
  * tokens with a per-token delay, counts tokens by a fixed rule, reads the whole conversation
  * (history questions, tool results, ask_human answers) and obeys the triggers of DEMO_MODEL.md.
+ *
+ * Why one file: the demo model is one deterministic grammar of triggers (DEMO_MODEL.md); its parts mean nothing apart.
  */
 import type { PromptMessage, ToolCall, ToolDefinition } from '../../protocol/inner-llm.js';
 import { InvokeError, isInvokeErrorKind, type InvokeErrorKind } from '../errors.js';
