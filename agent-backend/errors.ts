@@ -14,8 +14,6 @@ export class HttpError extends Error {
   }
 }
 
-export const badRequest = (message: string, code = 'invalid_request') => new HttpError(400, code, message);
-
 /** One readable line per zod issue, each naming the offending path (and unknown keys by name). */
 export function formatZodError(error: z.ZodError, prefix = ''): string {
   return error.issues

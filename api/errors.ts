@@ -15,8 +15,6 @@ export class HttpError extends Error {
   }
 }
 
-export const notFound = (what = 'Resource') => new HttpError(404, 'not_found', `${what} not found.`);
-
 /** Parses with zod; a failure becomes 400 `invalid_param` naming the field. */
 export function parseOr400<T extends z.ZodType>(schema: T, value: unknown, where = 'body'): z.output<T> {
   const r = schema.safeParse(value);
