@@ -3,24 +3,13 @@
  * does to its clients) while an answer streams, for 8 s and for 30 s, and a message is posted while it is
  * down.
  */
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { postChat, runTurn, TurnStream } from './client.js';
 import { sleep, step, waitFor } from './harness.js';
 import { useFaultStack } from './fixture.js';
+import { query, wordCount } from '../support/sql.js';
 
 const ctx = useFaultStack('postgres');
-const words = (s: string | undefined) => (s ?? '').trim().split(/\s+/).filter(Boolean).length;
-
-async function query<T extends pg.QueryResultRow>(databaseUrl: string, sql: string, params: unknown[] = []): Promise<T[]> {
-  const c = new pg.Client({ connectionString: databaseUrl });
-  await c.connect();
-  try {
-    return (await c.query<T>(sql, params)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
 /** Streams a long answer, crashes PostgreSQL for `downMs` after the fifth delta, and reads the turn to its end. */
 async function answerAcrossOutage(user: string, query: string, downMs: number): Promise<{ s: TurnStream; sinceBack: number }> {
@@ -46,7 +35,7 @@ describe('PostgreSQL outages', () => {
     recovery('PostgreSQL down 8 s mid-answer → turn done (answer was still streaming)', sinceBack);
     recovery('PostgreSQL down 8 s mid-answer: longest silence of the client stream', s.longestSilenceMs());
     expect(s.terminal!.event, JSON.stringify(s.terminal!.data)).toBe('message_end');
-    expect(words(s.answer)).toBe(500);
+    expect(wordCount(s.answer)).toBe(500);
     expect(s.deltas).toBe(s.answer);
     const [msg] = await query<{ status: string; answer: string }>(
       stack.databaseUrl,
@@ -78,7 +67,7 @@ describe('PostgreSQL outages', () => {
       'the run was failed as if its backend had restarted',
     ).not.toContain('backend_restarted');
     expect(s.terminal!.event, JSON.stringify(s.terminal!.data)).toBe('message_end');
-    expect(words(s.answer)).toBe(250);
+    expect(wordCount(s.answer)).toBe(250);
     expect(runs).toEqual([{ status: 'succeeded', error_type: null }]);
   });
 

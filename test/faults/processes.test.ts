@@ -3,38 +3,30 @@
  * (baseline: one clean error, the conversation goes on) and the api while it serves the backend's model
  * call (issue 22 item 6: the turn completes, billed once).
  */
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { runTurn, TurnStream } from './client.js';
 import { step } from './harness.js';
 import { useFaultStack } from './fixture.js';
+import { query, wordCount } from '../support/sql.js';
 
 const ctx = useFaultStack('processes');
-const words = (s: string | undefined) => (s ?? '').trim().split(/\s+/).filter(Boolean).length;
 
-async function ledgerRows(databaseUrl: string, messageId: string): Promise<{ billing_request_id: string; tokens: number }[]> {
-  const c = new pg.Client({ connectionString: databaseUrl });
-  await c.connect();
-  try {
-    const r = await c.query(
-      `select l.billing_request_id, l.prompt_tokens + l.completion_tokens as tokens
-         from credit_ledger l join agent_backend_runs r on r.backend_run_id = l.agent_run_id where r.message_id = $1`,
-      [messageId],
-    );
-    return r.rows;
-  } finally {
-    await c.end();
-  }
+function ledgerRows(databaseUrl: string, messageId: string) {
+  return query<{ billing_request_id: string; tokens: number }>(
+    databaseUrl,
+    `select l.billing_request_id, l.prompt_tokens + l.completion_tokens as tokens
+       from credit_ledger l join agent_backend_runs r on r.backend_run_id = l.agent_run_id where r.message_id = $1`,
+    [messageId],
+  );
 }
 
-async function messageRow(databaseUrl: string, id: string): Promise<{ status: string; answer: string; error_code: string | null }> {
-  const c = new pg.Client({ connectionString: databaseUrl });
-  await c.connect();
-  try {
-    return (await c.query(`select status::text, answer, error_code from messages where id = $1`, [id])).rows[0];
-  } finally {
-    await c.end();
-  }
+async function messageRow(databaseUrl: string, id: string) {
+  const rows = await query<{ status: string; answer: string; error_code: string | null }>(
+    databaseUrl,
+    `select status::text, answer, error_code from messages where id = $1`,
+    [id],
+  );
+  return rows[0]!;
 }
 
 describe('a process killed mid-turn', () => {
@@ -63,7 +55,7 @@ describe('a process killed mid-turn', () => {
       [b, 300],
     ] as const) {
       expect(s.terminal!.event, JSON.stringify(s.terminal!.data)).toBe('message_end');
-      expect(words(s.answer)).toBe(expected);
+      expect(wordCount(s.answer)).toBe(expected);
       expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('succeeded');
       expect(await ledgerRows(stack.databaseUrl, s.messageId)).toHaveLength(1);
     }
@@ -107,7 +99,7 @@ describe('a process killed mid-turn', () => {
     recovery('api SIGKILL during a model call: longest silence of the client stream', s.longestSilenceMs());
     expect(end.event, JSON.stringify(end.data)).toBe('message_end');
     expect(s.reattaches).toBeGreaterThanOrEqual(1);
-    expect(words(s.answer)).toBe(250);
+    expect(wordCount(s.answer)).toBe(250);
     expect(s.answer).toBe(s.deltas);
     expect((await messageRow(stack.databaseUrl, s.messageId)).status).toBe('succeeded');
     // One model call, one ledger row (a replay under the same billing request id charges nothing more).

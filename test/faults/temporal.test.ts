@@ -3,24 +3,13 @@
  * timeout during an answer; a form submitted while Temporal is down and the api killed before the signal
  * got through; an api replica started while Temporal is unreachable.
  */
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { history, runTurn, submitForm, TurnStream } from './client.js';
 import { sleep, step, waitFor } from './harness.js';
 import { useFaultStack } from './fixture.js';
+import { query, wordCount } from '../support/sql.js';
 
 const ctx = useFaultStack('temporal');
-const words = (s: string | undefined) => (s ?? '').trim().split(/\s+/).filter(Boolean).length;
-
-async function query<T extends pg.QueryResultRow>(databaseUrl: string, sql: string, params: unknown[]): Promise<T[]> {
-  const c = new pg.Client({ connectionString: databaseUrl });
-  await c.connect();
-  try {
-    return (await c.query<T>(sql, params)).rows;
-  } finally {
-    await c.end();
-  }
-}
 
 async function readyz(apiUrl: string): Promise<{ status: number; checks: Record<string, boolean> }> {
   const r = await fetch(`${apiUrl}/readyz`, { signal: AbortSignal.timeout(10_000) });
@@ -51,7 +40,7 @@ describe('Temporal outages', () => {
       [s.messageId],
     );
     expect(msg!.status).toBe('succeeded');
-    expect(words(s.answer)).toBe(500);
+    expect(wordCount(s.answer)).toBe(500);
     const runs = await query<{ status: string; cancel_reason: string | null }>(
       stack.databaseUrl,
       `select status, cancel_reason from agent_backend.runs where idempotency_key = $1`,

@@ -3,12 +3,12 @@
  * completes with no duplicated or missing events, answer text, thought rows or usage; two racing messages
  * in one conversation get exactly one turn; tool calls become thought rows.
  */
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 import { killWorkerChild } from '../support/processes.js';
+import { backendRunsOf } from '../support/sql.js';
 
 let stack: Stack;
 let key: string;
@@ -67,16 +67,7 @@ describe('a worker killed mid-turn', () => {
 
       // One backend run, and each model call billed once: usage equals the ledger.
       const run = await stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: messageId } });
-      const client = new pg.Client({ connectionString: stack.databaseUrl });
-      await client.connect();
-      try {
-        const runs = await client.query(`select count(*)::int as n from agent_backend.runs where idempotency_key = $1`, [
-          `message-${messageId}`,
-        ]);
-        expect(runs.rows[0].n).toBe(1);
-      } finally {
-        await client.end();
-      }
+      expect(await backendRunsOf(stack.databaseUrl, messageId)).toBe(1);
       const ledger = await stack.db.creditLedger.findMany({ where: { agent_run_id: run.backend_run_id! } });
       expect(new Set(ledger.map((l) => l.billing_request_id)).size).toBe(ledger.length);
       expect(ledger.length).toBe(withTool ? 2 : 1);

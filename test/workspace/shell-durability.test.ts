@@ -5,13 +5,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 import { killWorkerChild } from '../support/processes.js';
+import { backendRunsOf } from '../support/sql.js';
 
 let stack: Stack;
 let key: string;
@@ -64,15 +64,6 @@ describe('a worker killed during a shell command', () => {
     // Exactly once: one line of each, one backend run for the message.
     expect(fs.readFileSync(log, 'utf8')).toBe('started\nfinished\n');
     const messageId = frames.at(-1)!.data.message_id as string;
-    const client = new pg.Client({ connectionString: stack.databaseUrl });
-    await client.connect();
-    try {
-      const runs = await client.query(`select count(*)::int as n from agent_backend.runs where idempotency_key = $1`, [
-        `message-${messageId}`,
-      ]);
-      expect(runs.rows[0].n).toBe(1);
-    } finally {
-      await client.end();
-    }
+    expect(await backendRunsOf(stack.databaseUrl, messageId)).toBe(1);
   });
 });
