@@ -4,11 +4,17 @@
  */
 import { z } from 'zod';
 import { ModelSettings } from './protocol/run.js';
+import { BUILTIN_TOOL_NAMES, ProviderName, qualifiedNameProblem, qualifiedToolName, ToolName } from './tool-names.js';
 
+/**
+ * A tool of a registered tool provider (an API tool from an OpenAPI document, or an MCP server's tool):
+ * offered to the model as `<provider>__<name>` (core/tool-names.ts). Its description and JSON schema come
+ * from the provider when the turn is built; the fields here are only kept for configs that carried them.
+ */
 export const PluginToolRef = z
   .object({
-    provider: z.string().min(1),
-    name: z.string().min(1),
+    provider: ProviderName,
+    name: ToolName,
     description: z.string().default(''),
     parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
   })
@@ -30,7 +36,7 @@ export const AgentSoulConfig = z
       .strict(),
     tools: z
       .object({
-        core: z.array(z.string()).default([]),
+        core: z.array(z.enum(BUILTIN_TOOL_NAMES, { error: `builtin tools are ${BUILTIN_TOOL_NAMES.join(', ')}` })).default([]),
         plugin: z.array(PluginToolRef).default([]),
       })
       .strict()
@@ -39,10 +45,21 @@ export const AgentSoulConfig = z
       .object({ enabled: z.boolean().default(false) })
       .strict()
       .default({ enabled: false }),
+    /**
+     * Knowledge (README "Knowledge"): retrieval over the tenant's datasets runs before the first model request
+     * and its results go into the user message; `search_tool` also offers `knowledge_search` to the model.
+     */
     knowledge: z
-      .object({ enabled: z.boolean().default(false), dataset_ids: z.array(z.string()).default([]) })
+      .object({
+        enabled: z.boolean().default(false),
+        dataset_ids: z.array(z.uuid()).max(20).default([]),
+        top_k: z.number().int().min(1).max(20).default(4),
+        /** Chunks scoring below this (0–1, see README "Knowledge" for the score) are dropped. */
+        score_threshold: z.number().min(0).max(1).default(0),
+        search_tool: z.boolean().default(true),
+      })
       .strict()
-      .default({ enabled: false, dataset_ids: [] }),
+      .default({ enabled: false, dataset_ids: [], top_k: 4, score_threshold: 0, search_tool: true }),
     /** The agent's workspace (README "Agent workspace"): a Local runtime, and the shell tool inside it. */
     runtime: z
       .object({ enabled: z.boolean().default(false) })
@@ -107,6 +124,20 @@ export const AgentSoulConfig = z
   })
   .strict()
   .superRefine((soul, ctx) => {
+    const seen = new Set<string>();
+    soul.tools.plugin.forEach((t, i) => {
+      const problem = qualifiedNameProblem(t.provider, t.name);
+      if (problem) ctx.addIssue({ code: 'custom', path: ['tools', 'plugin', i, 'name'], message: problem });
+      const q = qualifiedToolName(t.provider, t.name);
+      if (seen.has(q)) ctx.addIssue({ code: 'custom', path: ['tools', 'plugin', i], message: `the tool ${q} is listed twice` });
+      seen.add(q);
+    });
+    if (new Set(soul.tools.core).size !== soul.tools.core.length) {
+      ctx.addIssue({ code: 'custom', path: ['tools', 'core'], message: 'a builtin tool is listed twice' });
+    }
+    if (soul.knowledge.enabled && soul.knowledge.dataset_ids.length === 0) {
+      ctx.addIssue({ code: 'custom', path: ['knowledge', 'dataset_ids'], message: 'knowledge is enabled but no dataset is selected' });
+    }
     if (soul.shell.enabled && !soul.runtime.enabled) {
       ctx.addIssue({
         code: 'custom',

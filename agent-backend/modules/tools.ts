@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { formatZodError } from '../errors.js';
 import { CalculatorError, evaluate } from './calculator.js';
+import { BUILTIN_TOOL_NAMES, type BuiltinToolName } from '../../core/tool-names.js';
 import { defineModule, Mutex, ToolNotAvailableError, type ToolOutcome, type ToolSpec } from './types.js';
 
 const fail = (message: string): ToolOutcome => ({ kind: 'result', result: message, isError: true });
@@ -19,8 +20,7 @@ const ScratchpadSetArgs = z
   .strict();
 const ScratchpadGetArgs = z.object({ key: z.string().min(1).max(100).describe('Note name') }).strict();
 
-export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'] as const;
-export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
+export { BUILTIN_TOOL_NAMES, type BuiltinToolName };
 
 const CoreToolsConfig = z.object({ tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).default([]) }).strict();
 export const CoreToolsState = z.object({ scratchpad: z.record(z.string(), z.string()).default({}) }).strict();
