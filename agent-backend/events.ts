@@ -4,7 +4,8 @@
  * RunEmitter serializes appends (event ids follow emission order) and coalesces text deltas into
  * `agent_message_delta` events (and thinking deltas into thinking `part_delta` events): a buffer is
  * flushed after BACKEND_DELTA_COALESCE_MS, at BACKEND_DELTA_COALESCE_CHARS, before any other event
- * and before the terminal event.
+ * and before the terminal event. The first delta of a part is not held: it is what the user waits for
+ * (time to first token), so it is appended at once and coalescing starts with the second (issue 21).
  *
  * No event is ever dropped. An append that fails because PostgreSQL is unreachable is retried with
  * backoff, in order (later events wait behind it, consecutive deltas of one part merge while they
@@ -56,6 +57,8 @@ export class RunEmitter {
   private writer: Promise<void> | null = null;
   private pending: { kind: DeltaKind; index: number; text: string } | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** The part the last delta belonged to; null after any other event (the next delta starts a new part). */
+  private lastPart: { kind: DeltaKind; index: number } | null = null;
   /** Set once the store refuses appends (the run ended elsewhere) or the emitter is detached. */
   private stopped = false;
   /** Set once an event could not be stored: only the terminal may follow (as run_failed). */
@@ -79,16 +82,19 @@ export class RunEmitter {
   /** Buffers a text/thinking delta (coalesced). */
   delta(kind: DeltaKind, index: number, text: string): void {
     if (!text || this.stopped) return;
+    const firstOfPart = this.lastPart?.kind !== kind || this.lastPart.index !== index;
+    this.lastPart = { kind, index };
     if (this.pending && (this.pending.kind !== kind || this.pending.index !== index)) this.flushPending();
     if (!this.pending) this.pending = { kind, index, text: '' };
     this.pending.text += text;
-    if (this.pending.text.length >= this.coalesce.chars) this.flushPending();
+    if (firstOfPart || this.pending.text.length >= this.coalesce.chars) this.flushPending();
     else if (!this.timer) this.timer = setTimeout(() => this.flushPending(), this.coalesce.ms);
   }
 
   /** Appends a non-delta event after flushing buffered deltas; resolves once stored (null: not stored). */
   event(type: Exclude<RunEventType, TerminalType>, data: unknown): Promise<StoredEvent | null> {
     this.flushPending();
+    this.lastPart = null;
     return this.enqueue({ type, data, waiters: [] });
   }
 

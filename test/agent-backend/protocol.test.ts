@@ -189,6 +189,16 @@ describe('runs', () => {
     expect(deltas.length).toBeLessThan(10);
   });
 
+  it('appends the first delta of a part at once and coalesces only what follows (time to first token)', async () => {
+    fake.script({ text: ['First', ' second', ' third', ' fourth'] });
+    const { run_id } = await backend.client.createRun(runRequest());
+    const events = await backend.client.untilTerminal(run_id);
+    const deltas = events.filter((e) => e.type === 'agent_message_delta');
+    // Without the rule the four tokens (no delay between them) would sit in one coalescing window.
+    expect(deltas[0].data).toEqual({ delta: 'First' });
+    expect(textOf(events)).toBe('First second third fourth');
+  });
+
   it('returns the same run for the same idempotency key, even for concurrent creates', async () => {
     fake.script({ text: ['once'], delayMs: 50 });
     const req = runRequest({ idempotency_key: `idem-${Date.now()}` });
