@@ -16,6 +16,7 @@ import { createInnerLlmCaller, type ModelCaller } from './model/inner-llm-model.
 import { createRegistry, type ModuleRegistry } from './modules/registry.js';
 import { noPluginTools, type PluginToolResolver } from './modules/types.js';
 import { RunManager } from './run-manager.js';
+import { registryRoutes } from './routes/registry.js';
 import { runRoutes } from './routes/runs.js';
 import { stubRoutes } from './routes/stub.js';
 import { Sandbox } from './workspace/sandbox.js';
@@ -104,16 +105,18 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       maxJsonDepth: config.JSON_MAX_DEPTH,
     }),
   );
+  const registry = deps.registry ?? createRegistry([], { sandbox });
   app.use(
-    '/runs',
+    ['/runs', '/modules', '/compositions'],
     bearerAuth(config.AGENT_BACKEND_TOKEN),
     jsonBody({ limit: config.AGENT_BACKEND_MAX_BODY_BYTES, maxDepth: config.JSON_MAX_DEPTH, rejectNul: true }),
   );
+  app.use(registryRoutes({ registry, limits }));
   app.use(
     runRoutes({
       store,
       runs,
-      registry: deps.registry ?? createRegistry([], { sandbox }),
+      registry,
       limits,
       logger,
       instanceId: options.instanceId,

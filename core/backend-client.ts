@@ -1,6 +1,7 @@
 /** Client of the agent backend run protocol (docs/PROTOCOL.md §2). */
 import { parseSse } from './sse.js';
 import { CreateRunResponse, EventsPage, RunEvent, RunStatusResponse, isTerminal, type CreateRunRequest } from './protocol/run.js';
+import { BackendErrorBody, ModulesResponse, ValidateCompositionResponse } from './protocol/registry.js';
 import type { z } from 'zod';
 
 export class BackendHttpError extends Error {
@@ -11,7 +12,20 @@ export class BackendHttpError extends Error {
   ) {
     super(`agent backend ${what} answered ${status}: ${body.slice(0, 500)}`);
   }
+
+  /** The backend's `{code, message, status}`, or null when the body is something else (a proxy's page). */
+  errorBody(): BackendErrorBody | null {
+    try {
+      const parsed = BackendErrorBody.safeParse(JSON.parse(this.body));
+      return parsed.success ? parsed.data : null;
+    } catch {
+      return null;
+    }
+  }
 }
+
+/** A composition the backend refused (400/422): its error body, as POST /runs would have answered. */
+export type CompositionVerdict = { ok: true } | { ok: false; error: BackendErrorBody };
 
 /**
  * The event stream went silent: no byte (not even the backend's keep-alive comment, sent every
@@ -54,6 +68,33 @@ export class AgentBackendClient {
     const text = await res.text();
     if (res.status !== 202 && res.status !== 200) throw new BackendHttpError(res.status, text, 'create run');
     return CreateRunResponse.parse(JSON.parse(text));
+  }
+
+  /** The backend's registry (docs/PROTOCOL.md §2 "Registry"): modules, their availability and config schemas. */
+  async listModules(signal?: AbortSignal): Promise<ModulesResponse> {
+    const res = await fetch(`${this.baseUrl}/modules`, { headers: this.headers(), signal });
+    const text = await res.text();
+    if (!res.ok) throw new BackendHttpError(res.status, text, 'list modules');
+    return ModulesResponse.parse(JSON.parse(text));
+  }
+
+  /**
+   * The planning of POST /runs without a run: `{ok: false, error}` for the 400/422 POST /runs would answer;
+   * anything else (401, 404 of a backend without the route, 5xx) throws BackendHttpError.
+   */
+  async validateComposition(req: CreateRunRequest, signal?: AbortSignal): Promise<CompositionVerdict> {
+    const res = await fetch(`${this.baseUrl}/compositions/validate`, {
+      method: 'POST',
+      headers: this.headers({ 'content-type': 'application/json' }),
+      body: JSON.stringify(req),
+      signal,
+    });
+    const text = await res.text();
+    if (res.ok) return ValidateCompositionResponse.parse(JSON.parse(text));
+    const err = new BackendHttpError(res.status, text, 'validate composition');
+    const body = res.status === 400 || res.status === 422 ? err.errorBody() : null;
+    if (!body) throw err;
+    return { ok: false, error: body };
   }
 
   async getRun(runId: string, signal?: AbortSignal): Promise<z.infer<typeof RunStatusResponse>> {

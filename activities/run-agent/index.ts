@@ -2,7 +2,8 @@
  * runAgent (docs/seeds/000 and 001 AgentAppRunner.run): creates the backend run (idempotency key from the message id)
  * or reattaches to it, then consumes its events until its end. Rooms: consume.ts (the loop: heartbeat,
  * debounce, reconnect, stop), commit.ts (cursor-fenced commits), thoughts.ts (thought rows), terminal.ts and
- * pause.ts (how a run ends), cancellation.ts (a user's stop versus a lost attempt).
+ * pause.ts (how a run ends), refused.ts (a run the backend refused to create: failed at once, never retried),
+ * cancellation.ts (a user's stop versus a lost attempt).
  *
  * Exactly-once without trusting the worker: every effect commits with the run's consumption cursor, so a
  * retried attempt (worker killed, heartbeat timed out, Temporal unreachable) resumes from the committed
@@ -14,6 +15,7 @@ import type { ActivityDeps } from '../../turn/deps.js';
 import { attemptLostError, cancellationCause } from './cancellation.js';
 import { RunCommitter } from './commit.js';
 import { consumeRun } from './consume.js';
+import { createRunOrRefusal, refuseRun } from './refused.js';
 import type { RunAgentOutcome, RunScope } from './scope.js';
 import { stopBeforeStart } from './terminal.js';
 import { ThoughtLog } from './thoughts.js';
@@ -72,7 +74,9 @@ export function createRunAgent(deps: ActivityDeps) {
     // The message turns `running` while the backend run is created (independent writes, one wait).
     const markRunning = msg.status === 'pending' ? db.message.update({ where: { id: msg.id }, data: { status: 'running' } }) : null;
     if (!backendRunId) {
-      const [created] = await Promise.all([backend.createRun(run.request as unknown as CreateRunRequest), markRunning]);
+      // Both settle before anything else: a refusal's failed status must land after `running`, never under it.
+      const [created] = await Promise.all([createRunOrRefusal(backend, run.request as unknown as CreateRunRequest), markRunning]);
+      if ('refused' in created) return refuseRun(scope, created.refused);
       backendRunId = created.run_id;
       await db.agentBackendRun.update({ where: { message_id: msg.id }, data: { backend_run_id: backendRunId, status: 'running' } });
     } else {
