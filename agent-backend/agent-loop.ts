@@ -84,6 +84,7 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
       user_id: executionContext.user_id,
       user_from: executionContext.user_from,
       app_id: executionContext.app_id,
+      agent_id: executionContext.agent_id,
       invoke_from: executionContext.invoke_from,
       agent_mode: ctx.request.purpose === 'agent_app' ? 'agent' : ctx.request.purpose,
     },

@@ -41,6 +41,7 @@ export interface ModelCallerIdentity {
   user_id: string;
   user_from: 'end-user' | 'account';
   app_id: string;
+  agent_id?: string;
   invoke_from: string;
   agent_mode?: string;
 }
@@ -130,7 +131,7 @@ export class InnerLlmModel implements LanguageModelV3 {
         description: (t as { description?: string }).description ?? '',
         parameters: (t as { inputSchema: unknown }).inputSchema as Record<string, unknown>,
       }));
-    const { tenant_id, user_id, user_from, app_id, invoke_from, agent_mode } = this.target.caller;
+    const { tenant_id, user_id, user_from, app_id, agent_id, invoke_from, agent_mode } = this.target.caller;
     return {
       caller: {
         invocation_id: this.target.runId,
@@ -140,6 +141,7 @@ export class InnerLlmModel implements LanguageModelV3 {
         user_id,
         user_from,
         app_id,
+        ...(agent_id ? { agent_id } : {}),
         invoke_from,
         agent_mode: agent_mode ?? 'agent',
       },

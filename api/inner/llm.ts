@@ -62,8 +62,9 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
       sendError(res, 400, 'invalid_request', formatIssues(parsed.error));
       return;
     }
-    if (deps.callerScope === 'verify' && !(await appBelongsToTenant(deps.db, parsed.data.caller.app_id, parsed.data.caller.tenant_id))) {
-      sendError(res, 403, 'caller_scope_mismatch', 'caller: app_id does not belong to tenant_id');
+    const scope = deps.callerScope === 'verify' ? await callerScopeProblem(deps.db, parsed.data.caller) : null;
+    if (scope) {
+      sendError(res, 403, 'caller_scope_mismatch', scope);
       return;
     }
     // Created before any await so a disconnect during preparation is not missed.
@@ -142,10 +143,17 @@ export async function inlineOwnImages(
   }
 }
 
-async function appBelongsToTenant(db: PrismaClient, appId: string, tenantId: string): Promise<boolean> {
-  if (!UUID.test(appId) || !UUID.test(tenantId)) return false;
-  const app = await db.app.findUnique({ where: { id: appId }, select: { tenant_id: true } });
-  return app?.tenant_id === tenantId;
+/** Why the caller's scope does not hold (its app is not the tenant's, its agent not the app's), or null. One query. */
+async function callerScopeProblem(
+  db: PrismaClient,
+  caller: { tenant_id: string; app_id: string; agent_id?: string },
+): Promise<string | null> {
+  const mismatch = 'caller: app_id does not belong to tenant_id';
+  if (!UUID.test(caller.app_id) || !UUID.test(caller.tenant_id)) return mismatch;
+  const app = await db.app.findUnique({ where: { id: caller.app_id }, select: { tenant_id: true, agent: { select: { id: true } } } });
+  if (app?.tenant_id !== caller.tenant_id) return mismatch;
+  if (caller.agent_id !== undefined && app.agent?.id !== caller.agent_id) return 'caller: agent_id is not the agent of app_id';
+  return null;
 }
 
 function sendError(res: Response, status: number, code: string, message: string): void {

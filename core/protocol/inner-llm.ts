@@ -49,6 +49,8 @@ export const InvokeCaller = z
     user_id: z.string().min(1),
     user_from: z.enum(['end-user', 'account']),
     app_id: z.string().min(1),
+    /** The agent the run is for (from the execution context); the api checks it is the app's agent (issue 17). */
+    agent_id: z.string().min(1).optional(),
     invoke_from: z.string().min(1),
     agent_mode: z.string().default('agent'),
   })

@@ -115,9 +115,8 @@ describe('L2: replaying an execution context', () => {
 });
 
 describe('L2: the LLM invoke route checks that the caller’s app belongs to the caller’s tenant', () => {
-  it('refuses tenant B naming an app of tenant A', async () => {
-    const tenantB = await stack.db.tenant.create({ data: { name: 'tenant B' } });
-    const res = await fetch(`${stack.apiUrl}/inner/api/agent/llm/invoke`, {
+  const invoke = (caller: Record<string, unknown>) =>
+    fetch(`${stack.apiUrl}/inner/api/agent/llm/invoke`, {
       method: 'POST',
       headers: { 'x-inner-api-key': INNER_KEY, 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -125,17 +124,30 @@ describe('L2: the LLM invoke route checks that the caller’s app belongs to the
           invocation_id: 'x1',
           agent_run_id: 'x1',
           call_index: 0,
-          tenant_id: tenantB.id,
           user_id: 'u',
           user_from: 'end-user',
-          app_id: stack.demo!.appId,
           invoke_from: 'service-api',
+          ...caller,
         },
         target: { provider: 'demo', model: 'demo-chat', prompt_messages: [{ role: 'user', content: 'hi' }] },
       }),
       signal: AbortSignal.timeout(10_000),
     });
+
+  it('refuses tenant B naming an app of tenant A', async () => {
+    const tenantB = await stack.db.tenant.create({ data: { name: 'tenant B' } });
+    const res = await invoke({ tenant_id: tenantB.id, app_id: stack.demo!.appId });
     expect(res.status).toBe(403);
     await res.body?.cancel();
+  });
+
+  it('refuses an agent_id that is not the app’s agent, and serves the app’s own', async () => {
+    const { tenantId, appId, agentId } = stack.demo!;
+    const other = await invoke({ tenant_id: tenantId, app_id: appId, agent_id: '00000000-0000-4000-8000-000000000000' });
+    expect(other.status).toBe(403);
+    expect(await other.json()).toMatchObject({ code: 'caller_scope_mismatch', message: 'caller: agent_id is not the agent of app_id' });
+    const own = await invoke({ tenant_id: tenantId, app_id: appId, agent_id: agentId });
+    expect(own.status).toBe(200);
+    await own.text();
   });
 });
