@@ -53,6 +53,19 @@ export interface LlmProvider {
   /** Validates tenant credentials before they are saved; throws with a message naming the bad field. */
   parseCredentials(raw: unknown): ProviderCredentials;
   invoke(req: ProviderInvokeRequest): AsyncIterable<ProviderEvent>;
+  /**
+   * Optional: text embeddings (knowledge retrieval, README "Knowledge"). Absent = the provider offers none.
+   * Vectors are returned in input order, one per text, all of one length.
+   */
+  embed?(req: ProviderEmbedRequest): Promise<number[][]>;
+}
+
+export interface ProviderEmbedRequest {
+  model: string;
+  texts: string[];
+  /** As in ProviderInvokeRequest: the tenant's credentials, or null for system-hosted. */
+  credentials: ProviderCredentials | null;
+  signal: AbortSignal;
 }
 
 export class ProviderRegistry {

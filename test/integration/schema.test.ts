@@ -44,8 +44,28 @@ const table = (m: DmmfModel) => m.dbName ?? m.name;
 const col = (f: DmmfField) => f.dbName ?? f.name;
 const enumNames = new Set(dmmf.enums.map((e) => e.name));
 
+/**
+ * `Unsupported("…")` fields (e.g. a tsvector) are not in the DMMF: read them from the schema text, per mapped
+ * table, as optional columns of that type.
+ */
+function unsupportedColumns(): Map<string, { column: string; type: string; required: boolean }[]> {
+  const text = fs.readFileSync(path.resolve(import.meta.dirname, '../../prisma/schema.prisma'), 'utf8');
+  const out = new Map<string, { column: string; type: string; required: boolean }[]>();
+  for (const block of text.matchAll(/^model (\w+) \{([\s\S]*?)^\}/gm)) {
+    const body = block[2]!;
+    const name = /@@map\("([^"]+)"\)/.exec(body)?.[1] ?? block[1]!;
+    for (const f of body.matchAll(/^\s+(\w+)\s+Unsupported\("(\w+)"\)(\?)?/gm)) {
+      out.set(name, [...(out.get(name) ?? []), { column: f[1]!, type: f[2]!, required: !f[3] }]);
+    }
+  }
+  return out;
+}
+const unsupported = unsupportedColumns();
+
 function expectedType(f: DmmfField): string {
+  if (f.isList) return `_${expectedType({ ...f, isList: false })}`;
   if (enumNames.has(f.type)) return f.type;
+  if (f.nativeType?.[0] === 'Real') return 'float4';
   const nt = f.nativeType;
   if (nt?.[0] === 'Uuid') return 'uuid';
   if (nt?.[0] === 'Timestamptz') return `timestamptz(${nt[1][0] ?? 6})`;
@@ -106,7 +126,7 @@ async function indexes(t: string) {
     `select i.relname as name, ix.indisunique as unique, ix.indisprimary as primary, am.amname as method,
             array(select a.attname::text from unnest(ix.indkey) with ordinality k(attnum, ord)
                   join pg_attribute a on a.attrelid = t.oid and a.attnum = k.attnum order by k.ord) as columns,
-            array(select oc.opcname::text from unnest(ix.indclass) with ordinality c(oid, ord)
+            array(select case when oc.opcdefault then '' else oc.opcname::text end from unnest(ix.indclass) with ordinality c(oid, ord)
                   join pg_opclass oc on oc.oid = c.oid order by c.ord) as opclasses
        from pg_index ix join pg_class t on t.oid = ix.indrelid join pg_class i on i.oid = ix.indexrelid
        join pg_am am on am.oid = i.relam join pg_namespace n on n.oid = t.relnamespace
@@ -142,11 +162,17 @@ describe('migrated database vs Prisma datamodel', () => {
     it(`${m.name}: columns, types, nullability, defaults`, async () => {
       const cols = await columns(table(m));
       const scalars = m.fields.filter((f) => f.kind !== 'object');
-      expect([...cols.keys()].sort(), 'column set').toEqual(scalars.map(col).sort());
+      const extra = unsupported.get(table(m)) ?? [];
+      expect([...cols.keys()].sort(), 'column set').toEqual([...scalars.map(col), ...extra.map((e) => e.column)].sort());
+      for (const e of extra) {
+        expect(cols.get(e.column)!.udt_name, `${m.name}.${e.column} type`).toBe(e.type);
+        expect(cols.get(e.column)!.is_nullable === 'NO', `${m.name}.${e.column} required`).toBe(e.required);
+      }
       for (const f of scalars) {
         const c = cols.get(col(f))!;
         expect(actualType(c), `${m.name}.${f.name} type`).toBe(expectedType(f));
-        expect(c.is_nullable === 'NO', `${m.name}.${f.name} required`).toBe(f.isRequired);
+        // Prisma creates list columns without NOT NULL (its DMMF still calls them required).
+        expect(c.is_nullable === 'NO', `${m.name}.${f.name} required`).toBe(f.isRequired && !f.isList);
         const dbDefault =
           f.hasDefaultValue &&
           !(typeof f.default === 'object' && f.default && ['uuid', 'cuid'].includes((f.default as { name: string }).name));
@@ -169,7 +195,10 @@ describe('migrated database vs Prisma datamodel', () => {
         );
       const actualIdx = idx
         .filter((i) => !i.unique && !i.primary)
-        .map((i) => `${i.method}:${i.columns.map((c, k) => c + (i.method !== 'btree' ? `/${i.opclasses[k]}` : '')).join(',')}`);
+        .map(
+          (i) =>
+            `${i.method}:${i.columns.map((c, k) => c + (i.method !== 'btree' && i.opclasses[k] ? `/${i.opclasses[k]}` : '')).join(',')}`,
+        );
       expect(actualIdx.sort(), 'indexes').toEqual(expectedIdx.sort());
     });
 

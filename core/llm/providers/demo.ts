@@ -9,6 +9,7 @@ import type { PromptMessage, ToolCall, ToolDefinition } from '../../protocol/inn
 import { InvokeError, isInvokeErrorKind, type InvokeErrorKind } from '../errors.js';
 import { priceFor } from '../pricing.js';
 import { contentText, sleep, type LlmProvider, type ModelInfo, type ProviderEvent, type ProviderInvokeRequest } from '../provider.js';
+import { parseKnowledgeBlock } from '../../knowledge/context-block.js';
 
 export const DEMO_PROVIDER = 'demo';
 
@@ -27,6 +28,10 @@ export const DEMO_TRIGGERS = [
   { trigger: '/fail <error_type>', effect: 'streams a few tokens, then fails with that InvokeError kind' },
   { trigger: '/slow <ms> <rest>', effect: 'answers <rest> with a per-token delay of <ms>' },
   { trigger: '/echo-history', effect: 'lists every user message of the conversation' },
+  {
+    trigger: '/kb <question>',
+    effect: 'answers with the knowledge passages the user message carries (README "Knowledge"), each with its source label',
+  },
 ] as const;
 
 export interface DemoProviderOptions {
@@ -56,6 +61,7 @@ const MODELS: ModelInfo[] = [
 const MAX_LONG_TOKENS = 100_000;
 const MAX_SLOW_MS = 60_000;
 const QUOTE_LIMIT = 500;
+const KB_PASSAGE_LIMIT = 2000;
 
 export function createDemoProvider(opts: DemoProviderOptions): LlmProvider {
   return {
@@ -68,7 +74,45 @@ export function createDemoProvider(opts: DemoProviderOptions): LlmProvider {
       return raw as Record<string, unknown>;
     },
     invoke: (req) => streamDemo(req, opts.tokenDelayMs),
+    embed: async (req) => {
+      if (req.model !== DEMO_EMBEDDING_MODEL)
+        throw new InvokeError('InvokeBadRequestError', `the demo provider has no embedding model ${req.model}`);
+      return req.texts.map(demoEmbedding);
+    },
   };
+}
+
+// ---- embeddings ------------------------------------------------------------------------------
+
+export const DEMO_EMBEDDING_MODEL = 'demo-embedding';
+export const DEMO_EMBEDDING_DIMENSIONS = 256;
+
+/**
+ * A deterministic embedding (DEMO_MODEL.md): a hashed bag of lowercase words and of their character trigrams
+ * (so a typo still shares most features), signed, L2-normalised. Texts sharing words point the same way.
+ */
+export function demoEmbedding(text: string): number[] {
+  const v = new Array<number>(DEMO_EMBEDDING_DIMENSIONS).fill(0);
+  const add = (feature: string, weight: number) => {
+    const h = fnv1a(feature);
+    v[h % DEMO_EMBEDDING_DIMENSIONS]! += (h & 0x80000000 ? -1 : 1) * weight;
+  };
+  for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+    add(`w:${word}`, 1);
+    const padded = ` ${word} `;
+    for (let i = 0; i + 3 <= padded.length; i++) add(`t:${padded.slice(i, i + 3)}`, 0.5);
+  }
+  const norm = Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+  return norm ? v.map((x) => x / norm) : v;
+}
+
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
 }
 
 // ---- tokens ----------------------------------------------------------------------------------
@@ -111,6 +155,8 @@ interface Ctx {
   /** Texts of all user messages, oldest first, the latest included. */
   userTexts: string[];
   latestHasImages: number;
+  /** The knowledge passages appended to the latest user message (null: none were). */
+  knowledge: { label: string; content: string }[] | null;
 }
 
 /** Decide the reply to a conversation (pure; exported for tests). */
@@ -120,7 +166,14 @@ export function planDemoReply(messages: PromptMessage[], tools: ToolDefinition[]
   const users = messages.filter((m): m is Extract<PromptMessage, { role: 'user' }> => m.role === 'user');
   const latest = users[users.length - 1];
   const images = latest && typeof latest.content !== 'string' ? latest.content.filter((p) => p.type === 'image').length : 0;
-  const ctx: Ctx = { tools, userTexts: users.map((u) => contentText(u.content).trim()), latestHasImages: images };
+  // What each user wrote, without the knowledge passages the backend appended (core/knowledge/context-block.ts).
+  const parsed = users.map((u) => parseKnowledgeBlock(contentText(u.content)));
+  const ctx: Ctx = {
+    tools,
+    userTexts: parsed.map((p) => p.query.trim()),
+    latestHasImages: images,
+    knowledge: parsed[parsed.length - 1]?.passages ?? null,
+  };
   const query = ctx.userTexts[ctx.userTexts.length - 1] ?? '';
   return planForQuery(query, ctx);
 }
@@ -149,6 +202,11 @@ function planForQuery(query: string, ctx: Ctx): DemoPlan {
     case '/long': {
       const n = Math.max(0, Math.min(MAX_LONG_TOKENS, Math.floor(Number(restWords[0]) || 0)));
       return { text: longText(n) };
+    }
+    case '/kb': {
+      if (!ctx.knowledge?.length) return { text: `The knowledge base gave me nothing for "${quote(rest)}".` };
+      const cited = ctx.knowledge.map((p) => `${p.content.replace(/\s+/g, ' ').slice(0, KB_PASSAGE_LIMIT)} [${p.label}]`);
+      return { text: `From the knowledge base: ${cited.join(' ')}` };
     }
     case '/echo-history':
       return { text: `Your messages so far:\n${ctx.userTexts.map((t, i) => `${i + 1}. "${quote(t)}"`).join('\n')}` };

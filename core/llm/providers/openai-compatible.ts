@@ -8,7 +8,7 @@ import type { PromptMessage, ToolCall } from '../../protocol/inner-llm.js';
 import { parseSse } from '../../sse.js';
 import { InvokeError } from '../errors.js';
 import { priceFor } from '../pricing.js';
-import type { FinishReason, LlmProvider, ModelInfo, ProviderEvent, ProviderInvokeRequest } from '../provider.js';
+import type { FinishReason, LlmProvider, ModelInfo, ProviderEmbedRequest, ProviderEvent, ProviderInvokeRequest } from '../provider.js';
 
 export const OPENAI_COMPATIBLE_PROVIDER = 'openai_compatible';
 
@@ -66,7 +66,37 @@ export function createOpenAiCompatibleProvider(opts: OpenAiCompatibleOptions = {
       return r.data;
     },
     invoke: (req) => streamChat(doFetch, opts, req),
+    embed: (req) => embedTexts(doFetch, opts, req),
   };
+}
+
+const EmbeddingsResponse = z.object({ data: z.array(z.object({ index: z.number().int(), embedding: z.array(z.number()) })) });
+
+/** POST /embeddings (knowledge retrieval): vectors in input order. */
+async function embedTexts(doFetch: typeof fetch, opts: OpenAiCompatibleOptions, req: ProviderEmbedRequest): Promise<number[][]> {
+  const parsed = req.credentials ? OpenAiCompatibleCredentials.safeParse(req.credentials) : null;
+  if (parsed && !parsed.success) throw new InvokeError('InvokeAuthorizationError', 'the saved openai_compatible credentials are invalid');
+  const creds: OpenAiCompatibleCredentials = parsed?.data ?? { base_url: opts.baseUrl ?? '', api_key: opts.apiKey };
+  if (!creds.base_url) throw new InvokeError('InvokeAuthorizationError', 'openai_compatible has no base URL configured');
+  const redact = (text: string) => (creds.api_key ? text.split(creds.api_key).join('[redacted]') : text);
+  const url = `${creds.base_url.replace(/\/+$/, '')}/embeddings`;
+  let res: Response;
+  try {
+    res = await doFetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(creds.api_key ? { authorization: `Bearer ${creds.api_key}` } : {}) },
+      body: JSON.stringify({ model: req.model, input: req.texts }),
+      signal: req.signal,
+    });
+  } catch (err) {
+    if (req.signal.aborted) throw req.signal.reason;
+    throw new InvokeError('InvokeConnectionError', redact(`cannot reach ${url}: ${describe(err)}`));
+  }
+  if (!res.ok) throw new InvokeError(httpErrorKind(res.status), `upstream ${res.status}: ${redact(await errorDetail(res))}`);
+  const body = EmbeddingsResponse.safeParse(await res.json().catch(() => null));
+  if (!body.success || body.data.data.length !== req.texts.length)
+    throw new InvokeError('InvokeError', 'upstream sent a malformed embeddings response');
+  return [...body.data.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
 }
 
 // ---- request ---------------------------------------------------------------------------------
