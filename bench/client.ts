@@ -12,7 +12,8 @@
 import crypto from 'node:crypto';
 import { parseSse } from '../core/sse.js';
 
-export type PathName = 'durable' | 'direct';
+/** floor: the bare Temporal workflow of a turn's shape (bench/floor.ts), no api, no backend. */
+export type PathName = 'durable' | 'direct' | 'floor';
 
 export interface TurnSample {
   path: PathName;

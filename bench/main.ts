@@ -1,8 +1,9 @@
 /**
  * The benchmark proper (run.ts makes sure the Prisma client exists first): what durability costs.
  * Starts the stack on embedded defaults in `.data/bench-<pid>`, runs every workload through the durable path (api → Temporal workflow → agent backend) and the direct
- * path (agent backend alone, same composition) side by side, prints the tables, writes the JSON result
- * and records the run in bench/README.md. See bench/README.md.
+ * path (agent backend alone, same composition) and the Temporal floor (bench/floor.ts) side by side, prints
+ * the tables and writes the JSON result (git-ignored unless --record, which also records the run in
+ * bench/README.md). See bench/README.md.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCli, USAGE } from './cli-options.js';
+import { progressTo } from './progress.js';
 import { renderMarkdown } from './report.js';
 import { runBench } from './runner.js';
 import { startBenchStack } from './stack.js';
@@ -41,7 +43,8 @@ const bench = await startBenchStack({
 let exitCode = 0;
 try {
   log(`stack up: api ${bench.stack.apiUrl}, agent backend ${bench.stack.agentBackendUrl}, data ${path.relative(ROOT, bench.dataDir)}`);
-  const result = { ...(await runBench({ stack: bench.stack, log }, cli.bench)), code: codeUnderTest() };
+  const progress = progressTo(process.stdout);
+  const result = { ...(await runBench({ stack: bench.stack, log, progress }, cli.bench)), code: codeUnderTest() };
   const markdown = renderMarkdown(result);
   console.log(`\n${markdown}`);
   const out = path.resolve(ROOT, cli.out);

@@ -8,8 +8,10 @@
  * Why one file: one cell's measurement is one sequence (warm-up, run, probes, settle) read best in order.
  */
 import os from 'node:os';
+import { createLogger } from '../core/logger.js';
 import type { Stack } from '../stack/start-stack.js';
 import { directTurn, durableTurn, nowMs, type PathName, type TurnSample } from './client.js';
+import { FLOOR_TASK_QUEUE, startFloor, type FloorHarness } from './floor.js';
 import {
   CommitRecorder,
   dbDelta,
@@ -22,11 +24,14 @@ import {
   type Machine,
 } from './probes.js';
 import { distribution, mean, type Distribution } from './stats.js';
+import { noProgress, type ProgressFactory } from './progress.js';
 import {
   DIRECT_SEGMENTS,
   DURABLE_SEGMENTS,
+  FLOOR_SEGMENTS,
   directTimelines,
   durableTimelines,
+  floorTimelines,
   summariseTimelines,
   type TimelineSummary,
 } from './timeline.js';
@@ -43,7 +48,7 @@ export interface BenchOptions {
   timelineSample: number;
   /** Idle CPU is sampled this long before the first workload (0: skip). */
   idleSampleMs: number;
-  /** Which paths to run (both by default; one alone is for profiling). */
+  /** Which paths to run (all three by default; one alone is for profiling). floor: bench/floor.ts. */
   paths: PathName[];
 }
 
@@ -54,7 +59,7 @@ export const DEFAULT_OPTIONS: BenchOptions = {
   warmup: 3,
   timelineSample: 40,
   idleSampleMs: 3000,
-  paths: ['durable', 'direct'],
+  paths: ['durable', 'direct', 'floor'],
 };
 
 /** `--quick`: a smoke run (< 60 s with the stack's start-up). */
@@ -65,7 +70,7 @@ export const QUICK_OPTIONS: BenchOptions = {
   warmup: 0,
   timelineSample: 8,
   idleSampleMs: 0,
-  paths: ['durable', 'direct'],
+  paths: ['durable', 'direct', 'floor'],
 };
 
 export interface CellResult {
@@ -77,9 +82,9 @@ export interface CellResult {
   errorSamples: string[];
   wallMs: number;
   turnsPerSec: number;
-  /** Time to the first answer token, ms. */
+  /** Time to the first answer token, ms (floor: to its activity's start). */
   ttft: Distribution;
-  /** Time to message_end (durable) / the terminal event (direct), ms. */
+  /** Time to message_end (durable) / the terminal event (direct) / the workflow's end (floor), ms. */
   end: Distribution;
   framesPerTurn: number | null;
   /** Peak RSS during the cell, MB: this process (api + backend + load generator [+ in-process worker]), the worker child. */
@@ -118,6 +123,8 @@ export interface BenchResult {
   loadAvg: { before: number; after: number };
   /** The commit measured (set by the CLI); dirty: files outside bench/ differ from it. */
   code?: { commit: string | null; dirty: boolean | null };
+  /** The floor's worker and starts (null when the floor was not run). */
+  floor?: { taskQueue: string; eagerStartRequested: boolean; eagerlyStarted: number; started: number } | null;
   /** VmHWM over the whole run, MB. */
   lifetimePeakRssMB: { main: number | null; worker: number | null };
 }
@@ -125,6 +132,8 @@ export interface BenchResult {
 export interface BenchContext {
   stack: Stack;
   log: (line: string) => void;
+  /** Live progress of a cell (bench/progress.ts); none by default. */
+  progress?: ProgressFactory;
 }
 
 export async function runBench(ctx: BenchContext, options: BenchOptions): Promise<BenchResult> {
@@ -135,6 +144,7 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
   const probe = await DbProbe.connect(stack.databaseUrl);
   const commits = await CommitRecorder.start(stack.databaseUrl, nowMs);
   const procs = new ProcessProbe(() => stack.workerChild?.pid);
+  const floor = options.paths.includes('floor') ? await startFloorFor(stack) : null;
   const results: WorkloadResult[] = [];
   let idleCpuMsPerSec: BenchResult['idleCpuMsPerSec'] = null;
   try {
@@ -154,12 +164,13 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
     }
     for (const w of workloads) {
       log(`workload ${w.name}: ${w.description}`);
-      const paths = await preparePaths(stack, w, options.warmup);
+      const paths = await preparePaths(stack, w, options.warmup, floor);
       const cells: CellResult[] = [];
       for (const [i, c] of options.concurrency.entries()) {
         const n = Math.max(options.turns, 2 * c);
-        const order: PathName[] = i % 2 === 0 ? ['durable', 'direct'] : ['direct', 'durable'];
+        const order: PathName[] = i % 2 === 0 ? ['floor', 'durable', 'direct'] : ['direct', 'durable', 'floor'];
         for (const path of order.filter((p) => options.paths.includes(p))) {
+          const progress = (ctx.progress ?? noProgress)(`${w.name} ${path} c=${c}`, n);
           const cell = await runCell({
             stack,
             probe,
@@ -168,9 +179,12 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
             path,
             concurrency: c,
             turns: n,
-            turn: paths[path],
+            turn: paths[path]!,
             timelineSample: options.timelineSample,
+            floor,
+            onTurn: (done, errors) => progress.update(done, errors),
           });
+          progress.done();
           cells.push(cell);
           log(
             `  ${path.padEnd(7)} c=${String(c).padStart(2)} n=${String(n).padStart(3)}  ttft p50 ${fmt(cell.ttft.p50)} p99 ${fmt(cell.ttft.p99)}  end p50 ${fmt(cell.end.p50)}  ${cell.turnsPerSec.toFixed(1)} turns/s  errors ${cell.errors}`,
@@ -183,6 +197,7 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
   } finally {
     await probe.close();
     await commits.close();
+    await floor?.stop();
   }
   const workerPid = stack.workerChild?.pid;
   const mb = (b: number | null) => (b === null ? null : round1(b / 2 ** 20));
@@ -201,6 +216,7 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
       temporal: stack.temporalUiUrl ? 'dev server' : 'external',
     },
     workloads: results,
+    floor: floor ? { taskQueue: FLOOR_TASK_QUEUE, eagerStartRequested: floor.eager.requested, ...floor.eager } : null,
     idleCpuMsPerSec,
     loadAvg: { before: round1(loadBefore), after: round1(os.loadavg()[0]!) },
     lifetimePeakRssMB: { main: mb(ProcessProbe.hwm(process.pid)), worker: workerPid ? mb(ProcessProbe.hwm(workerPid)) : null },
@@ -209,12 +225,28 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
 
 type TurnFn = () => Promise<TurnSample>;
 
+/** The floor's worker joins this process, on the stack's Temporal server, logging like the stack. */
+function startFloorFor(stack: Stack): Promise<FloorHarness> {
+  const level = stack.config.LOG_LEVEL;
+  return startFloor({
+    temporalAddress: stack.temporalAddress,
+    namespace: stack.config.TEMPORAL_NAMESPACE,
+    logger: createLogger('bench-floor', level),
+    logLevel: level,
+  });
+}
+
 /**
  * Warms both paths up and builds the direct path's request exactly like the durable path does: the
  * CreateRunRequest stored for a durable turn of this workload, minus its session snapshot and
  * idempotency key (each direct run gets a fresh key).
  */
-async function preparePaths(stack: Stack, w: Workload, warmup: number): Promise<Record<PathName, TurnFn>> {
+async function preparePaths(
+  stack: Stack,
+  w: Workload,
+  warmup: number,
+  floor: FloorHarness | null,
+): Promise<Partial<Record<PathName, TurnFn>>> {
   const durable: TurnFn = () => durableTurn({ apiUrl: stack.apiUrl, apiKey: stack.demo!.apiKey, user: 'bench' }, w.query);
   const first = await durable();
   if (!first.ok || !first.id) throw new Error(`workload ${w.name}: the durable template turn failed: ${first.error}`);
@@ -229,8 +261,9 @@ async function preparePaths(stack: Stack, w: Workload, warmup: number): Promise<
       const s = await fn();
       if (!s.ok) throw new Error(`workload ${w.name}: ${name} warm-up turn failed: ${s.error}`);
     }
+    if (floor) await floor.turn();
   }
-  return { durable, direct };
+  return { durable, direct, ...(floor ? { floor: floor.turn } : {}) };
 }
 
 async function runCell(a: {
@@ -243,6 +276,9 @@ async function runCell(a: {
   turns: number;
   turn: TurnFn;
   timelineSample: number;
+  floor: FloorHarness | null;
+  /** Told after every turn: turns done, errors so far. */
+  onTurn?: (done: number, errors: number) => void;
 }): Promise<CellResult> {
   const { stack, probe, procs, commits } = a;
   commits.clear();
@@ -255,11 +291,15 @@ async function runCell(a: {
   const samples: TurnSample[] = [];
   const t0 = nowMs();
   let next = 0;
+  let errors = 0;
   await Promise.all(
     Array.from({ length: a.concurrency }, async () => {
       while (next < a.turns) {
         next += 1;
-        samples.push(await a.turn());
+        const s = await a.turn();
+        samples.push(s);
+        if (!s.ok) errors += 1;
+        a.onTurn?.(samples.length, errors);
       }
     }),
   );
@@ -278,7 +318,12 @@ async function runCell(a: {
   const per = (v: number) => round1(v / a.turns);
   const sample = ok.slice(0, a.timelineSample);
   const tl =
-    a.path === 'durable' ? await durableTimelines(stack.temporal, probe, commits, sample) : await directTimelines(probe, commits, sample);
+    a.path === 'durable'
+      ? await durableTimelines(stack.temporal, probe, commits, sample)
+      : a.path === 'floor'
+        ? await floorTimelines(a.floor!.client, sample)
+        : await directTimelines(probe, commits, sample);
+  const segments = a.path === 'durable' ? DURABLE_SEGMENTS : a.path === 'floor' ? FLOOR_SEGMENTS : DIRECT_SEGMENTS;
   const cpu = cpuBefore && cpuAfter ? ProcessProbe.cpuDelta(cpuBefore, cpuAfter) : null;
   return {
     path: a.path,
@@ -291,7 +336,7 @@ async function runCell(a: {
     turnsPerSec: Math.round((ok.length / (wallMs / 1000)) * 100) / 100,
     ttft: roundDist(distribution(ok.map((s) => s.ttftMs!))),
     end: roundDist(distribution(ok.map((s) => s.endMs!))),
-    framesPerTurn: round1n(mean(ok.map((s) => s.frames))),
+    framesPerTurn: a.path === 'floor' ? null : round1n(mean(ok.map((s) => s.frames))),
     peakRssMB: { main: round1(rss.peakMain / 2 ** 20), worker: rss.peakWorker === null ? null : round1(rss.peakWorker / 2 ** 20) },
     cpuMsPerTurn: cpu ? (Object.fromEntries(Object.entries(cpu).map(([k, v]) => [k, per(v)])) as Record<Component, number>) : null,
     db: {
@@ -301,7 +346,7 @@ async function runCell(a: {
       walKBPerTurn: per(db.walBytes / 1024),
       statementsPerTurn: stack.workerChild ? null : per(statementsAfter - statementsBefore),
     },
-    timeline: summariseTimelines(tl.turns, tl.frameLags, a.path === 'durable' ? DURABLE_SEGMENTS : DIRECT_SEGMENTS),
+    timeline: summariseTimelines(tl.turns, tl.frameLags, segments),
   };
 }
 

@@ -14,16 +14,20 @@ import type { TurnSample } from './client.js';
 import type { CommitRecorder, DbProbe } from './probes.js';
 import { distribution, median, type Distribution } from './stats.js';
 
-/** Segments of the path to the first answer token, in order; each is ms. */
+/**
+ * Segments of the path to the first answer token, in order; each is ms. The workflow's steps are today's
+ * (workflows/agent-turn.ts): prepareTurn (one local activity: resolve-config, input-guards, binding,
+ * build-request) inside the first workflow task, then the runAgent activity.
+ */
 export const DURABLE_SEGMENTS = [
   ['api', 'client send → Message row (HTTP, auth, end user, conversation tx)'],
   ['workflow_start', 'Message row → WorkflowExecutionStarted (tx commit, StartWorkflowExecution)'],
-  ['first_task', 'workflow started → first workflow task picked up by the worker'],
+  ['first_task', 'workflow started → first workflow task started (eager start: handed back with the start)'],
   [
-    'short_activities_exec',
-    'the steps before runAgent (resolveConfig, inputGuards, loadOrCreateBinding, buildRunRequest): activity execution',
+    'prepare_turn',
+    'first task started → prepareTurn done (activation; local activity: resolve-config, input-guards, binding, build-request)',
   ],
-  ['short_activities_temporal', 'the same steps: Temporal round trips between them (workflow tasks, dispatch)'],
+  ['first_task_completion', 'prepareTurn done → runAgent scheduled (activation, workflow task completion)'],
   ['run_agent_dispatch', 'runAgent scheduled → started'],
   ['backend_create', 'runAgent started → backend run row (load message, POST /runs)'],
   ['model_first_delta', 'backend run row → first agent_message_delta row (inner LLM, demo model, backend coalescing)'],
@@ -39,7 +43,17 @@ export const DIRECT_SEGMENTS = [
   ['fanout', 'commit → client (NOTIFY, read rows, SSE write, client parse)'],
 ] as const;
 
+/** The floor (bench/floor.ts): the same Temporal steps with nothing in them; workflow_start is from the client's start call. */
+export const FLOOR_SEGMENTS = [
+  ['workflow_start', 'client start call → WorkflowExecutionStarted'],
+  ['first_task', 'workflow started → first workflow task started'],
+  ['prepare_turn', 'first task started → local activity done (activation, an empty local activity)'],
+  ['first_task_completion', 'local activity done → activity scheduled'],
+  ['run_agent_dispatch', 'activity scheduled → started'],
+] as const;
+
 export type SegmentName = (typeof DURABLE_SEGMENTS)[number][0] | (typeof DIRECT_SEGMENTS)[number][0];
+export type SegmentList = readonly (readonly [SegmentName, string])[];
 
 export interface TurnTimeline {
   segments: Partial<Record<SegmentName, number>>;
@@ -50,6 +64,8 @@ export interface TurnTimeline {
   historyEvents?: number;
   /** Backend terminal event row → client end (durable: through the message_end row). */
   endTail?: number;
+  /** Durable and floor turns: runAgent (the activity) completed → workflow closed (turn-end: releaseTurn, last task). */
+  turnEnd?: number;
 }
 
 export interface TimelineSummary {
@@ -64,6 +80,7 @@ export interface TimelineSummary {
   workflowTask?: { perTurn: number | null; scheduleToStartMs: number | null; startToCompleteMs: number | null };
   historyEvents?: number | null;
   endTail: number | null;
+  turnEnd?: number | null;
   /** Every SSE frame: its row's transaction start → arrival at the client. */
   frameLag: Distribution;
 }
@@ -80,7 +97,11 @@ function tsMs(t: { seconds?: unknown; nanos?: number | null } | null | undefined
 interface HistoryFacts {
   started: number;
   firstTaskStarted: number;
+  /** Workflow closed (completed, failed, ...). */
+  closed: number;
   activities: { name: string; scheduled: number; started: number; completed: number }[];
+  /** Local activities: their markers carry the worker's completion time, no start (they run inside a workflow task). */
+  localActivities: { name: string; completed: number }[];
   workflowTasks: { scheduled: number; started: number; completed: number }[];
   events: number;
 }
@@ -89,11 +110,22 @@ function historyFacts(h: History): HistoryFacts {
   const events = h.events ?? [];
   const acts = new Map<string, HistoryFacts['activities'][number]>();
   const tasks = new Map<string, HistoryFacts['workflowTasks'][number]>();
+  const localActivities: HistoryFacts['localActivities'] = [];
   let started = NaN;
+  let closed = NaN;
   for (const e of events) {
     const at = tsMs(e.eventTime);
     const id = String(e.eventId);
     if (e.workflowExecutionStartedEventAttributes) started = at;
+    if (
+      e.workflowExecutionCompletedEventAttributes ||
+      e.workflowExecutionFailedEventAttributes ||
+      e.workflowExecutionCanceledEventAttributes ||
+      e.workflowExecutionTerminatedEventAttributes
+    )
+      closed = at;
+    const la = localActivityMarker(e.markerRecordedEventAttributes);
+    if (la) localActivities.push(la);
     // A task's started/completed events point back at its scheduled event.
     const mark = <T extends { started: number; completed: number }>(
       m: Map<string, T>,
@@ -115,9 +147,52 @@ function historyFacts(h: History): HistoryFacts {
   return {
     started,
     firstTaskStarted: workflowTasks[0]?.started ?? NaN,
+    closed,
     activities: [...acts.values()],
+    localActivities,
     workflowTasks,
     events: events.length,
+  };
+}
+
+type Marker = NonNullable<History['events']>[number]['markerRecordedEventAttributes'];
+
+/** A local activity's marker (sdk-core's `core_local_activity`: JSON with activity_type and complete_time). */
+function localActivityMarker(m: Marker): { name: string; completed: number } | null {
+  if (m?.markerName !== 'core_local_activity') return null;
+  const data = m.details?.['data']?.payloads?.[0]?.data;
+  if (!data) return null;
+  try {
+    const d = JSON.parse(Buffer.from(data).toString('utf8')) as {
+      activity_type?: string;
+      complete_time?: { seconds?: number; nanos?: number };
+    };
+    return { name: d.activity_type ?? '?', completed: tsMs(d.complete_time) };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The Temporal part of a turn's path to its activity, the same for the durable turn and the floor: the first
+ * task, the local activity in it (prepareTurn), the task's completion, the activity's dispatch.
+ */
+function workflowSegments(h: HistoryFacts, local: string, activity: string) {
+  const act = h.activities.find((a) => a.name === activity);
+  const prepared = h.localActivities.find((a) => a.name === local)?.completed;
+  const ok = (v: number | undefined) => (v !== undefined && Number.isFinite(v) ? v : undefined);
+  return {
+    act,
+    segments: {
+      first_task: ok(h.firstTaskStarted - h.started),
+      prepare_turn: ok(prepared !== undefined ? prepared - h.firstTaskStarted : undefined),
+      first_task_completion: ok(act && prepared !== undefined ? act.scheduled - prepared : undefined),
+      run_agent_dispatch: ok(act ? act.started - act.scheduled : undefined),
+    },
+    turnEnd: ok(act ? h.closed - act.completed : undefined),
+    activities: h.activities.map((a) => ({ name: a.name, dispatchMs: a.started - a.scheduled, execMs: a.completed - a.started })),
+    workflowTasks: h.workflowTasks.map((t) => ({ scheduleToStartMs: t.started - t.scheduled, startToCompleteMs: t.completed - t.started })),
+    historyEvents: h.events,
   };
 }
 
@@ -168,33 +243,26 @@ export async function durableTimelines(
     const r = byId.get(s.id!);
     if (!r) continue;
     const h = historyFacts(await temporal.workflow.getHandle(`agent-turn-${s.id}`).fetchHistory());
-    const runAgent = h.activities.find((a) => a.name === 'runAgent');
-    // The short steps: every activity before the agent run (resolveConfig, inputGuards, binding, request).
-    const short = runAgent ? h.activities.filter((a) => a.completed <= runAgent.scheduled) : [];
-    const shortExec = short.reduce((acc, a) => acc + (a.completed - a.started), 0);
+    const wf = workflowSegments(h, 'prepareTurn', 'runAgent');
+    const runAgent = wf.act;
     const firstAnswerAt = s.startAt + s.ttftMs!;
     const committed = r.ev_first_msg !== null ? commits.commitAfter(s.id!, r.ev_first_msg) : null;
     turns.push({
       segments: {
         api: r.msg_created - s.startAt,
         workflow_start: h.started - r.msg_created,
-        first_task: h.firstTaskStarted - h.started,
-        short_activities_exec: shortExec,
-        short_activities_temporal: runAgent ? runAgent.scheduled - h.firstTaskStarted - shortExec : undefined,
-        run_agent_dispatch: runAgent ? runAgent.started - runAgent.scheduled : undefined,
+        ...wf.segments,
         backend_create: runAgent && r.be_run_created !== null ? r.be_run_created - runAgent.started : undefined,
         model_first_delta: r.be_run_created !== null && r.be_first_delta !== null ? r.be_first_delta - r.be_run_created : undefined,
         debounce: r.be_first_delta !== null && r.ev_first_msg !== null ? r.ev_first_msg - r.be_first_delta : undefined,
         write: committed !== null && r.ev_first_msg !== null ? committed - r.ev_first_msg : undefined,
         fanout: committed !== null ? firstAnswerAt - committed : undefined,
       },
-      activities: h.activities.map((a) => ({ name: a.name, dispatchMs: a.started - a.scheduled, execMs: a.completed - a.started })),
-      workflowTasks: h.workflowTasks.map((t) => ({
-        scheduleToStartMs: t.started - t.scheduled,
-        startToCompleteMs: t.completed - t.started,
-      })),
-      historyEvents: h.events,
+      activities: wf.activities,
+      workflowTasks: wf.workflowTasks,
+      historyEvents: wf.historyEvents,
       endTail: r.be_terminal !== null ? s.startAt + s.endMs! - r.be_terminal : undefined,
+      turnEnd: wf.turnEnd,
     });
   }
   return { turns, frameLags };
@@ -239,11 +307,24 @@ export async function directTimelines(
   return { turns, frameLags };
 }
 
-export function summariseTimelines(
-  turns: TurnTimeline[],
-  frameLags: number[],
-  names: readonly (readonly [SegmentName, string])[],
-): TimelineSummary {
+/** The floor's turns (bench/floor.ts): their histories alone; the sample's id is the workflow id. */
+export async function floorTimelines(temporal: Client, samples: TurnSample[]): Promise<{ turns: TurnTimeline[]; frameLags: number[] }> {
+  const turns: TurnTimeline[] = [];
+  for (const s of samples.filter((x) => x.ok && x.id)) {
+    const h = historyFacts(await temporal.workflow.getHandle(s.id!).fetchHistory());
+    const wf = workflowSegments(h, 'floorPrepare', 'floorRun');
+    turns.push({
+      segments: { workflow_start: h.started - s.startAt, ...wf.segments },
+      activities: wf.activities,
+      workflowTasks: wf.workflowTasks,
+      historyEvents: wf.historyEvents,
+      turnEnd: wf.turnEnd,
+    });
+  }
+  return { turns, frameLags: [] };
+}
+
+export function summariseTimelines(turns: TurnTimeline[], frameLags: number[], names: SegmentList): TimelineSummary {
   const segments: TimelineSummary['segments'] = {};
   for (const [name] of names) segments[name] = round(median(turns.map((t) => t.segments[name]).filter(isNum)));
   const totals = turns.map((t) => names.reduce((acc, [n]) => acc + (t.segments[n] ?? 0), 0));
@@ -272,6 +353,7 @@ export function summariseTimelines(
       startToCompleteMs: round(median(tasks.map((t) => t.startToCompleteMs).filter(isNum))),
     };
     out.historyEvents = median(turns.map((t) => t.historyEvents).filter(isNum));
+    out.turnEnd = round(median(turns.map((t) => t.turnEnd).filter(isNum)));
   }
   return out;
 }
