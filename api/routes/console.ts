@@ -8,7 +8,8 @@ import { z } from 'zod';
 import { hashApiKey } from '../../core/api-keys.js';
 import { findBuildDraft, findSharedDraft, listVersions, publishVersion, saveBuildDraft, updateDraft } from '../../core/agent-configs.js';
 import { jsonBody } from '../../core/json-guard.js';
-import { AgentSoulConfig } from '../../core/soul.js';
+import type { AgentBackendClient } from '../../core/backend-client.js';
+import { validatedSoul } from '../agent-config-validation.js';
 import type { AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { Query, Uuid } from '../schemas.js';
@@ -28,7 +29,8 @@ declare module 'express-serve-static-core' {
   }
 }
 
-const DraftBody = z.object({ config: AgentSoulConfig });
+/** The config itself is checked by validatedSoul (schema, datasets, tool providers, the backend's registry). */
+const DraftBody = z.object({ config: z.record(z.string(), z.unknown()) });
 const PublishBody = z.object({ from: z.enum(['draft', 'build-draft']).default('draft') });
 const DebugChat = z.object({
   query: Query,
@@ -39,9 +41,12 @@ const DebugChat = z.object({
 const AnnotationBody = z.object({ question: z.string().min(1).max(2000), content: z.string().min(1).max(20_000) });
 const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.number().min(0).max(1).default(0.8) });
 
-export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier }): Router {
+export function consoleRoutes(
+  deps: TurnServiceDeps & { notifier: EventNotifier; backend?: Pick<AgentBackendClient, 'validateComposition'> },
+): Router {
   const { db } = deps;
   const r = Router();
+  const soulDeps = { db, backend: deps.backend, logger: deps.logger };
   r.use(async (req: Request, _res: Response, next: NextFunction) => {
     try {
       const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
@@ -86,9 +91,10 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
   });
 
   r.put('/apps/:app_id/agent/draft', async (req, res) => {
-    const { agent } = await appOf(req);
-    const { config } = parseOr400(DraftBody, req.body);
+    const { app, agent, ctx } = await appOf(req);
+    const body = parseOr400(DraftBody, req.body);
     const d = await sharedDraft(agent.id);
+    const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: body.config, appId: app.id, agentId: agent.id });
     // Drafts are edited in place: their id cannot prove a retained snapshot still fits (docs/seeds/000), so the
     // topology check at run time does.
     res.json(draftJson(await updateDraft(db, d.id, config)));
@@ -102,8 +108,9 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
   });
 
   r.put('/apps/:app_id/agent/build-draft', async (req, res) => {
-    const { agent, ctx } = await appOf(req);
-    const { config } = parseOr400(DraftBody, req.body);
+    const { app, agent, ctx } = await appOf(req);
+    const body = parseOr400(DraftBody, req.body);
+    const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: body.config, appId: app.id, agentId: agent.id });
     const d = await saveBuildDraft(
       db,
       { tenantId: ctx.tenantId, agentId: agent.id, accountId: ctx.accountId, baseVersionId: agent.active_config_snapshot_id },
@@ -113,17 +120,16 @@ export function consoleRoutes(deps: TurnServiceDeps & { notifier: EventNotifier 
   });
 
   r.post('/apps/:app_id/agent/publish', async (req, res) => {
-    const { agent, ctx } = await appOf(req);
+    const { app, agent, ctx } = await appOf(req);
     const { from } = parseOr400(PublishBody, req.body ?? {});
-    const version = await db.$transaction(async (tx) => {
-      const draft = from === 'draft' ? await findSharedDraft(tx, agent.id) : await findBuildDraft(tx, agent.id, ctx.accountId);
-      if (!draft) throw new HttpError(404, 'agent_draft_not_found', 'Nothing to publish.');
-      return publishVersion(
-        tx,
-        { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId },
-        AgentSoulConfig.parse(draft.config),
-      );
-    });
+    const draft = from === 'draft' ? await findSharedDraft(db, agent.id) : await findBuildDraft(db, agent.id, ctx.accountId);
+    if (!draft) throw new HttpError(404, 'agent_draft_not_found', 'Nothing to publish.');
+    // Checked again (a draft saved before these checks, a dataset deleted since), outside the transaction: the
+    // backend's verdict is an HTTP call. What was checked is what is published.
+    const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: draft.config, appId: app.id, agentId: agent.id });
+    const version = await db.$transaction((tx) =>
+      publishVersion(tx, { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId }, config),
+    );
     res.status(201).json({ id: version.id, version: version.version, created_at: unixSeconds(version.created_at) });
   });
 

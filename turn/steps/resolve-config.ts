@@ -4,7 +4,9 @@
  * - existing conversation: the version pinned by its binding, even after a newer publish;
  * - new published conversation: the agent's active config snapshot.
  */
-import { AgentSoulConfig } from '../../core/soul.js';
+import type { AgentSoulConfig } from '../../core/soul.js';
+import type { Db } from '../../core/db.js';
+import { describeSoulIssues, parseSoul, soulDbIssues } from '../../core/soul-validation.js';
 import type { Prisma } from '../../core/generated/prisma/client.js';
 import { findBuildDraft, findSharedDraft } from '../../core/agent-configs.js';
 import type { ActivityDeps } from '../deps.js';
@@ -46,7 +48,7 @@ export function createResolveConfig({ db }: ActivityDeps) {
         );
       return {
         resolved: { configKind: 'draft', draftType: build ? 'BUILD_DRAFT' : 'DRAFT', configVersionId: null, scopeId: draft.id },
-        soul: parseSoul(draft.config),
+        soul: await runnableSoul(db, msg.tenant_id, draft.config),
         conversationBinding: null,
         buildDraft: build ? draft : null,
       };
@@ -60,17 +62,23 @@ export function createResolveConfig({ db }: ActivityDeps) {
     const version = await db.agentConfigVersion.findUniqueOrThrow({ where: { id: versionId }, select: { config_snapshot: true } });
     return {
       resolved: { configKind: 'published', configVersionId: versionId, scopeId: versionId },
-      soul: parseSoul(version.config_snapshot),
+      soul: await runnableSoul(db, msg.tenant_id, version.config_snapshot),
       conversationBinding: binding,
       buildDraft: null,
     };
   };
 }
 
-/** Stored JSON is an edge too: validated before use. */
-function parseSoul(raw: unknown): AgentSoulConfig {
-  const parsed = AgentSoulConfig.safeParse(raw);
-  if (!parsed.success)
-    throw turnFailure('agent_config_invalid', 400, `The agent configuration is invalid: ${parsed.error.issues[0]?.message}`);
-  return parsed.data;
+/**
+ * Stored JSON is an edge too (an old or hand-edited config): validated before use, with the checks that need the
+ * database (core/soul-validation.ts), so a config that cannot run fails here, non-retryably and naming the field,
+ * instead of reaching the agent backend. The backend's registry is not asked per turn (one more round trip on
+ * every turn): POST /runs plans the composition the same way and its 4xx fails the turn just as fast.
+ */
+async function runnableSoul(db: Db, tenantId: string, raw: unknown): Promise<AgentSoulConfig> {
+  const parsed = parseSoul(raw);
+  const issues = parsed.soul ? await soulDbIssues(db, tenantId, parsed.soul) : parsed.issues;
+  if (issues.length || !parsed.soul)
+    throw turnFailure('agent_config_invalid', 400, `The agent configuration is invalid: ${describeSoulIssues(issues)}`);
+  return parsed.soul;
 }

@@ -1,0 +1,21 @@
+/**
+ * The console's side of soul validation (core/soul-validation.ts): a config that cannot run is a 400
+ * `invalid_agent_config` whose message names the field (`tools.core[0]: …`) and whose `issues` list every
+ * problem as `{path, message}`, so an editor can mark each field. Nothing is saved or published then.
+ */
+import { formatSoulPath, type SoulIssue } from '../core/soul-issues.js';
+import { AgentSoulConfig } from '../core/soul.js';
+import { describeSoulIssues, validateSoul, type SoulValidationDeps, type SoulValidationInput } from '../core/soul-validation.js';
+import { HttpError } from './errors.js';
+
+export function invalidAgentConfig(issues: SoulIssue[]): HttpError {
+  const listed = issues.map((i) => ({ path: formatSoulPath(i.path), message: i.message }));
+  return new HttpError(400, 'invalid_agent_config', describeSoulIssues(issues), { issues: listed });
+}
+
+/** The config parsed, once every check passed; else the 400 above. */
+export async function validatedSoul(deps: SoulValidationDeps, input: SoulValidationInput): Promise<AgentSoulConfig> {
+  const issues = await validateSoul(deps, input);
+  if (issues.length) throw invalidAgentConfig(issues);
+  return AgentSoulConfig.parse(input.soul);
+}
