@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import * as S from './schemas.js';
+import { CONSOLE_REQUESTS, CONSOLE_RESPONSES, consoleAgentPaths } from './openapi-console.js';
 import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -25,6 +26,7 @@ const REQUESTS = {
   FeedbackRequest: S.FeedbackRequest,
   FileUploadForm: S.FileUploadForm,
   HumanInputSubmitRequest: S.HumanInputSubmitRequest,
+  ...CONSOLE_REQUESTS,
 };
 const RESPONSES = {
   ErrorResponse: S.ErrorResponse,
@@ -43,6 +45,7 @@ const RESPONSES = {
   HumanInputSubmitResponse: S.HumanInputSubmitResponse,
   ...SSE_EVENTS,
   SseEvent,
+  ...CONSOLE_RESPONSES,
 };
 
 function components(schemas: Record<string, z.ZodType>, io: 'input' | 'output'): Record<string, JsonSchema> {
@@ -281,6 +284,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         responses: { '200': ok('Submitted; follow the continuation with the events route.', 'HumanInputSubmitResponse'), ...errors(412) },
       },
     },
+    ...consoleAgentPaths(errors),
     '/healthz': {
       get: {
         operationId: 'healthz',
@@ -331,11 +335,14 @@ export function openApiDocument(): JsonSchema {
         'Authenticate with `Authorization: Bearer <app api key>`. `user` scopes conversations to one end user of the app. ' +
         'Errors are `{code, message, status}`.',
     },
-    tags: ['chat', 'conversations', 'app', 'files', 'forms', 'ops'].map((name) => ({ name })),
+    tags: ['chat', 'conversations', 'app', 'files', 'forms', 'console', 'ops'].map((name) => ({ name })),
     security: [{ AppApiKey: [] }],
     paths: paths(),
     components: {
-      securitySchemes: { AppApiKey: { type: 'http', scheme: 'bearer', description: 'App API key (`app-...`).' } },
+      securitySchemes: {
+        AppApiKey: { type: 'http', scheme: 'bearer', description: 'App API key (`app-...`).' },
+        ConsoleKey: { type: 'http', scheme: 'bearer', description: 'Console key of an account (console routes, tag `console`).' },
+      },
       responses,
       schemas: { ...components(REQUESTS, 'input'), ...components(RESPONSES, 'output') },
     },

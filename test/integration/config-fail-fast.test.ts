@@ -15,6 +15,7 @@
 import crypto from 'node:crypto';
 import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONSOLE_RESPONSES } from '../../api/openapi-console.js';
 import { AgentBackendClient } from '../../core/backend-client.js';
 import { createAgentApp } from '../../core/seed.js';
 import { demoSoulConfig } from '../../core/soul.js';
@@ -199,6 +200,8 @@ describe('the console refuses a config that cannot run: 400 invalid_agent_config
   async function refused(res: Response): Promise<{ message: string; issues: { path: string; message: string }[] }> {
     const body = (await res.json()) as { code: string; status: number; message: string; issues: { path: string; message: string }[] };
     expect([res.status, body.code, body.status], JSON.stringify(body)).toEqual([400, 'invalid_agent_config', 400]);
+    // The shape the OpenAPI document gives it (api/openapi-console.ts).
+    expect(CONSOLE_RESPONSES.InvalidAgentConfigResponse.safeParse(body).success).toBe(true);
     expect(body.issues.length).toBeGreaterThan(0);
     // The message names every issue's field.
     for (const i of body.issues) expect(body.message).toContain(i.path ? `${i.path}: ${i.message}` : i.message);
