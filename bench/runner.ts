@@ -2,8 +2,8 @@
  * The measurement: for each workload, warm both paths up, capture the durable path's CreateRunRequest,
  * then run one cell per (concurrency, path) — closed loop, `concurrency` clients each sending the next
  * turn when their previous one ends — and collect latency, throughput, frames, RSS, CPU and database
- * writes per cell. Durable and direct cells of one concurrency run back to back (their order alternates),
- * in one process lifetime on one stack, so their ratio is what this machine says.
+ * writes per cell. The floor, durable and direct cells of one concurrency run back to back (their order
+ * reverses between levels), in one process lifetime on one stack, so their ratios are what this machine says.
  *
  * Why one file: one cell's measurement is one sequence (warm-up, run, probes, settle) read best in order.
  */

@@ -1,7 +1,7 @@
 /**
  * The benchmark harness, smoke-tested: its quick mode against a real stack, two turns per path at
- * concurrency 1, must produce figures for both paths of every workload and no failed turn. No timing is
- * asserted: absolute numbers are the benchmark's business, not a test's.
+ * concurrency 1, must produce figures for the durable and direct paths and the Temporal floor of every
+ * workload and no failed turn. No timing is asserted: absolute numbers are the benchmark's business, not a test's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderMarkdown } from '../../bench/report.js';
@@ -19,10 +19,10 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop());
 
 describe('npm run bench --quick, two turns per path at concurrency 1', () => {
-  it('measures every workload through both the durable and the direct path without a failed turn', () => {
+  it('measures every workload through the durable path, the direct path and the floor without a failed turn', () => {
     expect(result.workloads.map((w) => w.name)).toEqual(QUICK_OPTIONS.workloads);
     for (const w of result.workloads) {
-      expect(w.cells.map((c) => `${c.path}@${c.concurrency}`).sort()).toEqual(['direct@1', 'durable@1']);
+      expect(w.cells.map((c) => `${c.path}@${c.concurrency}`).sort()).toEqual(['direct@1', 'durable@1', 'floor@1']);
       for (const c of w.cells) {
         expect({ workload: w.name, path: c.path, ok: c.ok, errors: c.errors, errorSamples: c.errorSamples }).toEqual({
           workload: w.name,
@@ -36,7 +36,7 @@ describe('npm run bench --quick, two turns per path at concurrency 1', () => {
   });
 
   it('reports latency, throughput, frames, memory and database writes for each cell', () => {
-    for (const c of result.workloads.flatMap((w) => w.cells)) {
+    for (const c of result.workloads.flatMap((w) => w.cells).filter((x) => x.path !== 'floor')) {
       for (const v of [
         c.ttft.p50,
         c.ttft.p99,
@@ -57,11 +57,27 @@ describe('npm run bench --quick, two turns per path at concurrency 1', () => {
     const durable = result.workloads[0]!.cells.find((c) => c.path === 'durable')!;
     expect(durable.db.rowsPerTurn['public.message_events']).toBeGreaterThan(0);
     expect(durable.timeline.activities?.runAgent).toBeDefined();
+    // prepareTurn is booked as itself: its local-activity marker gives the time it finished.
+    expect(durable.timeline.segments.prepare_turn).toBeGreaterThan(0);
+  });
+
+  it('measures the floor: its workflow reaches its activity and ends, on its own task queue', () => {
+    for (const c of result.workloads.flatMap((w) => w.cells).filter((x) => x.path === 'floor')) {
+      for (const v of [c.ttft.p50, c.end.p50, c.turnsPerSec, c.timeline.total, c.timeline.segments.prepare_turn]) {
+        expect(v).toBeTypeOf('number');
+        expect(v).toBeGreaterThan(0);
+      }
+      expect(c.end.p50!).toBeGreaterThanOrEqual(c.ttft.p50!);
+      expect(c.timeline.activities?.floorRun).toBeDefined();
+      // No api, no backend: nothing of the product's is written for a floor turn.
+      expect(c.db.rowsPerTurn['public.messages'] ?? 0).toBe(0);
+    }
+    expect(result.floor?.started).toBeGreaterThan(0);
   });
 
   it('renders the side-by-side table with a ratio column', () => {
     const md = renderMarkdown(result);
-    expect(md).toContain('| metric | conc. | durable | direct | durable/direct |');
-    expect(md).toMatch(/\| first token p50 \(ms\) \| 1 \| [\d.]+ \| [\d.]+ \| [\d.]+× \|/);
+    expect(md).toContain('| metric | conc. | durable | direct | floor | durable/direct |');
+    expect(md).toMatch(/\| first token p50 \(ms\) \| 1 \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+× \|/);
   });
 });
