@@ -2,6 +2,7 @@
  * The one typed configuration module. Every process reads its environment here, once, at start-up;
  * no other module touches process.env. Each variable is documented in README.md's configuration table.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -33,6 +34,17 @@ export const EnvSchema = z.object({
   TEMPORAL_CLI_PATH: z.string().optional(),
   TEMPORAL_DEV_PORT: int(7233),
   TEMPORAL_UI_PORT: int(8233),
+  /** TLS to the Temporal frontend. Unset: on when TEMPORAL_API_KEY or any TEMPORAL_TLS_* file is set, else off. */
+  TEMPORAL_TLS: bool.optional(),
+  /** TLS server name (SNI) to expect, when it differs from the host of TEMPORAL_ADDRESS. */
+  TEMPORAL_TLS_SERVER_NAME: z.string().optional(),
+  /** PEM file of the CA that signed the server's certificate (else the system's CAs). */
+  TEMPORAL_TLS_CA_FILE: z.string().optional(),
+  /** mTLS: PEM files of this client's certificate and private key (both or neither). */
+  TEMPORAL_TLS_CERT_FILE: z.string().optional(),
+  TEMPORAL_TLS_KEY_FILE: z.string().optional(),
+  /** API key (Temporal Cloud, or a server with an authorizer): sent as `Authorization: Bearer`. */
+  TEMPORAL_API_KEY: z.string().optional(),
 
   // --- api --------------------------------------------------------------------------------------
   API_HOST: z.string().default('127.0.0.1'),
@@ -112,6 +124,14 @@ export const EnvSchema = z.object({
   /** Upper bound of the stdout/stderr kept per command, bytes each (the rest is cut with a marker). */
   SHELL_MAX_OUTPUT_BYTES: int(16_384),
 
+  // --- tool providers: API and MCP tools (README "Tools") ---------------------------------------
+  /** Time limit of one API/MCP tool call (and of an MCP server's tool listing), ms. */
+  TOOL_TIMEOUT_MS: int(15_000),
+  /** Response bytes kept of one tool call; the rest is cut with a marker. */
+  TOOL_MAX_RESPONSE_BYTES: int(65_536),
+  /** Let tool providers reach loopback/private addresses (tests, trusted on-premise tools); off: public only. */
+  TOOL_ALLOW_PRIVATE_NETWORK: bool.default(false),
+
   // --- models -----------------------------------------------------------------------------------
   /** Per-token delay of the deterministic demo model, in ms. */
   DEMO_MODEL_TOKEN_DELAY_MS: int(15),
@@ -149,7 +169,7 @@ export function devDefaultSecrets(e: Pick<Env, (typeof SECRET_VARS)[number]>): s
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Env> = {}): Config {
-  const parsed = EnvSchema.safeParse({ ...pick(env), ...overrides });
+  const parsed = EnvSchema.superRefine(checkTemporalTls).safeParse({ ...pick(env), ...overrides });
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n');
     throw new Error(`Invalid configuration:\n${lines}`);
@@ -176,11 +196,37 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   };
 }
 
+/** mTLS needs both halves: one without the other would silently connect without a client certificate. */
+function checkTemporalTls(e: Env, ctx: z.RefinementCtx): void {
+  if (Boolean(e.TEMPORAL_TLS_CERT_FILE) !== Boolean(e.TEMPORAL_TLS_KEY_FILE))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['TEMPORAL_TLS_CERT_FILE'],
+      message: 'set TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE together (mTLS)',
+    });
+}
+
+/**
+ * The variables this schema knows, from the environment. Any of them may instead be given as `<NAME>_FILE`, the
+ * path of a file holding the value (Docker / Kubernetes secrets), so secrets need not sit in the environment or
+ * in a compose file; the variable itself wins when both are set.
+ */
 function pick(env: NodeJS.ProcessEnv): Record<string, string> {
   const out: Record<string, string> = {};
   for (const key of Object.keys(EnvSchema.shape)) {
     const v = env[key];
     if (v !== undefined && v !== '') out[key] = v;
+    else if (env[`${key}_FILE`]) out[key] = readSecretFile(`${key}_FILE`, env[`${key}_FILE`]!);
   }
   return out;
+}
+
+function readSecretFile(name: string, file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+  } catch (err) {
+    throw new Error(
+      `Invalid configuration: ${name}=${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
+  }
 }

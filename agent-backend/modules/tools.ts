@@ -6,8 +6,8 @@
 import { z } from 'zod';
 import { formatZodError } from '../errors.js';
 import { CalculatorError, evaluate } from './calculator.js';
-import { BUILTIN_TOOL_NAMES, type BuiltinToolName } from '../../core/tool-names.js';
-import { defineModule, Mutex, ToolNotAvailableError, type ToolOutcome, type ToolSpec } from './types.js';
+import { BUILTIN_TOOL_NAMES, qualifiedToolName, type BuiltinToolName } from '../../core/tool-names.js';
+import { defineModule, Mutex, ToolErrorResult, ToolNotAvailableError, type ToolOutcome, type ToolSpec } from './types.js';
 
 const fail = (message: string): ToolOutcome => ({ kind: 'result', result: message, isError: true });
 
@@ -133,24 +133,35 @@ const PluginToolConfig = z
     parameters: z.record(z.string(), z.unknown()).default({ type: 'object', properties: {} }),
   })
   .strict();
-const PluginToolsConfig = z.object({ tools: z.array(PluginToolConfig).max(128).default([]) }).strict();
+const PluginToolsConfig = z
+  .object({
+    tools: z.array(PluginToolConfig).max(128).default([]),
+    /** The execution_context layer whose signed context scopes the calls (the api checks it, README "Tools"). */
+    execution_context: z.string().min(1).optional(),
+  })
+  .strict();
 
 export const pluginTools = defineModule<z.infer<typeof PluginToolsConfig>, Record<string, never>>({
   name: 'tools',
   capability: 'toolset',
-  description: 'Plugin tools, invoked through the deployment’s tool resolver.',
+  description:
+    'Tools of registered tool providers (API, MCP), offered as <provider>__<tool> and invoked through the deployment’s tool resolver.',
   configSchema: PluginToolsConfig,
   stateSchema: z.object({}).strict() as z.ZodType<Record<string, never>>,
   initialState: () => ({}),
+  references: (c) =>
+    c.execution_context ? [{ field: 'execution_context', layer: c.execution_context, types: ['execution_context'] }] : [],
   create: ({ name, config, state, services }) => {
-    const byName = new Map(config.tools.map((t) => [t.name, t]));
+    // One naming scheme (core/tool-names.ts): the model sees `<provider>__<tool>`.
+    const byName = new Map(config.tools.map((t) => [qualifiedToolName(t.provider, t.name), t]));
     return {
       name,
       type: 'tools',
       state,
       capability: {
         kind: 'toolset',
-        tools: () => config.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+        tools: () =>
+          config.tools.map((t) => ({ name: qualifiedToolName(t.provider, t.name), description: t.description, parameters: t.parameters })),
         call: async (tool, args, ctx) => {
           const def = byName.get(tool);
           if (!def) return fail(`tool not available: ${tool}`);
@@ -160,7 +171,7 @@ export const pluginTools = defineModule<z.infer<typeof PluginToolsConfig>, Recor
               result: await services.toolResolver.invoke({ provider: def.provider, name: def.name, args, context: ctx }),
             };
           } catch (err) {
-            if (err instanceof ToolNotAvailableError) return fail(err.message);
+            if (err instanceof ToolNotAvailableError || err instanceof ToolErrorResult) return fail(err.message);
             return fail(`tool ${def.provider}/${def.name} failed: ${(err as Error)?.message ?? String(err)}`);
           }
         },

@@ -30,12 +30,18 @@ export interface ToolCallContext {
   executionContext: ExecutionContextLayerConfig | null;
 }
 
+/** What augmentUserMessage gets: the run, its abort signal and the model's execution context. */
+export type UserMessageContext = Omit<ToolCallContext, 'toolCallId'>;
+
 /** Plugin tools (the `tools` layer) run through this; the deployment decides what exists. */
 export interface PluginToolResolver {
   invoke(input: { provider: string; name: string; args: unknown; context: ToolCallContext }): Promise<unknown>;
 }
 
 export class ToolNotAvailableError extends Error {}
+
+/** The tool answered with an error the model reads as is (an API tool's HTTP 404, an MCP tool's isError). */
+export class ToolErrorResult extends Error {}
 
 export const noPluginTools: PluginToolResolver = {
   async invoke({ provider, name }) {
@@ -59,7 +65,17 @@ export type Capability =
   | { kind: 'output'; finalize(text: string): string }
   | { kind: 'execution_context'; context(): ExecutionContextLayerConfig }
   | { kind: 'resource' }
-  | { kind: 'toolset'; tools(): ToolSpec[]; call(name: string, args: unknown, ctx: ToolCallContext): Promise<ToolOutcome> };
+  | {
+      kind: 'toolset';
+      tools(): ToolSpec[];
+      call(name: string, args: unknown, ctx: ToolCallContext): Promise<ToolOutcome>;
+      /**
+       * Optional: text to append to this run's new user message, before the first model request (knowledge: the
+       * retrieved passages stay in the user role, docs/seeds/004). Not called when a resumed run re-sends the paused
+       * turn's message: the history already holds it as it was sent.
+       */
+      augmentUserMessage?(message: PromptMessage, ctx: UserMessageContext): Promise<string | null>;
+    };
 
 /** Lease-scoped things a run borrows (operation leases, sessions, temporary credentials). */
 export interface RunResources {

@@ -10,6 +10,7 @@ import { deferredResultFromForm } from '../../core/human-input.js';
 import { expandPromptMentions } from '../../core/mentions.js';
 import { resignFileUrl } from '../../core/uploads.js';
 import { whitelistModelSettings, type AgentSoulConfig } from '../../core/soul.js';
+import { withProviderTools } from '../../core/tools/providers.js';
 import type { ActivityDeps } from '../deps.js';
 import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from '../errors.js';
 import type { Prisma } from '../../core/generated/prisma/client.js';
@@ -101,7 +102,9 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
       ['execution_context'],
     ),
   ];
-  if (soul.tools.plugin.length > 0) layers.push(layer('tools', { tools: soul.tools.plugin }));
+  // Provider tools (README "Tools"): the api makes the calls, scoped by the signed execution context.
+  if (soul.tools.plugin.length > 0)
+    layers.push(layer('tools', { tools: soul.tools.plugin, execution_context: 'execution_context' }, ['execution_context']));
   layers.push(layer('core_tools', { tools: soul.tools.core }));
   // The workspace, in resource order Runtime → Shell → Config (entered in this order, released in reverse):
   // the shell runs in the runtime, and the config layer lets the sandboxed dify-agent CLI reach the stub.
@@ -116,7 +119,13 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
       layers.push(layer('config', { execution_context: 'execution_context' }, ['execution_context']));
     }
   }
-  if (soul.knowledge.enabled) layers.push(layer('knowledge', { dataset_ids: soul.knowledge.dataset_ids }));
+  // Knowledge (README "Knowledge"): the backend retrieves for the user's query (as typed, without file notes) before
+  // the first model request and appends the passages to the user message.
+  if (soul.knowledge.enabled) {
+    const k = soul.knowledge;
+    const config = { dataset_ids: k.dataset_ids, top_k: k.top_k, score_threshold: k.score_threshold, search_tool: k.search_tool };
+    layers.push(layer('knowledge', { ...config, execution_context: 'execution_context', query: t.query }, ['execution_context']));
+  }
   if (soul.ask_human.enabled) layers.push(layer('ask_human', { enabled: true }));
   layers.push(layer('output', {}));
   return layers;
@@ -151,7 +160,11 @@ export function createBuildRunRequest(deps: ActivityDeps) {
         deferredCalls: Object.keys(req.deferred_tool_results?.calls ?? {}).length,
       };
     }
-    const { soul, resolved } = r;
+    const { resolved } = r;
+    // Each provider tool's description and JSON schema as its provider lists them now.
+    const { soul, missing } = await withProviderTools(db, msg.tenant_id, r.soul);
+    if (missing.length)
+      throw turnFailure('tool_not_found', 400, `The agent config names tools that no longer exist: ${missing.join(', ')}.`);
     // With a workspace, the turn's files go into it (uploads copied, remote URLs fetched by the pinned fetcher).
     const workspaceFiles =
       soul.runtime.enabled && msg.files.length

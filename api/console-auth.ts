@@ -1,0 +1,29 @@
+/**
+ * The console key check (`Authorization: Bearer <console key>` of an account) for routers mounted under
+ * /console/api with their own paths (tool providers, datasets): sets `req.consoleCtx` (declared in routes/console.ts).
+ */
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { hashApiKey } from '../core/api-keys.js';
+import type { Db } from '../core/db.js';
+import { HttpError } from './errors.js';
+
+export function consoleAuth(db: Db): RequestHandler {
+  return async (req: Request, _res: Response, next: NextFunction) => {
+    try {
+      const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+      if (!m) throw new HttpError(401, 'unauthorized', 'Authorization header must be "Bearer <console key>".');
+      const token = await db.consoleToken.findUnique({ where: { token_hash: hashApiKey(m[1]!) } });
+      if (!token || token.revoked_at) throw new HttpError(401, 'unauthorized', 'Console key is invalid.');
+      req.consoleCtx = { tenantId: token.tenant_id, accountId: token.account_id };
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
+/** The authenticated caller (after consoleAuth). */
+export function consoleCaller(req: Request): { tenantId: string; accountId: string } {
+  if (!req.consoleCtx) throw new HttpError(401, 'unauthorized', 'Console key is required.');
+  return req.consoleCtx;
+}
