@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'core/generated/**', '.data/**', '.cache/**', 'coverage/**', 'web/vendor/**', 'scratch/**'] },
+  { ignores: ['node_modules/**', 'core/generated/**', '.data/**', '.cache/**', 'coverage/**', 'web/vendor/**', 'scratch/**', 'dist/**'] },
   ...tseslint.configs.recommended,
   {
     rules: {

@@ -4,6 +4,7 @@
  */
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,9 +16,25 @@ import { createDefaultProviders } from './core/llm/providers/index.js';
 import { ensureTurnSearchAttributes } from './core/search-attribute-registry.js';
 import { createLogger, type Logger } from './core/logger.js';
 import { OutboxDispatcher } from './core/outbox.js';
+import { isCompiled } from './core/project-root.js';
+import { temporalSecurity } from './core/temporal-connection.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-export const WORKFLOWS_PATH = path.join(here, 'workflows', 'index.ts');
+const compiled = isCompiled(import.meta.url);
+export const WORKFLOWS_PATH = path.join(here, 'workflows', compiled ? 'index.js' : 'index.ts');
+/**
+ * The compiled build ships the workflow code already bundled (scripts/build.ts, from the same compiled
+ * workflows/): a production worker starts without webpack work and runs exactly the code that was built and
+ * tested. From sources (tsx) the worker bundles workflows/ itself at start, as before.
+ */
+export const WORKFLOW_BUNDLE_PATH = path.join(here, 'workflow-bundle.js');
+
+function workflowCode(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+  if (!compiled) return { workflowsPath: WORKFLOWS_PATH };
+  if (!fs.existsSync(WORKFLOW_BUNDLE_PATH))
+    throw new Error(`${WORKFLOW_BUNDLE_PATH} is missing: run \`npm run build\` (it bundles the workflows).`);
+  return { workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH } };
+}
 
 export interface RunningWorker {
   worker: Worker;
@@ -59,7 +76,7 @@ export async function startWorker(opts: {
 }): Promise<RunningWorker> {
   const { config, db, logger } = opts;
   installRuntimeLogger(logger, config.LOG_LEVEL);
-  const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.temporalAddress }));
+  const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.temporalAddress, ...temporalSecurity(config) }));
   // Turns are started and upserted with these attributes: a namespace that lacks one would refuse every start.
   const added = await ensureTurnSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
   if (added.length) logger.warn({ added, namespace: config.TEMPORAL_NAMESPACE }, 'registered missing turn search attributes');
@@ -71,7 +88,7 @@ export async function startWorker(opts: {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    workflowsPath: WORKFLOWS_PATH,
+    ...workflowCode(),
     activities: createActivities({
       db,
       backend,
@@ -115,6 +132,7 @@ async function main(): Promise<void> {
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for a standalone worker.');
   const db = createDb(config.DATABASE_URL, { max: 20 });
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
+  const security = temporalSecurity(config); // read once: a wrong PEM path stops the worker here
   const stopping = new AbortController();
   installRuntimeLogger(logger, config.LOG_LEVEL);
 
@@ -142,7 +160,7 @@ async function main(): Promise<void> {
   // Temporal: connect (and create the worker, which checks the namespace) until it works.
   for (let attempt = 0; !stopping.signal.aborted; attempt++) {
     try {
-      const connection = await NativeConnection.connect({ address });
+      const connection = await NativeConnection.connect({ address, ...security });
       try {
         running = await startWorker({ config, db, logger, temporalAddress: address, connection });
       } catch (err) {

@@ -3,7 +3,7 @@
  * Stateless: any number of replicas; turn streams come from the event log, not from memory.
  */
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { projectRoot } from '../core/project-root.js';
 import express, { type Router } from 'express';
 import type { Client } from '@temporalio/client';
 import type { AgentBackendClient } from '../core/backend-client.js';
@@ -27,7 +27,7 @@ import { fileRoutes, signedFileRoutes } from './routes/files.js';
 import { formRoutes } from './routes/forms.js';
 import { messageRoutes } from './routes/messages.js';
 
-const WEB_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../web');
+const WEB_DIR = path.join(projectRoot(import.meta.url), 'web');
 
 export interface ApiDeps {
   db: Db;

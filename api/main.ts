@@ -8,6 +8,7 @@ import { devDefaultSecrets, loadConfig } from '../core/config.js';
 import { createDb } from '../core/db.js';
 import { EventNotifier } from '../core/event-log.js';
 import { createLogger } from '../core/logger.js';
+import { temporalSecurity } from '../core/temporal-connection.js';
 import { createWiredApi, lazyTemporalConnection } from './wire.js';
 
 const config = loadConfig();
@@ -23,7 +24,7 @@ if (weakSecrets.length)
     'development default secrets in use: anyone who reads the source can call the inner API; NODE_ENV=production refuses them',
   );
 const db = createDb(config.DATABASE_URL, { max: 20 });
-const connection = lazyTemporalConnection(config.TEMPORAL_ADDRESS);
+const connection = lazyTemporalConnection(config.TEMPORAL_ADDRESS, temporalSecurity(config));
 const notifier = new EventNotifier(config.DATABASE_URL, logger);
 await notifier.start();
 const { app, stop: stopBackground } = createWiredApi({

@@ -7,6 +7,8 @@
  * Why one file: it is the spec's table of routes, one entry per route, read top to bottom like the document it emits.
  */
 import fs from 'node:fs';
+import path from 'node:path';
+import { projectRoot } from '../core/project-root.js';
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import * as S from './schemas.js';
@@ -308,7 +310,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
 
 function packageVersion(): string {
   try {
-    return (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(fs.readFileSync(path.join(projectRoot(import.meta.url), 'package.json'), 'utf8')) as { version: string }).version;
   } catch {
     return '0.0.0';
   }

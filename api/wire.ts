@@ -6,6 +6,7 @@ import type { Db } from '../core/db.js';
 import type { EventNotifier } from '../core/event-log.js';
 import { createDefaultProviders } from '../core/llm/providers/index.js';
 import type { Logger } from '../core/logger.js';
+import type { TemporalSecurity } from '../core/temporal-connection.js';
 import { OutboxDispatcher } from '../core/outbox.js';
 import { createApiApp } from './app.js';
 import { createInnerLlmRouter } from './inner/llm.js';
@@ -20,9 +21,10 @@ const READY_CHECK_MS = 2000;
  * about half a second when Temporal is down (3 tries instead of the SDK's 10 over ~20 s), so a turn start
  * answers 503 + Retry-After promptly instead of hanging.
  */
-export function lazyTemporalConnection(address: string): Connection {
+export function lazyTemporalConnection(address: string, security: TemporalSecurity = {}): Connection {
   return Connection.lazy({
     address,
+    ...security,
     channelArgs: { 'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 3000 },
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 3 }))],
   });

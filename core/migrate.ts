@@ -6,10 +6,10 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { projectRoot } from './project-root.js';
 
-export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../prisma/migrations');
+export const MIGRATIONS_DIR = path.join(projectRoot(import.meta.url), 'prisma', 'migrations');
 const LOCK_ID = 72707369; // arbitrary, constant
 
 export interface MigrationResult {

@@ -9,12 +9,13 @@ import { execFile } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { loadConfig } from '../core/config.js';
+import { projectRoot } from '../core/project-root.js';
 
 const run = promisify(execFile);
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = projectRoot(import.meta.url);
 export const SANDBOX_SRC = path.join(ROOT, 'sandbox');
 export const DEFAULT_CACHE_DIR = path.join(ROOT, '.cache', 'sandbox');
 

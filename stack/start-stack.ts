@@ -20,6 +20,7 @@ import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
 import { EventNotifier } from '../core/event-log.js';
 import type { Logger } from '../core/logger.js';
 import type { OutboxDispatcher } from '../core/outbox.js';
+import { temporalSecurity } from '../core/temporal-connection.js';
 import { applyMigrations } from '../core/migrate.js';
 import { ensureDemoData, type DemoData } from '../core/seed.js';
 import { demoSoulConfig } from '../core/soul.js';
@@ -132,8 +133,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const inProcessWorker = (opts.worker ?? 'in-process') === 'in-process';
     // The stack stops its worker itself (stop(): drain, then in order), not at the SDK's first signal.
     if (inProcessWorker) installRuntimeLogger(logger.child({ component: 'worker' }), config.LOG_LEVEL, { ownsSignals: true });
-    const nativeConnection = inProcessWorker ? await NativeConnection.connect({ address: temporalAddress }) : null;
-    const connection: ConnectionLike = nativeConnection ?? lazyTemporalConnection(temporalAddress);
+    // TLS / API key only towards an external Temporal (TEMPORAL_ADDRESS); the dev server started here speaks plain gRPC.
+    const security = dev ? {} : temporalSecurity(config);
+    const nativeConnection = inProcessWorker ? await NativeConnection.connect({ address: temporalAddress, ...security }) : null;
+    const connection: ConnectionLike = nativeConnection ?? lazyTemporalConnection(temporalAddress, security);
     stops.push(() => connection.close());
     config = { ...config, TEMPORAL_ADDRESS: temporalAddress };
 

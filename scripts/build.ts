@@ -1,0 +1,49 @@
+/**
+ * `npm run build`: the production build into dist/ — the TypeScript of the runnable entry points compiled by
+ * tsc (tsconfig.build.json: api, worker, agent backend, admin CLI, migrate), then the workflow code bundled once
+ * from the compiled workflows/ into dist/workflow-bundle.js, which a compiled worker loads instead of bundling at
+ * start (worker.ts). Why tsc and not a bundler: the output keeps the source layout module for module, so stack
+ * traces, source maps and the project-root lookups (core/project-root.ts) work unchanged, and the Prisma client
+ * and the Temporal native bridge stay ordinary node_modules imports.
+ *
+ * Options: `--out-dir DIR` (default dist/; must be inside the project so node_modules and package.json are found
+ * above it) and `--no-check` (emit without type checking — `npm run typecheck` is the check; the compiled-entry
+ * test uses it to stay fast; the emitted JavaScript is the same, tsconfig has isolatedModules).
+ */
+import { bundleWorkflowCode } from '@temporalio/worker';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { projectRoot } from '../core/project-root.js';
+
+const ROOT = projectRoot(import.meta.url);
+const { values: args } = parseArgs({ options: { 'out-dir': { type: 'string' }, 'no-check': { type: 'boolean' } } });
+const DIST = path.resolve(args['out-dir'] ?? path.join(ROOT, 'dist'));
+if (!DIST.startsWith(ROOT + path.sep))
+  throw new Error(`--out-dir must be inside ${ROOT} (node_modules and package.json are found above it)`);
+
+function compile(): void {
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  const flags = ['-p', path.join(ROOT, 'tsconfig.build.json'), '--outDir', DIST, ...(args['no-check'] ? ['--noCheck'] : [])];
+  const r = spawnSync(process.execPath, [tsc, ...flags], { stdio: 'inherit', cwd: ROOT });
+  if (r.status !== 0) throw new Error(`tsc failed (exit ${r.status ?? r.signal})`);
+}
+
+async function bundleWorkflows(): Promise<number> {
+  const quiet = () => undefined;
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: path.join(DIST, 'workflows', 'index.js'),
+    logger: { log: quiet, info: quiet, warn: console.warn, error: console.error, debug: quiet, trace: quiet } as never,
+  });
+  fs.writeFileSync(path.join(DIST, 'workflow-bundle.js'), code);
+  return code.length;
+}
+
+const started = Date.now();
+fs.rmSync(DIST, { recursive: true, force: true });
+compile();
+const bytes = await bundleWorkflows();
+console.log(
+  `built ${path.relative(ROOT, DIST)}/ in ${((Date.now() - started) / 1000).toFixed(1)} s (workflow bundle ${(bytes / 1024).toFixed(0)} KiB)`,
+);
