@@ -23,7 +23,7 @@ import { ModelCallError, RunLimitExceededError } from './errors.js';
 import type { RunEmitter } from './events.js';
 import { difyUsageOf, rawToolArgsOf, type ModelCaller } from './model/inner-llm-model.js';
 import { toModelMessages } from './model/prompt.js';
-import type { LayerInstance, ToolOutcome, ToolSpec } from './modules/types.js';
+import type { LayerInstance, ToolOutcome, ToolSpec, UserMessageContext } from './modules/types.js';
 import type { UsageMeter } from './usage.js';
 
 export type LoopResult = { kind: 'succeeded'; output: string } | { kind: 'deferred'; call: DeferredToolCall; output: string };
@@ -124,9 +124,10 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
   // input. A new turn after an abandoned form closes the call as unavailable and adds its query.
   const user = of('user_prompt')[0]?.capability.userMessage();
   const lastUser = [...state.messages].reverse().find((m) => m.role === 'user');
-  const resending =
-    closed.closed.length > 0 && user !== undefined && lastUser !== undefined && JSON.stringify(user) === JSON.stringify(lastUser);
-  if (user && !resending) state.messages.push(user);
+  const resending = closed.closed.length > 0 && user !== undefined && lastUser !== undefined && isSameUserMessage(user, lastUser);
+  if (user && !resending) {
+    state.messages.push(await augmentUserMessage(user, of('toolset'), { runId: ctx.runId, signal, executionContext }));
+  }
   if (!system && state.messages.length === 0) throw new Error('nothing to send to the model: no instructions, history or user prompt');
 
   const { settings } = binding;
@@ -376,6 +377,36 @@ async function consumeStep(
   }
   throwIfAborted(signal);
   return { text, reasoning, toolCalls };
+}
+
+/**
+ * The user message with what toolsets append to it (knowledge passages), as extra text parts after its own content,
+ * so the message stays recognisable on a resume (isSameUserMessage).
+ */
+async function augmentUserMessage(
+  user: PromptMessage,
+  toolsets: Array<LayerInstance & { capability: { kind: 'toolset' } }>,
+  ctx: UserMessageContext,
+): Promise<PromptMessage> {
+  if (user.role !== 'user') return user;
+  const extra: string[] = [];
+  for (const ts of toolsets) {
+    const text = await ts.capability.augmentUserMessage?.(user, ctx);
+    if (text) extra.push(text);
+  }
+  if (extra.length === 0) return user;
+  return { role: 'user', content: [...asParts(user.content), ...extra.map((data) => ({ type: 'text' as const, data }))] };
+}
+
+type UserContent = Extract<PromptMessage, { role: 'user' }>['content'];
+const asParts = (content: UserContent) => (typeof content === 'string' ? [{ type: 'text' as const, data: content }] : content);
+
+/** Whether `stored` (from history) is `user` as sent: itself, or itself with augmentation parts appended. */
+export function isSameUserMessage(user: PromptMessage, stored: PromptMessage): boolean {
+  if (JSON.stringify(user) === JSON.stringify(stored)) return true;
+  if (user.role !== 'user' || stored.role !== 'user' || typeof stored.content === 'string') return false;
+  const own = asParts(user.content);
+  return stored.content.length > own.length && JSON.stringify(stored.content.slice(0, own.length)) === JSON.stringify(own);
 }
 
 /**

@@ -13,8 +13,10 @@ import { jsonBody } from '../core/json-guard.js';
 import { HttpError } from './errors.js';
 import { EventHub } from './events.js';
 import { createInnerLlmCaller, type ModelCaller } from './model/inner-llm-model.js';
+import { createKnowledgeClient } from './knowledge-client.js';
 import { createRegistry, type ModuleRegistry } from './modules/registry.js';
-import { noPluginTools, type PluginToolResolver } from './modules/types.js';
+import type { PluginToolResolver } from './modules/types.js';
+import { createInnerToolResolver } from './inner-tool-resolver.js';
 import { RunManager } from './run-manager.js';
 import { registryRoutes } from './routes/registry.js';
 import { runRoutes } from './routes/runs.js';
@@ -77,7 +79,17 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   const sandbox = new Sandbox(config, logger.child({ component: 'sandbox' }));
   const modelCaller =
     deps.llm ?? createInnerLlmCaller({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch, logger });
-  const runs = new RunManager(store, hub, modelCaller, deps.toolResolver ?? noPluginTools, logger, {
+  // Provider tools (API, MCP) are called by the api, which holds their credentials (README "Tools").
+  const toolResolver =
+    deps.toolResolver ??
+    createInnerToolResolver({
+      apiUrl: config.apiUrl,
+      innerApiKey: config.INNER_API_KEY,
+      timeoutMs: config.TOOL_TIMEOUT_MS,
+      fetch: deps.fetch,
+      logger,
+    });
+  const runs = new RunManager(store, hub, modelCaller, toolResolver, logger, {
     instanceId: options.instanceId,
     coalesce: { ms: config.BACKEND_DELTA_COALESCE_MS, chars: config.BACKEND_DELTA_COALESCE_CHARS },
     heartbeatMs: options.heartbeatMs,
@@ -105,7 +117,8 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       maxJsonDepth: config.JSON_MAX_DEPTH,
     }),
   );
-  const registry = deps.registry ?? createRegistry([], { sandbox });
+  const knowledge = createKnowledgeClient({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch });
+  const registry = deps.registry ?? createRegistry([], { sandbox, knowledge });
   app.use(
     ['/runs', '/modules', '/compositions'],
     bearerAuth(config.AGENT_BACKEND_TOKEN),

@@ -26,6 +26,10 @@ import { feedbackRoutes } from './routes/feedbacks.js';
 import { fileRoutes, signedFileRoutes } from './routes/files.js';
 import { formRoutes } from './routes/forms.js';
 import { messageRoutes } from './routes/messages.js';
+import { toolProviderRoutes } from './routes/tool-providers.js';
+import { knowledgeRoutes } from './routes/knowledge.js';
+import { createEmbedder, type Embedder } from '../core/knowledge/embed.js';
+import { createDefaultProviders } from '../core/llm/providers/index.js';
 
 const WEB_DIR = path.join(projectRoot(import.meta.url), 'web');
 
@@ -43,6 +47,8 @@ export interface ApiDeps {
   logger: Logger;
   /** Routers mounted under /inner/api (LLM invoke, agent-config prompt). */
   inner?: { path: string; router: Router }[];
+  /** Embeddings for knowledge datasets (default: the deployment's model providers). */
+  embed?: Embedder;
   /** Which dependency is reachable (`{database, temporal, agent_backend}`); 503 while one is not. */
   ready?: () => Promise<Record<string, boolean>>;
 }
@@ -96,6 +102,10 @@ export function createApiApp(deps: ApiDeps): express.Express {
   v1.use(appInfoRoutes(deps));
   v1.use(fileRoutes(deps));
   app.use('/v1', v1);
+  // Its own path and auth (api/console-auth.ts): the console router's middleware never runs for it.
+  app.use('/console/api/tool-providers', toolProviderRoutes(deps));
+  // /console/api/datasets… (README "Knowledge"): its own auth (api/console-auth.ts); other paths pass through.
+  app.use('/console/api', knowledgeRoutes({ ...deps, embed: deps.embed ?? createEmbedder(createDefaultProviders(deps.config)) }));
   app.use('/console/api', consoleRoutes(deps));
 
   app.use(unknownRoute);

@@ -11,6 +11,9 @@ import { OutboxDispatcher } from '../core/outbox.js';
 import { createApiApp } from './app.js';
 import { createInnerLlmRouter } from './inner/llm.js';
 import { innerAgentConfigRoutes } from './routes/inner-agent-config.js';
+import { innerToolRoutes } from './routes/inner-tools.js';
+import { innerKnowledgeRoutes } from './routes/inner-knowledge.js';
+import { createEmbedder } from '../core/knowledge/embed.js';
 
 /** How long one readiness check may take before it counts as down. */
 const READY_CHECK_MS = 2000;
@@ -92,6 +95,9 @@ export function createWiredApi(deps: {
   const outbox = new OutboxDispatcher({ db, temporal: () => temporal, logger });
   outbox.start();
   const unwatch = watchTemporal(connection, logger.child({ component: 'api' }));
+  // One provider registry: model calls (inner LLM) and knowledge embeddings.
+  const providers = createDefaultProviders(config);
+  const embed = createEmbedder(providers);
   const app = createApiApp({
     db,
     backend,
@@ -99,6 +105,7 @@ export function createWiredApi(deps: {
     outbox,
     eagerStart: deps.eagerStart,
     notifier,
+    embed,
     config,
     logger: logger.child({ component: 'api' }),
     inner: [
@@ -108,11 +115,25 @@ export function createWiredApi(deps: {
           db,
           config,
           logger,
-          providers: createDefaultProviders(config),
+          providers,
           maxJsonDepth: config.JSON_MAX_DEPTH,
           callerScope: 'verify',
           uploads: config,
         }),
+      },
+      {
+        path: '/inner/api/knowledge',
+        router: innerKnowledgeRoutes({
+          db,
+          embed,
+          innerApiKey: config.INNER_API_KEY,
+          signingKey: config.EXECUTION_CONTEXT_SIGNING_KEY,
+          maxJsonDepth: config.JSON_MAX_DEPTH,
+        }),
+      },
+      {
+        path: '/inner/api/tools',
+        router: innerToolRoutes({ db, config, logger: logger.child({ component: 'api' }) }),
       },
       {
         path: '/inner/api/agent-config',

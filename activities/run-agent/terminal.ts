@@ -74,7 +74,9 @@ async function failed(scope: RunScope, ev: Extract<TerminalEvent, { type: 'run_f
     await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
     // The backend's own words are kept beside the client's code and message (GET /v1/messages `agent_failure`).
     const agentFailure = { error_type: d.error_type ?? null, reason: d.reason ?? null, error: d.error, backend_run_id: ev.run_id };
-    const metadata = { ...((msg.metadata ?? {}) as Record<string, unknown>), agent_failure: agentFailure };
+    // Read in the transaction: the api may have added to it during the run (knowledge retriever_resources).
+    const current = await tx.message.findUnique({ where: { id: msg.id }, select: { metadata: true } });
+    const metadata = { ...((current?.metadata ?? {}) as Record<string, unknown>), agent_failure: agentFailure };
     await tx.message.update({ where: { id: msg.id }, data: { status: 'failed', error: err.message, error_code: err.code, metadata } });
     return [...streamed, ...errorEvents(msg, err)];
   });

@@ -96,23 +96,6 @@ export const configModule = defineModule<z.infer<typeof ConfigModuleConfig>, Rec
   }),
 });
 
-function unavailableModule(name: string, description: string) {
-  return defineModule<Record<string, unknown>, Record<string, unknown>>({
-    name,
-    capability: 'resource',
-    description,
-    configSchema: z.record(z.string(), z.unknown()),
-    stateSchema: z.record(z.string(), z.unknown()),
-    initialState: () => ({}),
-    unavailable: `module ${name} is not available in this deployment yet`,
-    create: () => {
-      throw new Error(`module ${name} is not available in this deployment yet`);
-    },
-  });
-}
-
-export const knowledge = unavailableModule('knowledge', 'Knowledge base retrieval.');
-
 // ---- runtime + shell (agent workspace) --------------------------------------------------------
 
 const RuntimeConfig = z

@@ -3,7 +3,8 @@
  * names (never an import path). `prompt` and `user_prompt` are convenience names.
  */
 import { askHuman } from './ask-human.js';
-import { configModule, createRuntimeModule, createShellModule, executionContext, knowledge, llm, output } from './context.js';
+import { configModule, createRuntimeModule, createShellModule, executionContext, llm, output } from './context.js';
+import { createKnowledgeModule } from './knowledge.js';
 import { history } from './history.js';
 import {
   agentAppUserPrompt,
@@ -16,11 +17,15 @@ import {
 import { coreTools, pluginTools } from './tools.js';
 import type { AnyModule } from './types.js';
 import type { Sandbox } from '../workspace/sandbox.js';
+import type { KnowledgeClient } from '../knowledge-client.js';
 
 export type ModuleRegistry = ReadonlyMap<string, AnyModule>;
 
-/** `sandbox`: the Local runtime; without one (or without its token) runtime/shell are unavailable. */
-export function createRegistry(extra: AnyModule[] = [], opts: { sandbox?: Sandbox } = {}): ModuleRegistry {
+/**
+ * `sandbox`: the Local runtime; without one (or without its token) runtime/shell are unavailable.
+ * `knowledge`: the api's retrieval endpoint; without it the knowledge module is unavailable.
+ */
+export function createRegistry(extra: AnyModule[] = [], opts: { sandbox?: Sandbox; knowledge?: KnowledgeClient } = {}): ModuleRegistry {
   const modules = [
     agentSoulPrompt,
     workflowNodeJobPrompt,
@@ -34,7 +39,7 @@ export function createRegistry(extra: AnyModule[] = [], opts: { sandbox?: Sandbo
     llm,
     pluginTools,
     coreTools,
-    knowledge,
+    createKnowledgeModule(opts.knowledge),
     output,
     askHuman,
     promptModule,
