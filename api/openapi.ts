@@ -13,6 +13,7 @@ import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import * as S from './schemas.js';
 import { CONSOLE_REQUESTS, CONSOLE_RESPONSES, consoleAgentPaths } from './openapi-console.js';
+import { KNOWLEDGE_REQUESTS, KNOWLEDGE_RESPONSES, knowledgePaths } from './openapi-knowledge.js';
 import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -29,6 +30,7 @@ const REQUESTS = {
   FileUploadForm: S.FileUploadForm,
   HumanInputSubmitRequest: S.HumanInputSubmitRequest,
   ...CONSOLE_REQUESTS,
+  ...KNOWLEDGE_REQUESTS,
 };
 const RESPONSES = {
   ErrorResponse: S.ErrorResponse,
@@ -48,6 +50,7 @@ const RESPONSES = {
   ...SSE_EVENTS,
   SseEvent,
   ...CONSOLE_RESPONSES,
+  ...KNOWLEDGE_RESPONSES,
 };
 
 function components(schemas: Record<string, z.ZodType>, io: 'input' | 'output'): Record<string, JsonSchema> {
@@ -287,6 +290,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
       },
     },
     ...consoleAgentPaths(errors),
+    ...knowledgePaths(errors),
     '/healthz': {
       get: {
         operationId: 'healthz',
@@ -337,7 +341,7 @@ export function openApiDocument(): JsonSchema {
         'Authenticate with `Authorization: Bearer <app api key>`. `user` scopes conversations to one end user of the app. ' +
         'Errors are `{code, message, status}`.',
     },
-    tags: ['chat', 'conversations', 'app', 'files', 'forms', 'console', 'ops'].map((name) => ({ name })),
+    tags: ['chat', 'conversations', 'app', 'files', 'forms', 'console', 'knowledge', 'ops'].map((name) => ({ name })),
     security: [{ AppApiKey: [] }],
     paths: paths(),
     components: {

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { parseCli, USAGE } from './cli-options.js';
 import { progressTo } from './progress.js';
 import { renderMarkdown } from './report.js';
+import { renderKnowledgeMarkdown, runKnowledgeBench } from './knowledge.js';
 import { runBench } from './runner.js';
 import { startBenchStack } from './stack.js';
 
@@ -44,8 +45,14 @@ let exitCode = 0;
 try {
   log(`stack up: api ${bench.stack.apiUrl}, agent backend ${bench.stack.agentBackendUrl}, data ${path.relative(ROOT, bench.dataDir)}`);
   const progress = progressTo(process.stdout);
-  const result = { ...(await runBench({ stack: bench.stack, log, progress }, cli.bench)), code: codeUnderTest() };
-  const markdown = renderMarkdown(result);
+  const main = await runBench({ stack: bench.stack, log, progress }, cli.bench);
+  // The knowledge workload (bench/README.md "Knowledge"): c=1 and c=32 (quick: 1 and 4); BENCH_KNOWLEDGE=0 skips it.
+  const knowledge =
+    process.env.BENCH_KNOWLEDGE === '0'
+      ? []
+      : await runKnowledgeBench(bench.stack, { concurrency: cli.quick ? [1, 4] : [1, 32], turns: cli.quick ? 3 : 16 }, log);
+  const result = { ...main, knowledge, code: codeUnderTest() };
+  const markdown = renderMarkdown(result) + (knowledge.length ? `\n\n${renderKnowledgeMarkdown(knowledge)}` : '');
   console.log(`\n${markdown}`);
   const out = path.resolve(ROOT, cli.out);
   fs.mkdirSync(path.dirname(out), { recursive: true });
@@ -61,7 +68,7 @@ try {
       log('recorded the run in bench/README.md');
     }
   }
-  const errors = result.workloads.flatMap((w) => w.cells).reduce((n, c) => n + c.errors, 0);
+  const errors = result.workloads.flatMap((w) => w.cells).reduce((n, c) => n + c.errors, 0) + knowledge.reduce((n, c) => n + c.errors, 0);
   if (errors > 0) {
     log(`${errors} turn(s) failed`);
     exitCode = 1;
