@@ -6,7 +6,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
-const bool = z.enum(['1', '0', 'true', 'false', 'yes', 'no', '']).transform((v) => v === '1' || v === 'true' || v === 'yes');
+// Booleans too: loadConfig's typed overrides (tests, the stack) pass them as such.
+const bool = z.union([
+  z.boolean(),
+  z.enum(['1', '0', 'true', 'false', 'yes', 'no', '']).transform((v) => v === '1' || v === 'true' || v === 'yes'),
+]);
 const int = (d: number) => z.coerce.number().int().default(d);
 
 export const EnvSchema = z.object({

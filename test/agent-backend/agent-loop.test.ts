@@ -115,7 +115,7 @@ describe('tool steps', () => {
         toolCalls: [
           { id: 'c1', name: 'calculator', args: { expression: '1 / 0' } },
           { id: 'c2', name: 'no_such_tool', args: {} },
-          { id: 'c3', name: 'web_search', args: { q: 'x' } },
+          { id: 'c3', name: 'acme__web_search', args: { q: 'x' } },
           { id: 'c4', name: 'calculator', args: '{not json' },
         ],
       },

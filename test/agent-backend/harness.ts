@@ -3,6 +3,7 @@
  * inner LLM, the real backend on an ephemeral port, and a small HTTP client for the run protocol.
  */
 import type { ModuleRegistry } from '../../agent-backend/modules/registry.js';
+import { noPluginTools } from '../../agent-backend/modules/types.js';
 import { loadConfig, type Config, type Env } from '../../core/config.js';
 import { createLogger } from '../../core/logger.js';
 import { RunEvent, type AgentStreamEvent, type CreateRunRequest } from '../../core/protocol/run.js';
@@ -56,7 +57,15 @@ export async function startBackend(opts: {
   const logger = createLogger('agent-backend-test', config.LOG_LEVEL);
   const store = new PgRunStore(opts.databaseUrl, logger);
   await store.init();
-  const backend = createAgentBackend({ config, logger, store, registry: opts.registry, options: { pollMs: 250, ...opts.options } });
+  // No tool providers behind this backend's fake api: plugin tools answer "not available" (README "Tools").
+  const backend = createAgentBackend({
+    config,
+    logger,
+    store,
+    registry: opts.registry,
+    toolResolver: noPluginTools,
+    options: { pollMs: 250, ...opts.options },
+  });
   const running = await backend.start(0, '127.0.0.1');
   return {
     url: running.url,
