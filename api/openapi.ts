@@ -14,6 +14,7 @@ import { z } from 'zod';
 import * as S from './schemas.js';
 import { CONSOLE_REQUESTS, CONSOLE_RESPONSES, consoleAgentPaths } from './openapi-console.js';
 import { KNOWLEDGE_REQUESTS, KNOWLEDGE_RESPONSES, knowledgePaths } from './openapi-knowledge.js';
+import { TOOL_REQUESTS, TOOL_RESPONSES, toolProviderPaths } from './openapi-tools.js';
 import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -31,6 +32,7 @@ const REQUESTS = {
   HumanInputSubmitRequest: S.HumanInputSubmitRequest,
   ...CONSOLE_REQUESTS,
   ...KNOWLEDGE_REQUESTS,
+  ...TOOL_REQUESTS,
 };
 const RESPONSES = {
   ErrorResponse: S.ErrorResponse,
@@ -51,6 +53,7 @@ const RESPONSES = {
   SseEvent,
   ...CONSOLE_RESPONSES,
   ...KNOWLEDGE_RESPONSES,
+  ...TOOL_RESPONSES,
 };
 
 function components(schemas: Record<string, z.ZodType>, io: 'input' | 'output'): Record<string, JsonSchema> {
@@ -291,6 +294,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
     },
     ...consoleAgentPaths(errors),
     ...knowledgePaths(errors),
+    ...toolProviderPaths(errors),
     '/healthz': {
       get: {
         operationId: 'healthz',
@@ -341,7 +345,7 @@ export function openApiDocument(): JsonSchema {
         'Authenticate with `Authorization: Bearer <app api key>`. `user` scopes conversations to one end user of the app. ' +
         'Errors are `{code, message, status}`.',
     },
-    tags: ['chat', 'conversations', 'app', 'files', 'forms', 'console', 'knowledge', 'ops'].map((name) => ({ name })),
+    tags: ['chat', 'conversations', 'app', 'files', 'forms', 'console', 'knowledge', 'tools', 'ops'].map((name) => ({ name })),
     security: [{ AppApiKey: [] }],
     paths: paths(),
     components: {

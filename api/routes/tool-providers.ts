@@ -29,7 +29,7 @@ import { HttpError, parseOr400 } from '../errors.js';
 const Description = z.string().max(2_000);
 const ServerUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2_000);
 
-const CreateBody = z.discriminatedUnion('kind', [
+export const CreateToolProviderBody = z.discriminatedUnion('kind', [
   z
     .object({
       kind: z.literal('api'),
@@ -52,7 +52,10 @@ const CreateBody = z.discriminatedUnion('kind', [
     })
     .strict(),
 ]);
-const CredentialsBody = z.union([z.object({ auth: ApiAuthInput }).strict(), z.object({ headers: McpHeadersInput }).strict()]);
+export const ToolProviderCredentialsBody = z.union([
+  z.object({ auth: ApiAuthInput }).strict(),
+  z.object({ headers: McpHeadersInput }).strict(),
+]);
 
 export interface ToolProviderRouteDeps {
   db: Db;
@@ -104,7 +107,7 @@ export function toolProviderRoutes(deps: ToolProviderRouteDeps): Router {
   });
 
   r.post('/', async (req, res) => {
-    const body = parseOr400(CreateBody, req.body);
+    const body = parseOr400(CreateToolProviderBody, req.body);
     const tenantId = req.consoleCtx!.tenantId;
     if (await findProvider(db, tenantId, body.name))
       throw new HttpError(409, 'tool_provider_exists', `A tool provider named ${body.name} already exists.`);
@@ -153,7 +156,7 @@ export function toolProviderRoutes(deps: ToolProviderRouteDeps): Router {
 
   r.put('/:name/credentials', async (req, res) => {
     const row = await providerOf(req);
-    const body = parseOr400(CredentialsBody, req.body);
+    const body = parseOr400(ToolProviderCredentialsBody, req.body);
     let columns;
     if (row.kind === 'api') {
       if (!('auth' in body)) throw new HttpError(400, 'invalid_param', 'auth: an API tool provider takes {auth}.');
