@@ -4,6 +4,7 @@
  * Every command is idempotent and prints one JSON object on stdout; errors go to stderr (exit 2: bad usage,
  * 1: refused or failed). Run `admin help` for the commands.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -41,6 +42,8 @@ const HELP = `admin <command> [options]   (DATABASE_URL; ENCRYPTION_KEY for cred
                                                           store or rotate provider credentials (encrypted)
   credit-pool  --tenant T --limit CREDITS                 set the tenant's credit pool limit
   provision    --file spec.json [--key-dir DIR]           all of the above from one file (docs/operations.md)
+  secrets      --dir DIR                                  docker-compose.yml's secret files, random, where missing
+                                                          (no database needed)
 
   T: tenant id or name; A: app id or name.
   KEY: --key-file F  reuse the key in F while it is valid, else issue one and write it to F (0600)
@@ -63,6 +66,7 @@ const OPTIONS = {
   limit: { type: 'string' },
   'key-file': { type: 'string' },
   'key-dir': { type: 'string' },
+  dir: { type: 'string' },
   'if-none': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -194,6 +198,33 @@ const Spec = z
   })
   .strict();
 
+const random = (bytes: number, encoding: BufferEncoding) => crypto.randomBytes(bytes).toString(encoding);
+
+/**
+ * The secret files docker-compose.yml mounts, each created with a random value when missing (never overwritten:
+ * rotating one is a deliberate act, docs/operations.md). The directory is 0700; the files 0644, because compose
+ * bind-mounts them as they are and the containers' non-root users (node, temporal) must read them.
+ */
+function writeComposeSecrets(dir: string): { dir: string; created: string[]; kept: string[] } {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(dir, 0o700);
+  const file = (name: string) => path.join(dir, name);
+  const created: string[] = [];
+  const kept: string[] = [];
+  const ensure = (name: string, value: () => string) => {
+    if (fs.existsSync(file(name))) return kept.push(name);
+    fs.writeFileSync(file(name), value() + '\n', { mode: 0o644 });
+    created.push(name);
+  };
+  ensure('postgres_password', () => random(24, 'hex'));
+  const password = fs.readFileSync(file('postgres_password'), 'utf8').trim();
+  ensure('database_url', () => `postgresql://dify:${encodeURIComponent(password)}@postgres:5432/dify_agent`);
+  for (const name of ['inner_api_key', 'agent_backend_token', 'execution_context_signing_key', 'shellctl_auth_token'])
+    ensure(name, () => random(32, 'base64url'));
+  ensure('encryption_key', () => random(32, 'hex'));
+  return { dir: path.resolve(dir), created, kept };
+}
+
 const slug = (s: string) =>
   s
     .toLowerCase()
@@ -319,6 +350,14 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (extra.length) {
     console.error(`admin: unexpected argument ${extra[0]}`);
     return 2;
+  }
+  if (command === 'secrets') {
+    if (!parsed.values.dir) {
+      console.error('admin: --dir is required');
+      return 2;
+    }
+    console.log(JSON.stringify(writeComposeSecrets(parsed.values.dir)));
+    return 0;
   }
   let config: Config;
   try {

@@ -1,0 +1,159 @@
+/**
+ * docker-compose.yml and the Dockerfile as far as a machine without a Docker daemon can check them (issue 15):
+ * the compose file is loaded by compose-go — the parser Docker Compose itself uses: the Compose Specification
+ * schema, interpolation, merge keys, and every depends_on / secret / config / volume reference
+ * (deploy/compose-check) — and the resolved project must keep the deployment's rules: start gated on health and on
+ * the setup jobs, restart policies, no fixed host port on the api, compiled JS, secrets only as files, the shared
+ * data volume. Needs Go (CI installs it for shellctl already).
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { SECRET_VARS } from '../../core/config.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+interface Service {
+  image?: string;
+  command?: string[];
+  entrypoint?: string[];
+  restart?: string;
+  profiles?: string[];
+  ports?: { published?: string; host_ip?: string }[];
+  depends_on?: Record<string, { condition: string }>;
+  environment?: Record<string, string | null>;
+  secrets?: { source: string }[];
+  volumes?: { type: string; source: string; target: string }[];
+  healthcheck?: { test?: string[]; disable?: boolean };
+}
+interface Project {
+  services: Record<string, Service>;
+  secrets: Record<string, { file?: string; environment?: string }>;
+  volumes: Record<string, unknown>;
+}
+
+function goBinary(): string {
+  for (const c of [process.env.GO_BIN, 'go', '/usr/local/go/bin/go'].filter((x): x is string => Boolean(x))) {
+    try {
+      execFileSync(c, ['version'], { stdio: 'ignore' });
+      return c;
+    } catch {
+      // next
+    }
+  }
+  throw new Error('Go is needed to validate docker-compose.yml (deploy/compose-check): install Go or set GO_BIN');
+}
+
+let project: Project;
+beforeAll(() => {
+  const out = execFileSync(goBinary(), ['run', '.', path.join(ROOT, 'docker-compose.yml')], {
+    cwd: path.join(ROOT, 'deploy', 'compose-check'),
+    encoding: 'utf8',
+    timeout: 240_000,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  project = JSON.parse(out) as Project;
+}, 300_000);
+
+const APP = ['api', 'worker', 'agent-backend'] as const;
+const JOBS = ['migrate', 'provision', 'temporal-schema', 'temporal-setup'] as const;
+
+describe('docker-compose.yml (validated by compose-go)', () => {
+  it('runs the app roles from the compiled build, never tsx', () => {
+    for (const name of [...APP, 'migrate', 'provision']) {
+      const cmd = project.services[name]!.command!;
+      expect(cmd[0], name).toBe('node');
+      expect(cmd[1], name).toMatch(/^dist\/.+\.js$/);
+      // The script is one of the build's entry points (tsconfig.build.json).
+      const source = cmd[1]!.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+      expect(JSON.parse(fs.readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')).include, name).toContain(source);
+    }
+  });
+
+  it('gates every start on health or on a finished job', () => {
+    for (const [name, svc] of Object.entries(project.services))
+      for (const [dep, { condition }] of Object.entries(svc.depends_on ?? {}))
+        if (!(name === 'temporal-setup' && dep === 'temporal'))
+          // temporal-setup itself waits for `temporal operator cluster health` (the server image has no CLI).
+          expect(['service_healthy', 'service_completed_successfully'], `${name} → ${dep}`).toContain(condition);
+    for (const name of ['api', 'worker'])
+      expect(project.services[name]!.depends_on).toMatchObject({
+        migrate: { condition: 'service_completed_successfully' },
+        'temporal-setup': { condition: 'service_completed_successfully' },
+        'agent-backend': { condition: 'service_healthy' },
+      });
+    for (const name of [...APP, 'postgres']) expect(project.services[name]!.healthcheck?.test, name).toBeDefined();
+    expect(project.services.temporal!.command ?? []).not.toContain('autosetup');
+  });
+
+  it('uses the current Temporal images: server + admin-tools schema setup, no auto-setup', () => {
+    const images = Object.values(project.services).map((s) => s.image ?? '');
+    expect(images.filter((i) => i.includes('auto-setup'))).toEqual([]);
+    expect(project.services.temporal!.image).toMatch(/^temporalio\/server:/);
+    expect(project.services['temporal-schema']!.image).toMatch(/^temporalio\/admin-tools:/);
+    expect(project.services['temporal-schema']!.command!.join('\n')).toMatch(/temporal-sql-tool .*update-schema/);
+  });
+
+  it('restarts services, not one-shot jobs', () => {
+    for (const [name, svc] of Object.entries(project.services)) {
+      if ((JOBS as readonly string[]).includes(name)) expect(svc.restart, name).toBe('no');
+      else expect(['unless-stopped', 'always'], name).toContain(svc.restart);
+    }
+  });
+
+  it('publishes no fixed host port for the api (scalable); the proxy is the entry point; ops ports on loopback only', () => {
+    expect(project.services.api!.ports ?? []).toEqual([]);
+    expect(project.services.proxy!.depends_on).toMatchObject({ api: { condition: 'service_healthy' } });
+    for (const name of ['temporal', 'temporal-ui'])
+      for (const p of project.services[name]!.ports ?? []) expect(p.host_ip, name).toBe('127.0.0.1');
+  });
+
+  it('takes every secret from a file, none from a value in the compose file', () => {
+    for (const name of [...APP, 'migrate', 'provision']) {
+      const env = project.services[name]!.environment ?? {};
+      expect(env.NODE_ENV, name).toBe('production'); // production refuses the dev defaults (core/config.ts)
+      const mounted = (project.services[name]!.secrets ?? []).map((s) => s.source);
+      for (const v of [...SECRET_VARS, 'DATABASE_URL', 'SHELLCTL_AUTH_TOKEN']) {
+        expect(env[v], `${name}: ${v} inline`).toBeUndefined();
+        const secret = /^\/run\/secrets\/(.+)$/.exec(env[`${v}_FILE`] ?? '')?.[1];
+        expect(secret && mounted.includes(secret), `${name}: ${v}_FILE names a mounted secret`).toBe(true);
+      }
+    }
+    for (const [name, s] of Object.entries(project.secrets)) expect(s.file, name).toBe(path.join(ROOT, 'secrets', name));
+    expect(fs.readFileSync(path.join(ROOT, '.gitignore'), 'utf8').split('\n')).toContain('secrets/');
+  });
+
+  it('shares one data volume (uploads, workspaces) between every api replica, worker and agent backend', () => {
+    for (const name of APP) {
+      const svc = project.services[name]!;
+      expect(svc.volumes, name).toContainEqual(expect.objectContaining({ type: 'volume', source: 'appdata', target: '/data' }));
+      expect(svc.environment).toMatchObject({ DATA_DIR: '/data', WORKSPACES_DIR: '/data/workspaces' });
+    }
+  });
+});
+
+describe('Dockerfile and .dockerignore', () => {
+  const dockerfile = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
+  const stages = dockerfile.split(/^FROM /m).slice(1);
+  const runtime = stages.at(-1)!;
+
+  it('builds with dev dependencies and runs compiled JS with production dependencies as a non-root user', () => {
+    const build = stages.find((s) => /AS build\b/.test(s))!;
+    expect(build).toMatch(/RUN npm ci /);
+    expect(build.indexOf('NODE_ENV=production')).toBe(-1); // the audit's bug: dev dependencies skipped
+    expect(build).toMatch(/RUN npm run build/);
+    expect(build).toMatch(/npm prune --omit=dev/);
+    expect(runtime).toMatch(/AS runtime/);
+    expect(runtime).toMatch(/^USER node$/m);
+    expect(runtime).toMatch(/^HEALTHCHECK /m);
+    expect(runtime).toMatch(/^CMD \["node", "dist\/api\/main\.js"\]$/m);
+    expect(runtime).not.toMatch(/tsx/);
+    expect(runtime).toMatch(/chown -R node:node \/data/);
+  });
+
+  it('keeps local state out of the build context', () => {
+    const ignored = fs.readFileSync(path.join(ROOT, '.dockerignore'), 'utf8').split('\n');
+    for (const p of ['.git', 'node_modules', 'dist', '.data', '.cache', 'secrets', '.env']) expect(ignored, p).toContain(p);
+  });
+});
