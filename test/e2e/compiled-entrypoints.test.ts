@@ -111,6 +111,28 @@ describe('compiled production entry points', () => {
     expect(fs.readFileSync(path.join(OUT, 'workflow-bundle.js'), 'utf8')).toContain('agentTurn');
   });
 
+  it('import only declared production dependencies (the image prunes the dev dependencies)', () => {
+    const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const imported = new Set<string>();
+    const walk = (dir: string): string[] =>
+      fs
+        .readdirSync(dir, { withFileTypes: true })
+        .flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+    // The workflow bundle is self-contained (webpack); every other module imports packages by name.
+    for (const file of walk(OUT).filter((f) => f.endsWith('.js') && !f.endsWith('workflow-bundle.js'))) {
+      const js = fs.readFileSync(file, 'utf8');
+      const specs = [
+        ...js.matchAll(/^(?:import|export)\s[^;]*?from\s+["']([^"'.][^"']*)["']/gm),
+        ...js.matchAll(/^import\s+["']([^"'.][^"']*)["']/gm),
+        ...js.matchAll(/\bimport\(\s*["']([^"'.][^"']*)["']\s*\)/g),
+      ].map((m) => m[1]!);
+      for (const s of specs)
+        if (!s.startsWith('node:')) imported.add(s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]!);
+    }
+    expect(imported.size).toBeGreaterThan(5);
+    expect([...imported].filter((p) => !(p in pkg.dependencies))).toEqual([]);
+  });
+
   it('refuse to start in production with the development default secrets, naming each', () => {
     const r = runNode('api/main.js', [], {
       PATH: process.env.PATH,
