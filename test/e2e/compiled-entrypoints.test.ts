@@ -3,7 +3,9 @@
  * compiled migrate, admin CLI, agent backend, api and worker run with plain `node` (no tsx) and
  * NODE_ENV=production against this run's PostgreSQL and Temporal — they serve their health endpoints and a
  * turn streams through them. The build goes to a directory of its own (type checking is `npm run typecheck`'s
- * job; `--no-check` emits the same JavaScript faster).
+ * job; `--no-check` emits the same JavaScript faster), and the processes run from a copy of the image's runtime
+ * layout: exactly the paths the Dockerfile's runtime stage copies from the build stage (node_modules linked, not
+ * copied), so a file the runtime reads but the image lacks fails here.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -17,6 +19,8 @@ import { chat } from '../support/sse.js';
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const DIR = path.join(inject('testDataDir'), 'compiled');
 const OUT = path.join(DIR, 'build');
+/** The runtime stage's /app (inside the project tree only so that nothing above it has a package.json). */
+const APP = path.join(DIR, 'app');
 const children: ChildProcess[] = [];
 
 /** Production secrets of this test (one of them through a secret file, as compose's secrets deliver them). */
@@ -40,12 +44,12 @@ function productionEnv(databaseUrl: string): NodeJS.ProcessEnv {
 }
 
 function runNode(script: string, args: string[], env: NodeJS.ProcessEnv) {
-  return spawnSync(process.execPath, [path.join(OUT, script), ...args], { env, cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  return spawnSync(process.execPath, [path.join(APP, 'dist', script), ...args], { env, cwd: APP, encoding: 'utf8', timeout: 60_000 });
 }
 
 function startNode(name: string, script: string, env: NodeJS.ProcessEnv): ChildProcess {
   const log = fs.openSync(path.join(DIR, `${name}.log`), 'a');
-  const child = spawn(process.execPath, [path.join(OUT, script)], { env, cwd: ROOT, stdio: ['ignore', log, log] });
+  const child = spawn(process.execPath, [path.join(APP, 'dist', script)], { env, cwd: APP, stdio: ['ignore', log, log] });
   children.push(child);
   return child;
 }
@@ -77,7 +81,32 @@ async function emptyDatabase(): Promise<string> {
   return pgUrl(name);
 }
 
+/**
+ * Replays the runtime stage's `COPY --from=build /app/<src>... ./<dest>` lines: /app/dist is this test's build,
+ * everything else comes from the work tree (where `npm run build`'s other inputs are).
+ */
+function assembleRuntime(): string[] {
+  const copies = [...fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8').matchAll(/^COPY --from=build (?:--chown=\S+ )?(.+)$/gm)];
+  const copied: string[] = [];
+  for (const [, args] of copies) {
+    const parts = args!.trim().split(/\s+/);
+    const dest = parts.pop()!;
+    for (const src of parts) {
+      const rel = path.relative('/app', src);
+      const from = rel === 'dist' ? OUT : path.join(ROOT, rel);
+      const to = dest.endsWith('/') ? path.join(APP, dest, path.basename(rel)) : path.join(APP, dest);
+      if (!fs.existsSync(from)) continue; // .cache/sandbox exists only after a sandbox build
+      fs.mkdirSync(path.dirname(to), { recursive: true });
+      if (rel === 'node_modules') fs.symlinkSync(from, to, 'dir');
+      else fs.cpSync(from, to, { recursive: true });
+      copied.push(rel);
+    }
+  }
+  return copied;
+}
+
 let env: NodeJS.ProcessEnv;
+let copiedToRuntime: string[] = [];
 
 beforeAll(async () => {
   fs.mkdirSync(DIR, { recursive: true });
@@ -87,6 +116,8 @@ beforeAll(async () => {
     timeout: 150_000,
   });
   if (build.status !== 0) throw new Error(`build failed: ${build.stdout}\n${build.stderr}`);
+  fs.rmSync(APP, { recursive: true, force: true });
+  copiedToRuntime = assembleRuntime();
   env = productionEnv(await emptyDatabase());
 }, 180_000);
 
@@ -105,7 +136,8 @@ afterAll(async () => {
 });
 
 describe('compiled production entry points', () => {
-  it('emit JavaScript entry points and a prebuilt workflow bundle', () => {
+  it('emit JavaScript entry points and a prebuilt workflow bundle, laid out as the image runs them', () => {
+    expect(copiedToRuntime).toEqual(expect.arrayContaining(['package.json', 'node_modules', 'dist', 'web', 'prisma/migrations']));
     for (const f of ['api/main.js', 'worker.js', 'agent-backend/main.js', 'cli/admin.js', 'scripts/migrate.js', 'workflow-bundle.js'])
       expect(fs.existsSync(path.join(OUT, f)), f).toBe(true);
     expect(fs.readFileSync(path.join(OUT, 'workflow-bundle.js'), 'utf8')).toContain('agentTurn');
