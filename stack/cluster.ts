@@ -1,0 +1,457 @@
+/**
+ * The production topology as separate processes on one machine (issue 15): PostgreSQL (embedded, or
+ * DATABASE_URL), the real Temporal server on it (one process per service: frontend, history, matching, worker;
+ * schema set up and upgraded with temporal-sql-tool; SQL advanced visibility with the turn search attributes),
+ * the Temporal UI, and the compiled api (2 replicas), worker (2) and agent backend (2) — `node dist/...`, not tsx
+ * — with a round-robin balancer in front of the apis and one in front of the backends.
+ *
+ * `npm run cluster` runs it (see main() at the end); the failover tests (test/cluster) and the bench's
+ * `--temporal cluster` start it through startCluster() on ports of their own and kill parts of it.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common';
+import { createDb } from '../core/db.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
+import { applyMigrations } from '../core/migrate.js';
+import { ensureTurnSearchAttributes } from '../core/search-attribute-registry.js';
+import { ensureDemoData, type DemoData } from '../core/seed.js';
+import { startBalancer, type Balancer } from './balancer.js';
+import {
+  locateTemporalServer,
+  locateTemporalUi,
+  pgEndpoint,
+  setupTemporalSchema,
+  startTemporalUi,
+  TEMPORAL_SERVICES,
+  TemporalServiceProcess,
+  writeServerConfig,
+  type TemporalPorts,
+  type TemporalService,
+} from './temporal-server.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+type Log = (msg: string) => void;
+
+export interface ClusterPorts {
+  postgres: number;
+  temporal: TemporalPorts;
+  ui: number;
+  /** The balancers: what clients (api) and the apis/workers (agent backends) call. */
+  api: number;
+  backend: number;
+  apiReplicas: number[];
+  backendReplicas: number[];
+  /** Each worker's GET /healthz. */
+  workerHealth: number[];
+}
+
+/** `npm run cluster`'s fixed ports: the api and backend balancers where `npm start` puts the api and backend. */
+export function defaultPorts(): ClusterPorts {
+  return {
+    postgres: 54339,
+    temporal: {
+      grpc: { frontend: 7233, history: 7234, matching: 7235, worker: 7239 },
+      membership: { frontend: 6933, history: 6934, matching: 6935, worker: 6939 },
+      frontendHttp: 7243,
+    },
+    ui: 8233,
+    api: 5001,
+    backend: 5002,
+    apiReplicas: [5011, 5012],
+    backendReplicas: [5021, 5022],
+    workerHealth: [5031, 5032],
+  };
+}
+
+export interface ClusterOptions {
+  /** Where PostgreSQL, the Temporal config, the logs and the shared uploads/workspaces live. */
+  dataDir: string;
+  ports: ClusterPorts;
+  /** External PostgreSQL (the server also holds the `temporal` and `temporal_visibility` databases). */
+  databaseUrl?: string;
+  /** The compiled build the Node services run (scripts/build.ts output); built there first with `build`. */
+  buildDir: string;
+  build?: boolean;
+  /** Extra environment of every Node service (core/config.ts variables). */
+  env?: Record<string, string>;
+  taskQueue?: string;
+  namespace?: string;
+  ui?: boolean;
+  seed?: boolean;
+  log?: Log;
+}
+
+/** One compiled Node service (api, worker or agent backend) as its own OS process. */
+export class NodeService {
+  child: ChildProcess | null = null;
+  readonly logFile: string;
+
+  constructor(
+    readonly name: string,
+    private readonly script: string,
+    private readonly env: () => NodeJS.ProcessEnv,
+    private readonly ready: (svc: NodeService) => Promise<void>,
+    logDir: string,
+  ) {
+    this.logFile = path.join(logDir, `${name}.log`);
+  }
+
+  get up(): boolean {
+    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  async start(opts: { waitReady?: boolean } = {}): Promise<void> {
+    if (this.up) return;
+    fs.appendFileSync(this.logFile, `\n==== ${new Date().toISOString()} start ${this.name}\n`);
+    const fd = fs.openSync(this.logFile, 'a');
+    const child = spawn(process.execPath, [this.script], { cwd: ROOT, env: this.env(), stdio: ['ignore', fd, fd, 'ipc'] });
+    fs.closeSync(fd);
+    this.child = child;
+    child.on('message', () => undefined);
+    if (opts.waitReady === false) return;
+    const exited = new Promise<never>((_, reject) =>
+      child.once('exit', (code, signal) =>
+        reject(new Error(`${this.name} exited at start (code ${code}, signal ${signal}); see ${this.logFile}`)),
+      ),
+    );
+    exited.catch(() => undefined);
+    await Promise.race([this.ready(this), exited]);
+  }
+
+  /** SIGTERM (an orderly stop) or SIGKILL; resolves once the process is gone. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const child = this.child;
+    if (!child || !this.up) return;
+    const gone = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill(signal);
+    const t = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    await gone;
+    clearTimeout(t);
+  }
+}
+
+export interface Cluster {
+  dataDir: string;
+  logDir: string;
+  databaseUrl: string;
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+  /** The api balancer's URL: what clients call. */
+  apiUrl: string;
+  backendUrl: string;
+  uiUrl: string | null;
+  demo: DemoData | null;
+  temporal: Record<TemporalService, TemporalServiceProcess>;
+  apis: NodeService[];
+  workers: NodeService[];
+  backends: NodeService[];
+  balancers: { api: Balancer; backend: Balancer };
+  /** Every process of the cluster by name (for measurements). */
+  processes: () => { name: string; pid: number | undefined }[];
+  stop: () => Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (${(last as Error).message})` : ''}`);
+    await sleep(everyMs);
+  }
+}
+
+async function httpOk(url: string): Promise<boolean> {
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await r.body?.cancel();
+    return r.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** This cluster's own secrets, kept in its data dir (0600) so a restart decrypts what the last run encrypted. */
+function clusterSecrets(dataDir: string): Record<string, string> {
+  const file = path.join(dataDir, 'secrets.json');
+  if (fs.existsSync(file)) return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, string>;
+  const secrets = {
+    INNER_API_KEY: crypto.randomBytes(24).toString('hex'),
+    AGENT_BACKEND_TOKEN: crypto.randomBytes(24).toString('hex'),
+    ENCRYPTION_KEY: crypto.randomBytes(32).toString('hex'),
+    EXECUTION_CONTEXT_SIGNING_KEY: crypto.randomBytes(24).toString('hex'),
+  };
+  fs.writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  return secrets;
+}
+
+/** `npm run build` into `outDir` (without the type check: `npm run typecheck` is that; the JavaScript is the same). */
+export function buildCompiled(outDir: string): void {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'scripts', 'build.ts'), '--no-check', '--out-dir', outDir], {
+    cwd: ROOT,
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  if (r.status !== 0) throw new Error(`the build failed (exit ${r.status ?? r.signal})`);
+}
+
+/** Registers the namespace (once) and the turn search attributes, retrying while the services join. */
+async function prepareNamespace(address: string, namespace: string, log: Log): Promise<void> {
+  const connection = await waitFor(
+    'the Temporal frontend',
+    () => Connection.connect({ address, connectTimeout: '3 seconds' }),
+    60_000,
+    500,
+  );
+  try {
+    await waitFor(
+      `namespace ${namespace}`,
+      async () => {
+        try {
+          await connection.workflowService.describeNamespace({ namespace });
+          return true;
+        } catch {
+          // ALREADY_EXISTS (6) after a registration whose answer was lost: the describe above succeeds next time.
+          await connection.workflowService
+            .registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('3 days') })
+            .catch((err: { code?: number }) => {
+              if (err.code !== 6) throw err;
+            });
+          log(`Temporal namespace ${namespace} registered`);
+          return undefined;
+        }
+      },
+      120_000,
+      1000,
+    );
+    const added = await waitFor('the turn search attributes', () => ensureTurnSearchAttributes(connection, namespace), 60_000, 1000);
+    if (added.length) log(`search attributes registered: ${added.join(', ')}`);
+    // Visibility answers for the namespace: the UI, the audit and the api's lookups all use it.
+    await waitFor(
+      'visibility of the namespace',
+      () => connection.workflowService.countWorkflowExecutions({ namespace, query: '' }).then(() => true),
+      60_000,
+      500,
+    );
+  } finally {
+    await connection.close();
+  }
+}
+
+export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
+  const log = opts.log ?? (() => undefined);
+  const { ports } = opts;
+  const dataDir = path.resolve(opts.dataDir);
+  const logDir = path.join(dataDir, 'logs');
+  fs.mkdirSync(logDir, { recursive: true });
+  const namespace = opts.namespace ?? 'default';
+  const taskQueue = opts.taskQueue ?? 'agent-turns';
+  const stops: (() => Promise<unknown>)[] = [];
+  const stop = async () => {
+    for (const s of stops.splice(0).reverse()) await s().catch((err: Error) => log(`stop step failed: ${err.message}`));
+  };
+  try {
+    const bins = locateTemporalServer({ log });
+    if (opts.build !== false) {
+      log(`building the compiled services into ${path.relative(ROOT, opts.buildDir) || '.'} ...`);
+      buildCompiled(opts.buildDir);
+    }
+
+    // PostgreSQL: the product's database and Temporal's two, on one server.
+    let pg: EmbeddedPg | null = null;
+    let databaseUrl = opts.databaseUrl;
+    if (!databaseUrl) {
+      pg = await startEmbeddedPg({
+        dir: path.join(dataDir, 'pg'),
+        port: ports.postgres,
+        durable: true,
+        passwordFile: path.join(dataDir, 'pg-password'),
+      });
+      stops.push(() => pg!.stop());
+      await pg.ensureDatabase('dify_agent');
+      databaseUrl = pg.url('dify_agent');
+    }
+    await applyMigrations(databaseUrl);
+    let demo: DemoData | null = null;
+    if (opts.seed !== false) {
+      const db = createDb(databaseUrl, { max: 2 });
+      try {
+        demo = await ensureDemoData(db, { dataDir });
+      } finally {
+        await db.$disconnect();
+      }
+    }
+
+    // Temporal: schema, config, the four services, namespace and search attributes.
+    const endpoint = pgEndpoint(databaseUrl);
+    setupTemporalSchema(bins, endpoint, log);
+    const configFile = writeServerConfig(path.join(dataDir, 'temporal'), endpoint, ports.temporal);
+    const temporal = Object.fromEntries(
+      TEMPORAL_SERVICES.map((s) => [s, new TemporalServiceProcess(s, bins.server, configFile, ports.temporal.grpc[s], logDir)]),
+    ) as Record<TemporalService, TemporalServiceProcess>;
+    stops.push(async () => {
+      // Clients first out: frontend, then the services behind it.
+      for (const s of ['frontend', 'worker', 'matching', 'history'] as const) await temporal[s].stop();
+    });
+    log('starting the Temporal services (frontend, history, matching, worker) ...');
+    await Promise.all(TEMPORAL_SERVICES.map((s) => temporal[s].start()));
+    const temporalAddress = `127.0.0.1:${ports.temporal.grpc.frontend}`;
+    await prepareNamespace(temporalAddress, namespace, log);
+
+    let uiUrl: string | null = null;
+    if (opts.ui !== false) {
+      const uiBin = locateTemporalUi({ log });
+      if (uiBin) {
+        const ui = await startTemporalUi({
+          bin: uiBin,
+          dir: path.join(dataDir, 'temporal-ui'),
+          port: ports.ui,
+          frontend: temporalAddress,
+          namespace,
+        });
+        stops.push(async () => {
+          if (ui.exitCode === null) {
+            const gone = new Promise((r) => ui.once('exit', r));
+            ui.kill('SIGTERM');
+            await gone;
+          }
+        });
+        uiUrl = `http://127.0.0.1:${ports.ui}`;
+      } else log('the Temporal UI server is not available (see above); the cluster runs without it');
+    }
+
+    // Balancers first: each service is configured with the other tier's balancer address.
+    const apiBalancer = await startBalancer({ port: ports.api, upstreams: ports.apiReplicas });
+    stops.push(() => apiBalancer.close());
+    const backendBalancer = await startBalancer({ port: ports.backend, upstreams: ports.backendReplicas });
+    stops.push(() => backendBalancer.close());
+
+    const secrets = clusterSecrets(dataDir);
+    const baseEnv = (): NodeJS.ProcessEnv => ({
+      ...secrets,
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/root',
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'info',
+      // One data dir for every replica: uploads and agent workspaces are shared, as a volume would be.
+      DATA_DIR: dataDir,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_NAMESPACE: namespace,
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      API_HOST: '127.0.0.1',
+      API_INTERNAL_URL: apiBalancer.url,
+      AGENT_BACKEND_HOST: '127.0.0.1',
+      AGENT_BACKEND_URL: backendBalancer.url,
+      ...(opts.env ?? {}),
+    });
+    const script = (entry: string) => path.join(opts.buildDir, entry);
+    const healthy = (url: string, what: string) => async () =>
+      void (await waitFor(`${what} ${url}/healthz`, async () => ((await httpOk(`${url}/healthz`)) ? true : undefined), 90_000));
+    const backends = ports.backendReplicas.map(
+      (port, i) =>
+        new NodeService(
+          `agent-backend-${i + 1}`,
+          script('agent-backend/main.js'),
+          // A backend's own address is its own port (the shell network stub lets commands reach it, not the balancer).
+          () => ({ ...baseEnv(), AGENT_BACKEND_PORT: String(port), AGENT_BACKEND_URL: `http://127.0.0.1:${port}` }),
+          healthy(`http://127.0.0.1:${port}`, `agent backend ${i + 1}`),
+          logDir,
+        ),
+    );
+    const apis = ports.apiReplicas.map(
+      (port, i) =>
+        new NodeService(
+          `api-${i + 1}`,
+          script('api/main.js'),
+          () => ({ ...baseEnv(), API_PORT: String(port) }),
+          healthy(`http://127.0.0.1:${port}`, `api ${i + 1}`),
+          logDir,
+        ),
+    );
+    const workers = ports.workerHealth.map(
+      (port, i) =>
+        new NodeService(
+          `worker-${i + 1}`,
+          script('worker.js'),
+          () => ({ ...baseEnv(), WORKER_HEALTH_PORT: String(port) }),
+          (svc) =>
+            new Promise<void>((resolve, reject) => {
+              const t = setTimeout(() => reject(new Error(`${svc.name} not ready within 120 s; see ${svc.logFile}`)), 120_000);
+              svc.child!.on('message', (m) => {
+                if (m === 'worker-ready') {
+                  clearTimeout(t);
+                  resolve();
+                }
+              });
+            }),
+          logDir,
+        ),
+    );
+    const nodeServices = [...apis, ...workers, ...backends];
+    stops.push(async () => {
+      // Apis stop taking turns first; workers drain; backends last (the workers' activities read from them).
+      await Promise.all(apis.map((s) => s.stop()));
+      await Promise.all(workers.map((s) => s.stop()));
+      await Promise.all(backends.map((s) => s.stop()));
+    });
+    process.once('exit', () => {
+      for (const s of [...nodeServices, ...Object.values(temporal)]) if (s.up) s.child!.kill('SIGKILL');
+    });
+    log('starting 2 agent backends, 2 apis, 2 workers ...');
+    await Promise.all(nodeServices.map((s) => s.start()));
+
+    return {
+      dataDir,
+      logDir,
+      databaseUrl,
+      temporalAddress,
+      namespace,
+      taskQueue,
+      apiUrl: apiBalancer.url,
+      backendUrl: backendBalancer.url,
+      uiUrl,
+      demo,
+      temporal,
+      apis,
+      workers,
+      backends,
+      balancers: { api: apiBalancer, backend: backendBalancer },
+      processes: () => [
+        ...(pg ? [{ name: 'postgres', pid: postmasterPid(dataDir) }] : []),
+        ...TEMPORAL_SERVICES.map((s) => ({ name: `temporal-${s}`, pid: temporal[s].child?.pid })),
+        ...nodeServices.map((s) => ({ name: s.name, pid: s.pid })),
+      ],
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+function postmasterPid(dataDir: string): number | undefined {
+  try {
+    return Number(fs.readFileSync(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return undefined;
+  }
+}
