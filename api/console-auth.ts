@@ -5,7 +5,8 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { hashApiKey } from '../core/api-keys.js';
 import type { Db } from '../core/db.js';
-import { HttpError } from './errors.js';
+import { HttpError, parseOr400 } from './errors.js';
+import { Uuid } from './schemas.js';
 
 export function consoleAuth(db: Db): RequestHandler {
   return async (req: Request, _res: Response, next: NextFunction) => {
@@ -26,4 +27,13 @@ export function consoleAuth(db: Db): RequestHandler {
 export function consoleCaller(req: Request): { tenantId: string; accountId: string } {
   if (!req.consoleCtx) throw new HttpError(401, 'unauthorized', 'Console key is required.');
   return req.consoleCtx;
+}
+
+/** The app (with its agent) at `:app_id`, in the caller's tenant only: 404 for any other, never 403. */
+export async function consoleApp(db: Db, req: Request) {
+  const ctx = consoleCaller(req);
+  const appId = parseOr400(Uuid, req.params.app_id, 'app_id');
+  const app = await db.app.findFirst({ where: { id: appId, tenant_id: ctx.tenantId }, include: { agent: true } });
+  if (!app?.agent) throw new HttpError(404, 'app_not_found', 'App not found.');
+  return { app, agent: app.agent, ctx };
 }

@@ -124,6 +124,12 @@ export function deferredResultFromForm(form: {
   return { status: 'unavailable' };
 }
 
+/** What a continuation inherits of its paused message's metadata: the scope only (not usage, failures or guards). */
+export function resumeMetadata(metadata: unknown): { draft_type?: string } {
+  const draftType = (metadata as { draft_type?: unknown } | null)?.draft_type;
+  return typeof draftType === 'string' ? { draft_type: draftType } : {};
+}
+
 type ResumeTx = {
   message: {
     findUniqueOrThrow: (a: { where: { id: string } }) => Promise<{
@@ -138,6 +144,7 @@ type ResumeTx = {
       inputs: unknown;
       workflow_id: string;
       agent_config_version_id: string | null;
+      metadata: unknown;
     }>;
     upsert: (a: object) => Promise<unknown>;
     updateMany: (a: object) => Promise<{ count: number }>;
@@ -150,6 +157,8 @@ type ResumeTx = {
  * The continuation of a paused turn: a new Message re-sending the paused turn's query (so the composition
  * still matches the snapshot), in the same workflow; the conversation's turn lock moves to it. The paused
  * message is a finished turn from now on (its answer, the question, stands): `succeeded`, not `paused`.
+ * A debugger turn's draft type goes with it (docs/seeds/000 `_resolve_resume_draft`): a BUILD_DRAFT turn
+ * resumes on the same build draft, whose binding holds the snapshot and the pending call.
  */
 export async function createResumeMessage(tx: ResumeTx, pausedMessageId: string, formId: string, resumeMessageId: string): Promise<void> {
   const paused = await tx.message.findUniqueOrThrow({ where: { id: pausedMessageId } });
@@ -168,6 +177,7 @@ export async function createResumeMessage(tx: ResumeTx, pausedMessageId: string,
       inputs: paused.inputs ?? {},
       workflow_id: paused.workflow_id,
       agent_config_version_id: paused.agent_config_version_id,
+      metadata: resumeMetadata(paused.metadata),
       resumed_from_message_id: paused.id,
     },
   });

@@ -6,13 +6,14 @@ import type { Config } from '../../core/config.js';
 import type { Db } from '../../core/db.js';
 import type { EventNotifier } from '../../core/event-log.js';
 import type { Logger } from '../../core/logger.js';
-import { enqueueOutbox, type OutboxDispatcher } from '../../core/outbox.js';
+import type { OutboxDispatcher } from '../../core/outbox.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { ChatRequest, StopRequest, Uuid, UserId } from '../schemas.js';
 import { collectTurn, lastEventId, streamTurn } from '../stream.js';
 import { startTurn } from '../turns.js';
 import { findOwnedMessage } from '../ownership.js';
+import { requestStop } from '../turn-stop.js';
 
 export interface ChatRouteDeps {
   db: Db;
@@ -29,11 +30,12 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
   const { db } = deps;
 
   r.post('/chat-messages', async (req, res) => {
+    const startedAtMs = performance.now();
     const app = appCtx(req);
     const body = parseOr400(ChatRequest, req.body);
     const turn = await startTurn(deps, app, body);
     if (body.response_mode === 'streaming') {
-      await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, turn.messageId, 0);
+      await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS, startedAtMs }, req, res, turn.messageId, 0);
       return;
     }
     const abort = new AbortController();
@@ -74,18 +76,7 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     const taskId = parseOr400(Uuid, req.params.task_id, 'task_id');
     const { user } = parseOr400(StopRequest, req.body);
     const msg = await findOwnedMessage(db, app.appId, user, taskId);
-    // First the durable request: the workflow cancel goes through the outbox (written before we answer,
-    // delivered now or, if Temporal is down, by any api/worker process once it is back; cancelling twice,
-    // or a finished workflow, is harmless) ...
-    await deps.outbox.deliverNow(await enqueueOutbox(db, { kind: 'cancel', workflowId: msg.workflow_id }));
-    // ... then the fast path: the backend stops the model now instead of at the activity's next heartbeat.
-    // runAgent records the run_cancelled either way; a failure here only costs latency.
-    const run = await db.agentBackendRun.findUnique({ where: { message_id: msg.id } });
-    if (run?.backend_run_id && !run.terminal_type) {
-      await deps.backend.cancelRun(run.backend_run_id, { reason: 'user_stop', message: 'Stopped by the user.' }).catch((err: Error) => {
-        deps.logger.warn({ err: err.message, message_id: msg.id }, 'fast-path backend cancel failed');
-      });
-    }
+    await requestStop(deps, msg);
     res.json({ result: 'success' });
   });
 

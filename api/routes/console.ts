@@ -1,21 +1,31 @@
 /**
  * Console API (`/console/api`, `Authorization: Bearer <console key>` of an account): edit the agent's
  * shared draft and one's personal build draft, publish a draft as a new immutable version, list versions,
- * manage annotations, and run debugger turns against a draft (invoke_from `debugger`, docs/seeds/000).
+ * merge a build draft into the shared draft (conflict-checked on the shared draft's revision), manage annotations,
+ * and run debugger turns against a draft (invoke_from `debugger`, docs/seeds/000) — stopped, re-attached and
+ * answered through api/routes/console-debugger.ts.
  */
 import { type NextFunction, type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { hashApiKey } from '../../core/api-keys.js';
-import { findBuildDraft, findSharedDraft, listVersions, publishVersion, saveBuildDraft, updateDraft } from '../../core/agent-configs.js';
+import {
+  findBuildDraft,
+  findSharedDraft,
+  listVersions,
+  mergeBuildDraft,
+  publishVersion,
+  saveBuildDraft,
+  updateDraft,
+} from '../../core/agent-configs.js';
 import { jsonBody } from '../../core/json-guard.js';
 import type { AgentBackendClient } from '../../core/backend-client.js';
 import { validatedSoul } from '../agent-config-validation.js';
 import type { AppContext } from '../auth.js';
+import { consoleApp } from '../console-auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
-import { Query, Uuid } from '../schemas.js';
 import { streamTurn } from '../stream.js';
+import { consoleDebuggerRoutes, DebugChat, type ConsoleDebuggerDeps } from './console-debugger.js';
 import { startTurn, type TurnServiceDeps } from '../turns.js';
-import type { EventNotifier } from '../../core/event-log.js';
 import { unixSeconds } from '../../core/time.js';
 
 interface ConsoleCtx {
@@ -31,18 +41,15 @@ declare module 'express-serve-static-core' {
 
 /** The config itself is checked by validatedSoul (schema, datasets, tool providers, the backend's registry). */
 const DraftBody = z.object({ config: z.record(z.string(), z.unknown()) });
+/** `base_revision`: the shared draft's revision this build draft now builds on (a rebase after resolving a conflict). */
+const BuildDraftBody = DraftBody.extend({ base_revision: z.number().int().min(1).optional() });
+const MergeBody = z.object({ force: z.boolean().default(false) });
 const PublishBody = z.object({ from: z.enum(['draft', 'build-draft']).default('draft') });
-const DebugChat = z.object({
-  query: Query,
-  inputs: z.record(z.string(), z.unknown()).default({}),
-  conversation_id: z.union([Uuid, z.literal('')]).optional(),
-  draft: z.enum(['draft', 'build']).default('draft'),
-});
 const AnnotationBody = z.object({ question: z.string().min(1).max(2000), content: z.string().min(1).max(20_000) });
 const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.number().min(0).max(1).default(0.8) });
 
 export function consoleRoutes(
-  deps: TurnServiceDeps & { notifier: EventNotifier; backend?: Pick<AgentBackendClient, 'validateComposition'> },
+  deps: TurnServiceDeps & Omit<ConsoleDebuggerDeps, 'backend'> & { backend: Pick<AgentBackendClient, 'validateComposition' | 'cancelRun'> },
 ): Router {
   const { db } = deps;
   const r = Router();
@@ -63,25 +70,22 @@ export function consoleRoutes(
   r.use(jsonBody({ limit: '1mb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true }));
 
   /** The app and its agent, in the caller's tenant only (404 otherwise). */
-  async function appOf(req: Request) {
-    const ctx = req.consoleCtx!;
-    const appId = parseOr400(Uuid, req.params.app_id, 'app_id');
-    const app = await db.app.findFirst({ where: { id: appId, tenant_id: ctx.tenantId }, include: { agent: true } });
-    if (!app?.agent) throw new HttpError(404, 'app_not_found', 'App not found.');
-    return { app, agent: app.agent, ctx };
-  }
+  const appOf = (req: Request) => consoleApp(db, req);
 
+  type DraftRow = Awaited<ReturnType<typeof sharedDraft>>;
   async function sharedDraft(agentId: string) {
     const d = await findSharedDraft(db, agentId);
     if (!d) throw new HttpError(404, 'agent_draft_not_found', 'The agent has no draft.');
     return d;
   }
 
-  const draftJson = (d: { id: string; draft_type: string; config: unknown; updated_at: Date; base_version_id: string | null }) => ({
+  const draftJson = (d: DraftRow) => ({
     id: d.id,
     draft_type: d.draft_type,
     config: d.config,
     base_version_id: d.base_version_id,
+    revision: d.revision,
+    base_revision: d.base_draft_revision,
     updated_at: unixSeconds(d.updated_at),
   });
 
@@ -109,14 +113,50 @@ export function consoleRoutes(
 
   r.put('/apps/:app_id/agent/build-draft', async (req, res) => {
     const { app, agent, ctx } = await appOf(req);
-    const body = parseOr400(DraftBody, req.body);
+    const body = parseOr400(BuildDraftBody, req.body);
+    if (body.base_revision !== undefined) {
+      const shared = await sharedDraft(agent.id);
+      if (body.base_revision > shared.revision)
+        throw new HttpError(400, 'invalid_param', `base_revision: the shared draft is at revision ${shared.revision}.`);
+    }
     const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: body.config, appId: app.id, agentId: agent.id });
     const d = await saveBuildDraft(
       db,
-      { tenantId: ctx.tenantId, agentId: agent.id, accountId: ctx.accountId, baseVersionId: agent.active_config_snapshot_id },
+      {
+        tenantId: ctx.tenantId,
+        agentId: agent.id,
+        accountId: ctx.accountId,
+        baseVersionId: agent.active_config_snapshot_id,
+        baseDraftRevision: body.base_revision,
+      },
       config,
     );
     res.json(draftJson(d));
+  });
+
+  /**
+   * Merge the caller's build draft into the shared draft (docs/seeds/004 "draft merge"): clean when the shared draft is
+   * still at the build draft's base revision, else 409 `agent_draft_conflict` (nothing changes) unless `force`.
+   */
+  r.post('/apps/:app_id/agent/build-draft/merge', async (req, res) => {
+    const { app, agent, ctx } = await appOf(req);
+    const { force } = parseOr400(MergeBody, req.body ?? {});
+    const build = await findBuildDraft(db, agent.id, ctx.accountId);
+    if (!build) throw new HttpError(404, 'agent_build_draft_not_found', 'You have no build draft for this agent.');
+    // Checked like a save of the shared draft (outside the transaction: the backend's verdict is an HTTP call).
+    const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: build.config, appId: app.id, agentId: agent.id });
+    const out = await db.$transaction(async (tx) => mergeBuildDraft(tx, { shared: await sharedDraft(agent.id), build, config, force }));
+    if (out.status === 'conflict') {
+      throw new HttpError(
+        409,
+        'agent_draft_conflict',
+        `The shared draft changed since your build draft was based on it (revision ${out.baseRevision ?? 'unknown'}, now ` +
+          `${out.sharedRevision}). Merge those changes into your build draft and save it with base_revision ${out.sharedRevision}, ` +
+          'or merge with force to overwrite them.',
+        { shared_revision: out.sharedRevision, base_revision: out.baseRevision },
+      );
+    }
+    res.json({ draft: draftJson(out.shared), build_draft: draftJson(out.build) });
   });
 
   r.post('/apps/:app_id/agent/publish', async (req, res) => {
@@ -128,7 +168,7 @@ export function consoleRoutes(
     // backend's verdict is an HTTP call. What was checked is what is published.
     const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: draft.config, appId: app.id, agentId: agent.id });
     const version = await db.$transaction((tx) =>
-      publishVersion(tx, { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId }, config),
+      publishVersion(tx, { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId, fromDraftId: draft.id }, config),
     );
     res.status(201).json({ id: version.id, version: version.version, created_at: unixSeconds(version.created_at) });
   });
@@ -188,6 +228,9 @@ export function consoleRoutes(
     );
     await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, turn.messageId, 0);
   });
+
+  // Stop, re-attach, forms and history of the caller's debugger turns (behind the console key above).
+  r.use(consoleDebuggerRoutes(deps));
 
   return r;
 }

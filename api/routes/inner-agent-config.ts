@@ -1,7 +1,7 @@
 /**
  * GET|PUT /inner/api/agent-config/{agent_id}/prompt (docs/PROTOCOL.md §3, docs/seeds/004): the Agent Soul system prompt,
  * raw (mention markers unexpanded). Scope comes only from the signed execution context the agent stub
- * forwards: reads follow snapshot / shared-draft / personal build-draft rules; writes go only to the
+ * forwards: reads follow the run's own scope (snapshot, shared draft or build draft); writes go only to the
  * calling account's own BUILD_DRAFT and replace only `prompt.system_prompt`.
  */
 import express, { type Request, type Router } from 'express';
@@ -26,6 +26,9 @@ export interface InnerAgentConfigDeps {
   maxJsonDepth?: number;
 }
 
+/** The verified context and the run's scope: the account whose BUILD_DRAFT the run uses, if it runs on one. */
+type RunCtx = Ctx & { buildDraftOf: string | null };
+
 /** The header the agent stub names its run with (the run its stub token was minted for). */
 export const AGENT_RUN_ID_HEADER = 'x-agent-run-id';
 
@@ -42,7 +45,7 @@ export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
    * has not expired, its turn is still in progress and — once the api recorded the backend run of that
    * turn — the caller names that run (issue 17 L2: a finished run's context cannot be replayed).
    */
-  async function context(req: Request): Promise<Ctx> {
+  async function context(req: Request): Promise<RunCtx> {
     const raw = req.header('x-agent-execution-context');
     if (!raw) throw new HttpError(401, 'execution_context_required', 'X-Agent-Execution-Context is required.');
     let ctx: Ctx;
@@ -61,11 +64,15 @@ export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
     const ended = () => new HttpError(403, 'execution_context_ended', 'The run this execution context belongs to is not in progress.');
     const messageId = Uuid.safeParse(ctx.message_id);
     if (!messageId.success) throw ended();
-    const message = await db.message.findUnique({ where: { id: messageId.data }, select: { tenant_id: true, app_id: true, status: true } });
+    const message = await db.message.findUnique({
+      where: { id: messageId.data },
+      select: { tenant_id: true, app_id: true, status: true, account_id: true, metadata: true },
+    });
     if (!message || message.tenant_id !== ctx.tenant_id || message.app_id !== ctx.app_id || !IN_PROGRESS.has(message.status)) throw ended();
     const run = await db.agentBackendRun.findUnique({ where: { message_id: messageId.data }, select: { backend_run_id: true } });
     if (run?.backend_run_id && run.backend_run_id !== req.header(AGENT_RUN_ID_HEADER)) throw ended();
-    return ctx;
+    const onBuildDraft = (message.metadata as { draft_type?: unknown } | null)?.draft_type === 'BUILD_DRAFT';
+    return { ...ctx, buildDraftOf: onBuildDraft ? message.account_id : null };
   }
 
   async function agentOf(ctx: Ctx) {
@@ -74,12 +81,17 @@ export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
     return agent;
   }
 
-  /** The config the caller may read: its build draft (debugger, account), the shared draft, or its snapshot. */
-  async function readable(ctx: Ctx) {
+  /**
+   * The config of the run's own scope: a debugger run on a build draft reads that build draft, one on the shared
+   * DRAFT reads the shared draft (even when its account has a build draft: that is not what the run uses), others
+   * their pinned version. A build draft gone since the run started reads as the shared draft, which a push would
+   * start it from again.
+   */
+  async function readable(ctx: RunCtx) {
     const agent = await agentOf(ctx);
     if (ctx.invoke_from === 'debugger') {
-      if (ctx.user_from === 'account') {
-        const own = await findBuildDraft(db, agent.id, ctx.user_id);
+      if (ctx.buildDraftOf) {
+        const own = await findBuildDraft(db, agent.id, ctx.buildDraftOf);
         if (own) return own.config;
       }
       const shared = await findSharedDraft(db, agent.id);

@@ -1,7 +1,7 @@
 /** History route: messages with their agent thoughts, files and feedback (Dify pagination). */
 import { Router } from 'express';
 import type { Config } from '../../core/config.js';
-import type { Db } from '../../core/db.js';
+import type { Db, Prisma } from '../../core/db.js';
 import { resignFileUrl } from '../../core/uploads.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
@@ -34,44 +34,52 @@ export function messageRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_K
     res.json({
       limit: q.limit,
       has_more,
-      data: page.map((m) => ({
-        id: m.id,
-        conversation_id: m.conversation_id,
-        parent_message_id: null,
-        inputs: m.inputs,
-        query: m.query,
-        answer: m.answer,
-        status: m.status === 'failed' ? 'error' : 'normal',
-        turn_status: m.status,
-        resumed_from_message_id: m.resumed_from_message_id,
-        error: m.error,
-        agent_failure: (m.metadata as { agent_failure?: unknown } | null)?.agent_failure ?? null,
-        // Signed links expire (issue 17 L5): history hands out fresh ones.
-        message_files: m.files.map((f) => ({
-          id: f.id,
-          type: f.type,
-          url: f.upload_file_id ? resignFileUrl(deps.config, f.url, f.upload_file_id) : f.url,
-          belongs_to: f.belongs_to,
-        })),
-        feedback: m.feedbacks[0] ? { rating: m.feedbacks[0].rating } : null,
-        retriever_resources: [],
-        agent_thoughts: m.thoughts.map((t) => ({
-          id: t.id,
-          message_id: m.id,
-          position: t.position,
-          thought: t.thought,
-          tool: t.tool,
-          tool_labels: t.tool_labels,
-          tool_input: t.tool_input,
-          observation: t.observation,
-          message_files: t.message_files,
-          created_at: unixSeconds(t.created_at),
-        })),
-        metadata: { usage: m.usage ?? null },
-        created_at: unixSeconds(m.created_at),
-      })),
+      data: page.map((m) => messageJson(m, deps.config)),
     });
   });
 
   return r;
+}
+
+/** Feedback is an end user's: a debugger message is listed without it. */
+type MessageRow = Prisma.MessageGetPayload<{ include: { thoughts: true; files: true } }> & { feedbacks?: { rating: string }[] };
+
+/** One message of the history as the service API shows it (the console's debugger history shares it). */
+export function messageJson(m: MessageRow, config: Pick<Config, 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'>) {
+  return {
+    id: m.id,
+    conversation_id: m.conversation_id,
+    parent_message_id: null,
+    inputs: m.inputs,
+    query: m.query,
+    answer: m.answer,
+    status: m.status === 'failed' ? 'error' : 'normal',
+    turn_status: m.status,
+    resumed_from_message_id: m.resumed_from_message_id,
+    error: m.error,
+    agent_failure: (m.metadata as { agent_failure?: unknown } | null)?.agent_failure ?? null,
+    // Signed links expire (issue 17 L5): history hands out fresh ones.
+    message_files: m.files.map((f) => ({
+      id: f.id,
+      type: f.type,
+      url: f.upload_file_id ? resignFileUrl(config, f.url, f.upload_file_id) : f.url,
+      belongs_to: f.belongs_to,
+    })),
+    feedback: m.feedbacks?.[0] ? { rating: m.feedbacks[0].rating } : null,
+    retriever_resources: [],
+    agent_thoughts: m.thoughts.map((t) => ({
+      id: t.id,
+      message_id: m.id,
+      position: t.position,
+      thought: t.thought,
+      tool: t.tool,
+      tool_labels: t.tool_labels,
+      tool_input: t.tool_input,
+      observation: t.observation,
+      message_files: t.message_files,
+      created_at: unixSeconds(t.created_at),
+    })),
+    metadata: { usage: m.usage ?? null },
+    created_at: unixSeconds(m.created_at),
+  };
 }

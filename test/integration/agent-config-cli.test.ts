@@ -34,8 +34,15 @@ beforeAll(async () => {
 });
 afterAll(async () => stack?.stop());
 
-/** A running backend run whose composition has a `config` layer; returns its stub token. */
-async function runningRun(userFrom: 'account' | 'end-user', userId: string): Promise<{ token: string; runId: string }> {
+/**
+ * A running backend run whose composition has a `config` layer; returns its stub token. An account's run is on its
+ * build draft unless `draftType` says the shared DRAFT (what the message's metadata records, as a debugger turn's does).
+ */
+async function runningRun(
+  userFrom: 'account' | 'end-user',
+  userId: string,
+  draftType: 'DRAFT' | 'BUILD_DRAFT' = 'BUILD_DRAFT',
+): Promise<{ token: string; runId: string }> {
   const d = stack.demo!;
   // The context is honoured only while its turn is in progress (issue 17 L2): a real turn, running.
   const conversation = await stack.db.conversation.create({ data: { tenant_id: d.tenantId, app_id: d.appId, invoke_from: 'debugger' } });
@@ -47,6 +54,7 @@ async function runningRun(userFrom: 'account' | 'end-user', userId: string): Pro
       invoke_from: 'debugger',
       query: 'q',
       status: 'running',
+      ...(userFrom === 'account' ? { account_id: userId, metadata: { draft_type: draftType } } : {}),
       workflow_id: `cli-test-${crypto.randomUUID()}`,
     },
   });
@@ -114,6 +122,36 @@ describe('dify-agent config prompt', () => {
     const cleared = await cli(['config', 'prompt', 'push', '-'], token, cwd, '');
     expect(JSON.parse(cleared.stdout)).toEqual({ prompt: '' });
     await new AgentBackendClient(stack.agentBackendUrl, stack.config.AGENT_BACKEND_TOKEN).cancelRun(runId);
+  });
+
+  it('reads follow the run’s own scope: a run on the shared DRAFT reads the shared draft though its account has a build draft', async () => {
+    const account = stack.demo!.accountId;
+    const own = await stack.db.agentConfigDraft.findFirst({
+      where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: account },
+    });
+    const mine = demoSoulConfig();
+    mine.prompt.system_prompt = 'Only on my build draft.';
+    if (own) await stack.db.agentConfigDraft.update({ where: { id: own.id }, data: { config: mine as object } });
+    else
+      await stack.db.agentConfigDraft.create({
+        data: {
+          tenant_id: stack.demo!.tenantId,
+          agent_id: stack.demo!.agentId,
+          draft_type: 'BUILD_DRAFT',
+          account_id: account,
+          config: mine as object,
+        },
+      });
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-'));
+    const shared = await runningRun('account', account, 'DRAFT');
+    const pulledShared = await cli(['config', 'prompt', 'pull'], shared.token, cwd);
+    expect(fs.readFileSync(pulledShared.stdout.trim(), 'utf8')).toContain('Be kind.');
+    const build = await runningRun('account', account, 'BUILD_DRAFT');
+    const pulledBuild = await cli(['config', 'prompt', 'pull', '--to', 'b.md'], build.token, cwd);
+    expect(fs.readFileSync(pulledBuild.stdout.trim(), 'utf8')).toBe('Only on my build draft.');
+    const backend = new AgentBackendClient(stack.agentBackendUrl, stack.config.AGENT_BACKEND_TOKEN);
+    await backend.cancelRun(shared.runId);
+    await backend.cancelRun(build.runId);
   });
 
   it('lets an end user read but not write', async () => {

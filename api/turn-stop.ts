@@ -1,0 +1,30 @@
+/**
+ * Stopping a turn (docs/seeds/001 `_cancel_run`), shared by the service API's stop route and the console's
+ * debugger stop: the durable workflow cancel through the outbox, then the fast-path backend cancel.
+ */
+import type { AgentBackendClient } from '../core/backend-client.js';
+import type { Db } from '../core/db.js';
+import type { Logger } from '../core/logger.js';
+import { enqueueOutbox, type OutboxDispatcher } from '../core/outbox.js';
+
+export interface StopDeps {
+  db: Db;
+  backend: Pick<AgentBackendClient, 'cancelRun'>;
+  outbox: OutboxDispatcher;
+  logger: Logger;
+}
+
+export async function requestStop(deps: StopDeps, msg: { id: string; workflow_id: string }): Promise<void> {
+  // First the durable request: the workflow cancel goes through the outbox (written before we answer,
+  // delivered now or, if Temporal is down, by any api/worker process once it is back; cancelling twice,
+  // or a finished workflow, is harmless) ...
+  await deps.outbox.deliverNow(await enqueueOutbox(deps.db, { kind: 'cancel', workflowId: msg.workflow_id }));
+  // ... then the fast path: the backend stops the model now instead of at the activity's next heartbeat.
+  // runAgent records the run_cancelled either way; a failure here only costs latency.
+  const run = await deps.db.agentBackendRun.findUnique({ where: { message_id: msg.id } });
+  if (run?.backend_run_id && !run.terminal_type) {
+    await deps.backend.cancelRun(run.backend_run_id, { reason: 'user_stop', message: 'Stopped by the user.' }).catch((err: Error) => {
+      deps.logger.warn({ err: err.message, message_id: msg.id }, 'fast-path backend cancel failed');
+    });
+  }
+}
