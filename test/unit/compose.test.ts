@@ -109,6 +109,11 @@ describe('docker-compose.yml (validated by compose-go)', () => {
       for (const p of project.services[name]!.ports ?? []) expect(p.host_ip, name).toBe('127.0.0.1');
   });
 
+  it('gives the internal api address to the agent backend only (on the api it would become the base of client file links)', () => {
+    expect(project.services['agent-backend']!.environment!.API_INTERNAL_URL).toBe('http://api:5001');
+    expect(project.services.api!.environment!.API_INTERNAL_URL).toBeUndefined();
+  });
+
   it('takes every secret from a file, none from a value in the compose file', () => {
     for (const name of [...APP, 'migrate', 'provision']) {
       const env = project.services[name]!.environment ?? {};
