@@ -5,7 +5,6 @@
 import { Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import fs from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from './activities/index.js';
@@ -18,6 +17,10 @@ import { createLogger, type Logger } from './core/logger.js';
 import { OutboxDispatcher } from './core/outbox.js';
 import { isCompiled } from './core/project-root.js';
 import { temporalSecurity } from './core/temporal-connection.js';
+import { pickTemporalMetricsAddress, temporalTelemetryOptions } from './core/metrics/temporal.js';
+import { setupObservability } from './core/observability.js';
+import { workerTelemetryOptions } from './core/tracing/worker-options.js';
+import { startWorkerHttp } from './core/worker-http.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const compiled = isCompiled(import.meta.url);
@@ -49,13 +52,19 @@ let runtimeInstalled = false;
  * shuts the worker down itself, in order (the dev stack drains turns first), so the SDK must not react to
  * SIGINT/SIGTERM on its own (by default it shuts every worker down at the first signal).
  */
-export function installRuntimeLogger(logger: Logger, level: string, opts: { ownsSignals?: boolean } = {}): void {
+export function installRuntimeLogger(
+  logger: Logger,
+  level: string,
+  /** `metricsAddress`: where the SDK's Prometheus exporter listens (core/metrics/temporal.ts); the worker's /metrics serves it. */
+  opts: { ownsSignals?: boolean; metricsAddress?: string | null } = {},
+): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const sdkLevel: LogLevel = level === 'debug' || level === 'trace' ? 'DEBUG' : level === 'info' ? 'INFO' : 'WARN';
   try {
     Runtime.install({
       ...(opts.ownsSignals ? { shutdownSignals: [] } : {}),
+      telemetryOptions: temporalTelemetryOptions(opts.metricsAddress),
       logger: new DefaultLogger(sdkLevel, (entry) => {
         const fn = entry.level === 'ERROR' ? logger.error : entry.level === 'WARN' ? logger.warn : logger.debug;
         fn.call(logger, { sdk: entry.meta }, entry.message);
@@ -89,6 +98,8 @@ export async function startWorker(opts: {
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     ...workflowCode(),
+    // Turn counts (metrics) and the turn's trace through workflow and activities (tracing), when on.
+    ...workerTelemetryOptions({ prebuiltBundle: compiled }),
     activities: createActivities({
       db,
       backend,
@@ -124,24 +135,29 @@ const pause = (ms: number, signal: AbortSignal) =>
  * A standalone worker process: starts without Temporal and without PostgreSQL and connects when they come
  * back (retry with backoff, one log line per state change). It also runs an outbox dispatcher (core/outbox.ts),
  * so signals and cancels an api accepted are delivered even if every api replica is gone, and, with
- * WORKER_HEALTH_PORT, answers `GET /healthz` with `{temporal, database}`.
+ * WORKER_HEALTH_PORT, answers `GET /healthz` ({temporal, database}), `/readyz` (+ polling) and `/metrics` (core/worker-http.ts).
  */
 async function main(): Promise<void> {
   const config = loadConfig();
+  setupObservability(config, 'worker');
   const logger = createLogger('worker', config.LOG_LEVEL);
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for a standalone worker.');
   const db = createDb(config.DATABASE_URL, { max: 20 });
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
   const security = temporalSecurity(config); // read once: a wrong PEM path stops the worker here
   const stopping = new AbortController();
-  installRuntimeLogger(logger, config.LOG_LEVEL);
+  installRuntimeLogger(logger, config.LOG_LEVEL, { metricsAddress: await pickTemporalMetricsAddress() });
 
   let client: Client | null = null;
   let running: RunningWorker | null = null;
   const outbox = new OutboxDispatcher({ db, temporal: () => client, logger });
   outbox.start();
   const health = config.WORKER_HEALTH_PORT
-    ? startHealthServer(config.WORKER_HEALTH_PORT, db, () => (running ? client : null), logger)
+    ? await startWorkerHttp(
+        { db, temporal: () => (running ? client : null), worker: () => running?.worker ?? null, logger },
+        config.WORKER_HEALTH_PORT,
+        config.WORKER_HEALTH_HOST,
+      )
     : null;
 
   const stop = () => {
@@ -149,7 +165,7 @@ async function main(): Promise<void> {
     void (async () => {
       await outbox.stop();
       await running?.shutdown();
-      health?.close();
+      await health?.close();
       await db.$disconnect();
       process.exit(0);
     })();
@@ -180,35 +196,6 @@ async function main(): Promise<void> {
   // A parent that spawned us with an IPC channel (the dev stack, tests) waits for this.
   process.send?.('worker-ready');
   await running.run;
-}
-
-/** Resolves true if `p` settles successfully within 2 s. */
-function answers(p: () => Promise<unknown>): Promise<boolean> {
-  return Promise.race([
-    p().then(
-      () => true,
-      () => false,
-    ),
-    new Promise<boolean>((r) => setTimeout(() => r(false), 2000).unref()),
-  ]);
-}
-
-/** `GET /healthz` → `{status, checks: {temporal, database}}`, 503 while either is unreachable. */
-function startHealthServer(port: number, db: Db, temporal: () => Client | null, logger: Logger): http.Server {
-  const server = http.createServer((_req, res) => {
-    void (async () => {
-      const c = temporal();
-      const [database, temporalUp] = await Promise.all([
-        answers(() => db.$queryRaw`select 1`),
-        c ? answers(() => c.connection.withDeadline(Date.now() + 2000, () => c.connection.workflowService.getSystemInfo({}))) : false,
-      ]);
-      const ok = database && temporalUp;
-      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ status: ok ? 'ok' : 'unavailable', checks: { temporal: temporalUp, database } }));
-    })();
-  });
-  server.listen(port, '127.0.0.1', () => logger.info({ port }, 'worker health endpoint listening'));
-  return server;
 }
 
 // `tsx worker.ts`: a standalone worker process.

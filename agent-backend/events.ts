@@ -18,6 +18,7 @@
 import type { Logger } from '../core/logger.js';
 import type { RunEventType } from '../core/protocol/run.js';
 import { isConnectionError, type PgRunStore, type StoredEvent, type TerminalUpdate } from './store.js';
+import { recordBackendRunEnded } from '../core/metrics/index.js';
 
 type DeltaKind = 'text' | 'thinking';
 type TerminalType = 'run_succeeded' | 'run_failed' | 'run_cancelled';
@@ -102,6 +103,7 @@ export class RunEmitter {
   async terminal(type: TerminalType, data: unknown, update: TerminalUpdate): Promise<boolean> {
     this.flushPending();
     const stored = await this.enqueue({ type, data, update, waiters: [] });
+    if (stored !== null) recordBackendRunEnded(type);
     this.stopped = true;
     return stored !== null;
   }

@@ -4,11 +4,13 @@
  */
 import { loadConfig } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
+import { setupObservability } from '../core/observability.js';
 import { createAgentBackend } from './server.js';
 import { isConnectionError, PgRunStore } from './store.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  setupObservability(config, 'agent-backend');
   const logger = createLogger('agent-backend', config.LOG_LEVEL);
   if (!config.DATABASE_URL) {
     logger.fatal('DATABASE_URL is required (npm start provides embedded PostgreSQL)');

@@ -19,6 +19,8 @@ import type { PluginToolResolver } from './modules/types.js';
 import { createInnerToolResolver } from './inner-tool-resolver.js';
 import { RunManager } from './run-manager.js';
 import { registryRoutes } from './routes/registry.js';
+import { opsRoutes } from './routes/ops.js';
+import { traceRequests } from '../core/tracing/index.js';
 import { runRoutes } from './routes/runs.js';
 import { stubRoutes } from './routes/stub.js';
 import { Sandbox } from './workspace/sandbox.js';
@@ -101,11 +103,14 @@ export function createAgentBackend(deps: AgentBackendDeps) {
 
   const app = express();
   app.disable('x-powered-by');
+  // A run's spans join the turn's trace: POST /runs carries the runAgent activity's traceparent (tracing on).
+  app.use(traceRequests('agent_backend'));
   // No body is parsed before its caller is authenticated (issue 17 M2): /runs checks the backend token,
   // the stub its per-run token, each then parses with a size and a nesting-depth limit.
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true, instance_id: options.instanceId, active_runs: runs.activeRunIds.length });
   });
+  app.use(opsRoutes({ store, apiUrl: config.apiUrl, activeRuns: () => runs.activeRunIds.length }));
   app.use(
     stubRoutes({
       store,

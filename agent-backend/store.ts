@@ -161,6 +161,11 @@ export class PgRunStore {
     this.reconnectHooks.push(hook);
   }
 
+  /** One round trip (readiness: GET /readyz). */
+  async ping(): Promise<void> {
+    await this.q('select 1');
+  }
+
   /** Every query of the store: classifies connection failures and tracks reachability. */
   private async q(text: string, params?: unknown[]): Promise<pg.QueryResult> {
     let r: pg.QueryResult;

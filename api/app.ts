@@ -18,6 +18,9 @@ import { errorHandler, RETRY_AFTER_SECONDS, unknownRoute } from './errors.js';
 import { openApiRoute } from './openapi.js';
 import { createRateLimits } from './rate-limit.js';
 import { requestLog } from './request-log.js';
+import { metricsRoute, registerTurnStateGauges } from '../core/metrics/http.js';
+import { metricsEnabled } from '../core/metrics/index.js';
+import { traceRequests } from '../core/tracing/index.js';
 import { appInfoRoutes } from './routes/app-info.js';
 import { chatRoutes } from './routes/chat.js';
 import { consoleRoutes } from './routes/console.js';
@@ -57,9 +60,14 @@ export function createApiApp(deps: ApiDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', false);
+  // The request's span first: the request log line then carries its trace id.
+  app.use(traceRequests('api'));
   app.use(requestLog(deps.logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  // Prometheus (README "Observability"); the turn-state gauges read PostgreSQL when scraped.
+  if (metricsEnabled()) registerTurnStateGauges(deps.db);
+  app.get('/metrics', metricsRoute('api'));
 
   // The chat page (web/): static files, strict CSP; the app key travels only in the URL fragment.
   app.get('/', (_req, res) => res.redirect(302, '/chat/'));

@@ -3,6 +3,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
 import { isDependencyUnavailable } from '../core/dependency-errors.js';
 import type { Logger } from '../core/logger.js';
+import { recordApiError } from '../core/metrics/index.js';
 
 export class HttpError extends Error {
   constructor(
@@ -58,6 +59,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       logger.error({ err: err instanceof Error ? { message: err.message, stack: err.stack } : err, path: req.path }, 'unhandled error');
       e = new HttpError(500, 'internal_server_error', 'Internal server error.');
     }
+    recordApiError(e.status, e.code);
     if (res.headersSent) {
       res.end();
       return;

@@ -8,10 +8,12 @@ import { devDefaultSecrets, loadConfig } from '../core/config.js';
 import { createDb } from '../core/db.js';
 import { EventNotifier } from '../core/event-log.js';
 import { createLogger } from '../core/logger.js';
+import { setupObservability } from '../core/observability.js';
 import { temporalSecurity } from '../core/temporal-connection.js';
 import { createWiredApi, lazyTemporalConnection } from './wire.js';
 
 const config = loadConfig();
+setupObservability(config, 'api');
 const logger = createLogger('api', config.LOG_LEVEL);
 if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
   logger.fatal('DATABASE_URL and TEMPORAL_ADDRESS are required for a standalone api (npm start wires everything itself).');

@@ -4,6 +4,7 @@ import type { Db } from '../core/db.js';
 import { isTerminalClientEvent, type StoredClientEvent } from '../core/client-events.js';
 import { followEvents, type EventNotifier } from '../core/event-log.js';
 import { startSse, writeSse } from '../core/sse.js';
+import { streamObserver } from '../core/metrics/index.js';
 
 export function lastEventId(req: Request): number {
   const raw = req.header('last-event-id') ?? (typeof req.query.last_event_id === 'string' ? req.query.last_event_id : undefined);
@@ -13,13 +14,15 @@ export function lastEventId(req: Request): number {
 }
 
 export async function streamTurn(
-  deps: { db: Db; notifier: EventNotifier; pingMs: number },
+  /** `startedAtMs` (performance.now() when a chat request arrived): its first token and end are timed (metrics). */
+  deps: { db: Db; notifier: EventNotifier; pingMs: number; startedAtMs?: number },
   req: Request,
   res: Response,
   messageId: string,
   afterSeq: number,
 ): Promise<void> {
   startSse(res);
+  const observed = streamObserver(deps.startedAtMs ?? null);
   const abort = new AbortController();
   const onClose = () => abort.abort();
   res.on('close', onClose);
@@ -27,8 +30,10 @@ export async function streamTurn(
   try {
     for await (const e of followEvents(deps.db, deps.notifier, messageId, afterSeq, abort.signal)) {
       writeSse(res, { id: e.seq, event: e.event, data: e.data });
+      observed.onEvent(e.event);
     }
   } finally {
+    observed.close();
     clearInterval(ping);
     res.off('close', onClose);
     res.end();

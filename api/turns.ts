@@ -17,6 +17,7 @@ import { upsertEndUser } from './ownership.js';
 import { createMessageFiles, prepareMessageFiles } from './message-files.js';
 import type { ChatRequest } from './schemas.js';
 import { unixSeconds } from '../core/time.js';
+import { recordTurnStarted } from '../core/metrics/index.js';
 import { heldByFirstTurn, releaseTurnLock, takeTurnLock } from '../turn/turn-lock.js';
 
 export interface StartedTurn {
@@ -164,6 +165,7 @@ export async function startTurn(
       throw new HttpError(503, 'service_unavailable', 'The turn could not be started; try again shortly.');
     }
   }
+  recordTurnStarted(invokeFrom);
   logger.info(
     { tenant_id: app.tenantId, app_id: app.appId, conversation_id: conversationId, message_id: messageId, workflow_id: workflowId },
     'turn started',

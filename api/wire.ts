@@ -1,6 +1,8 @@
 /** The api with all its routers and readiness checks, as both `npm start` and a standalone replica run it. */
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionLike } from '@temporalio/client';
+import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { AgentBackendClient } from '../core/backend-client.js';
+import { tracingActive } from '../core/tracing/index.js';
 import type { Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
 import type { EventNotifier } from '../core/event-log.js';
@@ -89,7 +91,9 @@ export function createWiredApi(deps: {
   agentBackendUrl: () => string;
 }) {
   const { db, connection, notifier, config, logger } = deps;
-  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  // Tracing on: a turn's workflow start carries the request's trace context in its headers (one trace per turn).
+  const interceptors = tracingActive() ? { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } : undefined;
+  const temporal = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, interceptors });
   const backend = new AgentBackendClient(deps.agentBackendUrl, config.AGENT_BACKEND_TOKEN);
   // Every api process delivers pending signals and cancels, its own and those of replicas that died.
   const outbox = new OutboxDispatcher({ db, temporal: () => temporal, logger });

@@ -3,6 +3,7 @@ import { parseSse } from './sse.js';
 import { CreateRunResponse, EventsPage, RunEvent, RunStatusResponse, isTerminal, type CreateRunRequest } from './protocol/run.js';
 import { BackendErrorBody, ModulesResponse, ValidateCompositionResponse } from './protocol/registry.js';
 import type { z } from 'zod';
+import { withTraceHeaders } from './tracing/index.js';
 
 export class BackendHttpError extends Error {
   constructor(
@@ -54,8 +55,9 @@ export class AgentBackendClient {
     return typeof this.base === 'function' ? this.base() : this.base;
   }
 
+  /** With tracing on, `traceparent` of the active span too (the runAgent activity's): the backend run joins the turn's trace. */
   private headers(extra: Record<string, string> = {}): Record<string, string> {
-    return { authorization: `Bearer ${this.token}`, ...extra };
+    return withTraceHeaders({ authorization: `Bearer ${this.token}`, ...extra });
   }
 
   async createRun(req: CreateRunRequest, signal?: AbortSignal): Promise<z.infer<typeof CreateRunResponse>> {

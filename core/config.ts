@@ -85,8 +85,11 @@ export const EnvSchema = z.object({
   JSON_MAX_DEPTH: z.coerce.number().int().min(8).max(1_000).default(64),
 
   // --- worker ---------------------------------------------------------------------------------
-  /** A standalone worker answers `GET /healthz` ({temporal, database}) on 127.0.0.1 at this port; unset: none. */
+  /** The worker's HTTP port: `GET /healthz` ({temporal, database}), `/readyz` (+ polling) and `/metrics`. A standalone
+   * worker without it serves none; the stack's in-process worker then takes a free port. */
   WORKER_HEALTH_PORT: z.coerce.number().int().positive().optional(),
+  /** Where the worker's HTTP port listens (0.0.0.0 in a container, so Prometheus can scrape it). */
+  WORKER_HEALTH_HOST: z.string().default('127.0.0.1'),
 
   // --- agent backend ----------------------------------------------------------------------------
   AGENT_BACKEND_HOST: z.string().default('127.0.0.1'),
@@ -146,6 +149,14 @@ export const EnvSchema = z.object({
 
   // --- ask_human --------------------------------------------------------------------------------
   HUMAN_INPUT_FORM_EXPIRY_HOURS: z.coerce.number().positive().default(36),
+
+  // --- observability (README "Observability") --------------------------------------------------
+  /** Prometheus metrics: `/metrics` on the api, the worker and the agent backend. Off: no endpoint, nothing recorded. */
+  METRICS_ENABLED: bool.default(true),
+  /** OTLP/HTTP collector base URL (e.g. http://otel-collector:4318): traces are exported there; unset: no tracing. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  /** service.name of the exported spans; default the process's role (dify-agent-api, -worker, -agent-backend, -stack). */
+  OTEL_SERVICE_NAME: z.string().optional(),
 
   // --- testing ----------------------------------------------------------------------------------
   CI: bool.default(false),

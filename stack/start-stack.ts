@@ -25,6 +25,9 @@ import { applyMigrations } from '../core/migrate.js';
 import { ensureDemoData, type DemoData } from '../core/seed.js';
 import { demoSoulConfig } from '../core/soul.js';
 import { installRuntimeLogger, startWorker, type RunningWorker } from '../worker.js';
+import { pickTemporalMetricsAddress } from '../core/metrics/temporal.js';
+import { setupObservability } from '../core/observability.js';
+import { startWorkerHttp } from '../core/worker-http.js';
 import { locateTemporal, startTemporalDevServer, type DevServer } from './temporal.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -53,6 +56,8 @@ export interface Stack {
   outbox: OutboxDispatcher;
   demo: DemoData | null;
   worker: RunningWorker | null;
+  /** The in-process worker's /healthz, /readyz and /metrics (null without one). */
+  workerHttpUrl: string | null;
   workerChild: ChildProcess | null;
   /** Starts a worker child process (after a kill). */
   startWorkerChild: () => Promise<ChildProcess>;
@@ -79,6 +84,8 @@ const DRAIN_STOP_CONFIRM_MS = 5_000;
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const { logger } = opts;
   let config = opts.config;
+  // Before any client, worker or server exists: they read whether metrics and tracing are on.
+  setupObservability(config, 'stack');
   const stops: (() => Promise<unknown>)[] = [];
   let drain: ((opts: StopOptions) => Promise<void>) | null = null;
   const stop = async (opts: StopOptions = {}) => {
@@ -132,7 +139,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     // starts even while Temporal is unreachable and reconnects quickly after a restart (api/wire.ts).
     const inProcessWorker = (opts.worker ?? 'in-process') === 'in-process';
     // The stack stops its worker itself (stop(): drain, then in order), not at the SDK's first signal.
-    if (inProcessWorker) installRuntimeLogger(logger.child({ component: 'worker' }), config.LOG_LEVEL, { ownsSignals: true });
+    if (inProcessWorker)
+      installRuntimeLogger(logger.child({ component: 'worker' }), config.LOG_LEVEL, {
+        ownsSignals: true,
+        metricsAddress: await pickTemporalMetricsAddress(),
+      });
     // TLS / API key only towards an external Temporal (TEMPORAL_ADDRESS); the dev server started here speaks plain gRPC.
     const security = dev ? {} : temporalSecurity(config);
     const nativeConnection = inProcessWorker ? await NativeConnection.connect({ address: temporalAddress, ...security }) : null;
@@ -229,6 +240,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       outbox,
       demo,
       worker,
+      workerHttpUrl: null,
       workerChild,
       startWorkerChild,
       stop,
@@ -243,6 +255,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       });
       stops.push(() => worker!.shutdown());
       stack.worker = worker;
+      // The in-process worker's own health/readiness/metrics port, as a standalone worker has (core/worker-http.ts).
+      const http = await startWorkerHttp(
+        { db, temporal: () => temporal, worker: () => worker?.worker ?? null, logger: logger.child({ component: 'worker' }) },
+        config.WORKER_HEALTH_PORT ?? 0,
+        config.WORKER_HEALTH_HOST,
+      );
+      stops.push(() => http.close());
+      stack.workerHttpUrl = http.url;
     } else if (opts.worker === 'child') {
       await startWorkerChild();
       stops.push(async () => {

@@ -9,6 +9,7 @@ import type { Db, Prisma } from '../../core/db.js';
 import type { NewClientEvent } from '../../core/client-events.js';
 import { turnEventBase } from '../../core/client-events.js';
 import { appendEvents, commitAnswerText } from '../../core/event-log.js';
+import { timedCommit } from '../../core/metrics/index.js';
 import type { TurnMessage } from '../../turn/final-events.js';
 import { keepTurnLock, releaseTurnLock } from '../../turn/turn-lock.js';
 
@@ -63,12 +64,14 @@ export class RunCommitter {
 
   /** The pending text, then the effects, with the cursor CAS in one transaction. */
   async commit(newCursor: string, build: (tx: Tx) => Promise<NewClientEvent[]>): Promise<void> {
-    await this.db.$transaction(async (tx) => {
-      const n = await tx.$executeRaw`update agent_backend_runs set cursor = ${newCursor}, updated_at = now()
+    await timedCommit('batch', () =>
+      this.db.$transaction(async (tx) => {
+        const n = await tx.$executeRaw`update agent_backend_runs set cursor = ${newCursor}, updated_at = now()
         where message_id = ${this.msg.id}::uuid and cursor is not distinct from ${this.cursor}`;
-      if (n !== 1) throw new FencedOut();
-      await appendEvents(tx, this.msg.id, [...(await this.writePendingText(tx)), ...(await build(tx))]);
-    });
+        if (n !== 1) throw new FencedOut();
+        await appendEvents(tx, this.msg.id, [...(await this.writePendingText(tx)), ...(await build(tx))]);
+      }),
+    );
     this.cursor = newCursor;
     this.clearPending();
     this.onCommitted(newCursor);
@@ -80,15 +83,17 @@ export class RunCommitter {
    * turn keeps it: the form holds the conversation).
    */
   async commitTerminal(newCursor: string | null, type: string, build: (tx: Tx) => Promise<NewClientEvent[]>): Promise<void> {
-    await this.db.$transaction(async (tx) => {
-      const n =
-        await tx.$executeRaw`update agent_backend_runs set cursor = ${newCursor ?? this.cursor}, terminal_type = ${type}, status = 'ended', updated_at = now()
+    await timedCommit('terminal', () =>
+      this.db.$transaction(async (tx) => {
+        const n =
+          await tx.$executeRaw`update agent_backend_runs set cursor = ${newCursor ?? this.cursor}, terminal_type = ${type}, status = 'ended', updated_at = now()
         where message_id = ${this.msg.id}::uuid and cursor is not distinct from ${this.cursor} and terminal_type is null`;
-      if (n !== 1) throw new FencedOut();
-      await appendEvents(tx, this.msg.id, await build(tx));
-      if (type === 'deferred_tool_call') await keepTurnLock(tx, this.msg.conversation_id, this.msg.id);
-      else await releaseTurnLock(tx, this.msg.conversation_id, this.msg.id);
-    });
+        if (n !== 1) throw new FencedOut();
+        await appendEvents(tx, this.msg.id, await build(tx));
+        if (type === 'deferred_tool_call') await keepTurnLock(tx, this.msg.conversation_id, this.msg.id);
+        else await releaseTurnLock(tx, this.msg.conversation_id, this.msg.id);
+      }),
+    );
     if (newCursor) this.cursor = newCursor;
     this.clearPending();
   }
@@ -113,13 +118,15 @@ export class RunCommitter {
     if (!this.pendingText || !this.pendingLastId) return;
     const [event] = this.pendingEvents();
     const newCursor = this.pendingLastId;
-    const ok = await commitAnswerText(this.db, {
-      messageId: this.msg.id,
-      expectedCursor: this.cursor,
-      newCursor,
-      text: this.pendingText,
-      event: event!,
-    });
+    const ok = await timedCommit('text', () =>
+      commitAnswerText(this.db, {
+        messageId: this.msg.id,
+        expectedCursor: this.cursor,
+        newCursor,
+        text: this.pendingText,
+        event: event!,
+      }),
+    );
     if (!ok) throw new FencedOut();
     this.cursor = newCursor;
     this.clearPending();

@@ -32,6 +32,8 @@ import { ModelCallError } from '../errors.js';
 import { fromV3Prompt } from './prompt.js';
 import { emptyV3Usage, toPartStream } from './part-stream.js';
 import { DEFAULT_INNER_LLM_RETRY, RetryBudget, TransportFailure, type InnerLlmRetryOptions } from './retry.js';
+import { recordBackendModelRequest } from '../../core/metrics/index.js';
+import { inSpan, withTraceHeaders } from '../../core/tracing/index.js';
 
 export { DEFAULT_INNER_LLM_RETRY, type InnerLlmRetryOptions };
 
@@ -191,14 +193,24 @@ export class InnerLlmModel implements LanguageModelV3 {
   private async open(body: InvokeRequest, signal: AbortSignal | undefined): Promise<AsyncGenerator<{ data: string }>> {
     const url = `${this.apiUrl}/inner/api/agent/llm/invoke`;
     let res: Response;
+    const started = performance.now();
     try {
-      res = await this.fetchImpl(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-inner-api-key': this.innerApiKey },
-        body: JSON.stringify(body),
-        signal,
-      });
+      // A span of its own (tracing on): the api's inner LLM route continues the trace from its traceparent.
+      res = await inSpan('agent_backend.model_request', { 'llm.provider': this.target.provider, 'llm.model': this.target.model }, () =>
+        this.fetchImpl(url, {
+          method: 'POST',
+          headers: withTraceHeaders({
+            'content-type': 'application/json',
+            accept: 'text/event-stream',
+            'x-inner-api-key': this.innerApiKey,
+          }),
+          body: JSON.stringify(body),
+          signal,
+        }),
+      );
+      recordBackendModelRequest(res.ok ? 'ok' : 'error', (performance.now() - started) / 1000);
     } catch (err) {
+      recordBackendModelRequest('error', (performance.now() - started) / 1000);
       if (signal?.aborted) throw err;
       throw new TransportFailure('InvokeConnectionError', `inner LLM endpoint unreachable: ${(err as Error).message}`);
     }

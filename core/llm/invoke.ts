@@ -9,6 +9,7 @@ import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ChunkData, InvokeChunk, InvokeRequestParsed, ToolCall } from '../protocol/inner-llm.js';
 import { Usage } from '../protocol/run.js';
 import { loadCredentials } from './credentials.js';
+import { recordModelCall } from '../metrics/index.js';
 import { billingRequestId, checkQuota, recordUsage, type LedgerEntry } from './credits.js';
 import { InvokeError, toInvokeError } from './errors.js';
 import { publicInvokeMessage, redactSecrets } from './redact.js';
@@ -134,6 +135,8 @@ async function* runInvoke(
   let reasoning = '';
   const toolCalls: ToolCall[] = [];
   let finish: { finish_reason: FinishReason; usage: { prompt_tokens: number; completion_tokens: number } | null } | undefined;
+  const metric = (outcome: 'ok' | 'error' | 'aborted', tokens?: { prompt_tokens: number; completion_tokens: number }, credits?: bigint) =>
+    recordModelCall({ provider: provider.name, model: model.model, outcome, seconds: (clock.now() - started) / 1000, tokens, credits });
   const chunk = (delta: ChunkData['delta']): InvokeChunk => ({ code: 0, message: '', data: { model: model.model, delta } });
   // The caller (and through it the end user) gets a stable message; the details are logged, redacted (issue 17 L1).
   const failure = (err: InvokeError): InvokeChunk => ({
@@ -199,6 +202,7 @@ async function* runInvoke(
     if (!signal.aborted) {
       const e = toInvokeError(err);
       log.warn({ error_type: e.errorType, err: redactSecrets(e.message) }, 'model call failed');
+      metric('error');
       yield failure(e);
       return;
     }
@@ -211,13 +215,15 @@ async function* runInvoke(
     const cut = estimatedTokens(target.prompt_messages, reasoning + content, toolCalls);
     const usage = priceCall(cut, true);
     try {
-      await recordUsage(deps.db, ledgerEntry(usage, priceUsage(cut, model.pricing).credits, true));
+      const { charged } = await recordUsage(deps.db, ledgerEntry(usage, priceUsage(cut, model.pricing).credits, true));
+      metric('aborted', cut, charged);
     } catch (err) {
       log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording the usage of a cut model call failed');
     }
     return;
   }
   if (!finish) {
+    metric('error');
     yield failure(new InvokeError('InvokeError', 'the model stream ended without a finish'));
     return;
   }
@@ -244,6 +250,7 @@ async function* runInvoke(
       if (signal.aborted || Date.now() - since + delay > RECORD_RETRY_MS) {
         // Failing the call (rather than answering unbilled) lets the caller's retry bill it exactly once.
         log.error({ err: err instanceof Error ? err.message : String(err), attempts: attempt }, 'recording model usage failed');
+        metric('error');
         if (!signal.aborted) yield failure(new InvokeError('InvokeError', 'recording the model usage failed; retry the call'));
         return;
       }
@@ -266,5 +273,6 @@ async function* runInvoke(
     },
     'model call finished',
   );
+  metric('ok', tokens, charged);
   yield chunk({ index, message: { content: '' }, usage, finish_reason: finish.finish_reason });
 }
