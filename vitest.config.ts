@@ -3,8 +3,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The fault-injection suite runs on its own (npm run test:faults, vitest.faults.config.ts).
-    exclude: [...configDefaults.exclude, 'test/faults/**'],
+    // The fault-injection and cluster suites run on their own (npm run test:faults / test:cluster).
+    exclude: [...configDefaults.exclude, 'test/faults/**', 'test/cluster/**'],
     // The Temporal core bridge is native: run test files in child processes, not worker threads.
     pool: 'forks',
     maxWorkers: 2,
