@@ -17,7 +17,13 @@
 import { jsonSchema, streamText, tool, type TextStreamPart, type Tool, type ToolSet } from 'ai';
 import { priceFor } from '../core/llm/pricing.js';
 import type { PromptMessage, ToolCall } from '../core/protocol/inner-llm.js';
-import type { CreateRunRequestParsed, DeferredToolCall, DeferredToolResult, ExecutionContextLayerConfig } from '../core/protocol/run.js';
+import type {
+  CreateRunRequestParsed,
+  DeferredToolCall,
+  DeferredToolResult,
+  ExecutionContextLayerConfig,
+  ModelCallUsage,
+} from '../core/protocol/run.js';
 import type { RunLimits } from './composition.js';
 import { ModelCallError, RunLimitExceededError } from './errors.js';
 import type { RunEmitter } from './events.js';
@@ -166,9 +172,18 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
     });
 
     // A stop cuts the call before it reports usage: what it consumed and generated still counts (estimated).
+    const requestStartedAt = Date.now();
     const step = await consumeStep(result.fullStream, ctx, (generated) =>
       usage.addCutModelCall(prompt, generated, priceFor(binding.provider, binding.model)),
     );
+    // The request's own usage (the agent log's iteration: tokens, price, latency; issue 18), before its tool calls.
+    if (step.callUsage) {
+      await emitter.event('pydantic_ai_event', {
+        event_kind: 'model_response',
+        call_index: callIndex,
+        usage: { ...step.callUsage, latency: Math.round(Date.now() - requestStartedAt) / 1000 },
+      });
+    }
     const assistant: PromptMessage = {
       role: 'assistant',
       content: step.text,
@@ -206,6 +221,7 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
         tool_name: call.name,
         args: call.args,
       });
+      const toolStartedAt = Date.now();
       let outcome = await dispatchTool(call, toolOwners, ctx, executionContext);
       if (outcome.kind === 'deferred') {
         if (!deferred) {
@@ -227,6 +243,7 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
         tool_name: call.name,
         result: outcome.result,
         is_error: Boolean(outcome.isError),
+        duration_ms: Date.now() - toolStartedAt,
       });
     }
     state.messages.push(assistant, ...toolMessages);
@@ -267,7 +284,7 @@ async function consumeStep(
   stream: ReadableStream<TextStreamPart<ToolSet>>,
   ctx: LoopContext,
   onCut: (generated: string) => void,
-): Promise<{ text: string; reasoning: string; toolCalls: StepToolCall[] }> {
+): Promise<{ text: string; reasoning: string; toolCalls: StepToolCall[]; callUsage: Omit<ModelCallUsage, 'latency'> | null }> {
   const { emitter, usage, state, signal } = ctx;
   const reader = stream.getReader();
   let textIndex = -1;
@@ -276,6 +293,7 @@ async function consumeStep(
   let reasoning = '';
   const toolCalls: StepToolCall[] = [];
   let reported = false;
+  let callUsage: Omit<ModelCallUsage, 'latency'> | null = null;
   // A model that ignores the abort signal must not keep the run alive.
   const aborted = new Promise<never>((_, reject) => {
     const onAbort = () => reject(signal.reason);
@@ -355,7 +373,7 @@ async function consumeStep(
         }
         case 'finish-step':
           // Per model request: the inner endpoint's usage (with prices) rides in providerMetadata.
-          usage.addModelUsage(difyUsageOf(value.providerMetadata), value.usage);
+          callUsage = usage.addModelUsage(difyUsageOf(value.providerMetadata), value.usage);
           reported = true;
           break;
         case 'error':
@@ -376,7 +394,7 @@ async function consumeStep(
     reader.cancel().catch(() => undefined);
   }
   throwIfAborted(signal);
-  return { text, reasoning, toolCalls };
+  return { text, reasoning, toolCalls, callUsage };
 }
 
 /**

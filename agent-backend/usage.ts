@@ -6,7 +6,7 @@ import type { LanguageModelUsage } from 'ai';
 import { priceUsage, type ModelPrice } from '../core/llm/pricing.js';
 import { estimatedTokens } from '../core/llm/tokens.js';
 import type { PromptMessage } from '../core/protocol/inner-llm.js';
-import { emptyUsage, type Usage } from '../core/protocol/run.js';
+import { emptyUsage, type ModelCallUsage, type Usage } from '../core/protocol/run.js';
 import { addDecimal } from './decimal.js';
 
 export class UsageMeter {
@@ -32,7 +32,10 @@ export class UsageMeter {
    * Prefers the usage the inner endpoint reported (with prices; `providerMetadata.dify.usage` of the
    * step's `finish-step` part); falls back to the AI SDK token counts.
    */
-  addModelUsage(reported: Partial<Usage> | undefined, tokens?: Pick<LanguageModelUsage, 'inputTokens' | 'outputTokens'>): void {
+  addModelUsage(
+    reported: Partial<Usage> | undefined,
+    tokens?: Pick<LanguageModelUsage, 'inputTokens' | 'outputTokens'>,
+  ): Omit<ModelCallUsage, 'latency'> {
     const u = this.usage;
     if (reported) {
       if (reported.estimated) this.estimated = true;
@@ -53,13 +56,19 @@ export class UsageMeter {
       if (reported.prompt_price_unit) u.prompt_price_unit = reported.prompt_price_unit;
       if (reported.completion_price_unit) u.completion_price_unit = reported.completion_price_unit;
       if (reported.currency) u.currency = reported.currency;
-      return;
+      return {
+        prompt_tokens: p,
+        completion_tokens: c,
+        total_price: reported.total_price ?? addDecimal(reported.prompt_price ?? '0', reported.completion_price ?? '0'),
+        currency: reported.currency ?? u.currency,
+      };
     }
     const p = tokens?.inputTokens ?? 0;
     const c = tokens?.outputTokens ?? 0;
     u.prompt_tokens += p;
     u.completion_tokens += c;
     u.total_tokens += p + c;
+    return { prompt_tokens: p, completion_tokens: c, total_price: '0', currency: u.currency };
   }
 
   /**

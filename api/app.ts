@@ -23,6 +23,7 @@ import { metricsEnabled } from '../core/metrics/index.js';
 import { traceRequests } from '../core/tracing/index.js';
 import { appInfoRoutes } from './routes/app-info.js';
 import { chatRoutes } from './routes/chat.js';
+import { agentLogRoutes } from './routes/agent-logs.js';
 import { consoleRoutes } from './routes/console.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { feedbackRoutes } from './routes/feedbacks.js';
@@ -114,6 +115,8 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.use('/console/api/tool-providers', toolProviderRoutes(deps));
   // /console/api/datasets… (README "Knowledge"): its own auth (api/console-auth.ts); other paths pass through.
   app.use('/console/api', knowledgeRoutes({ ...deps, embed: deps.embed ?? createEmbedder(createDefaultProviders(deps.config)) }));
+  // GET /console/api/apps/{app_id}/agent/logs (issue 18): its own auth (api/console-auth.ts); other paths pass through.
+  app.use('/console/api', agentLogRoutes(deps));
   app.use('/console/api', consoleRoutes(deps));
 
   app.use(unknownRoute);

@@ -19,18 +19,41 @@ const SoulIssueResponse = z.object({
 export const CONSOLE_REQUESTS = {
   AgentSoulConfig,
   AgentDraftRequest: z.object({ config: AgentSoulConfig }),
+  AgentBuildDraftRequest: z.object({
+    config: AgentSoulConfig,
+    base_revision: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        'The shared draft revision this build draft now builds on (after merging its changes in by hand): a later merge is clean ' +
+          'if the shared draft is still there. Omitted: a new build draft is based on the current shared draft, a saved one keeps its base.',
+      ),
+  }),
+  MergeBuildDraftRequest: z.object({
+    force: z.boolean().default(false).describe('Replace the shared draft even if it changed since the build draft’s base revision.'),
+  }),
   PublishRequest: z.object({ from: z.enum(['draft', 'build-draft']).default('draft') }),
 };
 
+const AgentDraftResponse = z.object({
+  id: z.string(),
+  draft_type: z.enum(['DRAFT', 'BUILD_DRAFT']),
+  config: z.record(z.string(), z.unknown()),
+  base_version_id: z.string().nullable().describe('The published version this draft started from, or was last published as.'),
+  revision: z.number().int().describe('Bumped on every save of the config.'),
+  base_revision: z
+    .number()
+    .int()
+    .nullable()
+    .describe('Build drafts: the shared draft revision this one is based on (forked, merged or rebased); null when unknown.'),
+  updated_at: z.number().int(),
+});
+
 /** Schemas the console answers with. */
 export const CONSOLE_RESPONSES = {
-  AgentDraftResponse: z.object({
-    id: z.string(),
-    draft_type: z.enum(['DRAFT', 'BUILD_DRAFT']),
-    config: z.record(z.string(), z.unknown()),
-    base_version_id: z.string().nullable(),
-    updated_at: z.number().int(),
-  }),
+  AgentDraftResponse,
   PublishResponse: z.object({ id: z.string(), version: z.number().int(), created_at: z.number().int() }),
   AgentVersionListResponse: z.object({
     data: z.array(
@@ -42,6 +65,59 @@ export const CONSOLE_RESPONSES = {
         created_at: z.number().int(),
       }),
     ),
+  }),
+  AgentLogResponse: z.object({
+    meta: z.object({
+      status: z.string().describe('`success`, `failed`, or the turn status while it runs (`running`, `paused`, `stopped`).'),
+      executor: z.enum(['end_user', 'account']),
+      start_time: z.string(),
+      elapsed_time: z.number().describe('Seconds.'),
+      total_tokens: z.number().int(),
+      agent_mode: z.literal('function_call'),
+      iterations: z.number().int(),
+    }),
+    iterations: z.array(
+      z.object({
+        call_index: z.number().int().nullable().describe('The model request of the run; null for rows recorded before issue 18.'),
+        tokens: z.number().int(),
+        prompt_tokens: z.number().int(),
+        completion_tokens: z.number().int(),
+        total_price: z.string(),
+        currency: z.string(),
+        latency: z.number().nullable().describe('Seconds from the request to the end of its response stream.'),
+        thought: z.string(),
+        tool_calls: z.array(
+          z.object({
+            status: z.enum(['success', 'error']),
+            error: z.string().nullable(),
+            time_cost: z.number().describe('Seconds.'),
+            tool_name: z.string(),
+            tool_label: z.unknown(),
+            tool_input: z.unknown(),
+            tool_output: z.unknown(),
+            tool_parameters: z.record(z.string(), z.unknown()),
+            tool_icon: z.null(),
+          }),
+        ),
+        tool_raw: z.object({ inputs: z.string(), outputs: z.string() }),
+        created_at: z.string(),
+        files: z.array(z.string()),
+      }),
+    ),
+    files: z.array(z.object({ id: z.string(), type: z.string(), belongs_to: z.string() })),
+  }),
+  MergeBuildDraftResponse: z.object({
+    /** The shared draft, now holding the build draft's config. */
+    draft: AgentDraftResponse,
+    /** Your build draft, now based on the merged revision. */
+    build_draft: AgentDraftResponse,
+  }),
+  DraftConflictResponse: z.object({
+    code: z.literal('agent_draft_conflict'),
+    message: z.string(),
+    status: z.literal(409),
+    shared_revision: z.number().int().describe('Where the shared draft is now.'),
+    base_revision: z.number().int().nullable().describe('Where your build draft is based.'),
   }),
   InvalidAgentConfigResponse: z.object({
     code: z.literal('invalid_agent_config'),
@@ -96,15 +172,33 @@ export function consoleAgentPaths(errors: (...statuses: number[]) => Record<stri
       put: op({
         operationId: 'putAgentBuildDraft',
         summary: "Create or replace the caller's build draft; validated before it is saved.",
-        requestBody: draftBody,
+        requestBody: { required: true, content: json(ref('AgentBuildDraftRequest')) },
         responses: checked('The saved build draft.', 'AgentDraftResponse'),
+      }),
+    },
+    '/console/api/apps/{app_id}/agent/build-draft/merge': {
+      post: op({
+        operationId: 'mergeAgentBuildDraft',
+        summary:
+          "Merge the caller's build draft into the shared draft (its config replaces the shared draft's, validated again). Clean when the " +
+          'shared draft is still at the build draft’s `base_revision`; otherwise nothing changes and the answer is 409 ' +
+          '`agent_draft_conflict`, unless `force`. The build draft stays (it keeps its session), based on the merged revision.',
+        requestBody: { required: false, content: json(ref('MergeBuildDraftRequest')) },
+        responses: {
+          ...checked('Merged.', 'MergeBuildDraftResponse'),
+          '409': {
+            description: '`agent_draft_conflict`: the shared draft changed since your base revision.',
+            content: json(ref('DraftConflictResponse')),
+          },
+        },
       }),
     },
     '/console/api/apps/{app_id}/agent/publish': {
       post: op({
         operationId: 'publishAgent',
         summary:
-          'Publish a draft as a new immutable version (new conversations use it). The draft is validated again: one saved before ' +
+          'Publish a draft — the shared draft (`from: draft`) or your build draft (`from: build-draft`) — as a new immutable version ' +
+          '(new conversations use it; the draft is then based on it). The draft is validated again: one saved before ' +
           'these checks, or whose dataset was deleted since, is refused.',
         requestBody: { required: false, content: json(ref('PublishRequest')) },
         responses: checked('The new version.', 'PublishResponse', '201'),
@@ -116,6 +210,23 @@ export function consoleAgentPaths(errors: (...statuses: number[]) => Record<stri
         summary: "The agent's published versions, newest first.",
         responses: { '200': { description: 'The versions.', content: json(ref('AgentVersionListResponse')) }, ...errors() },
       }),
+    },
+    '/console/api/apps/{app_id}/agent/logs': {
+      get: {
+        ...op({
+          operationId: 'getAgentLog',
+          summary:
+            "A turn's agent log (Dify's shape): one iteration per model request with its tokens, price and latency, the thought " +
+            'text it produced and its tool calls (input, output, time cost, error). 404 `message_not_found` for a message of ' +
+            'another conversation or app.',
+          responses: { '200': { description: 'The log.', content: json(ref('AgentLogResponse')) }, ...errors() },
+        }),
+        parameters: [
+          appId,
+          { name: 'conversation_id', in: 'query', required: true, schema: { type: 'string', format: 'uuid' } },
+          { name: 'message_id', in: 'query', required: true, schema: { type: 'string', format: 'uuid' } },
+        ],
+      },
     },
   };
 }

@@ -24,6 +24,10 @@ export interface ThoughtRow {
   tool_call_id: string | null;
   part_index: number | null;
   message_files: string[];
+  /** The model request (0-based call_index) whose response produced the row; null for rows of older runs. */
+  call_index: number | null;
+  /** Tool rows: Dify's tool_meta, {time_cost (s), error}. */
+  tool_meta: Record<string, unknown>;
   /** true once the tool's result arrived (not persisted separately: observation !== '' or closed). */
   closed: boolean;
 }
@@ -43,10 +47,14 @@ export class ProcessRecorder {
   private readonly byCallId = new Map<string, ThoughtRow>();
   private readonly toolByIndex = new Map<number, ThoughtRow>();
   private readonly thinkingByIndex = new Map<number, ThoughtRow>();
+  /** The model request whose response is streaming: rows created now belong to it (`model_response` moves it on). */
+  private round: number;
 
-  constructor(existing: ThoughtRow[] = []) {
+  /** `round`: the next model request's call_index (one past the last recorded model call), when rebuilding. */
+  constructor(existing: ThoughtRow[] = [], round = 0) {
     this.rows = [...existing].sort((a, b) => a.position - b.position);
     for (const r of this.rows) this.index(r);
+    this.round = round;
   }
 
   get all(): readonly ThoughtRow[] {
@@ -101,6 +109,8 @@ export class ProcessRecorder {
       tool_call_id: null,
       part_index: null,
       message_files: [],
+      call_index: this.round,
+      tool_meta: {},
       closed: false,
       ...init,
     };
@@ -187,9 +197,15 @@ export class ProcessRecorder {
           this.create('tool', { tool: name ?? '', tool_call_id: callId ?? null, part_index: ev.index ?? null });
         r.observation = observationText(ev.result ?? ev.part?.content);
         r.closed = true;
+        if (ev.duration_ms !== undefined || ev.is_error) {
+          r.tool_meta = { ...r.tool_meta, time_cost: (ev.duration_ms ?? 0) / 1000, error: ev.is_error ? r.observation : null };
+        }
         if (ev.files?.length) r.message_files = [...r.message_files, ...ev.files.map((f) => f.url)];
         return [r];
       }
+      case 'model_response':
+        if (ev.call_index !== undefined) this.round = Math.max(this.round, ev.call_index + 1);
+        return [];
       default:
         return [];
     }

@@ -29,6 +29,11 @@ export class RunCommitter {
   private pendingText = '';
   private pendingFirstAt = 0;
   private pendingLastId: string | null = null;
+  /**
+   * Bookkeeping that rides with the next commit instead of a transaction of its own (a model request's usage row):
+   * written in whichever commit moves the cursor past its event next, so a lost attempt re-reads and re-defers it.
+   */
+  private deferred: ((tx: Tx) => Promise<unknown>)[] = [];
 
   constructor(
     private readonly db: Db,
@@ -69,12 +74,22 @@ export class RunCommitter {
         const n = await tx.$executeRaw`update agent_backend_runs set cursor = ${newCursor}, updated_at = now()
         where message_id = ${this.msg.id}::uuid and cursor is not distinct from ${this.cursor}`;
         if (n !== 1) throw new FencedOut();
+        await this.writeDeferred(tx);
         await appendEvents(tx, this.msg.id, [...(await this.writePendingText(tx)), ...(await build(tx))]);
       }),
     );
     this.cursor = newCursor;
     this.clearPending();
     this.onCommitted(newCursor);
+  }
+
+  /** Adds a write to the next commit (see `deferred`). */
+  defer(write: (tx: Tx) => Promise<unknown>): void {
+    this.deferred.push(write);
+  }
+
+  private async writeDeferred(tx: Tx): Promise<void> {
+    for (const write of this.deferred) await write(tx);
   }
 
   /**
@@ -89,6 +104,7 @@ export class RunCommitter {
           await tx.$executeRaw`update agent_backend_runs set cursor = ${newCursor ?? this.cursor}, terminal_type = ${type}, status = 'ended', updated_at = now()
         where message_id = ${this.msg.id}::uuid and cursor is not distinct from ${this.cursor} and terminal_type is null`;
         if (n !== 1) throw new FencedOut();
+        await this.writeDeferred(tx);
         await appendEvents(tx, this.msg.id, await build(tx));
         if (type === 'deferred_tool_call') await keepTurnLock(tx, this.msg.conversation_id, this.msg.id);
         else await releaseTurnLock(tx, this.msg.conversation_id, this.msg.id);
@@ -134,6 +150,7 @@ export class RunCommitter {
   }
 
   private clearPending(): void {
+    this.deferred = [];
     this.answer += this.pendingText;
     this.pendingText = '';
     this.pendingLastId = null;

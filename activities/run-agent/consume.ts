@@ -65,6 +65,11 @@ export async function consumeRun(scope: RunScope, backendRunId: string): Promise
             continue;
           }
           if (ev.type === 'pydantic_ai_event') {
+            if (ev.data.event_kind === 'model_response') {
+              const write = thoughts.modelCall(ev.data);
+              if (write) committer.defer(write);
+              continue;
+            }
             const rows = thoughts.handle(ev.data);
             if (rows.length > 0) await committer.commit(ev.id, (tx) => thoughts.persist(tx, rows, ev.id));
             continue;

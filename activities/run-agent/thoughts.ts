@@ -24,9 +24,37 @@ export class ThoughtLog {
 
   /** Rebuilds the recorder from stored rows (written only together with a cursor: a first attempt has none). */
   static async load(db: Db, msg: TurnMessage, cursor: string | null): Promise<ThoughtLog> {
-    const stored =
-      cursor === null ? [] : await db.messageAgentThought.findMany({ where: { message_id: msg.id }, orderBy: { position: 'asc' } });
-    return new ThoughtLog(new ProcessRecorder(stored.map(toThoughtRow)), msg);
+    if (cursor === null) return new ThoughtLog(new ProcessRecorder(), msg);
+    const [stored, lastCall] = await Promise.all([
+      db.messageAgentThought.findMany({ where: { message_id: msg.id }, orderBy: { position: 'asc' } }),
+      db.messageModelCall.findFirst({ where: { message_id: msg.id }, orderBy: { call_index: 'desc' }, select: { call_index: true } }),
+    ]);
+    return new ThoughtLog(new ProcessRecorder(stored.map(toThoughtRow), lastCall ? lastCall.call_index + 1 : 0), msg);
+  }
+
+  /**
+   * A `model_response` event: the model request's tokens, price and latency (issue 18) as a write for the next
+   * commit (RunCommitter.defer: no transaction of its own). One row per call_index, upserted: a replayed event
+   * cannot count a call twice.
+   */
+  modelCall(ev: AgentStreamEvent): ((tx: Tx) => Promise<unknown>) | null {
+    this.recorder.handle(ev);
+    const callIndex = ev.call_index;
+    const u = ev.usage;
+    if (callIndex === undefined || !u) return null;
+    const data = {
+      prompt_tokens: u.prompt_tokens,
+      completion_tokens: u.completion_tokens,
+      total_price: u.total_price,
+      currency: u.currency,
+      latency: u.latency,
+    };
+    return (tx) =>
+      tx.messageModelCall.upsert({
+        where: { message_id_call_index: { message_id: this.msg.id, call_index: callIndex } },
+        create: { message_id: this.msg.id, call_index: callIndex, ...data },
+        update: data,
+      });
   }
 
   /** The rows one stream event changed, with a held answer row it released. */
@@ -56,6 +84,8 @@ export class ThoughtLog {
         tool_call_id: r.tool_call_id,
         part_index: r.part_index,
         message_files: r.message_files,
+        call_index: r.call_index,
+        tool_meta: r.tool_meta as Prisma.InputJsonValue,
       };
       await tx.messageAgentThought.upsert({
         where: { message_id_position: { message_id: this.msg.id, position: r.position } },
@@ -106,6 +136,8 @@ function toThoughtRow(r: Prisma.MessageAgentThoughtModel): ThoughtRow {
     tool_call_id: r.tool_call_id,
     part_index: r.part_index,
     message_files: (r.message_files ?? []) as string[],
+    call_index: r.call_index,
+    tool_meta: (r.tool_meta ?? {}) as Record<string, unknown>,
     closed: r.observation !== '',
   };
 }

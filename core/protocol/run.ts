@@ -148,6 +148,17 @@ export const PartDelta = z.object({
   tool_call_id: z.string().optional(),
 });
 
+/** One model request's usage (a `model_response` event); prices are decimal strings like the run's usage. */
+export const ModelCallUsage = z.object({
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+  total_price: z.string().regex(/^\d+(\.\d+)?$/),
+  currency: z.string().default('USD'),
+  /** Seconds from the request to the end of its response stream. */
+  latency: z.number().nonnegative(),
+});
+export type ModelCallUsage = z.infer<typeof ModelCallUsage>;
+
 /** pydantic-ai style agent stream event (docs/seeds/001 / docs/PROTOCOL.md §2). */
 export const AgentStreamEvent = z.object({
   event_kind: z.enum([
@@ -159,6 +170,8 @@ export const AgentStreamEvent = z.object({
     'output_tool_call',
     'output_tool_result',
     'final_result',
+    // Not pydantic-ai: after each model request, its usage (issue 18: per-iteration tokens, price, latency).
+    'model_response',
   ]),
   index: z.number().int().nonnegative().optional(),
   part: Part.optional(),
@@ -169,6 +182,11 @@ export const AgentStreamEvent = z.object({
   /** function_tool_result: the observation (JSON value or text). */
   result: z.unknown().optional(),
   is_error: z.boolean().optional(),
+  /** function_tool_result: how long the tool ran, ms. */
+  duration_ms: z.number().nonnegative().optional(),
+  /** model_response: the run's 0-based model request number and what that request used. */
+  call_index: z.number().int().nonnegative().optional(),
+  usage: ModelCallUsage.optional(),
   /** Files a tool produced, surfaced as message files. */
   files: z.array(z.object({ url: z.string(), mime_type: z.string().optional(), name: z.string().optional() })).optional(),
 });

@@ -58,6 +58,8 @@ describe('tool steps', () => {
       'run_started',
       'part_start:tool-call:calculator',
       'part_start:tool-call:scratchpad_set',
+      // Each model request's usage follows its parts, before its tool calls run (issue 18).
+      'model_response',
       'function_tool_call:calculator',
       'function_tool_result:calculator',
       'function_tool_call:scratchpad_set',
@@ -65,8 +67,12 @@ describe('tool steps', () => {
       'part_start:text',
       ...events.filter((e) => e.type === 'agent_message_delta').map(() => 'agent_message_delta'),
       'part_end:text',
+      'model_response',
       'run_succeeded',
     ]);
+    const calls = aiEvents(events, 'model_response');
+    expect(calls.map((c) => c.call_index)).toEqual([0, 1]);
+    for (const c of calls) expect(c.usage?.latency).toBeGreaterThanOrEqual(0);
     const calc = events.find(
       (e) => e.type === 'pydantic_ai_event' && e.data.event_kind === 'function_tool_result' && e.data.tool_name === 'calculator',
     );

@@ -137,9 +137,15 @@ describe('runs', () => {
     const sh = shape(events);
     expect(sh[0]).toBe('run_started');
     expect(sh[1]).toBe('part_start:text');
-    expect(sh.at(-2)).toBe('part_end:text');
+    expect(sh.at(-3)).toBe('part_end:text');
+    expect(sh.at(-2)).toBe('model_response');
     expect(sh.at(-1)).toBe('run_succeeded');
-    expect(sh.slice(2, -2).every((s) => s === 'agent_message_delta')).toBe(true);
+    expect(sh.slice(2, -3).every((s) => s === 'agent_message_delta')).toBe(true);
+    const modelResponse = events.at(-2)!;
+    expect(modelResponse.type === 'pydantic_ai_event' && modelResponse.data).toMatchObject({
+      call_index: 0,
+      usage: { prompt_tokens: 12, completion_tokens: 4, total_price: '0.0001' },
+    });
     expect(textOf(events)).toBe('Hello world');
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => String(i + 1)));
 

@@ -98,4 +98,25 @@ describe('ProcessRecorder', () => {
     expect(removed).toBeUndefined();
     expect(changed?.thought).toBe('answer');
   });
+
+  it('tags each row with the model request that produced it and tool rows with their time cost', () => {
+    const r = new ProcessRecorder();
+    r.handle({
+      event_kind: 'part_start',
+      index: 0,
+      part: { part_kind: 'tool-call', tool_name: 'calculator', tool_call_id: 'c1', args: {} },
+    });
+    r.handle({ event_kind: 'model_response', call_index: 0 });
+    r.handle({ event_kind: 'function_tool_result', tool_call_id: 'c1', result: 'Cannot evaluate', is_error: true, duration_ms: 1500 });
+    r.handle({ event_kind: 'part_start', index: 1, part: { part_kind: 'thinking', content: 'hm' } });
+    expect(r.all.map((t) => [t.kind, t.call_index])).toEqual([
+      ['tool', 0],
+      ['thinking', 1],
+    ]);
+    expect(r.all[0].tool_meta).toEqual({ time_cost: 1.5, error: 'Cannot evaluate' });
+    // Rebuilt after a lost attempt: the next request's rows continue from the recorded calls.
+    const rebuilt = new ProcessRecorder(r.all.slice(0, 1), 1);
+    rebuilt.handle({ event_kind: 'part_start', index: 1, part: { part_kind: 'thinking', content: 'hm' } });
+    expect(rebuilt.all.at(-1)!.call_index).toBe(1);
+  });
 });
