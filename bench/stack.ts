@@ -1,14 +1,20 @@
 /**
  * The benchmark's stack: exactly the `npm start` wiring (stack/start-stack.ts) on embedded defaults, in a
- * fresh data dir `.data/bench-<pid>` on free ports, removed afterwards.
+ * fresh data dir `.data/bench-<pid>` on free ports, removed afterwards. With `temporal: 'cluster'` the same
+ * wiring runs on the PostgreSQL-backed Temporal server of `npm run cluster` (stack/cluster.ts: four service
+ * processes, SQL visibility) instead of the dev server, with Temporal's databases on the bench's own embedded
+ * PostgreSQL, as the cluster has them: only the Temporal server differs between the two runs.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, type Env } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
+import { startEmbeddedPg } from '../core/embedded-pg.js';
 import { startStack, type Stack, type StackOptions } from '../stack/start-stack.js';
-import { freePort } from '../stack/ports.js';
+import { startTemporalServer } from '../stack/cluster.js';
+import { freePort, stablePort } from '../stack/ports.js';
+import { TEMPORAL_SERVICES, type TemporalPorts } from '../stack/temporal-server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -27,14 +33,44 @@ export interface BenchStackOptions {
   /** Explicit `temporal` CLI binary (else the project's locator finds one). */
   temporalCliPath?: string;
   keepData?: boolean;
+  /** `dev`: the stack starts the dev server; `cluster`: the PostgreSQL-backed server (default dev). */
+  temporal?: 'dev' | 'cluster';
+}
+
+/** PostgreSQL and the PostgreSQL-backed Temporal server, for a stack pointed at them (DATABASE_URL, TEMPORAL_ADDRESS). */
+async function startClusterTemporal(dataDir: string, logLevel: Env['LOG_LEVEL']) {
+  const pg = await startEmbeddedPg({ dir: path.join(dataDir, 'pg'), port: await freePort(), durable: true });
+  try {
+    await pg.ensureDatabase('dify_agent');
+    const port = () => stablePort();
+    const record = async () => {
+      const out = {} as TemporalPorts['grpc'];
+      for (const s of TEMPORAL_SERVICES) out[s] = await port();
+      return out;
+    };
+    const ports: TemporalPorts = { grpc: await record(), membership: await record(), frontendHttp: await port() };
+    const quiet = logLevel === 'error' || logLevel === 'silent' || logLevel === 'fatal';
+    const temporal = await startTemporalServer({
+      dataDir: path.join(dataDir, 'cluster'),
+      databaseUrl: pg.url('dify_agent'),
+      ports,
+      log: quiet ? undefined : (m) => console.log(m),
+    });
+    return { databaseUrl: pg.url('dify_agent'), temporal, stop: async () => (await temporal.stop(), await pg.stop()) };
+  } catch (err) {
+    await pg.stop();
+    throw err;
+  }
 }
 
 export async function startBenchStack(opts: BenchStackOptions): Promise<BenchStack> {
   const dataDir = path.join(ROOT, '.data', `bench-${process.pid}`);
   fs.rmSync(dataDir, { recursive: true, force: true });
+  const cluster = opts.temporal === 'cluster' ? await startClusterTemporal(dataDir, opts.logLevel) : null;
   const config = loadConfig(
     {},
     {
+      ...(cluster ? { DATABASE_URL: cluster.databaseUrl, TEMPORAL_ADDRESS: cluster.temporal.address } : {}),
       ...(opts.temporalCliPath ? { TEMPORAL_CLI_PATH: opts.temporalCliPath } : {}),
       DATA_DIR: dataDir,
       EMBEDDED_PG_PORT: await freePort(),
@@ -45,6 +81,8 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
       DEMO_MODEL_TOKEN_DELAY_MS: BENCH_TOKEN_DELAY_MS,
       TEMPORAL_TASK_QUEUE: 'agent-turns-bench',
       LOG_LEVEL: opts.logLevel,
+      // BENCH_METRICS=off: the same run without Prometheus metrics (issue 20: their overhead is metrics on vs off).
+      METRICS_ENABLED: process.env.BENCH_METRICS !== 'off',
       // Per-key/per-user limits (README "Security") out of the way: many turns and streams run as one user here;
       // test/security/l6-rate-limits.test.ts sets its own.
       RATE_LIMIT_KEY_PER_MINUTE: 1_000_000,
@@ -55,12 +93,21 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
       TURNS_PER_USER: 1_000_000,
     },
   );
-  const stack = await startStack({ config, logger: createLogger('bench', opts.logLevel), worker: opts.worker, headlessTemporal: true });
+  const stack = await startStack({
+    config,
+    logger: createLogger('bench', opts.logLevel),
+    worker: opts.worker,
+    headlessTemporal: true,
+  }).catch(async (err) => {
+    await cluster?.stop();
+    throw err;
+  });
   return {
     stack,
     dataDir,
     stop: async () => {
       await stack.stop();
+      await cluster?.stop();
       if (!opts.keepData) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
