@@ -13,6 +13,7 @@ import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import * as S from './schemas.js';
 import { CONSOLE_REQUESTS, CONSOLE_RESPONSES, consoleAgentPaths } from './openapi-console.js';
+import { CONSOLE_DEBUGGER_REQUESTS, CONSOLE_DEBUGGER_RESPONSES, consoleDebuggerPaths } from './openapi-console-debugger.js';
 import { KNOWLEDGE_REQUESTS, KNOWLEDGE_RESPONSES, knowledgePaths } from './openapi-knowledge.js';
 import { TOOL_REQUESTS, TOOL_RESPONSES, toolProviderPaths } from './openapi-tools.js';
 import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
@@ -31,6 +32,7 @@ const REQUESTS = {
   FileUploadForm: S.FileUploadForm,
   HumanInputSubmitRequest: S.HumanInputSubmitRequest,
   ...CONSOLE_REQUESTS,
+  ...CONSOLE_DEBUGGER_REQUESTS,
   ...KNOWLEDGE_REQUESTS,
   ...TOOL_REQUESTS,
 };
@@ -52,6 +54,7 @@ const RESPONSES = {
   ...SSE_EVENTS,
   SseEvent,
   ...CONSOLE_RESPONSES,
+  ...CONSOLE_DEBUGGER_RESPONSES,
   ...KNOWLEDGE_RESPONSES,
   ...TOOL_RESPONSES,
 };
@@ -293,6 +296,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
       },
     },
     ...consoleAgentPaths(errors),
+    ...consoleDebuggerPaths(errors, { description: SSE_DESCRIPTION, content: sse }),
     ...knowledgePaths(errors),
     ...toolProviderPaths(errors),
     '/healthz': {
