@@ -13,6 +13,7 @@
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectRoot } from '../core/project-root.js';
@@ -34,6 +35,11 @@ async function bundleWorkflows(): Promise<number> {
   const quiet = () => undefined;
   const { code } = await bundleWorkflowCode({
     workflowsPath: path.join(DIST, 'workflows', 'index.js'),
+    // Turn metrics and workflow spans (core/tracing/worker-options.ts): switched on and off at run time by their sinks.
+    workflowInterceptorModules: [
+      path.join(DIST, 'core', 'metrics', 'workflow-interceptors.js'),
+      createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
+    ],
     logger: { log: quiet, info: quiet, warn: console.warn, error: console.error, debug: quiet, trace: quiet } as never,
   });
   fs.writeFileSync(path.join(DIST, 'workflow-bundle.js'), code);

@@ -12,6 +12,7 @@ import {
   OpenTelemetryActivityOutboundInterceptor,
 } from '@temporalio/interceptors-opentelemetry';
 import type { InjectedSinks, WorkerOptions } from '@temporalio/worker';
+import type { Sinks } from '@temporalio/workflow';
 import { metricsEnabled, recordTurnEnded, recordTurnPaused } from '../metrics/index.js';
 import type { TurnMetricsSinks } from '../metrics/workflow-interceptors.js';
 import { tracingInternals } from './index.js';
@@ -30,15 +31,24 @@ const turnMetricsSinks: InjectedSinks<TurnMetricsSinks> = {
   },
 };
 
+/** With tracing off, workflow spans of a prebuilt bundle (which always has the OpenTelemetry interceptors) are dropped here. */
+const droppedWorkflowSpans = { exporter: { export: { fn: () => undefined, callDuringReplay: false } } };
+
 /**
- * `workflowModules` only matter when the worker bundles workflows/ itself (from sources); a prebuilt bundle
- * (scripts/build.ts) has its interceptors already, and the sinks are injected either way (a sink the bundle
- * does not call costs nothing).
+ * From sources the worker bundles workflows/ itself, with the interceptor modules of what is on. A prebuilt bundle
+ * (scripts/build.ts) has both modules already, whatever the configuration: their sinks are always injected then,
+ * recording nothing while metrics or tracing is off.
  */
 export function workerTelemetryOptions(opts: { prebuiltBundle: boolean }): Pick<WorkerOptions, 'interceptors' | 'sinks'> {
   const tracing = tracingInternals();
-  const workflowModules = [...(metricsEnabled() ? [TURN_METRICS_MODULE] : []), ...(tracing ? [OTEL_WORKFLOW_MODULE] : [])];
-  if (workflowModules.length === 0) return {};
+  const metrics = metricsEnabled() || opts.prebuiltBundle;
+  const workflowModules = [...(metrics ? [TURN_METRICS_MODULE] : []), ...(tracing ? [OTEL_WORKFLOW_MODULE] : [])];
+  if (workflowModules.length === 0 && !opts.prebuiltBundle) return {};
+  const exporterSink = tracing
+    ? { exporter: makeWorkflowExporter(tracing.processor, tracing.resource) }
+    : opts.prebuiltBundle
+      ? droppedWorkflowSpans
+      : {};
   return {
     interceptors: {
       ...(opts.prebuiltBundle ? {} : { workflowModules }),
@@ -53,9 +63,6 @@ export function workerTelemetryOptions(opts: { prebuiltBundle: boolean }): Pick<
           }
         : {}),
     },
-    sinks: {
-      ...(metricsEnabled() ? turnMetricsSinks : {}),
-      ...(tracing ? { exporter: makeWorkflowExporter(tracing.processor, tracing.resource) } : {}),
-    },
+    sinks: { ...(metrics ? turnMetricsSinks : {}), ...exporterSink } as InjectedSinks<Sinks>,
   };
 }
