@@ -34,8 +34,10 @@ const t0 = Date.now();
 const log = (line: string) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${line}`);
 const load = os.loadavg()[0]!;
 if (load > 1) log(`note: load average ${load.toFixed(1)} before the run; other work on this machine skews every figure`);
-log(`starting the stack (embedded PostgreSQL, Temporal dev server, api, agent backend, worker ${cli.worker}) ...`);
+const temporalName = cli.temporal === 'cluster' ? 'the PostgreSQL-backed Temporal server (4 services)' : 'Temporal dev server';
+log(`starting the stack (embedded PostgreSQL, ${temporalName}, api, agent backend, worker ${cli.worker}) ...`);
 const bench = await startBenchStack({
+  temporal: cli.temporal,
   worker: cli.worker,
   logLevel: cli.logLevel,
   keepData: cli.keepData,
@@ -45,7 +47,7 @@ let exitCode = 0;
 try {
   log(`stack up: api ${bench.stack.apiUrl}, agent backend ${bench.stack.agentBackendUrl}, data ${path.relative(ROOT, bench.dataDir)}`);
   const progress = progressTo(process.stdout);
-  const main = await runBench({ stack: bench.stack, log, progress }, cli.bench);
+  const main = await runBench({ stack: bench.stack, log, progress, temporal: cli.temporal }, cli.bench);
   // The knowledge workload (bench/README.md "Knowledge"): c=1 and c=32 (quick: 1 and 4); BENCH_KNOWLEDGE=0 skips it.
   const knowledge =
     process.env.BENCH_KNOWLEDGE === '0'

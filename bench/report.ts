@@ -174,7 +174,7 @@ export function renderMarkdown(r: BenchResult): string {
     `Run ${r.startedAt}, ${r.durationS} s. Machine: ${m.cpu}, ${m.cores} cores, ${m.ramGiB} GiB RAM, Node ${m.node}, ${m.os}. ` +
       `Load average (1 min) before / after: ${r.loadAvg.before} / ${r.loadAvg.after}.` +
       (r.code?.commit ? ` Code: ${r.code.commit}${r.code.dirty ? ' with uncommitted changes outside bench/' : ''}.` : ''),
-    `Stack: embedded PostgreSQL, Temporal dev server, worker ${r.stack.worker}, DEMO_MODEL_TOKEN_DELAY_MS=${r.stack.DEMO_MODEL_TOKEN_DELAY_MS}, ` +
+    `Stack: embedded PostgreSQL, Temporal ${r.stack.temporal ?? 'dev server'}, worker ${r.stack.worker}, DEMO_MODEL_TOKEN_DELAY_MS=${r.stack.DEMO_MODEL_TOKEN_DELAY_MS}, ` +
       `DELTA_DEBOUNCE_MS=${r.stack.DELTA_DEBOUNCE_MS}, BACKEND_DELTA_COALESCE_MS=${r.stack.BACKEND_DELTA_COALESCE_MS}. ` +
       `Options: concurrency ${r.options.concurrency.join(',')}, turns/cell max(${r.options.turns}, 2×c), warm-up ${r.options.warmup}. ` +
       (r.idleCpuMsPerSec

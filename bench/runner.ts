@@ -134,6 +134,8 @@ export interface BenchContext {
   log: (line: string) => void;
   /** Live progress of a cell (bench/progress.ts); none by default. */
   progress?: ProgressFactory;
+  /** Which Temporal server the stack runs on (`npm run bench -- --temporal`), for the result's stack description. */
+  temporal?: 'dev' | 'cluster';
 }
 
 export async function runBench(ctx: BenchContext, options: BenchOptions): Promise<BenchResult> {
@@ -213,7 +215,7 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
       DELTA_DEBOUNCE_MS: stack.config.DELTA_DEBOUNCE_MS,
       BACKEND_DELTA_COALESCE_MS: stack.config.BACKEND_DELTA_COALESCE_MS,
       postgres: stack.config.DATABASE_URL?.includes('127.0.0.1') ? 'embedded' : 'external',
-      temporal: stack.temporalUiUrl ? 'dev server' : 'external',
+      temporal: ctx.temporal === 'cluster' ? 'PostgreSQL-backed server' : stack.temporalUiUrl ? 'dev server' : 'external',
     },
     workloads: results,
     floor: floor ? { taskQueue: FLOOR_TASK_QUEUE, eagerStartRequested: floor.eager.requested, ...floor.eager } : null,

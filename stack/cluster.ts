@@ -256,6 +256,54 @@ async function prepareNamespace(address: string, namespace: string, log: Log): P
   }
 }
 
+export interface TemporalServer {
+  address: string;
+  services: Record<TemporalService, TemporalServiceProcess>;
+  stop: () => Promise<void>;
+}
+
+/**
+ * The PostgreSQL-backed Temporal server alone: `temporal` and `temporal_visibility` created and migrated on the
+ * PostgreSQL of `databaseUrl`, the four services started, the namespace and the turn search attributes
+ * registered. startCluster runs it; so does the bench's `--temporal cluster`.
+ */
+export async function startTemporalServer(opts: {
+  dataDir: string;
+  databaseUrl: string;
+  ports: TemporalPorts;
+  namespace?: string;
+  log?: Log;
+  logDir?: string;
+}): Promise<TemporalServer> {
+  const log = opts.log ?? (() => undefined);
+  const logDir = opts.logDir ?? path.join(opts.dataDir, 'logs');
+  fs.mkdirSync(logDir, { recursive: true });
+  const bins = locateTemporalServer({ log });
+  const endpoint = pgEndpoint(opts.databaseUrl);
+  setupTemporalSchema(bins, endpoint, log);
+  const configFile = writeServerConfig(path.join(opts.dataDir, 'temporal'), endpoint, opts.ports);
+  const services = Object.fromEntries(
+    TEMPORAL_SERVICES.map((s) => [s, new TemporalServiceProcess(s, bins.server, configFile, opts.ports.grpc[s], logDir)]),
+  ) as Record<TemporalService, TemporalServiceProcess>;
+  // Clients first out: frontend, then the services behind it.
+  const stop = async () => {
+    for (const s of ['frontend', 'worker', 'matching', 'history'] as const) await services[s].stop();
+  };
+  process.once('exit', () => {
+    for (const s of Object.values(services)) if (s.up) s.child!.kill('SIGKILL');
+  });
+  try {
+    log('starting the Temporal services (frontend, history, matching, worker) ...');
+    await Promise.all(TEMPORAL_SERVICES.map((s) => services[s].start()));
+    const address = `127.0.0.1:${opts.ports.grpc.frontend}`;
+    await prepareNamespace(address, opts.namespace ?? 'default', log);
+    return { address, services, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
 export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const log = opts.log ?? (() => undefined);
   const { ports } = opts;
@@ -269,7 +317,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     for (const s of stops.splice(0).reverse()) await s().catch((err: Error) => log(`stop step failed: ${err.message}`));
   };
   try {
-    const bins = locateTemporalServer({ log });
+    locateTemporalServer({ log }); // first: a missing server (and its ~25 min build) shows before anything starts
     if (opts.build !== false) {
       log(`building the compiled services into ${path.relative(ROOT, opts.buildDir) || '.'} ...`);
       buildCompiled(opts.buildDir);
@@ -301,20 +349,9 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     }
 
     // Temporal: schema, config, the four services, namespace and search attributes.
-    const endpoint = pgEndpoint(databaseUrl);
-    setupTemporalSchema(bins, endpoint, log);
-    const configFile = writeServerConfig(path.join(dataDir, 'temporal'), endpoint, ports.temporal);
-    const temporal = Object.fromEntries(
-      TEMPORAL_SERVICES.map((s) => [s, new TemporalServiceProcess(s, bins.server, configFile, ports.temporal.grpc[s], logDir)]),
-    ) as Record<TemporalService, TemporalServiceProcess>;
-    stops.push(async () => {
-      // Clients first out: frontend, then the services behind it.
-      for (const s of ['frontend', 'worker', 'matching', 'history'] as const) await temporal[s].stop();
-    });
-    log('starting the Temporal services (frontend, history, matching, worker) ...');
-    await Promise.all(TEMPORAL_SERVICES.map((s) => temporal[s].start()));
-    const temporalAddress = `127.0.0.1:${ports.temporal.grpc.frontend}`;
-    await prepareNamespace(temporalAddress, namespace, log);
+    const temporalServer = await startTemporalServer({ dataDir, databaseUrl, ports: ports.temporal, namespace, log, logDir });
+    stops.push(() => temporalServer.stop());
+    const { services: temporal, address: temporalAddress } = temporalServer;
 
     let uiUrl: string | null = null;
     if (opts.ui !== false) {
@@ -414,7 +451,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       await Promise.all(backends.map((s) => s.stop()));
     });
     process.once('exit', () => {
-      for (const s of [...nodeServices, ...Object.values(temporal)]) if (s.up) s.child!.kill('SIGKILL');
+      for (const s of nodeServices) if (s.up) s.child!.kill('SIGKILL');
     });
     log('starting 2 agent backends, 2 apis, 2 workers ...');
     await Promise.all(nodeServices.map((s) => s.start()));

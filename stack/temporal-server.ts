@@ -122,7 +122,21 @@ export function locateTemporalServer(opts: { log?: Log; install?: boolean } = {}
     server = envServer ?? path.join(SERVER_CACHE_DIR, 'bin', 'server');
     sqlTool = envSql ?? path.join(SERVER_CACHE_DIR, 'bin', 'sql');
   }
-  return { server, sqlTool, schemaDir: schemaDir(go, log) };
+  return { server: envServer ? server : namedLink(server, 'temporal-server'), sqlTool, schemaDir: schemaDir(go, log) };
+}
+
+/**
+ * `go install` names the binary after its package directory (`server`); a `temporal-server` link beside it is
+ * what the cluster starts, so `ps`, `top` and the bench's per-process CPU (comm starts with "temporal") name it.
+ */
+function namedLink(bin: string, name: string): string {
+  const link = path.join(path.dirname(bin), name);
+  try {
+    if (!fs.existsSync(link)) fs.symlinkSync(path.basename(bin), link);
+    return link;
+  } catch {
+    return bin;
+  }
 }
 
 export interface PgEndpoint {

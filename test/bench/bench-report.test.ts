@@ -1,6 +1,6 @@
 /**
  * The benchmark's pure parts, without a stack: its command line (nothing tracked is written unless
- * --record; --temporal cluster refuses until issue 15), the floor column and "extra over floor" of the
+ * --record; --temporal dev or cluster), the floor column and "extra over floor" of the
  * report, and the progress line.
  */
 import { describe, expect, it } from 'vitest';
@@ -29,11 +29,12 @@ describe('npm run bench options', () => {
     expect(() => parseCli(['--record', '--quick'], {})).toThrow(/--record: a --quick run is a smoke test/);
   });
 
-  it('takes the floor as a path and refuses the cluster until issue 15 exists', () => {
+  it("takes the floor as a path, and the cluster's PostgreSQL-backed Temporal server as --temporal cluster", () => {
     expect(parseCli(['--paths', 'floor,durable'], {}).bench.paths).toEqual(['floor', 'durable']);
     expect(() => parseCli(['--paths', 'peer'], {})).toThrow(/unknown path "peer"/);
-    expect(() => parseCli(['--temporal', 'cluster'], {})).toThrow('--temporal cluster: not available yet: needs the cluster issue (15)');
-    expect(() => parseCli([], { BENCH_TEMPORAL: 'cluster' })).toThrow(/needs the cluster issue \(15\)/);
+    expect(parseCli([], {}).temporal).toBe('dev');
+    expect(parseCli(['--temporal', 'cluster'], {}).temporal).toBe('cluster');
+    expect(parseCli([], { BENCH_TEMPORAL: 'cluster' }).temporal).toBe('cluster');
     expect(() => parseCli(['--temporal', 'cloud'], {})).toThrow(/--temporal must be dev or cluster/);
   });
 });
