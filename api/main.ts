@@ -11,6 +11,7 @@ import { createLogger } from '../core/logger.js';
 import { setupObservability } from '../core/observability.js';
 import { temporalSecurity } from '../core/temporal-connection.js';
 import { createWiredApi, lazyTemporalConnection } from './wire.js';
+import { createHttpServer } from '../core/http-server.js';
 
 const config = loadConfig();
 setupObservability(config, 'api');
@@ -37,7 +38,9 @@ const { app, stop: stopBackground } = createWiredApi({
   logger,
   agentBackendUrl: () => config.agentBackendUrl,
 });
-const server = app.listen(config.API_PORT, config.API_HOST, () => logger.info({ port: config.API_PORT }, 'api listening'));
+const server = createHttpServer(app, config).listen(config.API_PORT, config.API_HOST, () =>
+  logger.info({ port: config.API_PORT }, 'api listening'),
+);
 const stop = () => {
   server.close();
   void stopBackground()

@@ -53,6 +53,9 @@ export const EnvSchema = z.object({
   // --- api --------------------------------------------------------------------------------------
   API_HOST: z.string().default('127.0.0.1'),
   API_PORT: int(5001),
+  /** Slow clients (README "Security"): time to send the request headers, and the whole request, ms. */
+  HTTP_HEADERS_TIMEOUT_MS: int(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: int(120_000),
   /** Public base URL of the api, as the agent backend reaches it (inner API callbacks). */
   API_INTERNAL_URL: z.string().optional(),
   /** Shared secret of the inner API (`X-Inner-Api-Key`). */

@@ -29,6 +29,7 @@ import { pickTemporalMetricsAddress } from '../core/metrics/temporal.js';
 import { setupObservability } from '../core/observability.js';
 import { startWorkerHttp } from '../core/worker-http.js';
 import { locateTemporal, startTemporalDevServer, type DevServer } from './temporal.js';
+import { createHttpServer } from '../core/http-server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -163,7 +164,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       stop: stopApiBackground,
     } = createWiredApi({ db, connection, eagerStart: inProcessWorker, notifier, config, logger, agentBackendUrl: () => backendHolder.url });
     stops.push(stopApiBackground);
-    const server = app.listen(config.API_PORT, config.API_HOST);
+    const server = createHttpServer(app, config).listen(config.API_PORT, config.API_HOST);
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
       server.once('error', reject);
