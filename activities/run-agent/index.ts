@@ -74,8 +74,15 @@ export function createRunAgent(deps: ActivityDeps) {
     // The message turns `running` while the backend run is created (independent writes, one wait).
     const markRunning = msg.status === 'pending' ? db.message.update({ where: { id: msg.id }, data: { status: 'running' } }) : null;
     if (!backendRunId) {
-      // Both settle before anything else: a refusal's failed status must land after `running`, never under it.
-      const [created] = await Promise.all([createRunOrRefusal(backend, run.request as unknown as CreateRunRequest), markRunning]);
+      // Both settle before anything else, also when one fails: a refusal's failed status must land after `running`,
+      // never under it, and a retried attempt must not race a `running` write left in flight by this one.
+      const [createdR, markedR] = await Promise.allSettled([
+        createRunOrRefusal(backend, run.request as unknown as CreateRunRequest),
+        markRunning,
+      ]);
+      if (createdR.status === 'rejected') throw createdR.reason;
+      if (markedR.status === 'rejected') throw markedR.reason;
+      const created = createdR.value;
       if ('refused' in created) return refuseRun(scope, created.refused);
       backendRunId = created.run_id;
       await db.agentBackendRun.update({ where: { message_id: msg.id }, data: { backend_run_id: backendRunId, status: 'running' } });

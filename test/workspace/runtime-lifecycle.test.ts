@@ -108,6 +108,7 @@ describe('runtime and shell on the agent backend', () => {
     const events = await b.client.untilTerminal(runId);
     expect(events.at(-1)!.type).toBe('run_succeeded');
     expect(toolResult(events)).toEqual({
+      duration_ms: expect.any(Number),
       result: { exit_code: 3, stdout: `out\n${dir}\n`, stderr: 'err\n' },
       is_error: false,
       index: expect.any(Number),
