@@ -107,8 +107,12 @@ export async function startWorker(opts: {
       logger: logger.child({ component: 'activities' }),
       modelSupportsVision: (provider, model) => providers.get(provider)?.resolveModel(model)?.supports_vision ?? false,
     }),
-    maxConcurrentActivityTaskExecutions: 200,
-    maxConcurrentWorkflowTaskExecutions: 100,
+    // Slots (README "Configuration"): a turn in flight holds one activity slot (runAgent) for its whole run, so the
+    // activity slots of all workers are also the default admission cap of the api (api/admission.ts).
+    maxConcurrentActivityTaskExecutions: config.WORKER_MAX_CONCURRENT_ACTIVITIES,
+    maxConcurrentLocalActivityExecutions: config.WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES,
+    maxConcurrentWorkflowTaskExecutions: config.WORKER_MAX_CONCURRENT_WORKFLOW_TASKS,
+    ...(config.WORKER_MAX_CACHED_WORKFLOWS !== undefined ? { maxCachedWorkflows: config.WORKER_MAX_CACHED_WORKFLOWS } : {}),
     // Keep the stuck-detector quiet and shut down fast in dev; runAgent reattaches on retry anyway.
     shutdownGraceTime: '3 seconds',
   });

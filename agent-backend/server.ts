@@ -140,12 +140,15 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       instanceId: options.instanceId,
       pollMs: options.pollMs,
       keepAliveMs: options.keepAliveMs,
+      maxRuns: config.MAX_RUNS_PER_BACKEND,
     }),
   );
   app.use((_req: Request, _res: Response, next: NextFunction) => next(new HttpError(404, 'not_found', 'no such route')));
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
     const e = toHttpError(err);
-    if (e.status === 503) logger.warn({ err: (err as Error)?.message }, 'agent backend: request failed, dependency unavailable');
+    // At capacity is this process's own state, expected under load and retried by the caller: no warning per refusal.
+    if (e.code === 'backend_busy') logger.debug('agent backend: run refused, at capacity');
+    else if (e.status === 503) logger.warn({ err: (err as Error)?.message }, 'agent backend: request failed, dependency unavailable');
     else if (e.status >= 500) logger.error({ err }, 'agent backend: request failed');
     if (res.headersSent) {
       res.end();

@@ -239,6 +239,12 @@ export class PgRunStore {
     return { run: toRun(existing.rows[0]), created: false };
   }
 
+  /** The run created under an idempotency key, if any (a retried create while the backend is at capacity). */
+  async findRunByIdempotencyKey(key: string): Promise<RunRow | null> {
+    const r = await this.q(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where idempotency_key = $1`, [key]);
+    return r.rowCount === 1 ? toRun(r.rows[0]) : null;
+  }
+
   async getRun(runId: string): Promise<RunRow | null> {
     const r = await this.q(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where run_id = $1`, [runId]);
     return r.rowCount === 1 ? toRun(r.rows[0]) : null;

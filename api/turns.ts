@@ -12,6 +12,7 @@ import type { Logger } from '../core/logger.js';
 import { AGENT_TURN_WORKFLOW, workflowIdForMessage, type AgentTurnInput, type InvokeFrom } from '../workflows/definitions.js';
 import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js';
 import type { AppContext } from './auth.js';
+import { admitTurn } from './admission.js';
 import { HttpError } from './errors.js';
 import { upsertEndUser } from './ownership.js';
 import { createMessageFiles, prepareMessageFiles } from './message-files.js';
@@ -64,6 +65,8 @@ export async function startTurn(
 ): Promise<StartedTurn> {
   const { db, temporal, config, logger } = deps;
   if (!app.agentId) throw new HttpError(400, 'app_unavailable', 'This app has no agent configured.');
+  // Before the end user's row or anything else is written: a refused turn leaves nothing behind.
+  await admitTurn(db, config);
   const endUser = caller.kind === 'end-user' ? await upsertEndUser(db, app, body.user) : null;
   const accountId = caller.kind === 'account' ? caller.accountId : null;
   const owner = endUser ? { end_user_id: endUser.id } : { account_id: accountId };

@@ -38,6 +38,8 @@ export const EnvSchema = z.object({
   TEMPORAL_CLI_PATH: z.string().optional(),
   TEMPORAL_DEV_PORT: int(7233),
   TEMPORAL_UI_PORT: int(8233),
+  /** Base URL of the Temporal Web UI the studio links turns to (`npm start`: the dev server's UI). Unset: no link. */
+  TEMPORAL_UI_URL: z.string().url().optional(),
   /** TLS to the Temporal frontend. Unset: on when TEMPORAL_API_KEY or any TEMPORAL_TLS_* file is set, else off. */
   TEMPORAL_TLS: bool.optional(),
   /** TLS server name (SNI) to expect, when it differs from the host of TEMPORAL_ADDRESS. */
@@ -82,6 +84,11 @@ export const EnvSchema = z.object({
   /** Concurrent turns in progress (pending or running) per app and per end user. */
   TURNS_PER_KEY: int(100),
   TURNS_PER_USER: int(5),
+  /** Admission control (README "Failure modes"): turns in flight (pending or running messages) across the deployment,
+   * counted in PostgreSQL so every api replica shares it. A turn beyond it is refused before anything is written: 503
+   * `server_busy` + Retry-After. Unset: WORKER_COUNT × WORKER_MAX_CONCURRENT_ACTIVITIES (a turn in flight holds one
+   * runAgent activity slot); 0: no cap. */
+  MAX_TURNS_IN_FLIGHT: z.coerce.number().int().min(0).optional(),
   /** How long a signed file link (message_files url) is valid, seconds; links are re-signed when read. */
   FILE_LINK_TTL_S: int(3_600),
   /** Deepest nesting (objects + arrays) accepted in any JSON body, api and agent backend (README "Security"). */
@@ -93,6 +100,14 @@ export const EnvSchema = z.object({
   WORKER_HEALTH_PORT: z.coerce.number().int().positive().optional(),
   /** Where the worker's HTTP port listens (0.0.0.0 in a container, so Prometheus can scrape it). */
   WORKER_HEALTH_HOST: z.string().default('127.0.0.1'),
+  /** Worker slots (Temporal WorkerOptions): activities at once (each turn in flight holds one for runAgent), local
+   * activities (prepareTurn), workflow tasks, and the sticky cache of workflows (unset: the SDK's, from the heap size). */
+  WORKER_MAX_CONCURRENT_ACTIVITIES: z.coerce.number().int().min(1).default(200),
+  WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES: z.coerce.number().int().min(1).default(100),
+  WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z.coerce.number().int().min(2).default(100),
+  WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).optional(),
+  /** How many workers serve the task queue: with WORKER_MAX_CONCURRENT_ACTIVITIES, the default MAX_TURNS_IN_FLIGHT. */
+  WORKER_COUNT: z.coerce.number().int().min(1).default(1),
 
   // --- agent backend ----------------------------------------------------------------------------
   AGENT_BACKEND_HOST: z.string().default('127.0.0.1'),
@@ -112,6 +127,9 @@ export const EnvSchema = z.object({
   RUN_MAX_TOOL_CALLS: int(50),
   RUN_MAX_WALL_CLOCK_MS: int(600_000),
   RUN_RETENTION_HOURS: int(72),
+  /** Runs one agent backend process executes at once; POST /runs beyond it answers 503 `backend_busy` + Retry-After
+   * (runAgent retries it). 0: no cap. */
+  MAX_RUNS_PER_BACKEND: z.coerce.number().int().min(0).default(200),
 
   // --- agent workspace: runtime + shell (README "Agent workspace") ------------------------------
   /** Where workspaces live (one directory per workspace id); default DATA_DIR/workspaces. */
@@ -133,6 +151,8 @@ export const EnvSchema = z.object({
   SHELL_TIMEOUT_MS: int(60_000),
   /** Upper bound of the stdout/stderr kept per command, bytes each (the rest is cut with a marker). */
   SHELL_MAX_OUTPUT_BYTES: int(16_384),
+  /** Largest file a shell command may hand back from `outputs/` as a message file, bytes (README "Agent workspace"). */
+  WORKSPACE_OUTPUT_MAX_BYTES: int(10 * 1024 * 1024),
 
   // --- tool providers: API and MCP tools (README "Tools") ---------------------------------------
   /** Time limit of one API/MCP tool call (and of an MCP server's tool listing), ms. */
@@ -175,6 +195,11 @@ export interface Config extends Env {
   workspacesDir: string;
   apiUrl: string;
   agentBackendUrl: string;
+}
+
+/** The admission cap on turns in flight (MAX_TURNS_IN_FLIGHT, else derived from the workers' activity slots); 0: none. */
+export function maxTurnsInFlight(c: Pick<Env, 'MAX_TURNS_IN_FLIGHT' | 'WORKER_COUNT' | 'WORKER_MAX_CONCURRENT_ACTIVITIES'>): number {
+  return c.MAX_TURNS_IN_FLIGHT ?? c.WORKER_COUNT * c.WORKER_MAX_CONCURRENT_ACTIVITIES;
 }
 
 /** The secrets whose built-in defaults are public (dev only): production refuses them (issue 17 L7). */

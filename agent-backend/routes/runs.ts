@@ -21,6 +21,8 @@ export interface RunRoutesDeps {
   instanceId: string;
   pollMs: number;
   keepAliveMs: number;
+  /** Runs this process executes at once (MAX_RUNS_PER_BACKEND); 0: no cap. */
+  maxRuns: number;
 }
 
 const MAX_PAGE = 500;
@@ -30,18 +32,36 @@ export function runRoutes(deps: RunRoutesDeps): Router {
   const { store, runs } = deps;
   const router = express.Router();
 
+  // Creates admitted but not yet started (their insert is in flight): counted with the active runs, so two
+  // concurrent creates cannot both take the last slot.
+  let starting = 0;
+  const atCapacity = () => deps.maxRuns > 0 && runs.activeRunIds.length + starting >= deps.maxRuns;
+
   router.post('/runs', async (req, res) => {
     // Validation happens entirely before any I/O.
     const plan = planRun(req.body ?? {}, deps.registry, deps.limits);
-    const { run, created } = await store.createRun({
-      runId: crypto.randomUUID(),
-      idempotencyKey: plan.request.idempotency_key ?? null,
-      purpose: plan.request.purpose,
-      request: plan.request,
-      ownerId: deps.instanceId,
-    });
-    if (created) runs.start(run.run_id, plan);
-    res.status(202).json({ run_id: run.run_id, status: run.status });
+    const idempotencyKey = plan.request.idempotency_key ?? null;
+    if (atCapacity()) {
+      // A repeated create of a run that exists is no new work: answer it as ever, even when full.
+      const existing = idempotencyKey ? await store.findRunByIdempotencyKey(idempotencyKey) : null;
+      if (!existing) throw new HttpError(503, 'backend_busy', `this agent backend is at capacity (${deps.maxRuns} runs); retry shortly`);
+      res.status(202).json({ run_id: existing.run_id, status: existing.status });
+      return;
+    }
+    starting += 1;
+    try {
+      const { run, created } = await store.createRun({
+        runId: crypto.randomUUID(),
+        idempotencyKey,
+        purpose: plan.request.purpose,
+        request: plan.request,
+        ownerId: deps.instanceId,
+      });
+      if (created) runs.start(run.run_id, plan);
+      res.status(202).json({ run_id: run.run_id, status: run.status });
+    } finally {
+      starting -= 1;
+    }
   });
 
   router.get('/runs/:id', async (req, res) => {
