@@ -244,6 +244,7 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
         result: outcome.result,
         is_error: Boolean(outcome.isError),
         duration_ms: Date.now() - toolStartedAt,
+        ...(outcome.files?.length ? { files: outcome.files } : {}),
       });
     }
     state.messages.push(assistant, ...toolMessages);

@@ -37,6 +37,17 @@ export const AgentThoughtEvent = TurnEventBase.extend({
   message_files: z.array(z.unknown()),
 }).meta({ description: 'The full current state of one thought row (created or updated).' });
 
+export const MessageFileEvent = TurnEventBase.extend({
+  event: z.literal('message_file'),
+  /** The MessageFile id (also in the tool's agent_thought message_files). */
+  id: z.string().uuid(),
+  /** image | document */
+  type: z.string(),
+  belongs_to: z.literal('assistant'),
+  /** A signed link to the file (expires: the message history hands out fresh ones). */
+  url: z.string(),
+}).meta({ description: "A file the agent's tool produced (the shell's outputs/), attached to the answer." });
+
 export const MessageEvent = TurnEventBase.extend({
   event: z.literal('message'),
   id: z.string().uuid(),
@@ -89,6 +100,7 @@ export const PingEvent = z.object({ event: z.literal('ping') }).meta({ descripti
 export const SSE_EVENTS = {
   AgentMessageEvent,
   AgentThoughtEvent,
+  MessageFileEvent,
   MessageEvent,
   MessageEndEvent,
   MessageReplaceEvent,
@@ -100,6 +112,7 @@ export const SSE_EVENTS = {
 export const SseEvent = z.discriminatedUnion('event', [
   AgentMessageEvent,
   AgentThoughtEvent,
+  MessageFileEvent,
   MessageEvent,
   MessageEndEvent,
   MessageReplaceEvent,
@@ -113,6 +126,7 @@ export type SseEvent = z.output<typeof SseEvent>;
 export const CLIENT_EVENT_SCHEMAS = {
   agent_message: AgentMessageEvent,
   agent_thought: AgentThoughtEvent,
+  message_file: MessageFileEvent,
   message: MessageEvent,
   message_end: MessageEndEvent,
   message_replace: MessageReplaceEvent,

@@ -200,7 +200,8 @@ export class ProcessRecorder {
         if (ev.duration_ms !== undefined || ev.is_error) {
           r.tool_meta = { ...r.tool_meta, time_cost: (ev.duration_ms ?? 0) / 1000, error: ev.is_error ? r.observation : null };
         }
-        if (ev.files?.length) r.message_files = [...r.message_files, ...ev.files.map((f) => f.url)];
+        // By now each url is a MessageFile id (activities/run-agent/tool-files.ts); a replayed event adds none twice.
+        if (ev.files?.length) r.message_files = [...new Set([...r.message_files, ...ev.files.map((f) => f.url)])];
         return [r];
       }
       case 'model_response':

@@ -12,6 +12,7 @@ import { attemptLostError, cancellationCause, isAttemptLost, UserStop } from './
 import { FencedOut } from './commit.js';
 import type { RunAgentOutcome, RunScope } from './scope.js';
 import { endRun, isTerminalEvent, stopWithoutTerminal } from './terminal.js';
+import { attachToolFiles } from './tool-files.js';
 
 const TIMER = Symbol('timer');
 const LOST = Symbol('lost');
@@ -70,8 +71,14 @@ export async function consumeRun(scope: RunScope, backendRunId: string): Promise
               if (write) committer.defer(write);
               continue;
             }
-            const rows = thoughts.handle(ev.data);
-            if (rows.length > 0) await committer.commit(ev.id, (tx) => thoughts.persist(tx, rows, ev.id));
+            // Files a tool left in the workspace are copied before the commit that references them (tool-files.ts).
+            const files = await attachToolFiles(scope, ev.data, ev.id);
+            const rows = thoughts.handle(files?.event ?? ev.data);
+            if (rows.length > 0 || files)
+              await committer.commit(ev.id, async (tx) => [
+                ...((await files?.write(tx)) ?? []),
+                ...(await thoughts.persist(tx, rows, ev.id)),
+              ]);
             continue;
           }
           if (!isTerminalEvent(ev)) continue;

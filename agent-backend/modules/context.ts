@@ -10,6 +10,17 @@ import { formatZodError } from '../errors.js';
 import { mintStubToken } from '../stub-token.js';
 import type { ShellResult } from '../workspace/exec.js';
 import { ProcessSet, type Sandbox } from '../workspace/sandbox.js';
+import {
+  changedOutputs,
+  listOutputs,
+  MAX_OUTPUT_FILES,
+  OUTPUTS_DIR,
+  outputFileType,
+  outputRef,
+  OutputRefused,
+  readOutputFile,
+  sha256,
+} from '../../core/workspace-outputs.js';
 import { defineModule, Mutex, type ToolOutcome } from './types.js';
 
 const NoState = z.object({}).strict() as z.ZodType<Record<string, never>>;
@@ -168,7 +179,7 @@ export function createShellModule(sandbox?: Sandbox) {
     create: ({ name, config, state, services }) => {
       const mutex = new Mutex();
       const sessions = new ProcessSet();
-      const caps = sandbox?.limits ?? { timeoutMs: 60_000, maxOutputBytes: 16_384 };
+      const caps = sandbox?.limits ?? { timeoutMs: 60_000, maxOutputBytes: 16_384, outputFileMaxBytes: 10 * 1024 * 1024 };
       const defaultTimeout = Math.min(config.timeout_ms ?? caps.timeoutMs, caps.timeoutMs);
       const maxOutput = Math.min(config.max_output_bytes ?? caps.maxOutputBytes, caps.maxOutputBytes);
       return {
@@ -186,7 +197,9 @@ export function createShellModule(sandbox?: Sandbox) {
               name: 'shell',
               description:
                 'Run a shell command in your workspace (a private directory kept across the turns of this conversation). ' +
-                'Returns exit_code, stdout and stderr. The `dify-agent` CLI is on PATH (dify-agent config prompt pull/push).',
+                'Returns exit_code, stdout and stderr. The `dify-agent` CLI is on PATH (dify-agent config prompt pull/push). ' +
+                `Files a command creates or changes directly in \`${OUTPUTS_DIR}/\` are attached to your answer for the user ` +
+                `(at most ${MAX_OUTPUT_FILES} per command, each at most ${caps.outputFileMaxBytes} bytes; no symlinks or directories).`,
               parameters: jsonSchemaOf(ShellArgs),
             },
           ],
@@ -207,6 +220,8 @@ export function createShellModule(sandbox?: Sandbox) {
                   b();
                 };
               };
+              const workspaceDir = sandbox.workspaceDir(lease.workspaceId);
+              const before = await listOutputs(workspaceDir);
               const r = await sandbox.exec({
                 workspaceId: lease.workspaceId,
                 command: parsed.data.command,
@@ -217,7 +232,14 @@ export function createShellModule(sandbox?: Sandbox) {
                 signal: ctx.signal,
                 track,
               });
-              return shellObservation(r);
+              const outcome = shellObservation(r);
+              if (r.status !== 'exited' && r.status !== 'timeout' && r.status !== 'killed') return outcome;
+              return withOutputFiles(
+                outcome,
+                workspaceDir,
+                changedOutputs(before, await listOutputs(workspaceDir)),
+                caps.outputFileMaxBytes,
+              );
             }),
         },
       };
@@ -254,6 +276,36 @@ export function shellObservation(r: ShellResult): ToolOutcome {
         isError: true,
       };
   }
+}
+
+/**
+ * Attaches what the command wrote to `outputs/` (names from changedOutputs): each file is read once here, through
+ * the same checks the api applies, and announced with its sha256 so the api copies exactly this content. The model
+ * learns which files were attached and why others were not.
+ */
+export async function withOutputFiles(outcome: ToolOutcome, workspaceDir: string, names: string[], maxBytes: number): Promise<ToolOutcome> {
+  if (outcome.kind !== 'result' || names.length === 0) return outcome;
+  const files: NonNullable<Extract<ToolOutcome, { kind: 'result' }>['files']> = [];
+  const refused: { file: string; reason: string }[] = [];
+  for (const name of names) {
+    if (files.length >= MAX_OUTPUT_FILES) {
+      refused.push({ file: `${OUTPUTS_DIR}/${name}`, reason: `more than ${MAX_OUTPUT_FILES} files in one command` });
+      continue;
+    }
+    try {
+      const bytes = await readOutputFile(workspaceDir, name, maxBytes);
+      files.push({ url: outputRef(name), name, mime_type: outputFileType(name, bytes).mime, size: bytes.length, sha256: sha256(bytes) });
+    } catch (err) {
+      if (!(err instanceof OutputRefused)) throw err;
+      refused.push({ file: `${OUTPUTS_DIR}/${name}`, reason: err.message });
+    }
+  }
+  const note = {
+    ...(files.length ? { attached_files: files.map((f) => `${OUTPUTS_DIR}/${f.name}`) } : {}),
+    ...(refused.length ? { not_attached: refused } : {}),
+  };
+  const result = typeof outcome.result === 'object' && outcome.result !== null ? { ...outcome.result, ...note } : outcome.result;
+  return { ...outcome, result, ...(files.length ? { files } : {}) };
 }
 
 function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {

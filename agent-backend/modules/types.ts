@@ -7,7 +7,7 @@
 import type { z } from 'zod';
 import type { Logger } from '../../core/logger.js';
 import type { PromptMessage } from '../../core/protocol/inner-llm.js';
-import type { ExecutionContextLayerConfig, ModelSettings } from '../../core/protocol/run.js';
+import type { AgentStreamEvent, ExecutionContextLayerConfig, ModelSettings } from '../../core/protocol/run.js';
 
 export type CapabilityKind = 'instructions' | 'user_prompt' | 'history' | 'model' | 'output' | 'execution_context' | 'resource' | 'toolset';
 
@@ -20,7 +20,8 @@ export interface ToolSpec {
 
 /** What a tool call produced: an observation for the model, or a deferral that ends the run. */
 export type ToolOutcome =
-  | { kind: 'result'; result: unknown; isError?: boolean }
+  /** `files`: what the tool left for the user (the shell's `outputs/`), streamed on the tool result event as message files. */
+  | { kind: 'result'; result: unknown; isError?: boolean; files?: NonNullable<AgentStreamEvent['files']> }
   | { kind: 'deferred'; args: Record<string, unknown>; metadata: Record<string, unknown> };
 
 export interface ToolCallContext {

@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import type { Config } from '../../core/config.js';
 import type { Logger } from '../../core/logger.js';
 import { ensureSandboxTools, type SandboxTools } from '../../sandbox/build.js';
+import { OUTPUTS_DIR } from '../../core/workspace-outputs.js';
 import { runShellctl, stopHelper, type ShellResult } from './exec.js';
 
 const run = promisify(execFile);
@@ -49,7 +50,11 @@ export class Sandbox {
   }
 
   get limits() {
-    return { timeoutMs: this.config.SHELL_TIMEOUT_MS, maxOutputBytes: this.config.SHELL_MAX_OUTPUT_BYTES };
+    return {
+      timeoutMs: this.config.SHELL_TIMEOUT_MS,
+      maxOutputBytes: this.config.SHELL_MAX_OUTPUT_BYTES,
+      outputFileMaxBytes: this.config.WORKSPACE_OUTPUT_MAX_BYTES,
+    };
   }
 
   /** Stub tokens are HMACs under the backend token (stub-token.ts). */
@@ -116,10 +121,16 @@ export class Sandbox {
     return path.join(this.config.workspacesDir, workspaceId.toLowerCase());
   }
 
-  /** Creates the workspace on first use (with its private tmp), keeps it across turns. */
+  /** Creates the workspace on first use (with its private tmp and `outputs/`, whose new files become message files), keeps it across turns. */
   ensureWorkspace(workspaceId: string): string {
     const dir = this.workspaceDir(workspaceId);
     fs.mkdirSync(path.join(dir, '.tmp'), { recursive: true });
+    // Not recursive: a symlink the agent put at outputs/ stays as it is (and attaches nothing).
+    try {
+      fs.mkdirSync(path.join(dir, OUTPUTS_DIR));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
     return dir;
   }
 

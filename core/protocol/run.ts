@@ -188,7 +188,19 @@ export const AgentStreamEvent = z.object({
   call_index: z.number().int().nonnegative().optional(),
   usage: ModelCallUsage.optional(),
   /** Files a tool produced, surfaced as message files. */
-  files: z.array(z.object({ url: z.string(), mime_type: z.string().optional(), name: z.string().optional() })).optional(),
+  files: z
+    .array(
+      z.object({
+        /** `workspace:outputs/<name>`: a file in the run's workspace (the api copies it into uploads). */
+        url: z.string(),
+        mime_type: z.string().optional(),
+        name: z.string().optional(),
+        size: z.number().int().nonnegative().optional(),
+        /** sha256 (hex) of the content the tool produced: the api attaches only that content. */
+        sha256: z.string().optional(),
+      }),
+    )
+    .optional(),
 });
 export type AgentStreamEvent = z.infer<typeof AgentStreamEvent>;
 
