@@ -25,6 +25,7 @@ import { appInfoRoutes } from './routes/app-info.js';
 import { chatRoutes } from './routes/chat.js';
 import { agentLogRoutes } from './routes/agent-logs.js';
 import { consoleRoutes } from './routes/console.js';
+import { studioRoutes } from './routes/studio.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { feedbackRoutes } from './routes/feedbacks.js';
 import { fileRoutes, signedFileRoutes } from './routes/files.js';
@@ -57,6 +58,17 @@ export interface ApiDeps {
   ready?: () => Promise<Record<string, boolean>>;
 }
 
+/** The pages' policy: only this origin's scripts, styles and fetches; no framing; no referrer (keys never leak). */
+function strictPage(_req: express.Request, res: express.Response, next: express.NextFunction): void {
+  res.setHeader(
+    'Content-Security-Policy',
+    "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+  );
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  next();
+}
+
 export function createApiApp(deps: ApiDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
@@ -72,19 +84,9 @@ export function createApiApp(deps: ApiDeps): express.Express {
 
   // The chat page (web/): static files, strict CSP; the app key travels only in the URL fragment.
   app.get('/', (_req, res) => res.redirect(302, '/chat/'));
-  app.use(
-    '/chat',
-    (_req, res, next) => {
-      res.setHeader(
-        'Content-Security-Policy',
-        "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
-      );
-      res.setHeader('X-Content-Type-Options', 'nosniff');
-      res.setHeader('Referrer-Policy', 'no-referrer');
-      next();
-    },
-    express.static(WEB_DIR, { index: 'index.html', maxAge: 0 }),
-  );
+  app.use('/chat', strictPage, express.static(WEB_DIR, { index: 'index.html', maxAge: 0 }));
+  // The studio (web/studio.html, issue 19): the same files and the same policy; the console key stays in sessionStorage.
+  app.use('/studio', strictPage, express.static(WEB_DIR, { index: 'studio.html', maxAge: 0 }));
   app.get('/readyz', async (_req, res) => {
     const checks = deps.ready ? await deps.ready() : {};
     const ok = Object.values(checks).every(Boolean);
@@ -117,6 +119,8 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.use('/console/api', knowledgeRoutes({ ...deps, embed: deps.embed ?? createEmbedder(createDefaultProviders(deps.config)) }));
   // GET /console/api/apps/{app_id}/agent/logs (issue 18): its own auth (api/console-auth.ts); other paths pass through.
   app.use('/console/api', agentLogRoutes(deps));
+  // The studio's reads (api/routes/studio.ts): apps list, one version, a turn's run facts; its own auth.
+  app.use('/console/api', studioRoutes(deps));
   app.use('/console/api', consoleRoutes(deps));
 
   app.use(unknownRoute);

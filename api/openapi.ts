@@ -16,6 +16,7 @@ import { CONSOLE_REQUESTS, CONSOLE_RESPONSES, consoleAgentPaths } from './openap
 import { CONSOLE_DEBUGGER_REQUESTS, CONSOLE_DEBUGGER_RESPONSES, consoleDebuggerPaths } from './openapi-console-debugger.js';
 import { KNOWLEDGE_REQUESTS, KNOWLEDGE_RESPONSES, knowledgePaths } from './openapi-knowledge.js';
 import { TOOL_REQUESTS, TOOL_RESPONSES, toolProviderPaths } from './openapi-tools.js';
+import { STUDIO_RESPONSES, studioPaths } from './openapi-studio.js';
 import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -57,6 +58,7 @@ const RESPONSES = {
   ...CONSOLE_DEBUGGER_RESPONSES,
   ...KNOWLEDGE_RESPONSES,
   ...TOOL_RESPONSES,
+  ...STUDIO_RESPONSES,
 };
 
 function components(schemas: Record<string, z.ZodType>, io: 'input' | 'output'): Record<string, JsonSchema> {
@@ -299,6 +301,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
     ...consoleDebuggerPaths(errors, { description: SSE_DESCRIPTION, content: sse }),
     ...knowledgePaths(errors),
     ...toolProviderPaths(errors),
+    ...studioPaths(errors),
     '/healthz': {
       get: {
         operationId: 'healthz',

@@ -150,7 +150,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     const nativeConnection = inProcessWorker ? await NativeConnection.connect({ address: temporalAddress, ...security }) : null;
     const connection: ConnectionLike = nativeConnection ?? lazyTemporalConnection(temporalAddress, security);
     stops.push(() => connection.close());
-    config = { ...config, TEMPORAL_ADDRESS: temporalAddress };
+    // The studio links each turn to its workflow in the UI of the dev server started here (unless one is configured).
+    config = {
+      ...config,
+      TEMPORAL_ADDRESS: temporalAddress,
+      TEMPORAL_UI_URL: config.TEMPORAL_UI_URL ?? (dev && !opts.headlessTemporal ? dev.uiUrl : undefined),
+    };
 
     // api (listening first: the agent backend calls back into it)
     const notifier = new EventNotifier(databaseUrl, logger);
