@@ -194,6 +194,7 @@ describe('GET /openapi.json', () => {
         'HumanInputRequiredEvent',
         'MessageEndEvent',
         'MessageEvent',
+        'MessageFileEvent',
         'MessageReplaceEvent',
         'PingEvent',
       ].sort(),
@@ -208,6 +209,7 @@ describe('GET /openapi.json', () => {
       'human_input_required',
       'message',
       'message_end',
+      'message_file',
       'message_replace',
       'ping',
     ]);
