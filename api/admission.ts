@@ -5,9 +5,9 @@
  *
  * Counted from the messages themselves (status pending or running, every app): every api replica sees the same
  * number, and nothing can leak the way a counter left by a crashed replica would. A turn waiting for a human is
- * `paused` and holds no worker slot, so it does not count. PostgreSQL 18 answers the count with a skip scan of the
- * `messages(app_id, status)` index: its cost grows with the number of apps and of turns in flight, not with the
- * table (README "Failure modes").
+ * `paused` and holds no worker slot, so it does not count. The count reads a range of `messages(status)`, i.e. only
+ * the in-flight entries: 0.15 ms in PostgreSQL (~1.7 ms round trip through Prisma) with 300k messages over 5,000
+ * apps, where the `(app_id, status)` index took 8–20 ms (migration 20261204100000).
  *
  * The check is not a lock: replicas starting turns at the same instant may overshoot the cap by as many turns as
  * they start together. That is the price of not serialising every turn start on one row; the cap exists to shed a
