@@ -1,0 +1,525 @@
+// The studio: an app builder's page over the console API (issue 19). Pick an agent, edit its soul config on the
+// shared draft or one's own build draft (validation errors shown next to their field), publish, diff two versions,
+// chat with the draft in the debugger (the chat page's rendering, web/turn-view.js: tool cards, forms, stop,
+// re-attach) and inspect any turn: its agent log as a timeline, usage, errors, the backend run id and a link to the
+// turn's workflow in the Temporal UI. The console key comes from the URL fragment (#key=…) or the key box and stays
+// in this tab's sessionStorage.
+
+import { consumeTurn, el, markAnswered, messageBox, renderForm, renderThought } from './turn-view.js';
+
+const $ = (id) => document.getElementById(id);
+/** core/tool-names.ts BUILTIN_TOOL_NAMES (a page cannot import TypeScript; the save's 400 catches a drift). */
+const BUILTIN_TOOLS = ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'];
+const state = { key: '', appId: '', config: null, conversationId: '', taskId: '', abort: null };
+
+async function api(path, init = {}) {
+  const res = await fetch(`/console/api${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${state.key}`, 'content-type': 'application/json', ...(init.headers || {}) },
+  });
+  if (!res.ok && !(res.headers.get('content-type') || '').includes('text/event-stream')) {
+    const body = await res.json().catch(() => ({}));
+    const err = new Error(body.message || `HTTP ${res.status}`);
+    Object.assign(err, { code: body.code, status: res.status, body });
+    throw err;
+  }
+  return res;
+}
+const getJson = async (path) => (await api(path)).json();
+const send = (path, body, method = 'POST') => api(path, { method, body: JSON.stringify(body ?? {}) }).then((r) => r.json());
+const appPath = (p) => `/apps/${state.appId}${p}`;
+const say = (text) => ($('status').textContent = text);
+
+// --- agents --------------------------------------------------------------------------------------------------
+
+async function loadApps() {
+  if (!state.key) return;
+  try {
+    const { data } = await getJson('/apps');
+    const ul = $('apps');
+    ul.textContent = '';
+    for (const a of data) {
+      const li = el('li', a.id === state.appId ? 'active' : '', a.name);
+      li.dataset.app = a.id;
+      li.addEventListener('click', () => void openApp(a));
+      ul.append(li);
+    }
+    if (!state.appId && data[0]) await openApp(data[0]);
+    if (!data.length) say('This tenant has no agent apps.');
+  } catch (err) {
+    say(err.message);
+  }
+}
+
+async function openApp(a) {
+  state.appId = a.id;
+  for (const li of $('apps').children) li.classList.toggle('active', li.dataset.app === a.id);
+  $('agent-name').textContent = a.name;
+  for (const id of ['editor', 'debugger']) $(id).hidden = false;
+  await Promise.all([loadDraft(), loadVersions(), openLastDebugConversation()]);
+}
+
+// --- the soul config editor ----------------------------------------------------------------------------------
+
+async function loadDraft() {
+  const build = $('target').value === 'build';
+  let d = null;
+  if (build) d = await getJson(appPath('/agent/build-draft')).catch((err) => (err.status === 404 ? null : Promise.reject(err)));
+  // No build draft yet: start from the shared draft; the first save creates the build draft.
+  if (!d) d = await getJson(appPath('/agent/draft'));
+  state.config = structuredClone(d.config);
+  const fresh = build && d.draft_type !== 'BUILD_DRAFT';
+  $('draft-info').textContent = fresh ? 'new build draft (from the shared draft)' : `${d.draft_type} revision ${d.revision}`;
+  fillForm(state.config);
+  clearIssues();
+}
+
+function fillForm(c) {
+  $('f-prompt').value = c.prompt?.system_prompt ?? '';
+  $('f-provider').value = c.model?.provider ?? '';
+  $('f-model').value = c.model?.model ?? '';
+  const s = c.model?.model_settings ?? {};
+  $('f-temperature').value = s.temperature ?? '';
+  $('f-max-tokens').value = s.max_tokens ?? '';
+  const tools = $('f-tools');
+  tools.textContent = '';
+  for (const name of BUILTIN_TOOLS) {
+    const label = el('label', 'check');
+    const box = el('input');
+    box.type = 'checkbox';
+    box.value = name;
+    box.checked = (c.tools?.core ?? []).includes(name);
+    label.append(box, ` ${name}`);
+    tools.append(label);
+  }
+  const plugin = c.tools?.plugin ?? [];
+  $('f-plugin-tools').textContent = plugin.length
+    ? `Provider tools (kept as they are): ${plugin.map((t) => `${t.provider}__${t.name}`).join(', ')}`
+    : '';
+  $('f-ask-human').checked = !!c.ask_human?.enabled;
+  $('f-knowledge').checked = !!c.knowledge?.enabled;
+  $('f-datasets').value = (c.knowledge?.dataset_ids ?? []).join('\n');
+  $('f-runtime').checked = !!c.runtime?.enabled;
+  $('f-shell').checked = !!c.shell?.enabled;
+}
+
+/** The loaded config with the form's fields applied: whatever the form does not show is kept as it was. */
+function readForm() {
+  const c = structuredClone(state.config ?? {});
+  c.prompt = { ...c.prompt, system_prompt: $('f-prompt').value };
+  const settings = { ...(c.model?.model_settings ?? {}) };
+  for (const [key, id] of [
+    ['temperature', 'f-temperature'],
+    ['max_tokens', 'f-max-tokens'],
+  ]) {
+    if ($(id).value === '') delete settings[key];
+    else settings[key] = Number($(id).value);
+  }
+  c.model = { ...c.model, provider: $('f-provider').value.trim(), model: $('f-model').value.trim(), model_settings: settings };
+  const core = [...$('f-tools').querySelectorAll('input:checked')].map((b) => b.value);
+  c.tools = { ...c.tools, core };
+  c.ask_human = { ...c.ask_human, enabled: $('f-ask-human').checked };
+  const datasets = $('f-datasets')
+    .value.split('\n')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  c.knowledge = { ...c.knowledge, enabled: $('f-knowledge').checked, dataset_ids: datasets };
+  c.runtime = { ...c.runtime, enabled: $('f-runtime').checked };
+  c.shell = { ...c.shell, enabled: $('f-shell').checked };
+  return c;
+}
+
+function clearIssues() {
+  for (const e of document.querySelectorAll('#editor .field-error[data-error-for]')) e.remove();
+  for (const f of document.querySelectorAll('#editor .invalid')) f.classList.remove('invalid');
+  $('editor-errors').hidden = true;
+  $('editor-errors').textContent = '';
+}
+
+/** 400 invalid_agent_config `issues[]`: each message next to the field whose path is the longest prefix of its path. */
+function showIssues(issues) {
+  clearIssues();
+  const fields = [...document.querySelectorAll('#editor [data-path]')];
+  for (const issue of issues) {
+    const covers = (p) => issue.path === p || issue.path.startsWith(`${p}.`) || issue.path.startsWith(`${p}[`);
+    const field = fields.filter((f) => covers(f.dataset.path)).sort((a, b) => b.dataset.path.length - a.dataset.path.length)[0];
+    const msg = el('div', 'field-error', field ? issue.message : `${issue.path}: ${issue.message}`);
+    msg.dataset.errorFor = issue.path;
+    if (field) {
+      field.classList.add('invalid');
+      field.append(msg);
+    } else {
+      $('editor-errors').hidden = false;
+      $('editor-errors').append(msg);
+    }
+  }
+}
+
+async function guarded(action) {
+  try {
+    await action();
+  } catch (err) {
+    if (err.code === 'invalid_agent_config' && Array.isArray(err.body?.issues)) {
+      showIssues(err.body.issues);
+      say('Not saved: fix the marked fields.');
+    } else say(err.message);
+  }
+}
+
+const save = () =>
+  guarded(async () => {
+    const build = $('target').value === 'build';
+    const d = await send(appPath(build ? '/agent/build-draft' : '/agent/draft'), { config: readForm() }, 'PUT');
+    state.config = d.config;
+    clearIssues();
+    $('draft-info').textContent = `${d.draft_type} revision ${d.revision}`;
+    say(`Saved (${d.draft_type} revision ${d.revision}).`);
+  });
+
+const publish = () =>
+  guarded(async () => {
+    const v = await send(appPath('/agent/publish'), { from: $('target').value === 'build' ? 'build-draft' : 'draft' });
+    clearIssues();
+    say(`Published version ${v.version}.`);
+    await loadVersions();
+  });
+
+/** `{{#` in the prompt offers the mentionable things: builtin and provider tools, the config's datasets. */
+function suggestMentions() {
+  const ta = $('f-prompt');
+  const m = /\{\{#([\w.-]*)$/.exec(ta.value.slice(0, ta.selectionStart));
+  const list = $('mentions');
+  list.textContent = '';
+  list.hidden = !m;
+  if (!m) return;
+  const c = readForm();
+  const options = [
+    ...BUILTIN_TOOLS.map((n) => ({ label: `tool ${n}`, token: `tool.${n}.${n}` })),
+    ...(c.tools.plugin ?? []).map((t) => ({ label: `tool ${t.provider}__${t.name}`, token: `tool.${t.provider}__${t.name}.${t.name}` })),
+    ...c.knowledge.dataset_ids.map((id) => ({ label: `dataset ${id}`, token: `dataset.${id}` })),
+  ].filter((o) => o.token.startsWith(m[1]) || o.label.includes(m[1]));
+  for (const o of options) {
+    const li = el('li', '', o.label);
+    li.addEventListener('mousedown', (ev) => {
+      ev.preventDefault();
+      const start = ta.selectionStart - m[0].length;
+      ta.setRangeText(`{{#${o.token}#}}`, start, ta.selectionStart, 'end');
+      list.hidden = true;
+    });
+    list.append(li);
+  }
+  list.hidden = !options.length;
+}
+
+// --- versions and their diff ---------------------------------------------------------------------------------
+
+async function loadVersions() {
+  const { data } = await getJson(appPath('/agent/versions'));
+  const ul = $('versions');
+  ul.textContent = '';
+  for (const s of [$('diff-a'), $('diff-b')]) s.textContent = '';
+  for (const v of data) {
+    const when = new Date(v.created_at * 1000).toLocaleString();
+    ul.append(el('li', v.active ? 'active' : '', `v${v.version}${v.active ? ' (active)' : ''} · ${when}`));
+    for (const s of [$('diff-a'), $('diff-b')]) {
+      const o = el('option', '', `v${v.version}`);
+      o.value = v.id;
+      s.append(o);
+    }
+  }
+  // Newest against the one before it.
+  if (data.length > 1) $('diff-a').value = data[1].id;
+  if (data.length) $('diff-b').value = data[0].id;
+}
+
+/** JSON with sorted keys, one value per line: the same config always reads the same. */
+function stableJson(v) {
+  const sort = (x) =>
+    Array.isArray(x)
+      ? x.map(sort)
+      : x && typeof x === 'object'
+        ? Object.fromEntries(
+            Object.keys(x)
+              .sort()
+              .map((k) => [k, sort(x[k])]),
+          )
+        : x;
+  return JSON.stringify(sort(v), null, 2).split('\n');
+}
+
+/** A line diff by longest common subsequence: `[' ' | '-' | '+', line]` rows. Configs are small (hundreds of lines). */
+export function lineDiff(a, b) {
+  const n = a.length;
+  const m = b.length;
+  const lcs = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--)
+    for (let j = m - 1; j >= 0; j--) lcs[i][j] = a[i] === b[j] ? lcs[i + 1][j + 1] + 1 : Math.max(lcs[i + 1][j], lcs[i][j + 1]);
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[i] === b[j]) {
+      out.push([' ', a[i++]]);
+      j++;
+    } else if (j < m && (i === n || lcs[i][j + 1] >= lcs[i + 1][j])) out.push(['+', b[j++]]);
+    else out.push(['-', a[i++]]);
+  }
+  return out;
+}
+
+async function showDiff() {
+  const [a, b] = await Promise.all([$('diff-a').value, $('diff-b').value].map((id) => getJson(appPath(`/agent/versions/${id}`))));
+  $('diff-title').textContent = `v${a.version} → v${b.version}`;
+  const pre = $('diff-out');
+  pre.textContent = '';
+  const rows = lineDiff(stableJson(a.config), stableJson(b.config));
+  for (const [mark, line] of rows) pre.append(el('span', mark === '+' ? 'add' : mark === '-' ? 'del' : 'same', `${mark} ${line}\n`));
+  if (!rows.some(([mark]) => mark !== ' ')) pre.prepend(el('span', 'same', '(no differences)\n'));
+  $('diff-view').hidden = false;
+}
+
+// --- the debugger chat ---------------------------------------------------------------------------------------
+
+const debugPath = (p) => appPath(`/agent/debug${p}`);
+const eventsPath = (taskId) => debugPath(`/chat-messages/${taskId}/events`);
+
+function addMessage(role, text) {
+  const m = messageBox(role, text);
+  $('messages').append(m);
+  m.scrollIntoView({ block: 'end' });
+  return m;
+}
+
+/** Every agent message gets an Inspect button once its message id is known. */
+function markMessage(box, messageId) {
+  if (box.dataset.messageId) return;
+  box.dataset.messageId = messageId;
+  const b = el('button', 'inspect', 'Inspect');
+  b.type = 'button';
+  b.addEventListener('click', () => void inspect(messageId));
+  box.querySelector('.who').append(' ', b);
+}
+
+function showForm(box, form) {
+  renderForm(box, form, async (inputs, action) => {
+    try {
+      const cont = await send(debugPath(`/forms/${form.form_token}`), { inputs, action });
+      markAnswered(box);
+      await follow(addMessage('agent', ''), cont.task_id);
+    } catch (err) {
+      say(err.message);
+    }
+  });
+}
+
+function consume(box, res) {
+  return consumeTurn(box, res, {
+    onTask: (taskId) => {
+      state.taskId = taskId;
+      markMessage(box, taskId);
+    },
+    onConversation: (id) => {
+      if (!state.conversationId) state.conversationId = id;
+    },
+    onForm: showForm,
+    // Re-attach from the last event seen, through the console's debugger events route.
+    reattach: (lastId) =>
+      state.taskId
+        ? api(eventsPath(state.taskId), { headers: { 'last-event-id': String(lastId) } })
+        : Promise.reject(new Error('stream lost')),
+  });
+}
+
+async function follow(box, taskId) {
+  setBusy(true);
+  state.taskId = taskId;
+  markMessage(box, taskId);
+  try {
+    await consume(box, await api(eventsPath(taskId)));
+  } finally {
+    setBusy(false);
+  }
+}
+
+function setBusy(busy) {
+  $('send').disabled = busy;
+  $('stop').disabled = !busy;
+  say(busy ? 'The agent is working…' : '');
+}
+
+async function chat(query) {
+  addMessage('user', query);
+  const box = addMessage('agent', '');
+  setBusy(true);
+  state.abort = new AbortController();
+  try {
+    const res = await api(debugPath('/chat-messages'), {
+      method: 'POST',
+      body: JSON.stringify({
+        query,
+        inputs: {},
+        conversation_id: state.conversationId || undefined,
+        draft: $('target').value === 'build' ? 'build' : 'draft',
+      }),
+      signal: state.abort.signal,
+    });
+    await consume(box, res);
+  } catch (err) {
+    box.classList.add('error');
+    box.querySelector('.text').textContent = `Error: ${err.message}`;
+  } finally {
+    setBusy(false);
+  }
+}
+
+async function stop() {
+  if (!state.taskId) return;
+  try {
+    await send(debugPath(`/chat-messages/${state.taskId}/stop`), {});
+    const box = document.querySelector(`.msg.agent[data-message-id="${CSS.escape(state.taskId)}"]`);
+    if (box) box.classList.add('stopped');
+  } catch (err) {
+    say(err.message);
+  }
+}
+
+/** The account's latest debugger conversation, with a turn still running or waiting for its form re-attached. */
+async function openLastDebugConversation() {
+  state.conversationId = '';
+  $('messages').textContent = '';
+  const { data: convs } = await getJson(debugPath('/conversations?limit=1'));
+  if (!convs.length) return;
+  state.conversationId = convs[0].id;
+  const { data } = await getJson(debugPath(`/messages?conversation_id=${convs[0].id}&limit=100`));
+  const boxes = new Map();
+  for (const m of data) {
+    if (!m.resumed_from_message_id) addMessage('user', m.query);
+    else if (boxes.has(m.resumed_from_message_id)) markAnswered(boxes.get(m.resumed_from_message_id));
+    const box = addMessage('agent', m.answer);
+    boxes.set(m.id, box);
+    markMessage(box, m.id);
+    for (const t of m.agent_thoughts) renderThought(box, t);
+    if (m.turn_status === 'stopped') box.classList.add('stopped');
+    if (m.turn_status === 'failed' && m.error) box.classList.add('error');
+  }
+  const last = data.at(-1);
+  if (last && ['paused', 'running', 'pending'].includes(last.turn_status)) {
+    const box = boxes.get(last.id);
+    box.querySelector('.text').textContent = '';
+    void follow(box, last.id);
+  }
+}
+
+// --- the turn inspector --------------------------------------------------------------------------------------
+
+const pretty = (v) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2));
+
+function facts(dl, rows) {
+  dl.textContent = '';
+  for (const [k, v] of rows) if (v !== undefined && v !== null && v !== '') dl.append(el('dt', '', k), el('dd', '', String(v)));
+}
+
+async function inspect(messageId) {
+  try {
+    const run = await getJson(appPath(`/agent/messages/${messageId}/run`));
+    const log = await getJson(appPath(`/agent/logs?conversation_id=${run.conversation_id}&message_id=${messageId}`));
+    const u = run.usage || {};
+    facts($('run-facts'), [
+      ['message', run.message_id],
+      ['status', run.turn_status],
+      ['error', run.error ? `${run.error_code ?? ''} ${run.error}`.trim() : null],
+      ['workflow', run.workflow_id],
+      ['backend run', run.backend_run_id],
+      ['tokens', u.total_tokens !== undefined ? `${u.total_tokens} (${u.prompt_tokens} prompt + ${u.completion_tokens} completion)` : null],
+      ['price', u.total_price !== undefined ? `${u.total_price} ${u.currency ?? ''}` : null],
+      ['latency', u.latency !== undefined ? `${Number(u.latency).toFixed(3)} s` : null],
+      ['iterations', log.meta.iterations],
+    ]);
+    const link = $('temporal-link');
+    link.hidden = !run.temporal.workflow_url;
+    if (run.temporal.workflow_url) link.href = run.temporal.workflow_url;
+    else link.removeAttribute('href');
+    renderTimeline(log.iterations);
+    $('inspector').hidden = false;
+    $('inspector').scrollIntoView({ block: 'start' });
+  } catch (err) {
+    say(err.message);
+  }
+}
+
+function renderTimeline(iterations) {
+  const ol = $('timeline');
+  ol.textContent = '';
+  iterations.forEach((it, n) => {
+    const li = el('li', 'iteration');
+    const latency = it.latency === null ? '' : ` · ${Number(it.latency).toFixed(3)} s`;
+    li.append(
+      el(
+        'div',
+        'iteration-head',
+        `Iteration ${n + 1} · ${it.tokens} tokens (${it.prompt_tokens} + ${it.completion_tokens}) · ${it.total_price} ${it.currency}${latency}`,
+      ),
+    );
+    if (it.thought) li.append(el('div', 'iteration-thought', it.thought));
+    for (const call of it.tool_calls) {
+      const card = el('div', `tool-call ${call.status}`);
+      card.append(el('div', 'tool-head', `${call.tool_name} · ${call.status} · ${Number(call.time_cost).toFixed(3)} s`));
+      card.append(el('div', 'label', 'Input'), el('pre', 'tool-input', pretty(call.tool_input)));
+      if (call.tool_output !== null) card.append(el('div', 'label', 'Output'), el('pre', 'tool-output', pretty(call.tool_output)));
+      if (call.error) card.append(el('div', 'field-error', call.error));
+      li.append(card);
+    }
+    ol.append(li);
+  });
+  if (!iterations.length)
+    ol.append(el('li', 'hint', 'No model request recorded for this turn (answered before the backend, or not started).'));
+}
+
+// --- wiring --------------------------------------------------------------------------------------------------
+
+function loadKey() {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  if (hash.get('key')) {
+    sessionStorage.setItem('agent-studio-key', hash.get('key'));
+    history.replaceState(null, '', location.pathname);
+  }
+  state.key = sessionStorage.getItem('agent-studio-key') || '';
+  $('console-key').value = state.key;
+  if (!state.key) $('settings').open = true;
+}
+
+$('save-key').addEventListener('click', () => {
+  state.key = $('console-key').value.trim();
+  sessionStorage.setItem('agent-studio-key', state.key);
+  $('settings').open = false;
+  state.appId = '';
+  void loadApps();
+});
+$('target').addEventListener('change', () => void loadDraft().catch((err) => say(err.message)));
+$('save').addEventListener('click', () => void save());
+$('publish').addEventListener('click', () => void publish());
+$('diff').addEventListener('click', () => void showDiff().catch((err) => say(err.message)));
+$('f-prompt').addEventListener('input', suggestMentions);
+$('f-prompt').addEventListener('blur', () => ($('mentions').hidden = true));
+$('composer').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  const q = $('query').value.trim();
+  if (!q) return;
+  $('query').value = '';
+  void chat(q);
+});
+$('query').addEventListener('keydown', (ev) => {
+  if (ev.key === 'Enter' && !ev.shiftKey) {
+    ev.preventDefault();
+    $('composer').requestSubmit();
+  }
+});
+$('stop').addEventListener('click', () => void stop());
+$('new-debug').addEventListener('click', () => {
+  state.conversationId = '';
+  $('messages').textContent = '';
+});
+$('close-inspector').addEventListener('click', () => ($('inspector').hidden = true));
+
+loadKey();
+void loadApps();
