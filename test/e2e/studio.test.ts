@@ -119,7 +119,7 @@ describe.runIf(executable)('the studio in a browser', () => {
     expect((await page.locator('#diff-out .del').allTextContents()).join('')).toContain('helpful demo agent');
   });
 
-  it('chats on the draft, answers a debugger form, stops a turn', async () => {
+  it('chats on the draft, answers a debugger form, re-attaches to a turn after a reload and stops it', async () => {
     await send('/calc 6*7');
     await expect.poll(() => lastAgent().locator('.text').textContent(), { timeout: 20_000 }).toContain('42');
     const card = lastAgent().locator('.thought.tool');
@@ -135,8 +135,12 @@ describe.runIf(executable)('the studio in a browser', () => {
     await expect.poll(() => lastAgent().locator('.text').textContent(), { timeout: 20_000 }).toContain('You answered: "Countess"');
     await idle();
 
-    await send('/slow 200 a b c d e f g h i j k l');
+    await send('/slow 300 a b c d e f g h i j k l m n o p');
     await expect.poll(() => lastAgent().locator('.text').textContent(), { timeout: 20_000 }).toMatch(/a/);
+    // A reload mid-turn: the page re-attaches to the running debugger turn (console events route), then stops it.
+    await page.reload();
+    await expect.poll(() => page.locator('#stop').isEnabled(), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => lastAgent().locator('.text').textContent(), { timeout: 20_000 }).toContain('"a b');
     await page.click('#stop');
     await idle();
     await expect.poll(() => lastAgent().getAttribute('class')).toContain('stopped');
@@ -144,7 +148,7 @@ describe.runIf(executable)('the studio in a browser', () => {
     const row = await stack.db.message.findUniqueOrThrow({ where: { id: stoppedId } });
     expect(row.status).toBe('stopped');
     expect(row.invoke_from).toBe('debugger');
-    expect(row.answer).not.toContain('l');
+    expect(row.answer).not.toContain('o p"');
     // Every debugger turn ran on the shared draft (and so with the saved prompt), not on the published version.
     const runs = await stack.db.message.findMany({ where: { invoke_from: 'debugger' } });
     expect(runs.length).toBeGreaterThanOrEqual(4);
