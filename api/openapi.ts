@@ -217,7 +217,8 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         operationId: 'getApplicationParameters',
         tags: ['app'],
         summary:
-          "The app's parameters from the agent's active soul config: opening statement, suggested questions, file upload and size limits.",
+          "The app's parameters from the agent's active soul config: opening statement, suggested questions, file upload and size limits. " +
+          'Only what really works is advertised: images when the model takes them natively (vision), documents when the agent has a workspace with a shell; no retriever_resource (Agent Apps return no citations).',
         parameters: queryParams(S.UserQuery),
         responses: { '200': ok('App parameters.', 'ParametersResponse'), ...errors() },
       },

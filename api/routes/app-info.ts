@@ -2,6 +2,12 @@
  * App metadata (Dify service API): GET /v1/parameters from the agent's active soul config features
  * (opening statement, suggested questions, file upload with our size limits), GET /v1/info and
  * GET /v1/meta. Features Agent Apps don't have here are reported disabled, in Dify's shape.
+ *
+ * /v1/parameters advertises only what really works (issue 13 item 7): a file type is offered only where its
+ * files reach the agent — images when the model takes them natively (vision), documents when the agent has a
+ * workspace and a shell to open them in (turn/steps/workspace-files.ts; without one a document would only be a
+ * link in the prompt, which no model here can fetch). `retriever_resource` stays off: Agent Apps do not
+ * return citations (docs/seeds/001; messages carry `retriever_resources: []`). Runtime/shell have no Dify field.
  */
 import { Router } from 'express';
 import type { z } from 'zod';
@@ -11,13 +17,38 @@ import { appCtx, type AppContext } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { UserQuery, type AppInfoResponse, type ParametersResponse } from '../schemas.js';
 import { FILE_TYPES, UPLOAD_LIMITS } from '../../core/uploads.js';
+import { createDefaultProviders, type ProviderConfig } from '../../core/llm/providers/index.js';
 
 const off = { enabled: false };
 const METHODS = ['local_file', 'remote_url'] as const;
 
-export function appInfoRoutes(deps: { db: Db }): Router {
+export interface AppInfoDeps {
+  db: Db;
+  config: ProviderConfig;
+  /** Whether the model takes images natively; default: the deployment's model providers say. */
+  modelSupportsVision?: (provider: string, model: string) => boolean;
+}
+
+/** Which upload kinds reach the agent with this soul on this deployment. */
+export function reachableFileKinds(soul: AgentSoulConfig, supportsVision: boolean): { image: boolean; document: boolean } {
+  const upload = soul.features.file_upload;
+  return {
+    image: upload.enabled && upload.image_enabled && supportsVision,
+    document: upload.enabled && soul.runtime.enabled && soul.shell.enabled,
+  };
+}
+
+export function appInfoRoutes(deps: AppInfoDeps): Router {
   const r = Router();
   const { db } = deps;
+  let vision = deps.modelSupportsVision;
+  const supportsVision = (provider: string, model: string) => {
+    if (!vision) {
+      const providers = createDefaultProviders(deps.config);
+      vision = (p, m) => providers.get(p)?.resolveModel(m)?.supports_vision ?? false;
+    }
+    return vision(provider, model);
+  };
 
   async function activeSoul(app: AppContext) {
     const agent = app.agentId
@@ -32,39 +63,42 @@ export function appInfoRoutes(deps: { db: Db }): Router {
     parseOr400(UserQuery, req.query, 'query');
     const { soul, app } = await activeSoul(appCtx(req));
     const f = soul.features;
-    const types = f.file_upload.image_enabled ? ['image', 'document'] : ['document'];
+    const reach = reachableFileKinds(soul, supportsVision(soul.model.provider, soul.model.model));
+    const types = (['image', 'document'] as const).filter((k) => reach[k]);
+    const uploads = types.length > 0;
     const body: z.input<typeof ParametersResponse> = {
       opening_statement: f.opening_statement,
       suggested_questions: f.suggested_questions,
       suggested_questions_after_answer: off,
       speech_to_text: off,
       text_to_speech: off,
-      retriever_resource: { enabled: soul.knowledge.enabled },
+      retriever_resource: off,
       annotation_reply: { enabled: app.annotation_reply_enabled },
       more_like_this: off,
-      sensitive_word_avoidance: { enabled: f.moderation.enabled },
+      // Keyword moderation with no keyword can never hit (turn/steps/input-guards.ts, the output guard).
+      sensitive_word_avoidance: { enabled: (f.moderation.enabled || f.moderation.output_enabled) && f.moderation.keywords.length > 0 },
       user_input_form: [],
       file_upload: {
-        enabled: f.file_upload.enabled,
-        allowed_file_types: types,
+        enabled: uploads,
+        allowed_file_types: [...types],
         allowed_file_extensions: Object.entries(FILE_TYPES)
-          .filter(([, t]) => types.includes(t.kind))
+          .filter(([, t]) => reach[t.kind])
           .map(([ext]) => `.${ext}`),
-        allowed_file_upload_methods: [...METHODS],
-        number_limits: f.file_upload.max_files,
+        allowed_file_upload_methods: uploads ? [...METHODS] : [],
+        number_limits: uploads ? f.file_upload.max_files : 0,
         image: {
-          enabled: f.file_upload.enabled && f.file_upload.image_enabled,
-          number_limits: f.file_upload.max_files,
+          enabled: reach.image,
+          number_limits: reach.image ? f.file_upload.max_files : 0,
           detail: 'high',
-          transfer_methods: [...METHODS],
+          transfer_methods: reach.image ? [...METHODS] : [],
         },
       },
       system_parameters: {
-        file_size_limit: UPLOAD_LIMITS.documentMb,
-        image_file_size_limit: UPLOAD_LIMITS.imageMb,
+        file_size_limit: reach.document ? UPLOAD_LIMITS.documentMb : 0,
+        image_file_size_limit: reach.image ? UPLOAD_LIMITS.imageMb : 0,
         audio_file_size_limit: 0,
         video_file_size_limit: 0,
-        workflow_file_upload_limit: f.file_upload.max_files,
+        workflow_file_upload_limit: uploads ? f.file_upload.max_files : 0,
       },
     };
     res.json(body);

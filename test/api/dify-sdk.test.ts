@@ -67,7 +67,8 @@ describe('dify-client (the published Node SDK)', () => {
     expect(res.status).toBe(200);
     expect(res.data.opening_statement).toBe(demoSoulConfig().features.opening_statement);
     expect(res.data.file_upload).toMatchObject({ enabled: true, image: { enabled: true } });
-    expect(res.data.system_parameters).toMatchObject({ image_file_size_limit: 10, file_size_limit: 15 });
+    // The demo agent has a vision model and no workspace: images reach it, documents would not (0: not accepted).
+    expect(res.data.system_parameters).toMatchObject({ image_file_size_limit: 10, file_size_limit: 0 });
   });
 
   it('uploads a file', async () => {

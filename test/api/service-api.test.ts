@@ -3,6 +3,7 @@
  * auto_generate), soft delete (cancelling a turn in flight), feedback replace/remove, parameters and info.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ParametersResponse } from '../../api/schemas.js';
 import { AgentSoulConfig } from '../../core/soul.js';
 import { createAgentApp } from '../../core/seed.js';
 import type { Stack } from '../../stack/start-stack.js';
@@ -177,8 +178,11 @@ describe('POST /v1/messages/{id}/feedbacks', () => {
 
 describe('GET /v1/parameters and /v1/info', () => {
   it('reports the active soul config features and our file limits in Dify’s shape', async () => {
+    // Documents reach the agent through its workspace (runtime + shell): they are offered.
     const soul = AgentSoulConfig.parse({
       model: { provider: 'demo', model: 'demo-chat' },
+      runtime: { enabled: true },
+      shell: { enabled: true },
       features: {
         opening_statement: 'Welcome!',
         suggested_questions: ['What can you do?'],
@@ -193,7 +197,7 @@ describe('GET /v1/parameters and /v1/info', () => {
       suggested_questions: ['What can you do?'],
       user_input_form: [],
       file_upload: { enabled: true, allowed_file_types: ['document'], number_limits: 2, image: { enabled: false } },
-      system_parameters: { file_size_limit: 15, image_file_size_limit: 10 },
+      system_parameters: { file_size_limit: 15, image_file_size_limit: 0 },
     });
     expect((res.body as { file_upload: { allowed_file_extensions: string[] } }).file_upload.allowed_file_extensions).toEqual([
       '.pdf',
@@ -207,6 +211,63 @@ describe('GET /v1/parameters and /v1/info', () => {
       status: 200,
       body: { name: 'Docs only', description: '', tags: [], mode: 'agent' },
     });
+  });
+
+  it('advertises only what really works: images for a vision model, documents with a workspace, no citations', async () => {
+    const params = async (name: string, soul: unknown) => {
+      const app = await createAgentApp(stack.db, stack.demo!.tenantId, { name, soul: AgentSoulConfig.parse(soul) });
+      const res = await api(stack.apiUrl, app.apiKey, 'GET', '/v1/parameters?user=x');
+      expect(res.status).toBe(200);
+      return ParametersResponse.parse(res.body);
+    };
+    const upload = { enabled: true, image_enabled: true, max_files: 3 };
+    // A vision model without a workspace: images go to the model natively; a document would only be a link it cannot open.
+    const vision = await params('Vision', { model: { provider: 'demo', model: 'demo-chat' }, features: { file_upload: upload } });
+    expect(vision.file_upload).toMatchObject({ enabled: true, allowed_file_types: ['image'], number_limits: 3, image: { enabled: true } });
+    expect(vision.file_upload.allowed_file_extensions).toEqual(['.png', '.jpg', '.jpeg', '.webp', '.gif']);
+    expect(vision.system_parameters).toMatchObject({ file_size_limit: 0, image_file_size_limit: 10 });
+    // A text-only model without a workspace: nothing reaches it, so no upload is offered at all.
+    const text = await params('Text only', { model: { provider: 'demo', model: 'demo-text' }, features: { file_upload: upload } });
+    expect(text.file_upload).toMatchObject({
+      enabled: false,
+      allowed_file_types: [],
+      allowed_file_extensions: [],
+      allowed_file_upload_methods: [],
+      number_limits: 0,
+      image: { enabled: false, transfer_methods: [] },
+    });
+    expect(text.system_parameters).toMatchObject({ file_size_limit: 0, image_file_size_limit: 0, workflow_file_upload_limit: 0 });
+    // The same text-only model with a workspace: documents (and no images).
+    const ws = await params('Text with workspace', {
+      model: { provider: 'demo', model: 'demo-text' },
+      runtime: { enabled: true },
+      shell: { enabled: true },
+      features: { file_upload: upload },
+    });
+    expect(ws.file_upload).toMatchObject({ enabled: true, allowed_file_types: ['document'], image: { enabled: false } });
+    // A runtime without the shell cannot open a document either.
+    const noShell = await params('Runtime only', {
+      model: { provider: 'demo', model: 'demo-text' },
+      runtime: { enabled: true },
+      features: { file_upload: upload },
+    });
+    expect(noShell.file_upload.enabled).toBe(false);
+    // Uploads switched off in the soul stay off whatever the model can do.
+    const off = await params('Uploads off', {
+      model: { provider: 'demo', model: 'demo-chat' },
+      runtime: { enabled: true },
+      shell: { enabled: true },
+      features: { file_upload: { ...upload, enabled: false } },
+    });
+    expect(off.file_upload.enabled).toBe(false);
+    // Citations: Agent Apps return none (docs/seeds/001); keyword moderation without keywords never hits.
+    expect(vision.retriever_resource).toEqual({ enabled: false });
+    expect(vision.sensitive_word_avoidance).toEqual({ enabled: false });
+    const moderated = await params('Moderated', {
+      model: { provider: 'demo', model: 'demo-chat' },
+      features: { moderation: { enabled: true, keywords: ['secret'] } },
+    });
+    expect(moderated.sensitive_word_avoidance).toEqual({ enabled: true });
   });
 
   it('enforces the file_upload feature on chat files: image disabled, too many files', async () => {
