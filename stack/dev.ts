@@ -99,6 +99,7 @@ async function runStack(): Promise<void> {
   -d '{"inputs": {}, "query": "Hello! My name is Ada.", "user": "demo-user", "response_mode": "streaming"}'`;
   console.log(`
   chat in the browser  ${stack.apiUrl}/chat/#key=${key}
+  studio         ${stack.apiUrl}/studio/#key=${stack.demo?.consoleKey ?? ''}   (edit, publish, debug and inspect the agent)
   api            ${stack.apiUrl}
   app api key    ${key}
   console key    ${stack.demo?.consoleKey ?? '-'}   (console API: drafts, publish, debugger turns)
