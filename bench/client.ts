@@ -19,6 +19,8 @@ export interface TurnSample {
   path: PathName;
   ok: boolean;
   error?: string;
+  /** Refused by admission control (api 503 `server_busy`, backend 503 `backend_busy`): load shed, not an error. */
+  shed?: { retryAfterS: number };
   /** Epoch ms just before the first request. */
   startAt: number;
   /** Time to the response headers of the streaming request, ms. */
@@ -59,7 +61,7 @@ export async function durableTurn(target: DurableTarget, query: string): Promise
       signal,
     });
     s.headersMs = nowMs() - s.startAt;
-    if (res.status !== 200 || !res.body) return fail(s, `HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`);
+    if (res.status !== 200 || !res.body) return failOrShed(s, res, 'server_busy', `HTTP ${res.status}`);
     for await (const f of parseSse(res.body)) {
       if (f.event === 'ping') continue;
       const at = nowMs();
@@ -100,8 +102,8 @@ export async function directTurn(target: DirectTarget): Promise<TurnSample> {
       body: JSON.stringify({ ...target.request, idempotency_key: `bench-direct-${crypto.randomUUID()}` }),
       signal,
     });
+    if (created.status !== 202) return failOrShed(s, created, 'backend_busy', `create run HTTP ${created.status}`);
     const text = await created.text();
-    if (created.status !== 202) return fail(s, `create run HTTP ${created.status}: ${text.slice(0, 200)}`);
     const runId = (JSON.parse(text) as { run_id: string }).run_id;
     s.id = runId;
     const res = await fetch(`${target.backendUrl}/runs/${encodeURIComponent(runId)}/events/sse`, {
@@ -132,6 +134,19 @@ export async function directTurn(target: DirectTarget): Promise<TurnSample> {
 
 function emptySample(path: PathName): TurnSample {
   return { path, ok: false, startAt: nowMs(), headersMs: null, ttftMs: null, endMs: null, frames: 0, id: null, frameTimes: [] };
+}
+
+/** A refused request: shed when it is the 503 of admission control (`code`), else a failure. */
+async function failOrShed(s: TurnSample, res: Response, code: string, what: string): Promise<TurnSample> {
+  const text = await res.text();
+  let bodyCode: unknown;
+  try {
+    bodyCode = (JSON.parse(text) as { code?: unknown }).code;
+  } catch {
+    bodyCode = undefined;
+  }
+  if (res.status === 503 && bodyCode === code) s.shed = { retryAfterS: Number(res.headers.get('retry-after')) || 1 };
+  return fail(s, `${what}: ${text.slice(0, 200)}`);
 }
 
 function fail(s: TurnSample, error: string): TurnSample {

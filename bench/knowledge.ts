@@ -17,6 +17,8 @@ export interface KnowledgeCell {
   concurrency: number;
   turns: number;
   errors: number;
+  /** Turns refused by admission control (503 + Retry-After): shed, not errors. */
+  shed?: number;
   /** Medians, ms: first token and end of a turn without and with knowledge, and a bare retrieval. */
   off: { ttftP50: number | null; endP50: number | null };
   on: { ttftP50: number | null; endP50: number | null };
@@ -49,7 +51,8 @@ export async function runKnowledgeBench(
     const cell: KnowledgeCell = {
       concurrency: c,
       turns,
-      errors: [...off, ...on].filter((s) => !s.ok).length + retrieval.filter((r) => r === null).length,
+      errors: [...off, ...on].filter((s) => !s.ok && !s.shed).length + retrieval.filter((r) => r === null).length,
+      shed: [...off, ...on].filter((s) => s.shed).length,
       off: stats(off),
       on: stats(on),
       retrievalP50: median(retrieval.filter((r): r is number => r !== null)),
@@ -66,7 +69,7 @@ export function renderKnowledgeMarkdown(cells: KnowledgeCell[]): string {
   const rows = cells.map(
     (c) =>
       `| ${c.concurrency} | ${c.turns} | ${fmt(c.off.ttftP50)} / ${fmt(c.on.ttftP50)} | ${fmt(c.off.endP50)} / ${fmt(c.on.endP50)} | ` +
-      `${fmt(c.costPerTurnMs)} | ${fmt(c.retrievalP50)} | ${c.errors} |`,
+      `${fmt(c.costPerTurnMs)} | ${fmt(c.retrievalP50)} | ${c.errors}${c.shed ? ` (+${c.shed} shed)` : ''} |`,
   );
   return [
     '### Knowledge: retrieval cost per turn',

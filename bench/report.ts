@@ -34,6 +34,8 @@ function metrics(r: BenchResult): Metric[] {
     { label: 'message_end p99 (ms)', get: (c) => c.end.p99, floor: true },
     { label: 'turns/s', get: (c) => c.turnsPerSec, digits: 2, floor: true },
     { label: 'errors', get: (c) => c.errors, noRatio: true, floor: true },
+    // Turns admission control refused with 503 + Retry-After (MAX_TURNS_IN_FLIGHT, MAX_RUNS_PER_BACKEND): shed, not failed.
+    { label: 'shed (503 + Retry-After)', get: (c) => c.shed ?? 0, noRatio: true },
     { label: 'SSE frames/turn', get: (c) => c.framesPerTurn },
     { label: `peak RSS ${workerChild ? 'api+backend+client' : 'api+worker+backend+client'} (MB)`, get: (c) => c.peakRssMB.main },
   ];
@@ -162,7 +164,7 @@ export function targetsTable(r: BenchResult): string {
     const tps = (c: CellResult | undefined) => num(c?.turnsPerSec ?? null, 2);
     out.push(
       `| ${w.name} | ${num(d1?.ttft.p50 ?? null)} / ${num(x1?.ttft.p50 ?? null)} / ${num(f1?.ttft.p50 ?? null)} | ${num(extra)} | ${num(extraOverFloor(w, lo))} | ` +
-        `${tps(dh)} / ${tps(xh)} / ${tps(fh)} | ${ratio(dh?.turnsPerSec ?? null, xh?.turnsPerSec ?? null)} | ${num(dh?.ttft.p99 ?? null)} | ${dh ? dh.errors : '–'} |`,
+        `${tps(dh)} / ${tps(xh)} / ${tps(fh)} | ${ratio(dh?.turnsPerSec ?? null, xh?.turnsPerSec ?? null)} | ${num(dh?.ttft.p99 ?? null)} | ${dh ? `${dh.errors}${dh.shed ? ` (+${dh.shed} shed)` : ''}` : '–'} |`,
     );
   }
   return out.join('\n');
@@ -175,7 +177,11 @@ export function renderMarkdown(r: BenchResult): string {
       `Load average (1 min) before / after: ${r.loadAvg.before} / ${r.loadAvg.after}.` +
       (r.code?.commit ? ` Code: ${r.code.commit}${r.code.dirty ? ' with uncommitted changes outside bench/' : ''}.` : ''),
     `Stack: embedded PostgreSQL, Temporal ${r.stack.temporal ?? 'dev server'}, worker ${r.stack.worker}, DEMO_MODEL_TOKEN_DELAY_MS=${r.stack.DEMO_MODEL_TOKEN_DELAY_MS}, ` +
-      `DELTA_DEBOUNCE_MS=${r.stack.DELTA_DEBOUNCE_MS}, BACKEND_DELTA_COALESCE_MS=${r.stack.BACKEND_DELTA_COALESCE_MS}. ` +
+      `DELTA_DEBOUNCE_MS=${r.stack.DELTA_DEBOUNCE_MS}, BACKEND_DELTA_COALESCE_MS=${r.stack.BACKEND_DELTA_COALESCE_MS}` +
+      (r.stack.MAX_TURNS_IN_FLIGHT !== undefined
+        ? `, MAX_TURNS_IN_FLIGHT=${r.stack.MAX_TURNS_IN_FLIGHT}, MAX_RUNS_PER_BACKEND=${r.stack.MAX_RUNS_PER_BACKEND}`
+        : '') +
+      '. ' +
       `Options: concurrency ${r.options.concurrency.join(',')}, turns/cell max(${r.options.turns}, 2×c), warm-up ${r.options.warmup}. ` +
       (r.idleCpuMsPerSec
         ? `Idle CPU (ms per s): ${Object.entries(r.idleCpuMsPerSec)

@@ -8,6 +8,7 @@
  * Why one file: one cell's measurement is one sequence (warm-up, run, probes, settle) read best in order.
  */
 import os from 'node:os';
+import { maxTurnsInFlight } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import type { Stack } from '../stack/start-stack.js';
 import { directTurn, durableTurn, nowMs, type PathName, type TurnSample } from './client.js';
@@ -78,7 +79,10 @@ export interface CellResult {
   concurrency: number;
   turns: number;
   ok: number;
+  /** Failed turns (shed ones excluded). */
   errors: number;
+  /** Turns refused by admission control (503 + Retry-After before anything ran): the client waited Retry-After. */
+  shed?: number;
   errorSamples: string[];
   wallMs: number;
   turnsPerSec: number;
@@ -189,7 +193,7 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
           progress.done();
           cells.push(cell);
           log(
-            `  ${path.padEnd(7)} c=${String(c).padStart(2)} n=${String(n).padStart(3)}  ttft p50 ${fmt(cell.ttft.p50)} p99 ${fmt(cell.ttft.p99)}  end p50 ${fmt(cell.end.p50)}  ${cell.turnsPerSec.toFixed(1)} turns/s  errors ${cell.errors}`,
+            `  ${path.padEnd(7)} c=${String(c).padStart(2)} n=${String(n).padStart(3)}  ttft p50 ${fmt(cell.ttft.p50)} p99 ${fmt(cell.ttft.p99)}  end p50 ${fmt(cell.end.p50)}  ${cell.turnsPerSec.toFixed(1)} turns/s  errors ${cell.errors}${cell.shed ? `  shed ${cell.shed}` : ''}`,
           );
           for (const e of cell.errorSamples) log(`    error: ${e}`);
         }
@@ -214,6 +218,8 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
       DEMO_MODEL_TOKEN_DELAY_MS: stack.config.DEMO_MODEL_TOKEN_DELAY_MS,
       DELTA_DEBOUNCE_MS: stack.config.DELTA_DEBOUNCE_MS,
       BACKEND_DELTA_COALESCE_MS: stack.config.BACKEND_DELTA_COALESCE_MS,
+      MAX_TURNS_IN_FLIGHT: maxTurnsInFlight(stack.config),
+      MAX_RUNS_PER_BACKEND: stack.config.MAX_RUNS_PER_BACKEND,
       postgres: stack.config.DATABASE_URL?.includes('127.0.0.1') ? 'embedded' : 'external',
       temporal: ctx.temporal === 'cluster' ? 'PostgreSQL-backed server' : stack.temporalUiUrl ? 'dev server' : 'external',
     },
@@ -300,8 +306,10 @@ async function runCell(a: {
         next += 1;
         const s = await a.turn();
         samples.push(s);
-        if (!s.ok) errors += 1;
+        if (!s.ok && !s.shed) errors += 1;
         a.onTurn?.(samples.length, errors);
+        // A shed client does what a well-behaved one does: waits the Retry-After it was given, then sends its next turn.
+        if (s.shed) await new Promise((r) => setTimeout(r, s.shed!.retryAfterS * 1000));
       }
     }),
   );
@@ -332,8 +340,9 @@ async function runCell(a: {
     concurrency: a.concurrency,
     turns: a.turns,
     ok: ok.length,
-    errors: samples.length - ok.length,
-    errorSamples: [...new Set(samples.filter((s) => !s.ok).map((s) => s.error ?? 'unknown'))].slice(0, 3),
+    errors: samples.filter((s) => !s.ok && !s.shed).length,
+    shed: samples.filter((s) => s.shed).length,
+    errorSamples: [...new Set(samples.filter((s) => !s.ok && !s.shed).map((s) => s.error ?? 'unknown'))].slice(0, 3),
     wallMs: round1(wallMs),
     turnsPerSec: Math.round((ok.length / (wallMs / 1000)) * 100) / 100,
     ttft: roundDist(distribution(ok.map((s) => s.ttftMs!))),

@@ -91,6 +91,10 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
       STREAMS_PER_USER: 1_000_000,
       TURNS_PER_KEY: 1_000_000,
       TURNS_PER_USER: 1_000_000,
+      // Admission control as a deployment would set it (README "Failure modes"), e.g. MAX_TURNS_IN_FLIGHT=32 npm run bench:
+      // the overload cells then show turns shed with 503 + Retry-After instead of turns that time out.
+      ...(process.env.MAX_TURNS_IN_FLIGHT ? { MAX_TURNS_IN_FLIGHT: Number(process.env.MAX_TURNS_IN_FLIGHT) } : {}),
+      ...(process.env.MAX_RUNS_PER_BACKEND ? { MAX_RUNS_PER_BACKEND: Number(process.env.MAX_RUNS_PER_BACKEND) } : {}),
     },
   );
   const stack = await startStack({
