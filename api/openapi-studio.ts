@@ -1,14 +1,33 @@
 /**
  * The studio's console reads (api/routes/studio.ts) in the OpenAPI document (api/openapi.ts merges them): the
- * tenant's agent apps, one version's config, and a turn's run facts (workflow, Temporal UI link, backend run id).
+ * tenant's agent apps, one version's config, the app's annotations, and a turn's run facts (workflow, Temporal UI link, backend run id).
  */
-import { AgentVersionResponse, StudioAppList, TurnRunResponse } from './routes/studio.js';
+import { z } from 'zod';
+import { AnnotationBody, AnnotationSettings } from './routes/console.js';
+import { AgentVersionResponse, AnnotationListResponse, StudioAppList, TurnRunResponse } from './routes/studio.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
-export const STUDIO_RESPONSES = { StudioAppListResponse: StudioAppList, AgentVersionResponse, TurnRunResponse };
+export const STUDIO_REQUESTS = { AnnotationRequest: AnnotationBody, AnnotationSettingsRequest: AnnotationSettings };
+
+const Annotation = z.object({
+  id: z.uuid(),
+  question: z.string(),
+  content: z.string(),
+  hit_count: z.number().int(),
+  created_at: z.number().int(),
+});
+
+export const STUDIO_RESPONSES = {
+  AnnotationResponse: Annotation,
+  AnnotationSettingsResponse: z.object({ enabled: z.boolean(), score_threshold: z.number() }),
+  StudioAppListResponse: StudioAppList,
+  AgentVersionResponse,
+  AnnotationListResponse,
+  TurnRunResponse,
+};
 
 export function studioPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
   const security = [{ ConsoleKey: [] }];
@@ -38,6 +57,37 @@ export function studioPaths(errors: (...statuses: number[]) => Record<string, un
         parameters: [appId, uuid('version_id', 'Version id (from the versions list).')],
         summary: "One published version with its config (the studio diffs two). 404 `agent_version_not_found` for another agent's version.",
         responses: { '200': { description: 'The version.', content: json(ref('AgentVersionResponse')) }, ...errors() },
+      },
+    },
+    '/console/api/apps/{app_id}/annotations': {
+      get: {
+        operationId: 'listAnnotations',
+        tags: ['console'],
+        security,
+        parameters: [appId],
+        summary: "The app's annotations (question, answer, hits), newest first, at most 500.",
+        responses: { '200': { description: 'The annotations.', content: json(ref('AnnotationListResponse')) }, ...errors() },
+      },
+      post: {
+        operationId: 'createAnnotation',
+        tags: ['console'],
+        security,
+        parameters: [appId],
+        summary:
+          'Add an annotation: a question and the answer given instead of the agent when annotation reply is on and a query is similar enough.',
+        requestBody: { required: true, content: json(ref('AnnotationRequest')) },
+        responses: { '201': { description: 'The annotation.', content: json(ref('AnnotationResponse')) }, ...errors() },
+      },
+    },
+    '/console/api/apps/{app_id}/annotation-settings': {
+      put: {
+        operationId: 'putAnnotationSettings',
+        tags: ['console'],
+        security,
+        parameters: [appId],
+        summary: 'Turn annotation reply on or off and set its pg_trgm similarity threshold (0–1).',
+        requestBody: { required: true, content: json(ref('AnnotationSettingsRequest')) },
+        responses: { '200': { description: 'The settings.', content: json(ref('AnnotationSettingsResponse')) }, ...errors() },
       },
     },
     '/console/api/apps/{app_id}/agent/messages/{message_id}/run': {

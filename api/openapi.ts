@@ -16,7 +16,7 @@ import { CONSOLE_REQUESTS, CONSOLE_RESPONSES, consoleAgentPaths } from './openap
 import { CONSOLE_DEBUGGER_REQUESTS, CONSOLE_DEBUGGER_RESPONSES, consoleDebuggerPaths } from './openapi-console-debugger.js';
 import { KNOWLEDGE_REQUESTS, KNOWLEDGE_RESPONSES, knowledgePaths } from './openapi-knowledge.js';
 import { TOOL_REQUESTS, TOOL_RESPONSES, toolProviderPaths } from './openapi-tools.js';
-import { STUDIO_RESPONSES, studioPaths } from './openapi-studio.js';
+import { STUDIO_REQUESTS, STUDIO_RESPONSES, studioPaths } from './openapi-studio.js';
 import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -36,6 +36,7 @@ const REQUESTS = {
   ...CONSOLE_DEBUGGER_REQUESTS,
   ...KNOWLEDGE_REQUESTS,
   ...TOOL_REQUESTS,
+  ...STUDIO_REQUESTS,
 };
 const RESPONSES = {
   ErrorResponse: S.ErrorResponse,
@@ -109,7 +110,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'Body or file too large (`request_entity_too_large`, `file_too_large`).',
   415: '`unsupported_file_type`.',
   429: '`rate_limit_error`.',
-  503: 'A dependency is unavailable; retry.',
+  503: 'A dependency is unavailable (`service_unavailable`), or the deployment is at its cap of turns in flight (`server_busy`, nothing written); retry after `Retry-After`.',
 };
 
 const SSE_DESCRIPTION =

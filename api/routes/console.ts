@@ -45,8 +45,8 @@ const DraftBody = z.object({ config: z.record(z.string(), z.unknown()) });
 const BuildDraftBody = DraftBody.extend({ base_revision: z.number().int().min(1).optional() });
 const MergeBody = z.object({ force: z.boolean().default(false) });
 const PublishBody = z.object({ from: z.enum(['draft', 'build-draft']).default('draft') });
-const AnnotationBody = z.object({ question: z.string().min(1).max(2000), content: z.string().min(1).max(20_000) });
-const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.number().min(0).max(1).default(0.8) });
+export const AnnotationBody = z.object({ question: z.string().min(1).max(2000), content: z.string().min(1).max(20_000) });
+export const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.number().min(0).max(1).default(0.8) });
 
 export function consoleRoutes(
   deps: TurnServiceDeps & Omit<ConsoleDebuggerDeps, 'backend'> & { backend: Pick<AgentBackendClient, 'validateComposition' | 'cancelRun'> },

@@ -1,6 +1,6 @@
 /**
  * What the studio page (web/studio.html, issue 19) needs beyond the agent's console routes: the caller's tenant's
- * agent apps, one published version's config (to diff two versions), and a turn's run facts for the inspector —
+ * agent apps, one published version's config (to diff two versions), its annotations, and a turn's run facts for the inspector —
  * its Temporal workflow (with a link into the Temporal UI when TEMPORAL_UI_URL is known) and the backend run id.
  * Console key (api/console-auth.ts); another tenant's app or another app's message read as missing (404).
  */
@@ -22,6 +22,7 @@ export const StudioAppList = z.object({
       mode: z.string(),
       agent_id: Uuid,
       active_version_id: Uuid.nullable().describe('The published version service turns run on.'),
+      annotation_reply: z.object({ enabled: z.boolean(), score_threshold: z.number() }),
       created_at: z.number().int(),
     }),
   ),
@@ -34,6 +35,12 @@ export const AgentVersionResponse = z.object({
   config: z.record(z.string(), z.unknown()).describe('The soul config as published.'),
   created_by: z.string().nullable(),
   created_at: z.number().int(),
+});
+
+export const AnnotationListResponse = z.object({
+  data: z.array(
+    z.object({ id: Uuid, question: z.string(), content: z.string(), hit_count: z.number().int(), created_at: z.number().int() }),
+  ),
 });
 
 export const TurnRunResponse = z.object({
@@ -75,6 +82,7 @@ export function studioRoutes(deps: { db: Db; config: Pick<Config, 'TEMPORAL_NAME
           mode: a.mode,
           agent_id: a.agent!.id,
           active_version_id: a.agent!.active_config_snapshot_id,
+          annotation_reply: { enabled: a.annotation_reply_enabled, score_threshold: a.annotation_score_threshold },
           created_at: unixSeconds(a.created_at),
         })),
       }),
@@ -92,6 +100,21 @@ export function studioRoutes(deps: { db: Db; config: Pick<Config, 'TEMPORAL_NAME
       config: v.config_snapshot,
       created_by: v.created_by,
       created_at: unixSeconds(v.created_at),
+    });
+  });
+
+  /** The app's annotations, newest first (POST …/annotations adds one; api/routes/console.ts). */
+  r.get('/apps/:app_id/annotations', consoleAuth(db), async (req: Request, res) => {
+    const { app } = await consoleApp(db, req);
+    const rows = await db.annotation.findMany({ where: { app_id: app.id }, orderBy: [{ created_at: 'desc' }, { id: 'desc' }], take: 500 });
+    res.json({
+      data: rows.map((a) => ({
+        id: a.id,
+        question: a.question,
+        content: a.content,
+        hit_count: a.hit_count,
+        created_at: unixSeconds(a.created_at),
+      })),
     });
   });
 

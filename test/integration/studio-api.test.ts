@@ -55,6 +55,28 @@ describe('the studio console reads', () => {
     expect((await get(`/apps/${appId}/agent/versions/not-a-uuid`)).status).toBe(400);
   });
 
+  it('lists the app’s annotations (and the reply settings in the apps list); another tenant gets 404', async () => {
+    const { appId, consoleKey } = stack.demo!;
+    const write = (path: string, method: string, body: unknown) =>
+      fetch(`${stack.apiUrl}/console/api/apps/${appId}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${consoleKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const created = await write('/annotations', 'POST', { question: 'What are your hours?', content: 'Nine to five.' });
+    expect(created.status).toBe(201);
+    expect(STUDIO_RESPONSES.AnnotationResponse.safeParse(await created.json()).error).toBeUndefined();
+    const settings = await write('/annotation-settings', 'PUT', { enabled: true, score_threshold: 0.6 });
+    expect(STUDIO_RESPONSES.AnnotationSettingsResponse.safeParse(await settings.json()).error).toBeUndefined();
+    const list = (await (await get(`/apps/${appId}/annotations`)).json()) as { data: { question: string; hit_count: number }[] };
+    expect(STUDIO_RESPONSES.AnnotationListResponse.safeParse(list).error).toBeUndefined();
+    expect(list.data).toEqual([expect.objectContaining({ question: 'What are your hours?', content: 'Nine to five.', hit_count: 0 })]);
+    const apps = (await (await get('/apps')).json()) as { data: { annotation_reply: unknown }[] };
+    expect(apps.data[0]!.annotation_reply).toEqual({ enabled: true, score_threshold: 0.6 });
+    expect((await get(`/apps/${appId}/annotations`, strangerKey)).status).toBe(404);
+    expect(((await (await get(`/apps/${strangerAppId}/annotations`, strangerKey)).json()) as { data: unknown[] }).data).toEqual([]);
+  });
+
   it('gives a turn’s workflow, its Temporal UI link and the backend run id; another tenant gets 404', async () => {
     const { appId, apiKey } = stack.demo!;
     const { frames } = await chat(stack.apiUrl, apiKey, {
