@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { backendRunsOf } from '../support/sql.js';
+import { parseSse } from '../../core/sse.js';
 import { postChat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 
@@ -15,7 +16,8 @@ let stack: Stack;
 let key: string;
 
 beforeAll(async () => {
-  stack = await startTestStack('admission', { env: { MAX_TURNS_IN_FLIGHT: 2, MAX_RUNS_PER_BACKEND: 1 } });
+  // Pings every 250 ms: a turn waiting for a backend slot (seconds) must keep its client stream alive meanwhile.
+  stack = await startTestStack('admission', { env: { MAX_TURNS_IN_FLIGHT: 2, MAX_RUNS_PER_BACKEND: 1, SSE_PING_MS: 250 } });
   key = stack.demo!.apiKey;
 });
 afterAll(async () => stack?.stop());
@@ -48,6 +50,20 @@ async function footprint() {
 
 const answerOf = (frames: ClientFrame[]) => frames.find((f) => f.event === 'message')?.data.answer as string | undefined;
 
+/** A turn's frames, and how many pings arrived before its first answer delta. */
+async function readCountingPings(res: Response): Promise<{ frames: ClientFrame[]; pingsBeforeAnswer: number }> {
+  const frames: ClientFrame[] = [];
+  let pingsBeforeAnswer = 0;
+  for await (const f of parseSse(res.body!)) {
+    if (f.event === 'ping') {
+      if (!frames.some((x) => x.event === 'agent_message')) pingsBeforeAnswer += 1;
+      continue;
+    }
+    frames.push({ id: f.id, event: f.event, data: JSON.parse(f.data) as Record<string, unknown> });
+  }
+  return { frames, pingsBeforeAnswer };
+}
+
 /** The backend's own view of its runs in progress. */
 async function activeRuns(): Promise<number> {
   const res = await fetch(`${stack.agentBackendUrl}/healthz`);
@@ -61,7 +77,7 @@ describe('admission control: a deployment-wide cap on turns in flight', () => {
       postChat(stack.apiUrl, key, { query: SLOW, user: 'busy-b' }),
     ]);
     expect([a.status, b.status]).toEqual([200, 200]);
-    const reading = Promise.all([readFrames(a), readFrames(b)]);
+    const reading = Promise.all([readCountingPings(a), readCountingPings(b)]);
 
     const before = await footprint();
     await expectShed(await postChat(stack.apiUrl, key, { query: 'hello', user: 'shed-user' }));
@@ -80,8 +96,17 @@ describe('admission control: a deployment-wide cap on turns in flight', () => {
     expect(direct.status).toBe(503);
     expect(Number(direct.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await direct.json()).toMatchObject({ code: 'backend_busy', status: 503 });
+    // Full, yet a repeated create of a run that exists (runAgent after a lost attempt) is answered with that run.
+    const repeated = await fetch(`${stack.agentBackendUrl}/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.config.AGENT_BACKEND_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(captured.request),
+    });
+    expect(repeated.status).toBe(202);
+    expect(((await repeated.json()) as { run_id: string }).run_id).toBe(captured.backend_run_id);
 
-    const [fa, fb] = await reading;
+    const [ra, rb] = await reading;
+    const [fa, fb] = [ra.frames, rb.frames];
     for (const frames of [fa, fb]) {
       expect(frames.map((f) => f.event).slice(-2)).toEqual(['message', 'message_end']);
       expect(answerOf(frames)).toContain('a b c d e f');
@@ -98,7 +123,9 @@ describe('admission control: a deployment-wide cap on turns in flight', () => {
     expect(debug.status).toBe(200);
     expect((await readFrames(debug)).at(-1)?.event).toBe('message_end');
 
-    await auditBackendRetry([fa, fb]);
+    const retried = await auditBackendRetry([fa, fb]);
+    // The retried turn's client stream kept its pings while its run waited for the backend slot.
+    expect([ra, rb].find((r) => r.frames.at(-1)!.data.message_id === retried[0])!.pingsBeforeAnswer).toBeGreaterThan(0);
   }, 120_000);
 });
 
@@ -106,7 +133,7 @@ describe('admission control: a deployment-wide cap on turns in flight', () => {
  * Of the two concurrent turns, the one whose run the backend refused shows the retried runAgent attempt in its
  * workflow history (the refusal as its last failure); both end with one answer, one backend run, one charge.
  */
-async function auditBackendRetry(turns: ClientFrame[][]): Promise<void> {
+async function auditBackendRetry(turns: ClientFrame[][]): Promise<string[]> {
   const retried: string[] = [];
   for (const frames of turns) {
     const messageId = frames.at(-1)!.data.message_id as string;
@@ -131,4 +158,5 @@ async function auditBackendRetry(turns: ClientFrame[][]): Promise<void> {
   }
   // The backend held one run at a time and the two turns overlapped, so at least one of them was retried.
   expect(retried.length).toBeGreaterThanOrEqual(1);
+  return retried;
 }
