@@ -55,8 +55,10 @@ async function openApp(a) {
   state.appId = a.id;
   for (const li of $('apps').children) li.classList.toggle('active', li.dataset.app === a.id);
   $('agent-name').textContent = a.name;
-  for (const id of ['editor', 'debugger']) $(id).hidden = false;
-  await Promise.all([loadDraft(), loadVersions(), openLastDebugConversation()]);
+  for (const id of ['editor', 'debugger', 'annotations']) $(id).hidden = false;
+  $('ann-enabled').checked = a.annotation_reply.enabled;
+  $('ann-threshold').value = a.annotation_reply.score_threshold;
+  await Promise.all([loadDraft(), loadVersions(), loadAnnotations(), openLastDebugConversation()]);
 }
 
 // --- the soul config editor ----------------------------------------------------------------------------------
@@ -69,6 +71,7 @@ async function loadDraft() {
   if (!d) d = await getJson(appPath('/agent/draft'));
   state.config = structuredClone(d.config);
   const fresh = build && d.draft_type !== 'BUILD_DRAFT';
+  $('merge').hidden = !build;
   $('draft-info').textContent = fresh ? 'new build draft (from the shared draft)' : `${d.draft_type} revision ${d.revision}`;
   fillForm(state.config);
   clearIssues();
@@ -184,6 +187,18 @@ const publish = () =>
     await loadVersions();
   });
 
+/** The build draft into the shared draft; a conflict (someone saved the shared draft since) asks before forcing. */
+const merge = () =>
+  guarded(async () => {
+    try {
+      await send(appPath('/agent/build-draft/merge'), { force: false });
+    } catch (err) {
+      if (err.code !== 'agent_draft_conflict' || !confirm(`${err.message}\n\nOverwrite the shared draft with your build draft?`)) throw err;
+      await send(appPath('/agent/build-draft/merge'), { force: true });
+    }
+    say('Merged your build draft into the shared draft.');
+  });
+
 /** `{{#` in the prompt offers the mentionable things: builtin and provider tools, the config's datasets. */
 function suggestMentions() {
   const ta = $('f-prompt');
@@ -277,6 +292,36 @@ async function showDiff() {
   if (!rows.some(([mark]) => mark !== ' ')) pre.prepend(el('span', 'same', '(no differences)\n'));
   $('diff-view').hidden = false;
 }
+
+// --- annotations ----------------------------------------------------------------------------------------------
+
+async function loadAnnotations() {
+  const { data } = await getJson(appPath('/annotations'));
+  const ul = $('ann-list');
+  ul.textContent = '';
+  for (const a of data) {
+    const li = el('li');
+    li.append(el('strong', '', a.question), ` → ${a.content} `, el('span', 'hint', `(${a.hit_count} hits)`));
+    ul.append(li);
+  }
+}
+
+const addAnnotation = () =>
+  guarded(async () => {
+    await send(appPath('/annotations'), { question: $('ann-question').value, content: $('ann-content').value });
+    $('ann-question').value = $('ann-content').value = '';
+    await loadAnnotations();
+  });
+
+const applyAnnotationSettings = () =>
+  guarded(async () => {
+    const s = await send(
+      appPath('/annotation-settings'),
+      { enabled: $('ann-enabled').checked, score_threshold: Number($('ann-threshold').value || 0.8) },
+      'PUT',
+    );
+    say(`Annotation reply ${s.enabled ? 'on' : 'off'} (threshold ${s.score_threshold}).`);
+  });
 
 // --- the debugger chat ---------------------------------------------------------------------------------------
 
@@ -498,6 +543,9 @@ $('save-key').addEventListener('click', () => {
 $('target').addEventListener('change', () => void loadDraft().catch((err) => say(err.message)));
 $('save').addEventListener('click', () => void save());
 $('publish').addEventListener('click', () => void publish());
+$('merge').addEventListener('click', () => void merge());
+$('ann-add').addEventListener('click', () => void addAnnotation());
+$('ann-apply').addEventListener('click', () => void applyAnnotationSettings());
 $('diff').addEventListener('click', () => void showDiff().catch((err) => say(err.message)));
 $('f-prompt').addEventListener('input', suggestMentions);
 $('f-prompt').addEventListener('blur', () => ($('mentions').hidden = true));

@@ -54,9 +54,17 @@ describe.runIf(executable)('the studio in a browser', () => {
       ],
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    // A script or style the CSP blocks, or an uncaught error, shows up as a console error.
+    page.on('console', (m) => {
+      // (A failed request's console line is checked by its response below.)
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) failures.push(`console: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
     page.on('response', (r) => {
-      // The invalid save is the one 4xx this test provokes.
-      if (r.status() >= 400 && !(r.status() === 400 && r.url().endsWith('/agent/draft'))) failures.push(`${r.status()} ${r.url()}`);
+      // Expected: the invalid save's 400, and the 404 that says there is no build draft yet.
+      const expected =
+        (r.status() === 400 && r.url().endsWith('/agent/draft')) || (r.status() === 404 && r.url().endsWith('/agent/build-draft'));
+      if (r.status() >= 400 && !expected) failures.push(`${r.status()} ${r.url()}`);
     });
     await page.goto(`${stack.apiUrl}/studio/#key=${stack.demo!.consoleKey}`);
   });
@@ -76,7 +84,7 @@ describe.runIf(executable)('the studio in a browser', () => {
     ((await stack.db.agentConfigDraft.findFirstOrThrow({ where: { draft_type: 'DRAFT' } })).config as { prompt: { system_prompt: string } })
       .prompt.system_prompt;
 
-  it('edits and saves the prompt, shows a validation error inline, publishes and diffs versions', async () => {
+  it('edits and saves the prompt, shows a validation error inline, publishes and diffs versions, merges a build draft', async () => {
     expect(page.url()).not.toContain('key=');
     await expect.poll(() => page.locator('#apps li.active').textContent()).toBe('Demo Agent');
     await expect.poll(() => page.inputValue('#f-prompt')).toContain('helpful demo agent');
@@ -117,9 +125,22 @@ describe.runIf(executable)('the studio in a browser', () => {
     await expect.poll(() => page.locator('#diff-title').textContent()).toBe('v1 → v2');
     expect(await page.locator('#diff-out .add').allTextContents()).toContain('+     "system_prompt": "You are the studio agent."\n');
     expect((await page.locator('#diff-out .del').allTextContents()).join('')).toContain('helpful demo agent');
+
+    // My build draft: saved apart from the shared draft, then merged into it.
+    await page.selectOption('#target', 'build');
+    await expect.poll(() => page.locator('#draft-info').textContent()).toContain('new build draft');
+    await page.fill('#f-prompt', 'You are the studio agent, built in my build draft.');
+    await page.click('#save');
+    await expect.poll(status).toContain('Saved (BUILD_DRAFT revision 1)');
+    expect(await sharedPrompt()).toBe('You are the studio agent.');
+    await page.click('#merge');
+    await expect.poll(status).toBe('Merged your build draft into the shared draft.');
+    expect(await sharedPrompt()).toBe('You are the studio agent, built in my build draft.');
+    await page.selectOption('#target', 'draft');
+    await expect.poll(() => page.inputValue('#f-prompt')).toBe('You are the studio agent, built in my build draft.');
   });
 
-  it('chats on the draft, answers a debugger form, re-attaches to a turn after a reload and stops it', async () => {
+  it('chats on the draft, answers a debugger form, replies from an annotation, re-attaches to a turn after a reload and stops it', async () => {
     await send('/calc 6*7');
     await expect.poll(() => lastAgent().locator('.text').textContent(), { timeout: 20_000 }).toContain('42');
     const card = lastAgent().locator('.thought.tool');
@@ -133,6 +154,19 @@ describe.runIf(executable)('the studio in a browser', () => {
     await form.locator('textarea[name="answer"]').fill('Countess');
     await form.locator('button[value="submit"]').click();
     await expect.poll(() => lastAgent().locator('.text').textContent(), { timeout: 20_000 }).toContain('You answered: "Countess"');
+    await idle();
+
+    // An annotation answers a similar question instead of the agent once annotation reply is on.
+    await page.fill('#ann-question', 'What are your opening hours?');
+    await page.fill('#ann-content', 'Nine to five, every weekday.');
+    await page.click('#ann-add');
+    await expect.poll(() => page.locator('#ann-list li').textContent()).toContain('Nine to five, every weekday.');
+    await page.check('#ann-enabled');
+    await page.fill('#ann-threshold', '0.5');
+    await page.click('#ann-apply');
+    await expect.poll(status).toBe('Annotation reply on (threshold 0.5).');
+    await send('What are your opening hours?');
+    await expect.poll(() => lastAgent().locator('.text').textContent(), { timeout: 20_000 }).toBe('Nine to five, every weekday.');
     await idle();
 
     await send('/slow 300 a b c d e f g h i j k l m n o p');
@@ -151,7 +185,7 @@ describe.runIf(executable)('the studio in a browser', () => {
     expect(row.answer).not.toContain('o p"');
     // Every debugger turn ran on the shared draft (and so with the saved prompt), not on the published version.
     const runs = await stack.db.message.findMany({ where: { invoke_from: 'debugger' } });
-    expect(runs.length).toBeGreaterThanOrEqual(4);
+    expect(runs.length).toBeGreaterThanOrEqual(5);
     await shot('studio-debugger.png');
   });
 
