@@ -472,6 +472,7 @@ async function inspect(messageId) {
     facts($('run-facts'), [
       ['message', run.message_id],
       ['status', run.turn_status],
+      ['answer', run.answer],
       ['error', run.error ? `${run.error_code ?? ''} ${run.error}`.trim() : null],
       ['workflow', run.workflow_id],
       ['backend run', run.backend_run_id],

@@ -204,6 +204,8 @@ describe.runIf(executable)('the studio in a browser', () => {
     expect(facts).toContain(backendRun.backend_run_id!);
     expect(facts).toContain(`agent-turn-${messageId}`);
     expect(facts).toContain('succeeded');
+    const answer = page.locator('#run-facts dt', { hasText: /^answer$/ }).locator('xpath=following-sibling::dd[1]');
+    expect(await answer.textContent()).toBe(await calc.locator('.text').textContent());
 
     const link = page.locator('#temporal-link');
     expect(await link.isVisible()).toBe(true);
