@@ -10,6 +10,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
+import { screenshotDir } from '../support/artifacts.js';
 
 const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(
   (p) => p && fs.existsSync(p),
@@ -109,6 +110,9 @@ describe.runIf(executable)('the chat page in a browser', () => {
     const shot = path.join(inject('testDataDir'), 'chat-page.png');
     await page.screenshot({ path: shot, fullPage: true });
     expect(fs.statSync(shot).size).toBeGreaterThan(1000);
+    // Kept beyond the run as the run's artifact (test-results/screenshots, git-ignored); E2E_SCREENSHOT: also there.
+    fs.mkdirSync(screenshotDir(), { recursive: true });
+    fs.copyFileSync(shot, path.join(screenshotDir(), 'chat-page.png'));
     if (process.env.E2E_SCREENSHOT) fs.copyFileSync(shot, process.env.E2E_SCREENSHOT);
   });
 });

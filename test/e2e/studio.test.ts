@@ -11,6 +11,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
+import { screenshotDir } from '../support/artifacts.js';
 
 const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(
   (p) => p && fs.existsSync(p),
@@ -31,11 +32,10 @@ async function shot(name: string) {
   const file = path.join(inject('testDataDir'), name);
   await page.screenshot({ path: file, fullPage: true });
   expect(fs.statSync(file).size).toBeGreaterThan(1000);
-  // Kept beyond the run (the test data dir is removed) where the caller asks, like chat-page's E2E_SCREENSHOT.
-  if (process.env.E2E_SCREENSHOT_DIR) {
-    fs.mkdirSync(process.env.E2E_SCREENSHOT_DIR, { recursive: true });
-    fs.copyFileSync(file, path.join(process.env.E2E_SCREENSHOT_DIR, name));
-  }
+  // Kept beyond the run (the test data dir is removed) as the run's artifacts: test-results/screenshots (git-ignored).
+  const dir = screenshotDir();
+  fs.mkdirSync(dir, { recursive: true });
+  fs.copyFileSync(file, path.join(dir, name));
 }
 
 describe.runIf(executable)('the studio in a browser', () => {
