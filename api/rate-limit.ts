@@ -10,6 +10,10 @@
  * - concurrent turns in progress (pending or running messages, counted from the messages themselves, so
  *   nothing can leak): TURNS_PER_KEY per app, TURNS_PER_USER per end user.
  *
+ * The console's debugger gets the same three per console key (`consoleMiddleware`): request rate
+ * (RATE_LIMIT_KEY_PER_MINUTE), open debugger streams (STREAMS_PER_KEY) and debugger turns in progress per account
+ * (TURNS_PER_USER), under their own counters.
+ *
  * Over a limit: 429 `too_many_requests` with Retry-After. When PostgreSQL cannot answer a limiter, the
  * request goes through (an outage must not turn into refusals; the routes' own 503s still apply).
  */
@@ -144,5 +148,42 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
       next(err);
     }
   };
-  return { middleware };
+  const consoleRate = limiter('console_rate', config.RATE_LIMIT_KEY_PER_MINUTE, 60);
+  const consoleStreams = limiter('console_streams', config.STREAMS_PER_KEY, STREAM_COUNTER_TTL_S);
+  const DEBUG = '^/apps/[^/]+/agent/debug';
+  const isDebugStream = (req: Request) =>
+    (req.method === 'POST' && new RegExp(`${DEBUG}/chat-messages$`).test(req.path)) ||
+    (req.method === 'GET' && new RegExp(`${DEBUG}/chat-messages/[^/]+/events$`).test(req.path));
+  const isDebugTurnStart = (req: Request) =>
+    req.method === 'POST' && (new RegExp(`${DEBUG}/chat-messages$`).test(req.path) || new RegExp(`${DEBUG}/forms/[^/]+$`).test(req.path));
+
+  /** Mount in the console router after its key check (issue 17 L6: debugger streams and turns are capped too). */
+  const consoleMiddleware: RequestHandler = async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const caller = req.consoleCtx;
+      if (!caller) return next();
+      const key = keyOf(req);
+      const r: { msBeforeNext?: number } = {};
+      if (!(await take(consoleRate, key, r))) return next(tooMany(res, 'requests for this console key', (r.msBeforeNext ?? 1000) / 1000));
+      if (isDebugTurnStart(req)) {
+        const appId = /^\/apps\/([^/]+)\//.exec(req.path)?.[1] ?? '';
+        // By app and status first (the messages(app_id, status) index), then the account.
+        const inProgress = /^[0-9a-f-]{36}$/i.test(appId)
+          ? await db.message.count({ where: { app_id: appId, account_id: caller.accountId, status: { in: ['pending', 'running'] } } })
+          : 0;
+        if (inProgress >= config.TURNS_PER_USER) return next(tooMany(res, 'debugger turns in progress for this account', 5));
+      }
+      if (isDebugStream(req)) {
+        if (!(await take(consoleStreams, key, r))) {
+          give(consoleStreams, key);
+          return next(tooMany(res, 'open debugger streams for this console key', 5));
+        }
+        res.once('close', () => give(consoleStreams, key));
+      }
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+  return { middleware, consoleMiddleware };
 }

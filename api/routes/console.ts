@@ -22,6 +22,7 @@ import type { AgentBackendClient } from '../../core/backend-client.js';
 import { validatedSoul } from '../agent-config-validation.js';
 import type { AppContext } from '../auth.js';
 import { consoleApp } from '../console-auth.js';
+import { createRateLimits } from '../rate-limit.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { streamTurn } from '../stream.js';
 import { consoleDebuggerRoutes, DebugChat, type ConsoleDebuggerDeps } from './console-debugger.js';
@@ -68,6 +69,8 @@ export function consoleRoutes(
   });
   // Bodies are read only once the console key is known: 1 MB, JSON_MAX_DEPTH deep, no NUL anywhere.
   r.use(jsonBody({ limit: '1mb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true }));
+  // Per console key and account (README "Security"): request rate, open debugger streams, debugger turns in progress.
+  r.use(createRateLimits(deps).consoleMiddleware);
 
   /** The app and its agent, in the caller's tenant only (404 otherwise). */
   const appOf = (req: Request) => consoleApp(db, req);
