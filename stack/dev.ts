@@ -104,6 +104,7 @@ async function runStack(): Promise<void> {
   app api key    ${key}
   console key    ${stack.demo?.consoleKey ?? '-'}   (console API: drafts, publish, debugger turns)
   agent backend  ${stack.agentBackendUrl}
+  worker         ${stack.workerHttpUrl ?? '-'}   (/metrics, /readyz; the api and the agent backend serve them too)
   Temporal UI    ${stack.temporalUiUrl ?? `(external Temporal at ${stack.temporalAddress})`}
   database       ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded PostgreSQL under ${config.dataDir}/pg`}
 
