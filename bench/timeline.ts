@@ -16,8 +16,9 @@ import { distribution, median, type Distribution } from './stats.js';
 
 /**
  * Segments of the path to the first answer token, in order; each is ms. The workflow's steps are today's
- * (workflows/agent-turn.ts): prepareTurn (one local activity: resolve-config, input-guards, binding,
- * build-request) inside the first workflow task, then the runAgent activity.
+ * (workflows/agent-turn.ts): the runAgent activity, which prepares the turn (resolve-config, input-guards, binding,
+ * build-request) before it creates the backend run. Turns started before the `prepare-in-run-agent` patch (and the
+ * floor) still have a local activity (prepareTurn) in the first workflow task: `prepare_turn` is that, when present.
  */
 export const DURABLE_SEGMENTS = [
   ['api', 'client send → Message row (HTTP, auth, end user, conversation tx)'],
@@ -27,9 +28,9 @@ export const DURABLE_SEGMENTS = [
     'prepare_turn',
     'first task started → prepareTurn done (activation; local activity: resolve-config, input-guards, binding, build-request)',
   ],
-  ['first_task_completion', 'prepareTurn done → runAgent scheduled (activation, workflow task completion)'],
+  ['first_task_completion', 'first task started (or its local activity done) → runAgent scheduled (activation, task completion)'],
   ['run_agent_dispatch', 'runAgent scheduled → started'],
-  ['backend_create', 'runAgent started → backend run row (load message, POST /runs)'],
+  ['backend_create', "runAgent started → backend run row (the turn's preparation, load message, POST /runs)"],
   ['model_first_delta', 'backend run row → first agent_message_delta row (inner LLM, demo model, backend coalescing)'],
   ['debounce', 'first backend delta row → first agent_message tx start (runAgent SSE read, debounce)'],
   ['write', 'event tx start → its commit (NOTIFY seen)'],
@@ -186,7 +187,7 @@ function workflowSegments(h: HistoryFacts, local: string, activity: string) {
     segments: {
       first_task: ok(h.firstTaskStarted - h.started),
       prepare_turn: ok(prepared !== undefined ? prepared - h.firstTaskStarted : undefined),
-      first_task_completion: ok(act && prepared !== undefined ? act.scheduled - prepared : undefined),
+      first_task_completion: ok(act ? act.scheduled - (prepared ?? h.firstTaskStarted) : undefined),
       run_agent_dispatch: ok(act ? act.started - act.scheduled : undefined),
     },
     turnEnd: ok(act ? h.closed - act.completed : undefined),

@@ -20,7 +20,7 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities } from '../activities/index.js';
+import type { Activities, RunAgentOutcome } from '../activities/index.js';
 import type { TurnErrorDetails } from '../turn/errors.js';
 import { TURN_SEARCH_ATTRIBUTES } from './search-attributes.js';
 import {
@@ -92,19 +92,33 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     setCurrentDetails(`phase: ${phase}${extra}`);
   };
 
+  // The turn's preparation runs inside runAgent, so the first workflow task only schedules it (issue 21 direction 2:
+  // one activation and the local activity's dispatch less before the first token). Turns started before keep the
+  // local activity for their whole life, continuations included.
+  const prepareInRunAgent = patched('prepare-in-run-agent');
   try {
     let resumeFormId: string | undefined;
     for (;;) {
       // resolveConfig → inputGuards (fresh turns only, never an ask_human continuation: docs/seeds/000) →
-      // loadOrCreateBinding → buildRunRequest, in one local activity.
-      enter('resolving_config');
-      const prepared = await steps.prepareTurn({ messageId, runGuards: !resumeFormId && !input.resumeOfMessageId, resumeFormId });
-      if (prepared.guard) {
-        enter('completed', ` · answered by ${prepared.guard}`);
+      // loadOrCreateBinding → buildRunRequest: inside runAgent, or (older turns) one local activity before it.
+      const prepare = { runGuards: !resumeFormId && !input.resumeOfMessageId, resumeFormId };
+      let outcome: RunAgentOutcome;
+      if (prepareInRunAgent) {
+        enter('running_agent');
+        outcome = await agent.runAgent({ messageId, prepare });
+      } else {
+        enter('resolving_config');
+        const prepared = await steps.prepareTurn({ messageId, ...prepare });
+        if (prepared.guard) outcome = { status: 'answered_by_guard', guard: prepared.guard };
+        else {
+          enter('running_agent');
+          outcome = await agent.runAgent({ messageId });
+        }
+      }
+      if (outcome.status === 'answered_by_guard') {
+        enter('completed', ` · answered by ${outcome.guard}`);
         return { status: 'answered_by_guard', messageId };
       }
-      enter('running_agent');
-      const outcome = await agent.runAgent({ messageId });
       if (outcome.status === 'succeeded') {
         enter('completed');
         return { status: 'succeeded', messageId };

@@ -12,6 +12,7 @@
 import { Context } from '@temporalio/activity';
 import type { CreateRunRequest } from '../../core/protocol/run.js';
 import type { ActivityDeps } from '../../turn/deps.js';
+import { createPrepareTurn } from '../prepare-turn.js';
 import { attemptLostError, cancellationCause } from './cancellation.js';
 import { RunCommitter } from './commit.js';
 import { consumeRun } from './consume.js';
@@ -24,9 +25,27 @@ export type { RunAgentOutcome } from './scope.js';
 
 export function createRunAgent(deps: ActivityDeps) {
   const { db, backend, logger } = deps;
+  const prepareTurn = createPrepareTurn(deps);
 
-  return async function runAgent(input: { messageId: string }): Promise<RunAgentOutcome> {
+  return async function runAgent(input: {
+    messageId: string;
+    /**
+     * Set by turns started with the `prepare-in-run-agent` patch: the turn's preparation (prepareTurn's steps) runs
+     * here instead of in a local activity of the first workflow task, so that task only schedules this activity
+     * (issue 21 direction 2). Skipped once the run request exists: buildRunRequest writes it in the preparation's last
+     * transaction, so a retried attempt (a failed POST /runs, a lost worker) uses the request as built, exactly as a
+     * runAgent retry after a completed prepareTurn did.
+     */
+    prepare?: { runGuards: boolean; resumeFormId?: string };
+  }): Promise<RunAgentOutcome> {
     const ctx = Context.current();
+    if (input.prepare) {
+      const built = await db.agentBackendRun.findUnique({ where: { message_id: input.messageId }, select: { message_id: true } });
+      if (!built) {
+        const prepared = await prepareTurn({ messageId: input.messageId, ...input.prepare });
+        if (prepared.guard) return { status: 'answered_by_guard', guard: prepared.guard };
+      }
+    }
     logger.debug(
       {
         message_id: input.messageId,

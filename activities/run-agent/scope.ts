@@ -10,7 +10,9 @@ export type RunAgentOutcome =
   | { status: 'succeeded' }
   | { status: 'failed'; errorCode: string }
   | { status: 'stopped' }
-  | { status: 'paused'; toolCallId: string; formId: string; formToken: string; expiresAt: string };
+  | { status: 'paused'; toolCallId: string; formId: string; formToken: string; expiresAt: string }
+  /** The turn's preparation ran here (`prepare`) and an input guard answered it: no run. */
+  | { status: 'answered_by_guard'; guard: 'moderation' | 'annotation' };
 
 export interface RunScope {
   deps: ActivityDeps;

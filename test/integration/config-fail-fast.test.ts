@@ -107,11 +107,19 @@ function localActivityAttempts(h: TurnResult['history'], type: string): number[]
     .map((d) => d.attempt);
 }
 
-/** Failed before the backend: prepareTurn ran once (attempt 1) and no runAgent activity was scheduled. */
+/**
+ * Failed before the backend, in the turn's preparation: since `prepare-in-run-agent` that runs inside runAgent, so
+ * runAgent was scheduled once, started once (attempt 1) and failed for good; no prepareTurn local activity.
+ */
 function expectFailedInPrepare(r: TurnResult) {
   expect(r.error).toMatchObject({ code: 'agent_config_invalid', status: 400 });
-  expect(localActivityAttempts(r.history, 'prepareTurn')).toEqual([1]);
-  expect(ofType(r.history, 'runAgent')).toHaveLength(0);
+  expect(localActivityAttempts(r.history, 'prepareTurn')).toEqual([]);
+  expect(ofType(r.history, 'runAgent')).toHaveLength(1);
+  const started = r.history.filter((e) => e.activityTaskStartedEventAttributes);
+  expect(started.map((e) => e.activityTaskStartedEventAttributes!.attempt)).toEqual([1]);
+  const failed = r.history.filter((e) => e.activityTaskFailedEventAttributes);
+  expect(failed).toHaveLength(1);
+  expect(failed[0]!.activityTaskFailedEventAttributes!.failure?.applicationFailureInfo?.nonRetryable).toBe(true);
 }
 
 /** Refused by the backend: runAgent ran exactly once (its started event records the attempt that completed). */

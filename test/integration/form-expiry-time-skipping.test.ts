@@ -79,7 +79,10 @@ describe('ask_human form expiry at its real length (time-skipping test server)',
       'm-1',
       resume.resumeMessageId,
     ]);
-    expect(calls.find((c) => c.name === 'prepareTurn' && (c.input as { resumeFormId?: string }).resumeFormId === 'form-1')).toBeTruthy();
+    // The continuation's preparation (inside runAgent since `prepare-in-run-agent`) closes the form's call.
+    expect(
+      calls.find((c) => c.name === 'runAgent' && (c.input as { prepare?: { resumeFormId?: string } }).prepare?.resumeFormId === 'form-1'),
+    ).toBeTruthy();
     expect(result).toEqual({ status: 'succeeded', messageId: resume.resumeMessageId });
   });
 

@@ -79,7 +79,10 @@ describe('agentTurn signal ordering', () => {
       'm-resume',
     ]);
     expect(calls.some((c) => c.name === 'expireForm' || c.name === 'createTimeoutResume')).toBe(false);
-    expect(calls.find((c) => c.name === 'prepareTurn' && (c.input as { resumeFormId?: string }).resumeFormId === 'form-1')).toBeTruthy();
+    // The continuation's preparation (inside runAgent since `prepare-in-run-agent`) closes the form's call.
+    expect(
+      calls.find((c) => c.name === 'runAgent' && (c.input as { prepare?: { resumeFormId?: string } }).prepare?.resumeFormId === 'form-1'),
+    ).toBeTruthy();
   });
 
   it('ignores a submission for another form and resumes on its own form', async () => {
