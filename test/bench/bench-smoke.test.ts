@@ -58,7 +58,7 @@ describe('npm run bench --quick, two turns per path at concurrency 1', () => {
     expect(durable.db.rowsPerTurn['public.message_events']).toBeGreaterThan(0);
     expect(durable.timeline.activities?.runAgent).toBeDefined();
     // The turn's preparation runs inside runAgent (booked in backend_create): no local activity in the first task.
-    expect(durable.timeline.segments.prepare_turn).toBeUndefined();
+    expect(durable.timeline.segments.prepare_turn ?? null).toBeNull();
     expect(durable.timeline.segments.first_task_completion).toBeGreaterThan(0);
     expect(durable.timeline.segments.backend_create).toBeGreaterThan(0);
   });
