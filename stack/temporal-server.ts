@@ -283,8 +283,23 @@ export class TemporalServiceProcess {
     return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Spawns the service and waits until its gRPC port accepts connections. */
-  async start(timeoutMs = 60_000): Promise<void> {
+  /**
+   * Spawns the service and waits until its gRPC port accepts connections. A service that exits before it listens
+   * (seen once in CI: the frontend, started beside the others) is started again, up to `attempts` times in all.
+   */
+  async start(timeoutMs = 60_000, attempts = 3): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.startOnce(timeoutMs);
+      } catch (err) {
+        if (this.up || attempt >= attempts) throw err;
+        fs.appendFileSync(this.logFile, `\n==== exited before listening (attempt ${attempt} of ${attempts}); starting again\n`);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    }
+  }
+
+  private async startOnce(timeoutMs: number): Promise<void> {
     if (this.up) return;
     fs.appendFileSync(this.logFile, `\n==== ${new Date().toISOString()} start ${this.service}\n`);
     const fd = fs.openSync(this.logFile, 'a');
@@ -295,7 +310,7 @@ export class TemporalServiceProcess {
     this.child = child;
     const deadline = Date.now() + timeoutMs;
     while (!(await portOpen(this.port))) {
-      if (!this.up) throw new Error(`temporal ${this.service} exited at start; see ${this.logFile}`);
+      if (!this.up) throw new Error(`temporal ${this.service} exited at start; log tail:\n${logTail(this.logFile)}`);
       if (Date.now() > deadline)
         throw new Error(`temporal ${this.service} did not open port ${this.port} within ${timeoutMs} ms; see ${this.logFile}`);
       await new Promise((r) => setTimeout(r, 200));
@@ -380,5 +395,14 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   } catch (err) {
     console.error((err as Error).message);
     process.exit(1);
+  }
+}
+
+/** The last lines of a log file (an error that only names the file loses it when the data dir is removed). */
+function logTail(file: string, lines = 20): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return `(no log at ${file})`;
   }
 }
