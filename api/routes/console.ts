@@ -5,9 +5,8 @@
  * and run debugger turns against a draft (invoke_from `debugger`, docs/seeds/000) — stopped, re-attached and
  * answered through api/routes/console-debugger.ts.
  */
-import { type NextFunction, type Request, type Response, Router } from 'express';
+import { type Request, Router } from 'express';
 import { z } from 'zod';
-import { hashApiKey } from '../../core/api-keys.js';
 import {
   findBuildDraft,
   findSharedDraft,
@@ -22,6 +21,7 @@ import type { AgentBackendClient } from '../../core/backend-client.js';
 import { validatedSoul } from '../agent-config-validation.js';
 import type { AppContext } from '../auth.js';
 import { consoleApp } from '../console-auth.js';
+import { consoleAuth } from '../console-auth.js';
 import { createRateLimits } from '../rate-limit.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { streamTurn } from '../stream.js';
@@ -55,18 +55,7 @@ export function consoleRoutes(
   const { db } = deps;
   const r = Router();
   const soulDeps = { db, backend: deps.backend, logger: deps.logger };
-  r.use(async (req: Request, _res: Response, next: NextFunction) => {
-    try {
-      const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
-      if (!m) throw new HttpError(401, 'unauthorized', 'Authorization header must be "Bearer <console key>".');
-      const token = await db.consoleToken.findUnique({ where: { token_hash: hashApiKey(m[1]!) } });
-      if (!token || token.revoked_at) throw new HttpError(401, 'unauthorized', 'Console key is invalid.');
-      req.consoleCtx = { tenantId: token.tenant_id, accountId: token.account_id };
-      next();
-    } catch (err) {
-      next(err);
-    }
-  });
+  r.use(consoleAuth(db));
   // Bodies are read only once the console key is known: 1 MB, JSON_MAX_DEPTH deep, no NUL anywhere.
   r.use(jsonBody({ limit: '1mb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true }));
   // Per console key and account (README "Security"): request rate, open debugger streams, debugger turns in progress.
