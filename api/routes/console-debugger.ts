@@ -19,7 +19,7 @@ import { FormToken, formJson, submitForm } from '../form-submission.js';
 import { Query, Uuid } from '../schemas.js';
 import { lastEventId, streamTurn } from '../stream.js';
 import { requestStop } from '../turn-stop.js';
-import { messageJson } from './messages.js';
+import { messageJson, messagePage } from './messages.js';
 import { toConversation } from './conversations.js';
 
 export const DEBUGGER = 'debugger';
@@ -108,27 +108,9 @@ export function consoleDebuggerRoutes(deps: ConsoleDebuggerDeps): Router {
     const q = parseOr400(DebugMessagesQuery, req.query, 'query');
     const conv = await db.conversation.findFirst({ where: { id: q.conversation_id, ...owned, deleted_at: null } });
     if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
-    let before: Date | undefined;
-    if (q.first_id) {
-      const first = await db.message.findFirst({ where: { id: q.first_id, conversation_id: conv.id } });
-      if (!first) throw new HttpError(404, 'first_message_not_exists', 'First Message Not Exists.');
-      before = first.created_at;
-    }
-    const rows = await db.message.findMany({
-      where: { conversation_id: conv.id, ...(before ? { created_at: { lt: before } } : {}) },
-      orderBy: [{ created_at: 'desc' }, { id: 'desc' }],
-      take: q.limit + 1,
-      include: { thoughts: { orderBy: { position: 'asc' } }, files: true },
-    });
+    const { has_more, page } = await messagePage(db, conv.id, q);
     const draftType = (m: { metadata: unknown }) => (m.metadata as { draft_type?: string } | null)?.draft_type ?? 'DRAFT';
-    res.json({
-      limit: q.limit,
-      has_more: rows.length > q.limit,
-      data: rows
-        .slice(0, q.limit)
-        .reverse()
-        .map((m) => ({ ...messageJson(m, deps.config), draft_type: draftType(m) })),
-    });
+    res.json({ limit: q.limit, has_more, data: page.map((m) => ({ ...messageJson(m, deps.config), draft_type: draftType(m) })) });
   });
 
   /** Re-attach to a debugger turn's stream: every event after Last-Event-ID (or `?last_event_id=`), then live ones. */

@@ -17,28 +17,37 @@ export function messageRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_K
     const app = appCtx(req);
     const q = parseOr400(MessagesQuery, req.query, 'query');
     const conv = await findOwnedConversation(db, app.appId, q.user, q.conversation_id);
-    let before: Date | undefined;
-    if (q.first_id) {
-      const first = await db.message.findFirst({ where: { id: q.first_id, conversation_id: conv.id } });
-      if (!first) throw new HttpError(404, 'first_message_not_exists', 'First Message Not Exists.');
-      before = first.created_at;
-    }
-    const rows = await db.message.findMany({
-      where: { conversation_id: conv.id, ...(before ? { created_at: { lt: before } } : {}) },
-      orderBy: [{ created_at: 'desc' }, { id: 'desc' }],
-      take: q.limit + 1,
-      include: { thoughts: { orderBy: { position: 'asc' } }, files: true, feedbacks: { where: { from_end_user_id: conv.end_user_id! } } },
-    });
-    const has_more = rows.length > q.limit;
-    const page = rows.slice(0, q.limit).reverse();
-    res.json({
-      limit: q.limit,
-      has_more,
-      data: page.map((m) => messageJson(m, deps.config)),
-    });
+    const { has_more, page } = await messagePage(db, conv.id, q, { where: { from_end_user_id: conv.end_user_id! } });
+    res.json({ limit: q.limit, has_more, data: page.map((m) => messageJson(m, deps.config)) });
   });
 
   return r;
+}
+
+/**
+ * One page of a conversation's history, oldest first (Dify pagination: `first_id` is the oldest message the client
+ * has, the page ends before it). Shared by the service API and the console's debugger history. `feedbacks`: the
+ * end user's feedback to include (a debugger message has none).
+ */
+export async function messagePage(
+  db: Db,
+  conversationId: string,
+  q: { first_id?: string; limit: number },
+  feedbacks?: { where: Prisma.MessageFeedbackWhereInput },
+) {
+  let before: Date | undefined;
+  if (q.first_id) {
+    const first = await db.message.findFirst({ where: { id: q.first_id, conversation_id: conversationId } });
+    if (!first) throw new HttpError(404, 'first_message_not_exists', 'First Message Not Exists.');
+    before = first.created_at;
+  }
+  const rows = await db.message.findMany({
+    where: { conversation_id: conversationId, ...(before ? { created_at: { lt: before } } : {}) },
+    orderBy: [{ created_at: 'desc' }, { id: 'desc' }],
+    take: q.limit + 1,
+    include: { thoughts: { orderBy: { position: 'asc' } }, files: true, ...(feedbacks ? { feedbacks } : {}) },
+  });
+  return { has_more: rows.length > q.limit, page: rows.slice(0, q.limit).reverse() as MessageRow[] };
 }
 
 /** Feedback is an end user's: a debugger message is listed without it. */
