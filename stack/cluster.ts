@@ -8,7 +8,7 @@
  * `npm run cluster` runs it (see main() at the end); the failover tests (test/cluster) and the bench's
  * `--temporal cluster` start it through startCluster() on ports of their own and kill parts of it.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,6 +21,7 @@ import { applyMigrations } from '../core/migrate.js';
 import { ensureTurnSearchAttributes } from '../core/search-attribute-registry.js';
 import { ensureDemoData, type DemoData } from '../core/seed.js';
 import { startBalancer, type Balancer } from './balancer.js';
+import { ServiceProcess } from './service-process.js';
 import {
   locateTemporalServer,
   locateTemporalUi,
@@ -87,59 +88,6 @@ export interface ClusterOptions {
   log?: Log;
 }
 
-/** One compiled Node service (api, worker or agent backend) as its own OS process. */
-export class NodeService {
-  child: ChildProcess | null = null;
-  readonly logFile: string;
-
-  constructor(
-    readonly name: string,
-    private readonly script: string,
-    private readonly env: () => NodeJS.ProcessEnv,
-    private readonly ready: (svc: NodeService) => Promise<void>,
-    logDir: string,
-  ) {
-    this.logFile = path.join(logDir, `${name}.log`);
-  }
-
-  get up(): boolean {
-    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
-  async start(opts: { waitReady?: boolean } = {}): Promise<void> {
-    if (this.up) return;
-    fs.appendFileSync(this.logFile, `\n==== ${new Date().toISOString()} start ${this.name}\n`);
-    const fd = fs.openSync(this.logFile, 'a');
-    const child = spawn(process.execPath, [this.script], { cwd: ROOT, env: this.env(), stdio: ['ignore', fd, fd, 'ipc'] });
-    fs.closeSync(fd);
-    this.child = child;
-    child.on('message', () => undefined);
-    if (opts.waitReady === false) return;
-    const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code, signal) =>
-        reject(new Error(`${this.name} exited at start (code ${code}, signal ${signal}); see ${this.logFile}`)),
-      ),
-    );
-    exited.catch(() => undefined);
-    await Promise.race([this.ready(this), exited]);
-  }
-
-  /** SIGTERM (an orderly stop) or SIGKILL; resolves once the process is gone. */
-  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-    const child = this.child;
-    if (!child || !this.up) return;
-    const gone = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill(signal);
-    const t = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    await gone;
-    clearTimeout(t);
-  }
-}
-
 export interface Cluster {
   dataDir: string;
   logDir: string;
@@ -153,9 +101,9 @@ export interface Cluster {
   uiUrl: string | null;
   demo: DemoData | null;
   temporal: Record<TemporalService, TemporalServiceProcess>;
-  apis: NodeService[];
-  workers: NodeService[];
-  backends: NodeService[];
+  apis: ServiceProcess[];
+  workers: ServiceProcess[];
+  backends: ServiceProcess[];
   balancers: { api: Balancer; backend: Balancer };
   /** Every process of the cluster by name (for measurements). */
   processes: () => { name: string; pid: number | undefined }[];
@@ -405,9 +353,9 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       void (await waitFor(`${what} ${url}/healthz`, async () => ((await httpOk(`${url}/healthz`)) ? true : undefined), 90_000));
     const backends = ports.backendReplicas.map(
       (port, i) =>
-        new NodeService(
+        new ServiceProcess(
           `agent-backend-${i + 1}`,
-          script('agent-backend/main.js'),
+          [script('agent-backend/main.js')],
           // A backend's own address is its own port (the shell network stub lets commands reach it, not the balancer).
           () => ({ ...baseEnv(), AGENT_BACKEND_PORT: String(port), AGENT_BACKEND_URL: `http://127.0.0.1:${port}` }),
           healthy(`http://127.0.0.1:${port}`, `agent backend ${i + 1}`),
@@ -416,9 +364,9 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     );
     const apis = ports.apiReplicas.map(
       (port, i) =>
-        new NodeService(
+        new ServiceProcess(
           `api-${i + 1}`,
-          script('api/main.js'),
+          [script('api/main.js')],
           () => ({ ...baseEnv(), API_PORT: String(port) }),
           healthy(`http://127.0.0.1:${port}`, `api ${i + 1}`),
           logDir,
@@ -426,9 +374,9 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     );
     const workers = ports.workerHealth.map(
       (port, i) =>
-        new NodeService(
+        new ServiceProcess(
           `worker-${i + 1}`,
-          script('worker.js'),
+          [script('worker.js')],
           () => ({ ...baseEnv(), WORKER_HEALTH_PORT: String(port) }),
           (svc) =>
             new Promise<void>((resolve, reject) => {

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { portOpen } from './temporal.js';
+import { logTail } from './service-process.js';
 
 export const TEMPORAL_SERVER_VERSION = '1.32.2';
 /** The server's go.mod asks for a newer Go than Debian's: the toolchain `go install` fetches (GOTOOLCHAIN). */
@@ -395,14 +396,5 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   } catch (err) {
     console.error((err as Error).message);
     process.exit(1);
-  }
-}
-
-/** The last lines of a log file (an error that only names the file loses it when the data dir is removed). */
-function logTail(file: string, lines = 20): string {
-  try {
-    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return `(no log at ${file})`;
   }
 }

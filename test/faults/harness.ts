@@ -5,7 +5,6 @@
  * and the api, the worker and the agent backend, each `node --import tsx <entry>` configured through
  * core/config.ts's variables, logging to files under the stack's data dir.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,6 +15,7 @@ import { createDb } from '../../core/db.js';
 import { applyMigrations } from '../../core/migrate.js';
 import { ensureDemoData, type DemoData } from '../../core/seed.js';
 import { stablePort } from '../../stack/ports.js';
+import { logTail as tail, ServiceProcess } from '../../stack/service-process.js';
 import { locateTemporal, portOpen, startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -46,71 +46,7 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
   }
 }
 
-function tail(file: string, lines = 25): string {
-  try {
-    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '(no log)';
-  }
-}
-
-/** One Node service (api, worker or agent backend) as its own OS process. */
-export class ServiceProcess {
-  child: ChildProcess | null = null;
-  readonly logFile: string;
-
-  constructor(
-    readonly name: string,
-    private readonly entry: string,
-    private readonly env: () => Record<string, string>,
-    private readonly ready: (svc: ServiceProcess) => Promise<void>,
-    logDir: string,
-  ) {
-    this.logFile = path.join(logDir, `${name}.log`);
-  }
-
-  get up(): boolean {
-    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
-  }
-
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
-  /** Spawns the process; with `waitReady` (default) resolves once it serves, else right after the spawn. */
-  async start(opts: { waitReady?: boolean } = {}): Promise<void> {
-    if (this.up) throw new Error(`${this.name} is already running (pid ${this.pid})`);
-    fs.appendFileSync(this.logFile, `\n==== ${new Date().toISOString()} start ${this.name}\n`);
-    const fd = fs.openSync(this.logFile, 'a');
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, this.entry)], {
-      cwd: ROOT,
-      env: this.env(),
-      stdio: ['ignore', fd, fd, 'ipc'],
-    });
-    fs.closeSync(fd);
-    this.child = child;
-    child.on('message', () => undefined);
-    if (opts.waitReady === false) return;
-    const exited = new Promise<never>((_, reject) =>
-      child.once('exit', (code, signal) =>
-        reject(new Error(`${this.name} exited at start (code ${code}, signal ${signal}); log tail:\n${tail(this.logFile)}`)),
-      ),
-    );
-    exited.catch(() => undefined);
-    await Promise.race([this.ready(this), exited]);
-  }
-
-  /** SIGKILL (default) or another signal; resolves when the process is gone. */
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    const child = this.child;
-    if (!child || !this.up) return;
-    const gone = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill(signal);
-    const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    await gone;
-    clearTimeout(t);
-  }
-}
+export { ServiceProcess };
 
 async function httpOk(url: string): Promise<boolean> {
   try {
@@ -183,14 +119,14 @@ export class FaultStack {
     const envFor = (extra: Record<string, string>) => () => ({ ...s.baseEnv(), ...extra, ...(s.opts.env ?? {}) });
     s.api = new ServiceProcess(
       'api',
-      'api/main.ts',
+      ['--import', 'tsx', 'api/main.ts'],
       envFor({}),
       async () => void (await waitFor('api /healthz', async () => ((await httpOk(`${s.apiUrl}/healthz`)) ? true : undefined), 90_000)),
       s.dir,
     );
     s.backend = new ServiceProcess(
       'agent-backend',
-      'agent-backend/main.ts',
+      ['--import', 'tsx', 'agent-backend/main.ts'],
       envFor({}),
       async () =>
         void (await waitFor('agent backend /healthz', async () => ((await httpOk(`${s.backendUrl}/healthz`)) ? true : undefined), 90_000)),
@@ -198,7 +134,7 @@ export class FaultStack {
     );
     s.worker = new ServiceProcess(
       'worker',
-      'worker.ts',
+      ['--import', 'tsx', 'worker.ts'],
       envFor({}),
       (svc) =>
         new Promise<void>((resolve, reject) => {
