@@ -5,6 +5,7 @@
  * the ones those routes validate with.
  */
 import { z } from 'zod';
+import { queryParams } from './openapi-params.js';
 import { DebugChat, DebugConversationsQuery, DebugFormSubmitRequest, DebugMessagesQuery } from './routes/console-debugger.js';
 import { ConversationResponse, MessageResponse, Uuid } from './schemas.js';
 
@@ -30,20 +31,6 @@ export const CONSOLE_DEBUGGER_RESPONSES = {
     data: z.array(MessageResponse.extend({ draft_type: z.enum(['DRAFT', 'BUILD_DRAFT']).describe('The draft the turn ran on.') })),
   }),
 };
-
-/** A zod object as OpenAPI query parameters (one per property). */
-function queryParams(schema: z.ZodObject): JsonSchema[] {
-  const js = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as {
-    properties?: Record<string, JsonSchema>;
-    required?: string[];
-  };
-  return Object.entries(js.properties ?? {}).map(([name, s]) => ({
-    name,
-    in: 'query',
-    required: (js.required ?? []).includes(name),
-    schema: s,
-  }));
-}
 
 const NOT_YOURS = ' Only the account that started the debugger turn sees it: another account of the tenant, or another tenant, gets 404.';
 

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { projectRoot } from '../core/project-root.js';
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
+import { queryParams } from './openapi-params.js';
 import * as S from './schemas.js';
 import { CONSOLE_REQUESTS, CONSOLE_RESPONSES, consoleAgentPaths } from './openapi-console.js';
 import { CONSOLE_DEBUGGER_REQUESTS, CONSOLE_DEBUGGER_RESPONSES, consoleDebuggerPaths } from './openapi-console-debugger.js';
@@ -73,20 +74,6 @@ function components(schemas: Record<string, z.ZodType>, io: 'input' | 'output'):
   }).schemas;
   // The document's jsonSchemaDialect says 2020-12; a fragment-only $id is not a valid 2020-12 $id.
   return Object.fromEntries(Object.entries(out).map(([id, { $schema: _s, $id: _i, ...rest }]) => [id, rest as JsonSchema]));
-}
-
-/** A zod object as OpenAPI query parameters (one per property). */
-function queryParams(schema: z.ZodObject): JsonSchema[] {
-  const js = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' }) as {
-    properties?: Record<string, JsonSchema>;
-    required?: string[];
-  };
-  return Object.entries(js.properties ?? {}).map(([name, s]) => ({
-    name,
-    in: 'query',
-    required: (js.required ?? []).includes(name),
-    schema: s,
-  }));
 }
 
 const pathParam = (name: string, description: string) => ({

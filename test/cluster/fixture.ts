@@ -12,9 +12,9 @@ import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { startCluster, type Cluster, type ClusterPorts } from '../../stack/cluster.js';
 import { stablePort } from '../../stack/ports.js';
 import { TEMPORAL_SERVICES } from '../../stack/temporal-server.js';
-import { audit, formatViolations } from '../faults/audit.js';
+import { assertAuditClean } from '../faults/audit.js';
 import type { ApiTarget, TurnStream } from '../faults/client.js';
-import { sleep, step } from '../faults/harness.js';
+import { step } from '../faults/harness.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -123,14 +123,7 @@ export function useCluster(name: string): ClusterContext {
       since,
       streams: streams.map((s) => ({ frames: s.frames })),
     };
-    // A workflow completes (and its lock is released) a moment after message_end: let it settle, bounded.
-    const settleUntil = Date.now() + 30_000;
-    let violations = await audit(input);
-    while (violations.length && Date.now() < settleUntil) {
-      await sleep(1000);
-      violations = await audit(input);
-    }
-    if (violations.length) throw new Error(`audit: ${violations.length} violation(s):\n${formatViolations(violations)}`);
+    await assertAuditClean(input);
   }, 180_000);
   return ctx;
 }

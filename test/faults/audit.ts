@@ -300,6 +300,20 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
   return out;
 }
 
+/**
+ * The audit after a test: a turn's workflow completes (and its lock is released) a moment after the client saw
+ * message_end, so violations get a bounded time to settle (30 s); one that persists fails the test.
+ */
+export async function assertAuditClean(input: AuditInput): Promise<void> {
+  const settleUntil = Date.now() + 30_000;
+  let violations = await audit(input);
+  while (violations.length && Date.now() < settleUntil) {
+    await new Promise((r) => setTimeout(r, 1000));
+    violations = await audit(input);
+  }
+  if (violations.length) throw new Error(`audit: ${violations.length} violation(s):\n${formatViolations(violations)}`);
+}
+
 export function formatViolations(vs: Violation[]): string {
   return vs
     .map(

@@ -5,9 +5,9 @@
  */
 import type { Client } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
-import { audit, formatViolations } from './audit.js';
+import { assertAuditClean } from './audit.js';
 import type { TurnStream } from './client.js';
-import { FaultStack, sleep, step, type FaultStackOptions } from './harness.js';
+import { FaultStack, step, type FaultStackOptions } from './harness.js';
 
 export interface FaultContext {
   stack: FaultStack;
@@ -50,15 +50,7 @@ export function useFaultStack(name: string, opts: FaultStackOptions = {}): Fault
       since,
       streams: streams.map((s) => ({ frames: s.frames })),
     };
-    // A turn's workflow completes (and its lock is released) a moment after the client saw message_end:
-    // the audit lets things settle for a bounded time; a real violation persists.
-    const settleUntil = Date.now() + 30_000;
-    let violations = await audit(input);
-    while (violations.length && Date.now() < settleUntil) {
-      await sleep(1000);
-      violations = await audit(input);
-    }
-    if (violations.length) throw new Error(`audit: ${violations.length} violation(s):\n${formatViolations(violations)}`);
+    await assertAuditClean(input);
   }, 180_000);
   return ctx;
 }
