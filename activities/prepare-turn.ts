@@ -1,28 +1,43 @@
 /**
  * prepareTurn: the short steps before the agent run — resolveConfig, inputGuards (fresh turns only),
- * loadOrCreateBinding, buildRunRequest — in one local activity. Each step is idempotent on its own, so the
- * composite is too; running them as one local activity saves six Temporal round trips and ~20 history
- * events per turn (measured in bench/README.md).
+ * loadOrCreateBinding, buildRunRequest. Each step is idempotent on its own, so the composite is too. Three callers:
+ * - runAgent (turns started with the `prepare-in-run-agent` patch), through `createTurnPreparation`, which hands it
+ *   the message and run row it read and wrote, so runAgent does not read them again;
+ * - the `prepareTurn` local activity of turns started before that patch (its result is in their histories: only
+ *   the guard outcome, never the run request).
  */
+import type { AgentBackendRun } from '../core/generated/prisma/client.js';
 import type { ActivityDeps } from '../turn/deps.js';
 import { createLoadOrCreateBinding } from '../turn/steps/binding.js';
 import { createBuildRunRequest } from '../turn/steps/build-request.js';
 import { createInputGuards } from '../turn/steps/input-guards.js';
 import { createResolveConfig } from '../turn/steps/resolve-config.js';
-import { loadTurnContext } from '../turn/steps/turn-context.js';
+import { loadTurnContext, type TurnContext, type TurnMessageRead } from '../turn/steps/turn-context.js';
 
-export function createPrepareTurn(deps: ActivityDeps) {
+export interface PrepareInput {
+  messageId: string;
+  runGuards: boolean;
+  resumeFormId?: string;
+}
+
+export type Prepared =
+  | { guard: 'moderation' | 'annotation' }
+  | {
+      guard: null;
+      /** The message as the steps left it. */
+      msg: TurnContext['msg'];
+      /** The run row with its request: as built now, or as an earlier attempt built it. */
+      run: AgentBackendRun;
+    };
+
+export function createTurnPreparation(deps: ActivityDeps) {
   const resolveConfig = createResolveConfig(deps);
   const inputGuards = createInputGuards(deps);
   const loadOrCreateBinding = createLoadOrCreateBinding(deps);
   const buildRunRequest = createBuildRunRequest(deps);
-  return async function prepareTurn(input: {
-    messageId: string;
-    runGuards: boolean;
-    resumeFormId?: string;
-  }): Promise<{ guard: null | 'moderation' | 'annotation' }> {
+  return async function prepare(input: PrepareInput, opts: { first?: TurnMessageRead } = {}): Promise<Prepared> {
     const t0 = performance.now();
-    const ctx = await loadTurnContext(deps.db, input.messageId);
+    const ctx = await loadTurnContext(deps.db, input.messageId, opts.first);
     const r = await resolveConfig(ctx);
     const t1 = performance.now();
     if (input.runGuards) {
@@ -32,7 +47,7 @@ export function createPrepareTurn(deps: ActivityDeps) {
     const t2 = performance.now();
     const { binding } = await loadOrCreateBinding(ctx, r);
     const t3 = performance.now();
-    await buildRunRequest(ctx, r, binding, input.resumeFormId);
+    const built = await buildRunRequest(ctx, r, binding, input.resumeFormId);
     const t4 = performance.now();
     const ms = (a: number, b: number) => Math.round((b - a) * 10) / 10;
     deps.logger.debug(
@@ -42,6 +57,16 @@ export function createPrepareTurn(deps: ActivityDeps) {
       },
       'turn prepared',
     );
-    return { guard: null };
+    const run = built.run ?? ctx.existingRun;
+    if (!run) throw new Error(`no run request was built for message ${input.messageId}`);
+    return { guard: null, msg: { ...ctx.msg, agent_config_version_id: r.resolved.configVersionId }, run };
+  };
+}
+
+/** The `prepareTurn` local activity (histories from before `prepare-in-run-agent`): the guard outcome only. */
+export function createPrepareTurn(deps: ActivityDeps) {
+  const prepare = createTurnPreparation(deps);
+  return async function prepareTurn(input: PrepareInput): Promise<{ guard: null | 'moderation' | 'annotation' }> {
+    return { guard: (await prepare(input)).guard };
   };
 }

@@ -12,7 +12,9 @@
 import { Context } from '@temporalio/activity';
 import type { CreateRunRequest } from '../../core/protocol/run.js';
 import type { ActivityDeps } from '../../turn/deps.js';
-import { createPrepareTurn } from '../prepare-turn.js';
+import type { AgentBackendRun, Message } from '../../core/generated/prisma/client.js';
+import { readTurnMessage } from '../../turn/steps/turn-context.js';
+import { createTurnPreparation } from '../prepare-turn.js';
 import { attemptLostError, cancellationCause } from './cancellation.js';
 import { RunCommitter } from './commit.js';
 import { consumeRun } from './consume.js';
@@ -25,7 +27,7 @@ export type { RunAgentOutcome } from './scope.js';
 
 export function createRunAgent(deps: ActivityDeps) {
   const { db, backend, logger } = deps;
-  const prepareTurn = createPrepareTurn(deps);
+  const prepare = createTurnPreparation(deps);
 
   return async function runAgent(input: {
     messageId: string;
@@ -39,12 +41,15 @@ export function createRunAgent(deps: ActivityDeps) {
     prepare?: { runGuards: boolean; resumeFormId?: string };
   }): Promise<RunAgentOutcome> {
     const ctx = Context.current();
-    if (input.prepare) {
-      const built = await db.agentBackendRun.findUnique({ where: { message_id: input.messageId }, select: { message_id: true } });
-      if (!built) {
-        const prepared = await prepareTurn({ messageId: input.messageId, ...input.prepare });
-        if (prepared.guard) return { status: 'answered_by_guard', guard: prepared.guard };
-      }
+    // One round of reads; a turn whose run request is not built yet is prepared from it (and the preparation hands
+    // back the message and run row it wrote, so nothing is read twice). A request built by an earlier attempt is used
+    // as built.
+    const first = await readTurnMessage(db, input.messageId);
+    let [msg, run]: [Message, AgentBackendRun | null] = first;
+    if (!run && input.prepare) {
+      const prepared = await prepare({ messageId: input.messageId, ...input.prepare }, { first });
+      if (prepared.guard) return { status: 'answered_by_guard', guard: prepared.guard };
+      ({ msg, run } = prepared);
     }
     logger.debug(
       {
@@ -54,10 +59,6 @@ export function createRunAgent(deps: ActivityDeps) {
       },
       'runAgent started',
     );
-    const [msg, run] = await Promise.all([
-      db.message.findUniqueOrThrow({ where: { id: input.messageId } }),
-      db.agentBackendRun.findUnique({ where: { message_id: input.messageId } }),
-    ]);
     if (!run) throw new Error(`no run request was built for message ${msg.id}`);
     const log = logger.child({
       tenant_id: msg.tenant_id,

@@ -94,7 +94,9 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
     });
     // The binding's own workspace, keyed by the scope like the binding (a retry finds the same row).
     const workspaceId = workspaceIdFor(scopeKey);
-    await db.agentWorkspace.createMany({
+    // Insert-or-ignore returning what it inserted: a first attempt learns the row without reading it back; a retry
+    // (nothing inserted) reads the row an earlier attempt made.
+    const [inserted] = await db.agentWorkspace.createManyAndReturn({
       skipDuplicates: true,
       data: {
         id: workspaceId,
@@ -104,10 +106,10 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
         backend_workspace_ref: workspaceId,
       },
     });
-    const workspace = await db.agentWorkspace.findUniqueOrThrow({ where: { id: workspaceId } });
-    // Insert-or-ignore by scope key, then read: idempotent, race-safe, two statements (Prisma's upsert
-    // here is a five-statement transaction).
-    await db.agentWorkspaceBinding.createMany({
+    const workspace = inserted ?? (await db.agentWorkspace.findUniqueOrThrow({ where: { id: workspaceId } }));
+    // Insert-or-ignore by scope key, the same way: idempotent, race-safe, one statement on a first turn (Prisma's
+    // upsert here is a five-statement transaction).
+    const [created] = await db.agentWorkspaceBinding.createManyAndReturn({
       skipDuplicates: true,
       data: {
         tenant_id: msg.tenant_id,
@@ -129,6 +131,7 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
     // write-back below. Same scope: it is ours. Another scope (the agent was republished meanwhile): the
     // same generation error as a stale binding.
     const binding =
+      created ??
       (await db.agentWorkspaceBinding.findUnique({ where: { scope_key: scopeKey } })) ??
       (await db.agentWorkspaceBinding.findUniqueOrThrow({
         where: { owner_type_owner_id: { owner_type: owner.type, owner_id: owner.id } },

@@ -13,7 +13,7 @@ import { whitelistModelSettings, type AgentSoulConfig } from '../../core/soul.js
 import { withProviderTools } from '../../core/tools/providers.js';
 import type { ActivityDeps } from '../deps.js';
 import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from '../errors.js';
-import type { Prisma } from '../../core/generated/prisma/client.js';
+import type { AgentBackendRun } from '../../core/generated/prisma/client.js';
 import type { Binding } from './binding.js';
 import { placeTurnFiles, type PlacedFile } from './workspace-files.js';
 import type { Resolution } from './resolve-config.js';
@@ -149,7 +149,7 @@ export function createBuildRunRequest(deps: ActivityDeps) {
     binding: Binding,
     /** Set when this message continues a paused turn: the form whose result resumes the run. */
     resumeFormId?: string,
-  ): Promise<{ layers: number; hasSnapshot: boolean; deferredCalls: number }> {
+  ): Promise<{ layers: number; hasSnapshot: boolean; deferredCalls: number; run?: AgentBackendRun }> {
     const { msg, agent, existingRun } = ctx;
     if (existingRun?.backend_run_id) {
       // Already sent: rebuilding could differ (e.g. a newer draft); the run is what it is.
@@ -217,26 +217,27 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       ...(Object.keys(deferred).length ? { deferred_tool_results: { calls: deferred } } : {}),
       on_exit: { default: 'suspend' },
     };
-    // One transaction: the run request, the pending call it closes, the version the message ran with.
-    const writes: Prisma.PrismaPromise<unknown>[] = [
-      db.agentBackendRun.upsert({
-        where: { message_id: msg.id },
-        update: { request: request as object, binding_id: binding.id, output_moderation: outputModeration },
-        create: { message_id: msg.id, request: request as object, binding_id: binding.id, output_moderation: outputModeration },
-      }),
-    ];
-    if (Object.keys(deferred).length) {
-      writes.push(
-        db.agentWorkspaceBinding.update({
-          where: { id: binding.id },
-          data: { pending_form_id: null, pending_tool_call_id: null, pending_message_id: null },
-        }),
-      );
-    }
-    if (msg.agent_config_version_id !== resolved.configVersionId) {
-      writes.push(db.message.update({ where: { id: msg.id }, data: { agent_config_version_id: resolved.configVersionId } }));
-    }
-    await db.$transaction(writes);
-    return { layers: layers.length, hasSnapshot: !!snapshot, deferredCalls: Object.keys(deferred).length };
+    // One statement (so one transaction and one round trip; it used to be a four-statement transaction): the run
+    // request, the version the message ran with, the pending call it closes.
+    const closesPending = Object.keys(deferred).length > 0;
+    const [run] = await db.$queryRaw<AgentBackendRun[]>`
+      with run as (
+        insert into agent_backend_runs (message_id, request, binding_id, output_moderation, updated_at)
+        values (${msg.id}::uuid, ${JSON.stringify(request)}::jsonb, ${binding.id}::uuid,
+                ${outputModeration ? JSON.stringify(outputModeration) : null}::jsonb, now())
+        on conflict (message_id) do update
+          set request = excluded.request, binding_id = excluded.binding_id,
+              output_moderation = excluded.output_moderation, updated_at = now()
+        returning *
+      ), version as (
+        update messages set agent_config_version_id = ${resolved.configVersionId}::uuid, updated_at = now()
+         where id = ${msg.id}::uuid and agent_config_version_id is distinct from ${resolved.configVersionId}::uuid
+      ), pending as (
+        update agent_workspace_bindings
+           set pending_form_id = null, pending_tool_call_id = null, pending_message_id = null, updated_at = now()
+         where id = ${binding.id}::uuid and ${closesPending}
+      )
+      select * from run`;
+    return { layers: layers.length, hasSnapshot: !!snapshot, deferredCalls: Object.keys(deferred).length, run };
   };
 }

@@ -53,20 +53,39 @@ export function createResolveConfig({ db }: ActivityDeps) {
         buildDraft: build ? draft : null,
       };
     }
-    const bindingId = msg.conversation.agent_workspace_binding_id;
-    const binding = bindingId
-      ? await db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, include: { workspace: true } })
-      : null;
+    const binding = ctx.conversationBinding;
     const versionId = binding?.agent_config_version_id ?? agent.active_config_snapshot_id;
     if (!versionId) throw turnFailure('agent_not_published', 400, 'The agent has no published configuration yet.');
-    const version = await db.agentConfigVersion.findUniqueOrThrow({ where: { id: versionId }, select: { config_snapshot: true } });
     return {
       resolved: { configKind: 'published', configVersionId: versionId, scopeId: versionId },
-      soul: await runnableSoul(db, msg.tenant_id, version.config_snapshot),
+      soul: await publishedSoul(db, msg.tenant_id, versionId),
       conversationBinding: binding,
       buildDraft: null,
     };
   };
+}
+
+/**
+ * Published versions are immutable (a publish writes a new one), so each is read and schema-checked once per
+ * process: a turn on a known version skips that read and the parse. The database checks (datasets, tool providers
+ * can be deleted since) still run every turn, and cost nothing for a soul that names neither.
+ */
+const versionSouls = new Map<string, ReturnType<typeof parseSoul>>();
+const VERSION_CACHE_SIZE = 500;
+
+async function publishedSoul(db: Db, tenantId: string, versionId: string): Promise<AgentSoulConfig> {
+  let hit = versionSouls.get(versionId);
+  if (hit) {
+    // Most recently used last: the oldest goes first when the map is full.
+    versionSouls.delete(versionId);
+    versionSouls.set(versionId, hit);
+  } else {
+    const version = await db.agentConfigVersion.findUniqueOrThrow({ where: { id: versionId }, select: { config_snapshot: true } });
+    hit = parseSoul(version.config_snapshot);
+    versionSouls.set(versionId, hit);
+    if (versionSouls.size > VERSION_CACHE_SIZE) versionSouls.delete(versionSouls.keys().next().value!);
+  }
+  return checkedSoul(db, tenantId, hit);
 }
 
 /**
@@ -76,7 +95,10 @@ export function createResolveConfig({ db }: ActivityDeps) {
  * every turn): POST /runs plans the composition the same way and its 4xx fails the turn just as fast.
  */
 async function runnableSoul(db: Db, tenantId: string, raw: unknown): Promise<AgentSoulConfig> {
-  const parsed = parseSoul(raw);
+  return checkedSoul(db, tenantId, parseSoul(raw));
+}
+
+async function checkedSoul(db: Db, tenantId: string, parsed: ReturnType<typeof parseSoul>): Promise<AgentSoulConfig> {
   const issues = parsed.soul ? await soulDbIssues(db, tenantId, parsed.soul) : parsed.issues;
   if (issues.length || !parsed.soul)
     throw turnFailure('agent_config_invalid', 400, `The agent configuration is invalid: ${describeSoulIssues(issues)}`);
