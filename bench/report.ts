@@ -181,6 +181,7 @@ export function renderMarkdown(r: BenchResult): string {
       (r.stack.MAX_TURNS_IN_FLIGHT !== undefined
         ? `, MAX_TURNS_IN_FLIGHT=${r.stack.MAX_TURNS_IN_FLIGHT}, MAX_RUNS_PER_BACKEND=${r.stack.MAX_RUNS_PER_BACKEND}`
         : '') +
+      (r.stack.METRICS_ENABLED !== undefined ? `, METRICS_ENABLED=${r.stack.METRICS_ENABLED}` : '') +
       '. ' +
       `Options: concurrency ${r.options.concurrency.join(',')}, turns/cell max(${r.options.turns}, 2×c), warm-up ${r.options.warmup}. ` +
       (r.idleCpuMsPerSec

@@ -119,7 +119,7 @@ export interface BenchResult {
   durationS: number;
   machine: Machine;
   options: BenchOptions;
-  stack: Record<string, string | number>;
+  stack: Record<string, string | number | boolean>;
   workloads: WorkloadResult[];
   /** CPU per second of wall time with the stack idle, ms, by process (the floor under CPU/turn). */
   idleCpuMsPerSec: Record<Component, number> | null;
@@ -220,6 +220,7 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
       BACKEND_DELTA_COALESCE_MS: stack.config.BACKEND_DELTA_COALESCE_MS,
       MAX_TURNS_IN_FLIGHT: maxTurnsInFlight(stack.config),
       MAX_RUNS_PER_BACKEND: stack.config.MAX_RUNS_PER_BACKEND,
+      METRICS_ENABLED: stack.config.METRICS_ENABLED,
       postgres: stack.config.DATABASE_URL?.includes('127.0.0.1') ? 'embedded' : 'external',
       temporal: ctx.temporal === 'cluster' ? 'PostgreSQL-backed server' : stack.temporalUiUrl ? 'dev server' : 'external',
     },
