@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { formatZodError } from '../errors.js';
 import { defineModule, type ToolOutcome } from './types.js';
+import { toolParameters } from './json-schema.js';
 
 export const ASK_HUMAN_TOOL = 'ask_human';
 export const ASK_HUMAN_CAPS = { fields: 16, actions: 8, question: 4000, markdown: 20_000 } as const;
@@ -90,6 +91,21 @@ export function askHumanArgsSchema(c: AskHumanConfig) {
     });
 }
 
+/** The args schema and its JSON Schema per distinct config (a run's layer config; most runs share the default). */
+const toolsByConfig = new Map<string, { schema: ReturnType<typeof askHumanArgsSchema>; parameters: Record<string, unknown> }>();
+
+function askHumanTool(c: AskHumanConfig) {
+  const key = JSON.stringify(c);
+  let t = toolsByConfig.get(key);
+  if (!t) {
+    const schema = askHumanArgsSchema(c);
+    t = { schema, parameters: toolParameters(schema, { io: 'input' }) };
+    if (toolsByConfig.size >= 100) toolsByConfig.delete(toolsByConfig.keys().next().value!);
+    toolsByConfig.set(key, t);
+  }
+  return t;
+}
+
 export const askHuman = defineModule<AskHumanConfig, Record<string, never>>({
   name: 'ask_human',
   capability: 'toolset',
@@ -98,9 +114,7 @@ export const askHuman = defineModule<AskHumanConfig, Record<string, never>>({
   stateSchema: z.object({}).strict() as z.ZodType<Record<string, never>>,
   initialState: () => ({}),
   create: ({ name, config, state }) => {
-    const schema = askHumanArgsSchema(config);
-    const parameters = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
-    delete parameters.$schema;
+    const { schema, parameters } = askHumanTool(config);
     return {
       name,
       type: 'ask_human',

@@ -22,6 +22,7 @@ import {
   sha256,
 } from '../../core/workspace-outputs.js';
 import { defineModule, Mutex, type ToolOutcome } from './types.js';
+import { toolParameters } from './json-schema.js';
 
 const NoState = z.object({}).strict() as z.ZodType<Record<string, never>>;
 
@@ -200,7 +201,7 @@ export function createShellModule(sandbox?: Sandbox) {
                 'Returns exit_code, stdout and stderr. The `dify-agent` CLI is on PATH (dify-agent config prompt pull/push). ' +
                 `Files a command creates or changes directly in \`${OUTPUTS_DIR}/\` are attached to your answer for the user ` +
                 `(at most ${MAX_OUTPUT_FILES} per command, each at most ${caps.outputFileMaxBytes} bytes; no symlinks or directories).`,
-              parameters: jsonSchemaOf(ShellArgs),
+              parameters: toolParameters(ShellArgs),
             },
           ],
           // Commands of one shell run one at a time (they share the workspace).
@@ -306,10 +307,4 @@ export async function withOutputFiles(outcome: ToolOutcome, workspaceDir: string
   };
   const result = typeof outcome.result === 'object' && outcome.result !== null ? { ...outcome.result, ...note } : outcome.result;
   return { ...outcome, result, ...(files.length ? { files } : {}) };
-}
-
-function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  const s = z.toJSONSchema(schema) as Record<string, unknown>;
-  delete s.$schema;
-  return s;
 }

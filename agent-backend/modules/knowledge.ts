@@ -11,6 +11,7 @@ import type { PromptMessage } from '../../core/protocol/inner-llm.js';
 import { formatZodError } from '../errors.js';
 import type { KnowledgeClient } from '../knowledge-client.js';
 import { defineModule, type ToolOutcome, type UserMessageContext } from './types.js';
+import { toolParameters } from './json-schema.js';
 
 export const KnowledgeConfig = z
   .object({
@@ -78,7 +79,7 @@ export function createKnowledgeModule(client?: KnowledgeClient) {
                     description:
                       'Search the knowledge base again (other words, a narrower question). Returns passages with their source ' +
                       'labels (dataset, document, chunk id) and a 0–1 relevance score.',
-                    parameters: jsonSchemaOf(SearchArgs),
+                    parameters: toolParameters(SearchArgs),
                   },
                 ]
               : [],
@@ -119,10 +120,4 @@ export function searchObservation(query: string, chunks: RetrievedChunk[]) {
 function messageText(m: PromptMessage): string {
   if (typeof m.content === 'string') return m.content;
   return m.content.map((p) => (p.type === 'text' ? p.data : '')).join('\n');
-}
-
-function jsonSchemaOf(schema: z.ZodType): Record<string, unknown> {
-  const s = z.toJSONSchema(schema) as Record<string, unknown>;
-  delete s.$schema;
-  return s;
 }

@@ -8,6 +8,7 @@ import { formatZodError } from '../errors.js';
 import { CalculatorError, evaluate } from './calculator.js';
 import { BUILTIN_TOOL_NAMES, qualifiedToolName, type BuiltinToolName } from '../../core/tool-names.js';
 import { defineModule, Mutex, ToolErrorResult, ToolNotAvailableError, type ToolOutcome, type ToolSpec } from './types.js';
+import { toolParameters } from './json-schema.js';
 
 const fail = (message: string): ToolOutcome => ({ kind: 'result', result: message, isError: true });
 
@@ -26,12 +27,6 @@ const CoreToolsConfig = z.object({ tools: z.array(z.enum(BUILTIN_TOOL_NAMES)).de
 export const CoreToolsState = z.object({ scratchpad: z.record(z.string(), z.string()).default({}) }).strict();
 type CoreToolsState = z.infer<typeof CoreToolsState>;
 const MAX_SCRATCHPAD_KEYS = 100;
-
-function jsonSchema(schema: z.ZodType): Record<string, unknown> {
-  const s = z.toJSONSchema(schema) as Record<string, unknown>;
-  delete s.$schema;
-  return s;
-}
 
 const BUILTIN_SPECS: Record<BuiltinToolName, { description: string; args: z.ZodType }> = {
   current_time: { description: 'Current date and time (ISO 8601 and human readable) in a time zone.', args: CurrentTimeArgs },
@@ -62,7 +57,11 @@ export const coreTools = defineModule<z.infer<typeof CoreToolsConfig>, CoreTools
       capability: {
         kind: 'toolset' as const,
         tools: (): ToolSpec[] =>
-          config.tools.map((t) => ({ name: t, description: BUILTIN_SPECS[t].description, parameters: jsonSchema(BUILTIN_SPECS[t].args) })),
+          config.tools.map((t) => ({
+            name: t,
+            description: BUILTIN_SPECS[t].description,
+            parameters: toolParameters(BUILTIN_SPECS[t].args),
+          })),
         // Serialized: scratchpad calls read and write the layer state.
         call: (tool: string, args: unknown): Promise<ToolOutcome> =>
           mutex.run(async () => {
