@@ -39,7 +39,7 @@ export interface AppendRetryOptions {
 }
 
 export interface EmitterHooks {
-  onAppended: (runId: string) => void;
+  onAppended: (runId: string, seq: number) => void;
   onRunEndedElsewhere: () => void;
   /** The event log cannot be continued without a gap: the run should stop (its terminal says why). */
   onStoreFailed?: (reason: 'event_store_unavailable' | 'event_store_error') => void;
@@ -192,7 +192,7 @@ export class RunEmitter {
         if (stored) {
           this.nextSeq = Number(stored.id) + 1;
           if (attempt > 1) this.logger.info({ runId: this.runId, type, attempts: attempt }, 'agent backend: event stored after retries');
-          this.hooks.onAppended(this.runId);
+          this.hooks.onAppended(this.runId, Number(stored.id));
         } else if (!update) {
           // The run ended without us (reaped as stale, or a terminal raced): stop the task.
           this.stopped = true;
@@ -245,12 +245,17 @@ function failedTerminal(reason: 'event_store_unavailable' | 'event_store_error',
   };
 }
 
-/** In-process wake-ups for readers waiting on a run's events (fed by NOTIFY and local appends). */
+/**
+ * In-process wake-ups for readers waiting on a run's events (fed by NOTIFY and local appends). A wake may carry the
+ * seq it announces: a reader whose cursor is already there ignores it. A locally appended event arrives twice (the
+ * append's own wake and its NOTIFY), and a reader that read a batch is woken once per event of it; without the seq
+ * each of those became an empty read plus a status read (issue 21: 27 of a streamed turn's ~75 backend statements).
+ */
 export class EventHub {
-  private readonly subs = new Map<string, Set<() => void>>();
+  private readonly subs = new Map<string, Set<(seq?: number) => void>>();
 
-  notify(runId: string): void {
-    for (const wake of this.subs.get(runId) ?? []) wake();
+  notify(runId: string, seq?: number): void {
+    for (const wake of this.subs.get(runId) ?? []) wake(seq);
   }
 
   /** Wakes every reader (after a reconnect: each re-reads from its cursor). */
@@ -258,36 +263,46 @@ export class EventHub {
     for (const set of this.subs.values()) for (const wake of set) wake();
   }
 
-  /** A waiter that never misses a notification between two waits. */
-  subscribe(runId: string): { wait(timeoutMs: number): Promise<void>; close(): void } {
+  /**
+   * A waiter that never misses a notification between two waits. `wait(timeoutMs, cursor)` resolves on a wake that
+   * may bring an event past `cursor` (one without a seq always may), or after `timeoutMs`.
+   */
+  subscribe(runId: string): { wait(timeoutMs: number, cursor?: number): Promise<void>; close(): void } {
+    // Since the last wait: whether anything woke us, and the highest seq announced (Infinity: a wake without one).
     let dirty = false;
-    let resolve: (() => void) | null = null;
-    const wake = () => {
+    let upTo = -1;
+    let pending: { cursor: number; done: () => void } | null = null;
+    const wake = (seq?: number) => {
       dirty = true;
-      resolve?.();
+      upTo = Math.max(upTo, seq ?? Infinity);
+      if (pending && upTo > pending.cursor) pending.done();
     };
     let set = this.subs.get(runId);
     if (!set) this.subs.set(runId, (set = new Set()));
     set.add(wake);
     return {
-      wait: (timeoutMs) =>
+      wait: (timeoutMs, cursor = -1) =>
         new Promise<void>((res) => {
-          if (dirty) {
+          const done = () => {
+            clearTimeout(t);
+            pending = null;
             dirty = false;
+            upTo = -1;
+            res();
+          };
+          const due = dirty && upTo > cursor;
+          // Wakes for events the caller already read are spent either way.
+          dirty = false;
+          upTo = -1;
+          if (due) {
             res();
             return;
           }
           const t = setTimeout(done, timeoutMs);
-          function done() {
-            clearTimeout(t);
-            resolve = null;
-            dirty = false;
-            res();
-          }
-          resolve = done;
+          pending = { cursor, done };
         }),
       close: () => {
-        resolve?.();
+        pending?.done();
         set.delete(wake);
         if (set.size === 0) this.subs.delete(runId);
       },

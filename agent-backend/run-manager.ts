@@ -63,7 +63,7 @@ export class RunManager {
       runId,
       this.options.coalesce,
       {
-        onAppended: (id) => this.hub.notify(id),
+        onAppended: (id, seq) => this.hub.notify(id, seq),
         onRunEndedElsewhere: () => controller.abort({ kind: 'abandon' } satisfies AbortCause),
         onStoreFailed: (reason) => {
           if (!controller.signal.aborted) controller.abort({ kind: 'store_failed', reason } satisfies AbortCause);

@@ -164,7 +164,7 @@ export function createAgentBackend(deps: AgentBackendDeps) {
     background = true;
     store.onReconnect(() => void runs.onStoreReconnected());
     await store.listen({
-      onEvents: (runId) => hub.notify(runId),
+      onEvents: (runId, seq) => hub.notify(runId, seq),
       onCancel: (runId) =>
         void runs.onRemoteCancel(runId).catch((err) => logger.warn({ err, runId }, 'agent backend: cancel delivery failed')),
       onReconnect: () => void runs.onStoreReconnected(),

@@ -60,7 +60,7 @@ export type CancelOutcome =
   { kind: 'requested'; run: RunRow } | { kind: 'already_cancelled'; run: RunRow } | { kind: 'ended'; run: RunRow } | { kind: 'not_found' };
 
 export interface StoreListener {
-  onEvents(runId: string): void;
+  onEvents(runId: string, seq?: number): void;
   onCancel(runId: string): void;
   /**
    * The LISTEN connection was re-established after a loss: notifications sent meanwhile are gone, so
@@ -294,7 +294,7 @@ export class PgRunStore {
          select $1, last_seq, $2, $3::jsonb from r
          returning seq, created_at
        )
-       select ins.seq::text as seq, ins.created_at, pg_notify('${EVENTS_CHANNEL}', $1) from ins`,
+       select ins.seq::text as seq, ins.created_at, pg_notify('${EVENTS_CHANNEL}', $1 || ':' || ins.seq) from ins`,
       params,
     );
     if (r.rowCount === 1) return { id: r.rows[0].seq, run_id: runId, type, data, created_at: iso(r.rows[0].created_at) };
@@ -415,8 +415,11 @@ export class PgRunStore {
     client.on('end', () => retry());
     client.on('notification', (msg) => {
       if (!msg.payload) return;
-      if (msg.channel === EVENTS_CHANNEL) this.listener?.onEvents(msg.payload);
-      else if (msg.channel === CANCEL_CHANNEL) this.listener?.onCancel(msg.payload);
+      if (msg.channel === EVENTS_CHANNEL) {
+        // `<run id>:<seq>` (a backend of an older version sends the run id alone: a wake without a seq).
+        const [runId, seq] = msg.payload.split(':');
+        this.listener?.onEvents(runId!, seq ? Number(seq) : undefined);
+      } else if (msg.channel === CANCEL_CHANNEL) this.listener?.onCancel(msg.payload);
     });
     try {
       await client.connect();

@@ -289,7 +289,7 @@ export function describeMachine(): Machine {
 /**
  * Listens on the stack's own NOTIFY channels and records when each notification arrives. PostgreSQL
  * delivers a NOTIFY at commit (one per transaction and payload), so for a message (payload = message id)
- * or a backend run (payload = run id) the arrivals are its commit times as this process sees them — the
+ * or a backend run (payload = run id, with `:<seq>` after it) the arrivals are its commit times as this process sees them — the
  * api's listener sits on the same event loop. Row times are transaction starts; the two together split
  * "write" from "fan-out".
  */
@@ -304,9 +304,11 @@ export class CommitRecorder {
     client.on('notification', (n) => {
       if (!n.payload) return;
       const at = now();
-      const list = rec.arrivals.get(n.payload);
+      // A backend event's payload is `<run id>:<seq>`: keyed by the run, like a message's by its id.
+      const key = n.payload.split(':')[0]!;
+      const list = rec.arrivals.get(key);
       if (list) list.push(at);
-      else rec.arrivals.set(n.payload, [at]);
+      else rec.arrivals.set(key, [at]);
     });
     await client.query('listen message_events; listen agent_backend_events');
     return rec;

@@ -149,7 +149,7 @@ async function streamEvents(deps: RunRoutesDeps, req: Request, res: Response, ru
         // back; the poll below is the safety net for NOTIFYs lost meanwhile.
         if (!isConnectionError(err)) throw err;
       }
-      await waiter.wait(deps.pollMs);
+      await waiter.wait(deps.pollMs, cursor);
     }
   } catch (err) {
     deps.logger.warn({ err, runId }, 'agent backend: SSE stream failed');
