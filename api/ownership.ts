@@ -6,11 +6,16 @@ import type { Db } from '../core/db.js';
 import type { AppContext } from './auth.js';
 import { HttpError } from './errors.js';
 
+/** The app's end user of this session id, if it exists. */
+export function findEndUser(db: Db, app: Pick<AppContext, 'appId'>, user: string) {
+  return db.endUser.findUnique({ where: { app_id_session_id: { app_id: app.appId, session_id: user } } });
+}
+
 export async function upsertEndUser(db: Db, app: AppContext, user: string) {
   // A returning user is one read. A new one: insert-or-ignore then read (Prisma's upsert is
   // select-then-insert, which races between first requests).
   const where = { app_id_session_id: { app_id: app.appId, session_id: user } };
-  const existing = await db.endUser.findUnique({ where });
+  const existing = await findEndUser(db, app, user);
   if (existing) return existing;
   await db.endUser.createMany({ data: [{ tenant_id: app.tenantId, app_id: app.appId, session_id: user }], skipDuplicates: true });
   return db.endUser.findUniqueOrThrow({ where });

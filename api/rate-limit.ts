@@ -99,6 +99,14 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
   const isTurnStart = (req: Request) =>
     req.method === 'POST' && (req.path === '/chat-messages' || /^\/form\/human_input\/[^/]+$/.test(req.path));
 
+  /** Turns in progress of an app's end user (by session id): one statement, none when the user is new. */
+  const userTurnsInProgress = async (appId: string, user: string): Promise<number> => {
+    const rows = await db.$queryRaw<{ n: number }[]>`
+      select count(*)::int as n from messages m join end_users e on e.id = m.end_user_id
+       where e.app_id = ${appId}::uuid and e.session_id = ${user} and m.status in ('pending', 'running')`;
+    return rows[0]?.n ?? 0;
+  };
+
   /** Mount on /v1 after the key check and body parsing. */
   const middleware: RequestHandler = async (req: Request, res: Response, next: NextFunction) => {
     try {
@@ -106,43 +114,42 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
       const key = keyOf(req);
       const user = userOf(req);
       const userKey = user ? `${app.appId}:${user}` : null;
-      // Independent checks run side by side: each is a round trip, and this sits in front of every request.
+      // Every check runs side by side, in one round of round trips (this sits in front of every request, and a turn's
+      // first token waits for it); a stream slot taken for a request refused for another reason is given back.
       const r: { msBeforeNext?: number } = {};
       const ru: { msBeforeNext?: number } = {};
-      const [keyOk, userOk] = await Promise.all([take(keyRate, key, r), userKey ? take(userRate, userKey, ru) : true]);
-      if (!keyOk) return next(tooMany(res, 'requests for this key', (r.msBeforeNext ?? 1000) / 1000));
-      if (!userOk) return next(tooMany(res, 'requests for this user', (ru.msBeforeNext ?? 1000) / 1000));
-
-      if (isTurnStart(req)) {
-        const inProgress = { in: ['pending', 'running'] as ('pending' | 'running')[] };
-        const [appTurns, userTurns] = await Promise.all([
-          db.message.count({ where: { app_id: app.appId, status: inProgress } }),
-          (async () => {
-            if (!user) return 0;
-            const endUser = await db.endUser.findUnique({
-              where: { app_id_session_id: { app_id: app.appId, session_id: user } },
-              select: { id: true },
-            });
-            return endUser ? db.message.count({ where: { end_user_id: endUser.id, status: inProgress } }) : 0;
-          })(),
-        ]);
-        if (appTurns >= config.TURNS_PER_KEY) return next(tooMany(res, 'turns in progress for this app', 5));
-        if (userTurns >= config.TURNS_PER_USER) return next(tooMany(res, 'turns in progress for this user', 5));
-      }
-
-      if (isStream(req)) {
-        // A refused consume still counted: concurrency counters give it back at once.
-        const [keyIn, userIn] = await Promise.all([take(keyStreams, key, r), userKey ? take(userStreams, userKey, ru) : true]);
-        if (!keyIn || !userIn) {
+      const turnStart = isTurnStart(req);
+      const stream = isStream(req);
+      const inProgress = { in: ['pending', 'running'] as ('pending' | 'running')[] };
+      const [keyOk, userOk, appTurns, userTurns, keyIn, userIn] = await Promise.all([
+        take(keyRate, key, r),
+        userKey ? take(userRate, userKey, ru) : true,
+        turnStart ? db.message.count({ where: { app_id: app.appId, status: inProgress } }) : 0,
+        turnStart && user ? userTurnsInProgress(app.appId, user) : 0,
+        stream ? take(keyStreams, key, {}) : true,
+        stream && userKey ? take(userStreams, userKey, {}) : true,
+      ]);
+      const refusal = !keyOk
+        ? tooMany(res, 'requests for this key', (r.msBeforeNext ?? 1000) / 1000)
+        : !userOk
+          ? tooMany(res, 'requests for this user', (ru.msBeforeNext ?? 1000) / 1000)
+          : appTurns >= config.TURNS_PER_KEY
+            ? tooMany(res, 'turns in progress for this app', 5)
+            : userTurns >= config.TURNS_PER_USER
+              ? tooMany(res, 'turns in progress for this user', 5)
+              : !keyIn || !userIn
+                ? tooMany(res, keyIn ? 'open streams for this user' : 'open streams for this key', 5)
+                : null;
+      if (stream) {
+        // A refused consume still counted: concurrency counters give it back at once (so does a refused request).
+        const release = () => {
           give(keyStreams, key);
           if (userKey) give(userStreams, userKey);
-          return next(tooMany(res, keyIn ? 'open streams for this user' : 'open streams for this key', 5));
-        }
-        res.once('close', () => {
-          give(keyStreams, key);
-          if (userKey) give(userStreams, userKey);
-        });
+        };
+        if (refusal) release();
+        else res.once('close', release);
       }
+      if (refusal) return next(refusal);
       next();
     } catch (err) {
       next(err);

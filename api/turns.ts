@@ -14,7 +14,7 @@ import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js'
 import type { AppContext } from './auth.js';
 import { admitTurn } from './admission.js';
 import { HttpError } from './errors.js';
-import { upsertEndUser } from './ownership.js';
+import { findEndUser, upsertEndUser } from './ownership.js';
 import { createMessageFiles, prepareMessageFiles } from './message-files.js';
 import type { ChatRequest } from './schemas.js';
 import { unixSeconds } from '../core/time.js';
@@ -65,9 +65,10 @@ export async function startTurn(
 ): Promise<StartedTurn> {
   const { db, temporal, config, logger } = deps;
   if (!app.agentId) throw new HttpError(400, 'app_unavailable', 'This app has no agent configured.');
-  // Before the end user's row or anything else is written: a refused turn leaves nothing behind.
-  await admitTurn(db, config);
-  const endUser = caller.kind === 'end-user' ? await upsertEndUser(db, app, body.user) : null;
+  // Before the end user's row or anything else is written: a refused turn leaves nothing behind. A returning end
+  // user is read alongside (one round trip for both); a new one is inserted only once the turn is admitted.
+  const [, known] = await Promise.all([admitTurn(db, config), caller.kind === 'end-user' ? findEndUser(db, app, body.user) : null]);
+  const endUser = caller.kind === 'end-user' ? (known ?? (await upsertEndUser(db, app, body.user))) : null;
   const accountId = caller.kind === 'account' ? caller.accountId : null;
   const owner = endUser ? { end_user_id: endUser.id } : { account_id: accountId };
   const messageId = crypto.randomUUID();
