@@ -55,6 +55,52 @@ function generationMismatch(b: Pick<Binding, 'config_kind' | 'session_scope_conf
   );
 }
 
+/**
+ * The first turn's binding in one statement: workspace insert, binding insert (on the workspace row just inserted),
+ * write-back to the owner (conversation or build draft, only while it has none). Returns the binding, or null when
+ * the workspace or the binding already existed: then nothing was written.
+ */
+async function createFreshBinding(
+  db: ActivityDeps['db'],
+  b: {
+    workspaceId: string;
+    tenantId: string;
+    appId: string;
+    agentId: string;
+    owner: { type: 'CONVERSATION' | 'BUILD_DRAFT'; id: string };
+    scopeKey: string;
+    resolved: Resolution['resolved'];
+  },
+): Promise<Binding | null> {
+  const rows = await db.$queryRaw<Binding[]>`
+    with ws as (
+      insert into agent_workspaces (id, tenant_id, agent_id, home_snapshot_id, backend_workspace_ref)
+      values (${b.workspaceId}::uuid, ${b.tenantId}::uuid, ${b.agentId}::uuid, ${HOME_SNAPSHOT_ID}, ${b.workspaceId})
+      on conflict do nothing
+      returning id, home_snapshot_id, generation
+    ), binding as (
+      insert into agent_workspace_bindings (id, tenant_id, app_id, agent_id, workspace_id, owner_type, owner_id, scope_key,
+        agent_config_version_id, session_scope_config_version_id, config_kind, home_snapshot_id, generation, backend_binding_ref)
+      select ${crypto.randomUUID()}::uuid, ${b.tenantId}::uuid, ${b.appId}::uuid, ${b.agentId}::uuid, ws.id,
+             ${b.owner.type}::"BindingOwnerType", ${b.owner.id}::uuid, ${b.scopeKey}, ${b.resolved.configVersionId}::uuid,
+             ${b.resolved.scopeId}::uuid, ${b.resolved.configKind}, ws.home_snapshot_id, ws.generation,
+             ${`participant-${crypto.randomUUID()}`}
+        from ws
+      on conflict do nothing
+      returning *
+    ), conversation as (
+      update conversations set agent_workspace_binding_id = binding.id, updated_at = now() from binding
+       where conversations.id = ${b.owner.id}::uuid and ${b.owner.type} = 'CONVERSATION'
+         and conversations.agent_workspace_binding_id is null
+    ), draft as (
+      update agent_config_drafts set agent_workspace_binding_id = binding.id, updated_at = now() from binding
+       where agent_config_drafts.id = ${b.owner.id}::uuid and ${b.owner.type} = 'BUILD_DRAFT'
+         and agent_config_drafts.agent_workspace_binding_id is null
+    )
+    select * from binding`;
+  return rows[0] ?? null;
+}
+
 export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
   return async function loadOrCreateBinding(ctx: TurnContext, r: Resolution): Promise<{ binding: Binding; created: boolean }> {
     const { resolved } = r;
@@ -94,6 +140,19 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
     });
     // The binding's own workspace, keyed by the scope like the binding (a retry finds the same row).
     const workspaceId = workspaceIdFor(scopeKey);
+    // A first attempt inserts workspace and binding and writes the binding back to its owner in one statement (one
+    // transaction, one fsync: it used to be three). When anything of it already exists (a retry, a race) the
+    // statement inserts nothing and the steps below, each idempotent, find what is there.
+    const fresh = await createFreshBinding(db, {
+      workspaceId,
+      tenantId: msg.tenant_id,
+      appId: msg.app_id,
+      agentId: agent.id,
+      owner,
+      scopeKey,
+      resolved,
+    });
+    if (fresh) return { binding: fresh, created: true };
     // Insert-or-ignore returning what it inserted: a first attempt learns the row without reading it back; a retry
     // (nothing inserted) reads the row an earlier attempt made.
     const [inserted] = await db.agentWorkspace.createManyAndReturn({
