@@ -91,23 +91,19 @@ export function createRunAgent(deps: ActivityDeps) {
     // Stop before the backend run exists: create nothing afterwards.
     if (!backendRunId && cancelled === 'stop_requested') return stopBeforeStart(scope);
 
-    // The message turns `running` while the backend run is created (independent writes, one wait).
-    const markRunning = msg.status === 'pending' ? db.message.update({ where: { id: msg.id }, data: { status: 'running' } }) : null;
     if (!backendRunId) {
-      // Both settle before anything else, also when one fails: a refusal's failed status must land after `running`,
-      // never under it, and a retried attempt must not race a `running` write left in flight by this one.
-      const [createdR, markedR] = await Promise.allSettled([
-        createRunOrRefusal(backend, run.request as unknown as CreateRunRequest),
-        markRunning,
-      ]);
-      if (createdR.status === 'rejected') throw createdR.reason;
-      if (markedR.status === 'rejected') throw markedR.reason;
-      const created = createdR.value;
+      const created = await createRunOrRefusal(backend, run.request as unknown as CreateRunRequest);
       if ('refused' in created) return refuseRun(scope, created.refused);
       backendRunId = created.run_id;
-      await db.agentBackendRun.update({ where: { message_id: msg.id }, data: { backend_run_id: backendRunId, status: 'running' } });
-    } else {
-      await markRunning;
+      // The run id and the message turning `running`, in one statement (one transaction instead of two).
+      await db.$executeRaw`
+        with run as (
+          update agent_backend_runs set backend_run_id = ${backendRunId}, status = 'running', updated_at = now()
+           where message_id = ${msg.id}::uuid
+        )
+        update messages set status = 'running', updated_at = now() where id = ${msg.id}::uuid and status = 'pending'`;
+    } else if (msg.status === 'pending') {
+      await db.message.update({ where: { id: msg.id }, data: { status: 'running' } });
     }
 
     log.info({ backend_run_id: backendRunId, cursor: committer.cursor }, 'consuming agent run');

@@ -112,7 +112,8 @@ describe('runAgent: a refused run', () => {
       const t = await preparedTurn(db);
       await expect(attempt(deps(), new RefusingBackend(err), 1).run(t.messageId)).rejects.toBe(err);
       const msg = await db.message.findUniqueOrThrow({ where: { id: t.messageId } });
-      expect(msg.status).toBe('running');
+      // `running` means the backend run exists (written with its id): a create that failed leaves the message pending.
+      expect(msg.status).toBe('pending');
       expect(await db.messageEvent.count({ where: { message_id: t.messageId } })).toBe(0);
       expect((await db.agentBackendRun.findUniqueOrThrow({ where: { message_id: t.messageId } })).terminal_type).toBeNull();
     }
