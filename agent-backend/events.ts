@@ -19,6 +19,7 @@ import type { Logger } from '../core/logger.js';
 import type { RunEventType } from '../core/protocol/run.js';
 import { isConnectionError, type PgRunStore, type StoredEvent, type TerminalUpdate } from './store.js';
 import { recordBackendRunEnded } from '../core/metrics/index.js';
+import { streamWindowMs } from '../core/stream-window.js';
 
 type DeltaKind = 'text' | 'thinking';
 type TerminalType = 'run_succeeded' | 'run_failed' | 'run_cancelled';
@@ -60,6 +61,8 @@ export class RunEmitter {
   private timer: NodeJS.Timeout | null = null;
   /** The part the last delta belonged to; null after any other event (the next delta starts a new part). */
   private lastPart: { kind: DeltaKind; index: number } | null = null;
+  /** When the current part's first delta arrived: the coalescing window grows with the part's age (core/stream-window.ts). */
+  private partStartedAt = 0;
   /** Set once the store refuses appends (the run ended elsewhere) or the emitter is detached. */
   private stopped = false;
   /** Set once an event could not be stored: only the terminal may follow (as run_failed). */
@@ -85,11 +88,13 @@ export class RunEmitter {
     if (!text || this.stopped) return;
     const firstOfPart = this.lastPart?.kind !== kind || this.lastPart.index !== index;
     this.lastPart = { kind, index };
+    if (firstOfPart) this.partStartedAt = Date.now();
     if (this.pending && (this.pending.kind !== kind || this.pending.index !== index)) this.flushPending();
     if (!this.pending) this.pending = { kind, index, text: '' };
     this.pending.text += text;
     if (firstOfPart || this.pending.text.length >= this.coalesce.chars) this.flushPending();
-    else if (!this.timer) this.timer = setTimeout(() => this.flushPending(), this.coalesce.ms);
+    else if (!this.timer)
+      this.timer = setTimeout(() => this.flushPending(), streamWindowMs(this.coalesce.ms, Date.now() - this.partStartedAt));
   }
 
   /** Appends a non-delta event after flushing buffered deltas; resolves once stored (null: not stored). */

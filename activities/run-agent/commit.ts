@@ -10,6 +10,7 @@ import type { NewClientEvent } from '../../core/client-events.js';
 import { turnEventBase } from '../../core/client-events.js';
 import { appendEvents, commitAnswerText } from '../../core/event-log.js';
 import { timedCommit } from '../../core/metrics/index.js';
+import { streamWindowMs } from '../../core/stream-window.js';
 import type { TurnMessage } from '../../turn/final-events.js';
 import { keepTurnLock, releaseTurnLock } from '../../turn/turn-lock.js';
 
@@ -29,6 +30,8 @@ export class RunCommitter {
   private pendingText = '';
   private pendingFirstAt = 0;
   private pendingLastId: string | null = null;
+  /** When this attempt first saw answer text: the debounce window grows with the stream's age (core/stream-window.ts). */
+  private streamStartedAt = 0;
   /**
    * Bookkeeping that rides with the next commit instead of a transaction of its own (a model request's usage row):
    * written in whichever commit moves the cursor past its event next, so a lost attempt re-reads and re-defers it.
@@ -57,14 +60,17 @@ export class RunCommitter {
   }
 
   addDelta(eventId: string, text: string, now = Date.now()): void {
+    if (!this.streamStartedAt) this.streamStartedAt = now;
     if (!this.pendingText) this.pendingFirstAt = now;
     this.pendingText += text;
     this.pendingLastId = eventId;
   }
 
-  /** Milliseconds until the pending text is due (debounce window); null when nothing is pending. */
+  /** Milliseconds until the pending text is due (the debounce window, grown with the stream's age); null when nothing is pending. */
   dueIn(debounceMs: number, now = Date.now()): number | null {
-    return this.pendingText ? Math.max(0, this.pendingFirstAt + debounceMs - now) : null;
+    if (!this.pendingText) return null;
+    const windowMs = streamWindowMs(debounceMs, this.pendingFirstAt - this.streamStartedAt);
+    return Math.max(0, this.pendingFirstAt + windowMs - now);
   }
 
   /** The pending text, then the effects, with the cursor CAS in one transaction. */
