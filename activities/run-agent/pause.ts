@@ -30,7 +30,6 @@ export async function pauseForHuman(
   const answer = [committer.streamedAnswer, formContent].filter(Boolean).join('\n\n');
   await committer.commitTerminal(eventId, 'deferred_tool_call', async (tx) => {
     const streamed = [...committer.pendingEvents(), ...(await thoughts.finish(tx, answer, eventId))];
-    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
     await tx.humanInputForm.create({
       data: {
         id: formId,
@@ -58,7 +57,7 @@ export async function pauseForHuman(
         data: { pending_form_id: formId, pending_tool_call_id: call.tool_call_id, pending_message_id: msg.id },
       });
     }
-    await tx.message.update({ where: { id: msg.id }, data: { status: 'paused', answer } });
+    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, { status: 'paused', answer });
     const humanInput = {
       form_id: formId,
       form_token: formToken,

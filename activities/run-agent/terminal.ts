@@ -45,8 +45,7 @@ async function succeeded(
   if (moderation && flagged) answer = moderation.preset_answer;
   await committer.commitTerminal(eventId, 'run_succeeded', async (tx) => {
     const streamed = [...committer.pendingEvents(), ...(await thoughts.finish(tx, answer, eventId))];
-    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
-    await tx.message.update({ where: { id: msg.id }, data: { answer, status: 'succeeded', error: null } });
+    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, { answer, status: 'succeeded', error: null });
     return [...streamed, ...finalAnswerEvents(msg, { answer, usage: d.usage, replacedBy: flagged ? 'output_moderation' : undefined })];
   });
   return { status: 'succeeded' };
@@ -58,8 +57,7 @@ async function cancelled(scope: RunScope, ev: Extract<TerminalEvent, { type: 'ru
   await committer.commitTerminal(ev.id, 'run_cancelled', async (tx) => {
     const partial = committer.streamedAnswer;
     const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, partial, ev.id))];
-    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
-    await tx.message.update({ where: { id: msg.id }, data: { status: 'stopped', answer: partial } });
+    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, { status: 'stopped', answer: partial });
     return [...streamed, ...finalAnswerEvents(msg, { answer: partial, usage: d.usage })];
   });
   return { status: 'stopped' };
@@ -71,13 +69,17 @@ async function failed(scope: RunScope, ev: Extract<TerminalEvent, { type: 'run_f
   const err = classifyFailure(d);
   await committer.commitTerminal(ev.id, 'run_failed', async (tx) => {
     const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, committer.streamedAnswer, ev.id))];
-    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot);
     // The backend's own words are kept beside the client's code and message (GET /v1/messages `agent_failure`).
     const agentFailure = { error_type: d.error_type ?? null, reason: d.reason ?? null, error: d.error, backend_run_id: ev.run_id };
     // Read in the transaction: the api may have added to it during the run (knowledge retriever_resources).
     const current = await tx.message.findUnique({ where: { id: msg.id }, select: { metadata: true } });
     const metadata = { ...((current?.metadata ?? {}) as Record<string, unknown>), agent_failure: agentFailure };
-    await tx.message.update({ where: { id: msg.id }, data: { status: 'failed', error: err.message, error_code: err.code, metadata } });
+    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, {
+      status: 'failed',
+      error: err.message,
+      error_code: err.code,
+      metadata,
+    });
     return [...streamed, ...errorEvents(msg, err)];
   });
   return { status: 'failed', errorCode: err.code };
