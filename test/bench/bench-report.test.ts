@@ -3,9 +3,13 @@
  * --record; --temporal dev or cluster), the floor column and "extra over floor" of the
  * report, and the progress line.
  */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { LOCAL_RESULTS, parseCli } from '../../bench/cli-options.js';
 import type { PathName } from '../../bench/client.js';
+import { compareTable } from '../../bench/compare-table.js';
 import { progressLine, progressTo } from '../../bench/progress.js';
 import { extraOverFloor, renderMarkdown, targetsTable, workloadTable } from '../../bench/report.js';
 import type { BenchResult, CellResult, WorkloadResult } from '../../bench/runner.js';
@@ -174,5 +178,16 @@ describe('progress', () => {
     t = 1600;
     long.update(41, 2);
     expect(lines).toEqual(['  plain durable c=64  40/128 turns  2 errors  1.5 s\n']);
+  });
+});
+
+describe('npm run bench:compare', () => {
+  it("lines up each result's own ratios: the session A/B of 2026-12-01 as recorded", () => {
+    const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../bench/results/ab-2026-12-01');
+    const load = (n: string) => ({ name: n, result: JSON.parse(fs.readFileSync(path.join(dir, `${n}.json`), 'utf8')) });
+    const rows = compareTable([load('old-1'), load('new-1')]);
+    expect(rows).toHaveLength(2 + 6);
+    expect(rows).toContain('| old-1 | plain | 1 | 118.5 / 32.4 / 28.1 | 58.0 | 32 | 4.25 / 8.07 | 0.53× | 199.3 | 207.6 / 83.3 |');
+    expect(rows).toContain('| new-1 | zero | 1 | 117.9 / 52.4 / 25.4 | 40.1 | 32 | 9.08 / 16.68 | 0.54× | 111.1 | 74.7 / 22.5 |');
   });
 });
