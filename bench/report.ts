@@ -138,6 +138,11 @@ export function timelineTable(w: WorkloadResult, c: number): string {
       return `${num(wt?.perTurn ?? null, 0)} (${num(wt?.scheduleToStartMs ?? null)}, ${num(wt?.startToCompleteMs ?? null)}) / ${num(t.historyEvents ?? null, 0)}`;
     };
     out.push(`| workflow tasks per turn (schedule→start, start→complete ms) / history events | ${tasks(d)} | |${fc(f ? tasks(f) : '')}`);
+    const longest = (t: typeof d) =>
+      t.workflowTask?.longestMs === undefined ? '–' : `${num(t.workflowTask.longestMs ?? null)} / ${t.workflowTask.over1s ?? 0}`;
+    out.push(
+      `| longest workflow task, schedule→complete (ms) / tasks over 1 s (sampled turns) | ${longest(d)} | |${fc(f ? longest(f) : '')}`,
+    );
   }
   return out.join('\n');
 }
@@ -151,20 +156,24 @@ export function targetsTable(r: BenchResult): string {
   const all = [...new Set(r.workloads.flatMap(concurrencies))];
   const lo = all.includes(1) ? 1 : Math.min(...all);
   const hi = all.includes(32) ? 32 : Math.max(...all);
+  const top = Math.max(...all);
   const out = [
     `| workload | first token p50 @c=${lo}: durable / direct / floor (ms) | extra over direct | extra over floor (target ≤ 10) | ` +
-      `turns/s @c=${hi}: durable / direct / floor | durable/direct (≥ 0.75) | first token p99 @c=${hi} durable (≤ 1000 ms) | errors @c=${hi} (0) |`,
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+      `turns/s @c=${hi}: durable / direct / floor | durable/direct (≥ 0.75) | first token p99 @c=${hi} durable (≤ 1000 ms) | errors @c=${hi} (0) | ` +
+      `longest workflow task @c=${top} durable (≤ 1000 ms), errors |`,
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const w of r.workloads) {
     const at = (c: number) => (['durable', 'direct', 'floor'] as const).map((p) => cell(w, p, c));
     const [d1, x1, f1] = at(lo);
     const [dh, xh, fh] = at(hi);
+    const dt = cell(w, 'durable', top);
     const extra = d1?.ttft.p50 != null && x1?.ttft.p50 != null ? d1.ttft.p50 - x1.ttft.p50 : null;
     const tps = (c: CellResult | undefined) => num(c?.turnsPerSec ?? null, 2);
     out.push(
       `| ${w.name} | ${num(d1?.ttft.p50 ?? null)} / ${num(x1?.ttft.p50 ?? null)} / ${num(f1?.ttft.p50 ?? null)} | ${num(extra)} | ${num(extraOverFloor(w, lo))} | ` +
-        `${tps(dh)} / ${tps(xh)} / ${tps(fh)} | ${ratio(dh?.turnsPerSec ?? null, xh?.turnsPerSec ?? null)} | ${num(dh?.ttft.p99 ?? null)} | ${dh ? `${dh.errors}${dh.shed ? ` (+${dh.shed} shed)` : ''}` : '–'} |`,
+        `${tps(dh)} / ${tps(xh)} / ${tps(fh)} | ${ratio(dh?.turnsPerSec ?? null, xh?.turnsPerSec ?? null)} | ${num(dh?.ttft.p99 ?? null)} | ${dh ? `${dh.errors}${dh.shed ? ` (+${dh.shed} shed)` : ''}` : '–'} | ` +
+        `${dt ? `${num(dt.timeline?.workflowTask?.longestMs ?? null)}, ${dt.errors}${dt.shed ? ` (+${dt.shed} shed)` : ''}` : '–'} |`,
     );
   }
   return out.join('\n');

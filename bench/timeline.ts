@@ -77,8 +77,15 @@ export interface TimelineSummary {
   total: number | null;
   /** Median per activity. */
   activities?: Record<string, { dispatchMs: number | null; execMs: number | null }>;
-  /** Median over every workflow task of every turn. */
-  workflowTask?: { perTurn: number | null; scheduleToStartMs: number | null; startToCompleteMs: number | null };
+  /** Median over every workflow task of every turn; `longestMs` / `over1s`: the longest schedule→complete of the sampled
+   * turns' tasks and how many took over a second (issue 21's c=64 criterion). */
+  workflowTask?: {
+    perTurn: number | null;
+    scheduleToStartMs: number | null;
+    startToCompleteMs: number | null;
+    longestMs?: number | null;
+    over1s?: number;
+  };
   historyEvents?: number | null;
   endTail: number | null;
   turnEnd?: number | null;
@@ -352,6 +359,7 @@ export function summariseTimelines(turns: TurnTimeline[], frameLags: number[], n
       perTurn: median(turns.map((t) => t.workflowTasks?.length).filter(isNum)),
       scheduleToStartMs: round(median(tasks.map((t) => t.scheduleToStartMs).filter(isNum))),
       startToCompleteMs: round(median(tasks.map((t) => t.startToCompleteMs).filter(isNum))),
+      ...longestTasks(tasks.map((t) => t.scheduleToStartMs + t.startToCompleteMs).filter(isNum)),
     };
     out.historyEvents = median(turns.map((t) => t.historyEvents).filter(isNum));
     out.turnEnd = round(median(turns.map((t) => t.turnEnd).filter(isNum)));
@@ -387,4 +395,8 @@ function round(v: number | null): number | null {
 
 function roundDist(d: Distribution): Distribution {
   return { n: d.n, p50: round(d.p50), p95: round(d.p95), p99: round(d.p99), max: round(d.max) };
+}
+
+function longestTasks(totals: number[]): { longestMs: number | null; over1s: number } {
+  return { longestMs: totals.length ? round(Math.max(...totals)) : null, over1s: totals.filter((ms) => ms > 1000).length };
 }

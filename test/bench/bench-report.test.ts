@@ -72,7 +72,17 @@ function cellOf(path: PathName, concurrency: number, ttftP50: number, turnsPerSe
       frameLag: { n: 0, p50: null, p95: null, p99: null, max: null },
       ...(path === 'direct'
         ? {}
-        : { activities: {}, workflowTask: { perTurn: 2, scheduleToStartMs: 1, startToCompleteMs: 5 }, historyEvents: 12 }),
+        : {
+            activities: {},
+            workflowTask: {
+              perTurn: 2,
+              scheduleToStartMs: 1,
+              startToCompleteMs: 5,
+              longestMs: concurrency * 40,
+              over1s: concurrency > 16 ? 3 : 0,
+            },
+            historyEvents: 12,
+          }),
     },
   };
 }
@@ -133,11 +143,13 @@ describe('the report with the floor', () => {
   it('puts the floor and extra over floor into the targets and the timeline', () => {
     const targets = targetsTable(result);
     expect(targets).toContain('extra over floor (target ≤ 10)');
-    expect(targets).toContain('| plain | 242.0 / 141.0 / 22.0 | 101.0 | 79.0 | 2.10 / 5.20 / 22.30 | 0.40× | 2009.0 | 0 |');
+    expect(targets).toContain('| plain | 242.0 / 141.0 / 22.0 | 101.0 | 79.0 | 2.10 / 5.20 / 22.30 | 0.40× | 2009.0 | 0 | 1280.0, 0 |');
+    expect(targets).toContain('longest workflow task @c=32 durable (≤ 1000 ms), errors');
     const md = renderMarkdown(result);
     expect(md).toContain('| c=1: segment (median ms) | durable | direct | floor |');
     expect(md).toMatch(/\| prepare_turn — [^|]+ \| – \| {2}\| 2\.5 \|/);
     expect(md).toContain('Floor: task queue `bench-floor`, worker in this process, eager start requested, 60/60 starts eager.');
+    expect(md).toContain('| longest workflow task, schedule→complete (ms) / tasks over 1 s (sampled turns) | 40.0 / 0 | | 40.0 / 0 |');
   });
 });
 
