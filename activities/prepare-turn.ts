@@ -1,6 +1,6 @@
 /**
  * prepareTurn: the short steps before the agent run — resolveConfig, inputGuards (fresh turns only),
- * loadOrCreateBinding, buildRunRequest. Each step is idempotent on its own, so the composite is too. Three callers:
+ * loadOrCreateBinding, buildRunRequest. Each step is idempotent on its own, so the composite is too. Two callers:
  * - runAgent (turns started with the `prepare-in-run-agent` patch), through `createTurnPreparation`, which hands it
  *   the message and run row it read and wrote, so runAgent does not read them again;
  * - the `prepareTurn` local activity of turns started before that patch (its result is in their histories: only

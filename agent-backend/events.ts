@@ -273,12 +273,10 @@ export class EventHub {
    * may bring an event past `cursor` (one without a seq always may), or after `timeoutMs`.
    */
   subscribe(runId: string): { wait(timeoutMs: number, cursor?: number): Promise<void>; close(): void } {
-    // Since the last wait: whether anything woke us, and the highest seq announced (Infinity: a wake without one).
-    let dirty = false;
+    // Since the last wait: the highest seq announced (-1: none; Infinity: a wake without a seq).
     let upTo = -1;
     let pending: { cursor: number; done: () => void } | null = null;
     const wake = (seq?: number) => {
-      dirty = true;
       upTo = Math.max(upTo, seq ?? Infinity);
       if (pending && upTo > pending.cursor) pending.done();
     };
@@ -291,13 +289,11 @@ export class EventHub {
           const done = () => {
             clearTimeout(t);
             pending = null;
-            dirty = false;
             upTo = -1;
             res();
           };
-          const due = dirty && upTo > cursor;
+          const due = upTo > cursor;
           // Wakes for events the caller already read are spent either way.
-          dirty = false;
           upTo = -1;
           if (due) {
             res();

@@ -1,6 +1,7 @@
 /** Client of the agent backend run protocol (docs/PROTOCOL.md §2). */
 import http from 'node:http';
 import https from 'node:https';
+import { text as readText } from 'node:stream/consumers';
 import { parseSse } from './sse.js';
 import { CreateRunResponse, EventsPage, RunEvent, RunStatusResponse, isTerminal, type CreateRunRequest } from './protocol/run.js';
 import { BackendErrorBody, ModulesResponse, ValidateCompositionResponse } from './protocol/registry.js';
@@ -148,7 +149,7 @@ export class AgentBackendClient {
         this.headers({ accept: 'text/event-stream' }),
         both,
       );
-      if (res.statusCode !== 200) throw new BackendHttpError(res.statusCode ?? 0, await bodyText(res), 'stream events');
+      if (res.statusCode !== 200) throw new BackendHttpError(res.statusCode ?? 0, await readText(res), 'stream events');
       // Every chunk (events and keep-alive comments alike) proves the connection alive.
       async function* watched(): AsyncGenerator<Uint8Array> {
         for await (const chunk of res as AsyncIterable<Uint8Array>) {
@@ -179,10 +180,4 @@ function httpGet(url: URL, headers: Record<string, string>, signal: AbortSignal)
     req.once('error', reject);
     req.end();
   });
-}
-
-async function bodyText(res: http.IncomingMessage): Promise<string> {
-  const parts: Buffer[] = [];
-  for await (const chunk of res as AsyncIterable<Buffer>) parts.push(chunk);
-  return Buffer.concat(parts).toString('utf8');
 }

@@ -153,21 +153,10 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
       resolved,
     });
     if (fresh) return { binding: fresh, created: true };
-    // Insert-or-ignore returning what it inserted: a first attempt learns the row without reading it back; a retry
-    // (nothing inserted) reads the row an earlier attempt made.
-    const [inserted] = await db.agentWorkspace.createManyAndReturn({
-      skipDuplicates: true,
-      data: {
-        id: workspaceId,
-        tenant_id: msg.tenant_id,
-        agent_id: agent.id,
-        home_snapshot_id: HOME_SNAPSHOT_ID,
-        backend_workspace_ref: workspaceId,
-      },
-    });
-    const workspace = inserted ?? (await db.agentWorkspace.findUniqueOrThrow({ where: { id: workspaceId } }));
-    // Insert-or-ignore by scope key, the same way: idempotent, race-safe, one statement on a first turn (Prisma's
-    // upsert here is a five-statement transaction).
+    // Here the workspace exists (that is why the statement above inserted nothing): read it.
+    const workspace = await db.agentWorkspace.findUniqueOrThrow({ where: { id: workspaceId } });
+    // The binding may still be missing (its workspace came from an earlier attempt): insert-or-ignore by scope key,
+    // returning what it inserted; idempotent and race-safe (Prisma's upsert here is a five-statement transaction).
     const [created] = await db.agentWorkspaceBinding.createManyAndReturn({
       skipDuplicates: true,
       data: {
