@@ -153,6 +153,24 @@ export const EnvSchema = z.object({
   SHELL_MAX_OUTPUT_BYTES: int(16_384),
   /** Largest file a shell command may hand back from `outputs/` as a message file, bytes (README "Agent workspace"). */
   WORKSPACE_OUTPUT_MAX_BYTES: int(10 * 1024 * 1024),
+  // Issue 27: the sandbox as a boundary between tenants (README "Agent workspace"; passed to shellctl).
+  /** Processes (tasks) one command may run at once. */
+  SHELL_LIMIT_PROCS: z.coerce.number().int().min(8).default(256),
+  /** Memory of one command's process tree, bytes (cgroup memory.max; under rlimits the address space per process). */
+  SHELL_LIMIT_MEMORY_BYTES: z.coerce.number().int().min(64 * 1024 * 1024).default(1024 * 1024 * 1024),
+  /** CPU time of one command, seconds (the wall-clock limit is SHELL_TIMEOUT_MS). */
+  SHELL_LIMIT_CPU_SECONDS: z.coerce.number().int().min(1).default(60),
+  /** Largest file a command may write, bytes. */
+  SHELL_LIMIT_FILE_BYTES: z.coerce.number().int().min(1024 * 1024).default(256 * 1024 * 1024),
+  /** Open files per process. */
+  SHELL_LIMIT_OPEN_FILES: z.coerce.number().int().min(64).default(1024),
+  /** Bytes one workspace may hold; a command that grows it beyond is stopped (`limit: workspace_quota`). */
+  WORKSPACE_QUOTA_BYTES: z.coerce.number().int().min(1024 * 1024).default(1024 * 1024 * 1024),
+  /** Commands run as uid/gid SHELL_UID_BASE + FNV-1a(workspace id) % SHELL_UID_RANGE (core/workspace-uid.ts). */
+  SHELL_UID_BASE: z.coerce.number().int().min(1000).default(200_000),
+  SHELL_UID_RANGE: z.coerce.number().int().min(1).default(100_000),
+  /** The agent stub's own listener (a unix socket, bind-mounted into the sandbox); default DATA_DIR/sandbox/stub-<port>.sock. */
+  AGENT_STUB_SOCKET: z.string().optional(),
 
   // --- tool providers: API and MCP tools (README "Tools") ---------------------------------------
   /** Time limit of one API/MCP tool call (and of an MCP server's tool listing), ms. */
@@ -185,6 +203,12 @@ export const EnvSchema = z.object({
   CI: bool.default(false),
   /** Tests: shellctl behaves as if the kernel had no Landlock. */
   SHELLCTL_FORCE_NO_LANDLOCK: bool.default(false),
+  /** Tests: shellctl behaves as if the kernel's Landlock ABI were this (0: none). */
+  SHELLCTL_FORCE_ABI: z.coerce.number().int().min(0).optional(),
+  /** Tests: shellctl behaves as if namespaces were unavailable. */
+  SHELLCTL_FORCE_NO_NAMESPACES: bool.default(false),
+  /** Tests: shellctl enforces limits with rlimits only (no cgroup). */
+  SHELLCTL_FORCE_RLIMITS: bool.default(false),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -209,6 +233,22 @@ export const SECRET_VARS = ['INNER_API_KEY', 'AGENT_BACKEND_TOKEN', 'ENCRYPTION_
 export function devDefaultSecrets(e: Pick<Env, (typeof SECRET_VARS)[number]>): string[] {
   const defaults = EnvSchema.parse({});
   return SECRET_VARS.filter((k) => e[k] === defaults[k]);
+}
+
+/**
+ * The secrets a command in the agent's sandbox could use to cross tenants (stub tokens are HMACs under the backend
+ * token; the inner API trusts its key): runtime and shell are refused while either holds its public default (issue 27).
+ * ENCRYPTION_KEY protects credentials at rest, which no command can read; EXECUTION_CONTEXT_SIGNING_KEY is checked by
+ * the api, which holds it (the workspace authorization, api/routes/inner-execution-context.ts).
+ */
+export function sandboxWeakSecrets(e: Pick<Env, 'INNER_API_KEY' | 'AGENT_BACKEND_TOKEN'>): string[] {
+  const defaults = EnvSchema.parse({});
+  return (['AGENT_BACKEND_TOKEN', 'INNER_API_KEY'] as const).filter((k) => e[k] === defaults[k]);
+}
+
+/** Whether the environment gives `key` (itself or as `<key>_FILE`); unset ones may be generated (core/local-secrets.ts). */
+export function envSets(env: NodeJS.ProcessEnv, key: string): boolean {
+  return Boolean(env[key]) || Boolean(env[`${key}_FILE`]);
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Env> = {}): Config {

@@ -304,6 +304,8 @@ export const ExecutionContextLayerConfig = z
     agent_config_version_id: z.string().nullable(),
     invoke_from: InvokeFrom,
     trace_id: z.string().optional(),
+    /** The binding's workspace, when the run has a runtime layer: the backend admits that workspace only (signed; issue 27). */
+    workspace_id: z.string().optional(),
     /** Expiry, unix seconds (signed; issue 17 L2). */
     exp: z.number().int().optional(),
     /** HMAC over the context by the api; lets the stub prove scope to the inner API. */

@@ -67,6 +67,7 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
     if (failed.length)
       text += `\n\nAttached files that could not be placed in your workspace:\n${failed.map((f) => `- ${f.name}: ${f.error}`).join('\n')}`;
   }
+  const withRuntime = soul.runtime.enabled && Boolean(t.workspaceId);
   const layers: LayerSpec[] = [
     layer('agent_soul_prompt', { system_prompt: expandPromptMentions(soul.prompt.system_prompt) }),
     layer('agent_app_user_prompt', { text, files: files.filter((f) => f.transfer === 'native') }),
@@ -84,6 +85,8 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
           agent_config_version_id: t.configVersionId,
           invoke_from: t.invokeFrom,
           trace_id: t.messageId,
+          // The runtime layer's workspace, signed: the backend admits it only for this run (issue 27).
+          ...(withRuntime ? { workspace_id: t.workspaceId } : {}),
         },
         t.innerApiKey,
         { ttlMs: t.contextTtlMs },
@@ -108,7 +111,7 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
   layers.push(layer('core_tools', { tools: soul.tools.core }));
   // The workspace, in resource order Runtime → Shell → Config (entered in this order, released in reverse):
   // the shell runs in the runtime, and the config layer lets the sandboxed dify-agent CLI reach the stub.
-  if (soul.runtime.enabled && t.workspaceId) {
+  if (withRuntime) {
     layers.push(layer('runtime', { kind: 'local', workspace_id: t.workspaceId }));
     if (soul.shell.enabled) {
       const limits = {
