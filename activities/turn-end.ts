@@ -1,21 +1,32 @@
 /** Small steps around a turn: publishing a failure, stopping it, releasing the conversation's one-turn lock. */
+import type { Prisma } from '../core/db.js';
 import { appendEvents } from '../core/event-log.js';
 import type { Usage } from '../core/protocol/run.js';
 import type { ActivityDeps } from '../turn/deps.js';
 import { errorEvents, finalAnswerEvents } from '../turn/final-events.js';
+import { ledgerUsage, usageColumns } from '../turn/ledger-usage.js';
 import { releaseTurnLock } from '../turn/turn-lock.js';
+
+/** The backend run id recorded for a message, if a run was created. */
+async function backendRunOf(tx: Pick<Prisma.TransactionClient, 'agentBackendRun'>, messageId: string): Promise<string | null> {
+  const run = await tx.agentBackendRun.findUnique({ where: { message_id: messageId }, select: { backend_run_id: true } });
+  return run?.backend_run_id ?? null;
+}
 
 export function createFailTurn({ db }: ActivityDeps) {
   /** Marks the message failed and publishes the client `error` event (idempotent by source key). */
   return async function failTurn(input: { messageId: string; code: string; status: number; message: string }): Promise<void> {
     const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId } });
     await db.$transaction(async (tx) => {
-      await tx.message.updateMany({
+      // The run may have made (and been billed for) model calls before the step failed: the ledger's figures.
+      const usage = await ledgerUsage(tx, await backendRunOf(tx, msg.id));
+      const n = await tx.message.updateMany({
         where: { id: msg.id, status: { in: ['pending', 'running'] } },
-        data: { status: 'failed', error: input.message, error_code: input.code },
+        data: { status: 'failed', error: input.message, error_code: input.code, ...usageColumns(usage) },
       });
       await releaseTurnLock(tx, msg.conversation_id, msg.id);
-      await appendEvents(tx, msg.id, errorEvents(msg, input));
+      // Already ended (a retried step, or runAgent's own terminal): its terminal event stands, no second one.
+      if (n.count === 1) await appendEvents(tx, msg.id, errorEvents(msg, input, usage));
     });
   };
 }
@@ -39,9 +50,15 @@ export function createStopTurn({ db }: ActivityDeps) {
         data: { status: 'stopped' },
       });
       if (n.count === 0) return;
-      const msg = await tx.message.findUniqueOrThrow({ where: { id: input.messageId } });
+      let msg = await tx.message.findUniqueOrThrow({ where: { id: input.messageId } });
+      // No terminal usage: the run's ledger rows (what its model calls were billed), on the message and message_end.
+      let usage = msg.usage as Usage | null;
+      if (!usage) {
+        usage = await ledgerUsage(tx, await backendRunOf(tx, msg.id));
+        msg = await tx.message.update({ where: { id: msg.id }, data: usageColumns(usage) });
+      }
       await releaseTurnLock(tx, msg.conversation_id, msg.id);
-      await appendEvents(tx, msg.id, finalAnswerEvents(msg, { answer: msg.answer, usage: msg.usage as Usage | null }));
+      await appendEvents(tx, msg.id, finalAnswerEvents(msg, { answer: msg.answer, usage }));
     });
   };
 }

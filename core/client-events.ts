@@ -93,6 +93,8 @@ export const ErrorEvent = TurnEventBase.extend({
   code: z.string(),
   status: z.number().int(),
   message: z.string(),
+  /** What the failed turn used, as billed (the message's usage, as on `message_end`); absent on older events. */
+  metadata: z.object({ usage: Usage }).optional(),
 }).meta({ description: 'The turn failed (the HTTP status of the stream stays 200); the stream closes after it.' });
 
 export const PingEvent = z.object({ event: z.literal('ping') }).meta({ description: 'Keep-alive, about every 10 s.' });

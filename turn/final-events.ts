@@ -69,13 +69,23 @@ export function finalAnswerEvents(msg: TurnMessage, final: FinalAnswer): NewClie
   return events;
 }
 
-/** The `error` event of a failed turn (the stream's HTTP status stays 200). */
-export function errorEvents(msg: TurnMessage, err: TurnErrorDetails): NewClientEvent[] {
+/**
+ * The `error` event of a failed turn (the stream's HTTP status stays 200). `usage`: what the turn used and was billed
+ * for (the message's own figures, in `metadata.usage` as on `message_end`); none is published as zero usage.
+ */
+export function errorEvents(msg: TurnMessage, err: TurnErrorDetails, usage?: Usage | null): NewClientEvent[] {
   return [
     {
       event: 'error',
       sourceKey: TERMINAL_SOURCE_KEYS.error,
-      data: { ...turnEventBase(msg), event: 'error', status: err.status, code: err.code, message: err.message },
+      data: {
+        ...turnEventBase(msg),
+        event: 'error',
+        status: err.status,
+        code: err.code,
+        message: err.message,
+        metadata: { usage: usage ?? emptyUsage() },
+      },
     },
   ];
 }

@@ -51,7 +51,7 @@ export async function consumeRun(scope: RunScope, backendRunId: string): Promise
           if (r === LOST) throw attemptLostError(ctx);
           if (r === TIMER) {
             await committer.flush();
-            if (stop.overdue()) return await stopWithoutTerminal(scope);
+            if (stop.overdue()) return await stopWithoutTerminal(scope, backendRunId);
             continue;
           }
           if (r.done) break;

@@ -5,11 +5,12 @@
  * conversation's lock, `terminal_type` that makes a retried attempt return the same outcome), and the
  * activity completes with `failed` instead of throwing — one attempt, no retries, the error within a second.
  */
-import type { CreateRunRequest } from '../../core/protocol/run.js';
+import { emptyUsage, type CreateRunRequest } from '../../core/protocol/run.js';
 import type { AgentBackendClient } from '../../core/backend-client.js';
 import { backendRefusal } from '../../turn/backend-refusal.js';
 import type { TurnErrorDetails } from '../../turn/errors.js';
 import { errorEvents } from '../../turn/final-events.js';
+import { usageColumns } from '../../turn/ledger-usage.js';
 import type { RunAgentOutcome, RunScope } from './scope.js';
 
 export type CreateRunResult = { run_id: string } | { refused: TurnErrorDetails };
@@ -32,8 +33,13 @@ export async function refuseRun(scope: RunScope, err: TurnErrorDetails): Promise
     // As for a run_failed (terminal.ts): the backend's own words beside the client's code and message.
     const agentFailure = { error_type: null, reason: 'run_refused', error: err.message, code: err.code, backend_run_id: null };
     const metadata = { ...((msg.metadata ?? {}) as Record<string, unknown>), agent_failure: agentFailure };
-    await tx.message.update({ where: { id: msg.id }, data: { status: 'failed', error: err.message, error_code: err.code, metadata } });
-    return errorEvents(msg, err);
+    // Nothing ran, nothing was billed: zero usage, on the message as in the error event.
+    const usage = emptyUsage();
+    await tx.message.update({
+      where: { id: msg.id },
+      data: { status: 'failed', error: err.message, error_code: err.code, metadata, ...usageColumns(usage) },
+    });
+    return errorEvents(msg, err, usage);
   });
   return { status: 'failed', errorCode: err.code };
 }

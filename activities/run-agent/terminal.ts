@@ -57,8 +57,8 @@ async function cancelled(scope: RunScope, ev: Extract<TerminalEvent, { type: 'ru
   await committer.commitTerminal(ev.id, 'run_cancelled', async (tx) => {
     const partial = committer.streamedAnswer;
     const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, partial, ev.id))];
-    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, { status: 'stopped', answer: partial });
-    return [...streamed, ...finalAnswerEvents(msg, { answer: partial, usage: d.usage })];
+    const usage = await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, { status: 'stopped', answer: partial }, ev.run_id);
+    return [...streamed, ...finalAnswerEvents(msg, { answer: partial, usage })];
   });
   return { status: 'stopped' };
 }
@@ -74,25 +74,28 @@ async function failed(scope: RunScope, ev: Extract<TerminalEvent, { type: 'run_f
     // Read in the transaction: the api may have added to it during the run (knowledge retriever_resources).
     const current = await tx.message.findUnique({ where: { id: msg.id }, select: { metadata: true } });
     const metadata = { ...((current?.metadata ?? {}) as Record<string, unknown>), agent_failure: agentFailure };
-    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, {
-      status: 'failed',
-      error: err.message,
-      error_code: err.code,
-      metadata,
-    });
-    return [...streamed, ...errorEvents(msg, err)];
+    // No usage (the reaper's backend_restarted: the process that metered the run is gone): the run's ledger rows.
+    const usage = await saveUsageAndSnapshot(
+      scope,
+      tx,
+      d.usage,
+      d.session_snapshot,
+      { status: 'failed', error: err.message, error_code: err.code, metadata },
+      ev.run_id,
+    );
+    return [...streamed, ...errorEvents(msg, err, usage)];
   });
   return { status: 'failed', errorCode: err.code };
 }
 
-/** The backend did not confirm a stop within STOP_WAIT_MS: keep what we have, snapshot untouched. */
-export async function stopWithoutTerminal(scope: RunScope): Promise<never> {
+/** The backend did not confirm a stop within STOP_WAIT_MS: keep what we have, snapshot untouched, usage as billed. */
+export async function stopWithoutTerminal(scope: RunScope, backendRunId: string): Promise<never> {
   const { committer, thoughts, msg } = scope;
   await committer.commitTerminal(null, 'stop_timeout', async (tx) => {
     const partial = committer.streamedAnswer;
     const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, partial, 'stop'))];
-    await tx.message.update({ where: { id: msg.id }, data: { status: 'stopped', answer: partial } });
-    return [...streamed, ...finalAnswerEvents(msg, { answer: partial })];
+    const usage = await saveUsageAndSnapshot(scope, tx, null, null, { status: 'stopped', answer: partial }, backendRunId);
+    return [...streamed, ...finalAnswerEvents(msg, { answer: partial, usage })];
   });
   throw new CancelledFailure('turn stopped (backend did not confirm in time)');
 }
@@ -101,8 +104,9 @@ export async function stopWithoutTerminal(scope: RunScope): Promise<never> {
 export async function stopBeforeStart(scope: RunScope): Promise<never> {
   const { committer, msg } = scope;
   await committer.commitTerminal(null, 'run_cancelled', async (tx) => {
-    await tx.message.update({ where: { id: msg.id }, data: { status: 'stopped' } });
-    return finalAnswerEvents(msg, { answer: msg.answer });
+    // No run, nothing billed: zero usage, on the message as in message_end.
+    const usage = await saveUsageAndSnapshot(scope, tx, null, null, { status: 'stopped' }, null);
+    return finalAnswerEvents(msg, { answer: msg.answer, usage });
   });
   throw new CancelledFailure('stopped before the agent run started');
 }

@@ -1,40 +1,27 @@
 /**
  * What a finished run leaves on the message (usage, prices, and the caller's own fields: status, answer, …) in one
  * update, and on its binding (the session snapshot). One statement per row: each is a round trip inside the terminal
- * transaction, which the client's `message_end` waits for.
+ * transaction, which the client's `message_end` waits for. A terminal without usage (the reaper's `backend_restarted`,
+ * a stop the backend never confirmed) takes the run's ledger rows instead (turn/ledger-usage.ts), read in the same
+ * transaction: the message shows what was billed.
  */
 import type { Prisma } from '../../core/db.js';
 import type { SessionSnapshot, Usage } from '../../core/protocol/run.js';
+import { ledgerUsage, usageColumns } from '../../turn/ledger-usage.js';
 import type { Tx } from './commit.js';
 import type { RunScope } from './scope.js';
 
+/** Saves usage (the terminal's, else the ledger's for `backendRunId`) and snapshot; returns the usage saved. */
 export async function saveUsageAndSnapshot(
   scope: RunScope,
   tx: Tx,
   usage: Usage | null | undefined,
   snapshot: SessionSnapshot | null | undefined,
   message: Prisma.MessageUpdateInput,
-): Promise<void> {
-  await tx.message.update({
-    where: { id: scope.msg.id },
-    data: {
-      ...message,
-      ...(usage && {
-        message_tokens: usage.prompt_tokens,
-        answer_tokens: usage.completion_tokens,
-        total_tokens: usage.total_tokens,
-        message_unit_price: usage.prompt_unit_price,
-        message_price_unit: usage.prompt_price_unit,
-        answer_unit_price: usage.completion_unit_price,
-        answer_price_unit: usage.completion_price_unit,
-        total_price: usage.total_price,
-        currency: usage.currency,
-        provider_response_latency: usage.latency,
-        time_to_first_token: usage.time_to_first_token,
-        usage: usage as unknown as Prisma.InputJsonValue,
-      }),
-    },
-  });
+  backendRunId?: string | null,
+): Promise<Usage> {
+  const saved = usage ?? (await ledgerUsage(tx, backendRunId ?? scope.run.backend_run_id));
+  await tx.message.update({ where: { id: scope.msg.id }, data: { ...message, ...usageColumns(saved) } });
   // A null snapshot leaves the stored one untouched (docs/seeds/001).
   if (snapshot && scope.bindingId) {
     await tx.agentWorkspaceBinding.update({
@@ -42,4 +29,5 @@ export async function saveUsageAndSnapshot(
       data: { session_snapshot: snapshot as unknown as Prisma.InputJsonValue },
     });
   }
+  return saved;
 }

@@ -240,14 +240,24 @@ export async function audit(input: AuditInput): Promise<Violation[]> {
         [runIds],
       )
     ).rows;
+    // Every terminal status (issue 30: a failed turn's usage is what was billed, too), and the terminal event's
+    // metadata shows the message's figures.
     for (const m of messages) {
-      if (!m.backend_run_id || m.status === 'failed') continue;
+      if (!m.backend_run_id || !ENDED.has(m.status)) continue;
       const l = ledger.find((x) => x.agent_run_id === m.backend_run_id);
-      if (l && l.tokens !== m.total_tokens)
+      if ((l?.tokens ?? 0) !== m.total_tokens)
         v(
           'message tokens == ledger tokens',
           { message_id: m.id, run_id: m.backend_run_id },
-          `message total_tokens ${m.total_tokens}, ledger ${l.tokens} over ${l.rows} rows`,
+          `message ${m.status} total_tokens ${m.total_tokens}, ledger ${l?.tokens ?? 0} over ${l?.rows ?? 0} rows`,
+        );
+      const terminal = (byMessage.get(m.id) ?? []).find((e) => TERMINAL.has(e.event));
+      const published = (terminal?.data.metadata as { usage?: { total_tokens?: number } } | undefined)?.usage?.total_tokens;
+      if (terminal && published !== m.total_tokens)
+        v(
+          'message tokens == ledger tokens',
+          { message_id: m.id },
+          `${terminal.event} metadata.usage.total_tokens ${published ?? 'missing'}, message total_tokens ${m.total_tokens}`,
         );
     }
 

@@ -57,6 +57,60 @@ describe('runAgent: the session snapshot a terminal leaves (docs/seeds/001)', ()
   });
 });
 
+describe('runAgent: usage from the ledger when the terminal has none (issue 30)', () => {
+  const bill = (tenantId: string, runId: string, callIndex: number, prompt: number, completion: number, price: string) =>
+    db.creditLedger.create({
+      data: {
+        tenant_id: tenantId,
+        billing_request_id: `${runId}:${callIndex}`,
+        agent_run_id: runId,
+        provider: 'demo',
+        model: 'demo-chat',
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        credits: BigInt(prompt + 2 * completion),
+        total_price: price,
+        currency: 'USD',
+        billable: true,
+        estimated: callIndex === 1,
+      },
+    });
+
+  it("a run failed without usage (the reaper's backend_restarted) gets its ledger rows, on the message and the error event", async () => {
+    const backend = new ScriptedBackend();
+    const { messageId } = await preparedTurn(db);
+    const msg0 = await db.message.findUniqueOrThrow({ where: { id: messageId } });
+    await bill(msg0.tenant_id, backend.runId, 0, 30, 10, '0.0000500');
+    await bill(msg0.tenant_id, backend.runId, 1, 40, 5, '0.0000500');
+    const outcome = attempt(deps(), backend).run(messageId);
+    backend.fail({ error: 'gone', error_type: null, reason: 'backend_restarted', session_snapshot: null, usage: null });
+    await expect(outcome).resolves.toMatchObject({ status: 'failed' });
+    const msg = await db.message.findUniqueOrThrow({ where: { id: messageId } });
+    expect([msg.message_tokens, msg.answer_tokens, msg.total_tokens, msg.total_price.toString()]).toEqual([70, 15, 85, '0.0001']);
+    expect(msg.usage).toMatchObject({ total_tokens: 85, total_price: '0.0001000', model_requests: 2, estimated: true });
+    const error = (await events(messageId)).find((e) => e.event === 'error')!;
+    expect((error.data as { metadata: { usage: unknown } }).metadata.usage).toEqual(msg.usage);
+  });
+
+  it('a stop the backend never confirms ends with the ledger figures in message_end', async () => {
+    const backend = new ScriptedBackend();
+    backend.confirmsCancel = false;
+    const { messageId } = await preparedTurn(db);
+    const msg0 = await db.message.findUniqueOrThrow({ where: { id: messageId } });
+    await bill(msg0.tenant_id, backend.runId, 0, 12, 3, '0.0000180');
+    const a = attempt(deps(), backend);
+    const outcome = a.run(messageId);
+    backend.delta('partial');
+    await committed(a.env, '2');
+    a.env.cancel('CANCELLED', new ActivityCancellationDetails({ cancelRequested: true }));
+    await expect(outcome).rejects.toBeInstanceOf(CancelledFailure);
+    const msg = await db.message.findUniqueOrThrow({ where: { id: messageId } });
+    expect([msg.status, msg.total_tokens]).toEqual(['stopped', 15]);
+    const end = (await events(messageId)).find((e) => e.event === 'message_end')!;
+    expect((end.data as { metadata: { usage: { total_tokens: number } } }).metadata.usage.total_tokens).toBe(15);
+  });
+});
+
 describe('runAgent: what a failure keeps (issue 18 item 6)', () => {
   it("keeps the backend's raw error_type, reason, error and run id beside the client's code and message", async () => {
     const backend = new ScriptedBackend();
