@@ -1,40 +1,53 @@
-// shellctl runs one shell command of an agent inside its workspace, isolated with Landlock.
-// (One file: a Go main whose two stages, supervisor and child, share the flag set and the ruleset.)
+// shellctl runs one shell command of an agent inside its workspace, as a boundary between tenants.
 //
-//	shellctl exec --workspace DIR [--ro PATH]... [--allow-connect PORT]... [--timeout-ms N]
-//	              --token-file FILE [--status-fd N] [--no-isolation] -- COMMAND [ARG]...
-//	shellctl probe        prints {"abi": N} (the kernel's Landlock ABI, 0 when unavailable)
+//	shellctl exec --workspace DIR --token-file FILE [--status-fd N] [--timeout-ms N] [--ro PATH]...
+//	              [--bind-socket HOSTPATH:SANDBOXPATH]... [--uid N --gid N] [--limit-procs N]
+//	              [--limit-memory-bytes N] [--limit-cpu-seconds N] [--limit-file-bytes N]
+//	              [--limit-open-files N] [--workspace-quota-bytes N] [--allow-connect PORT]...
+//	              [--no-isolation] -- COMMAND [ARG]...
+//	shellctl probe   prints {"abi","namespaces","user_namespace","seccomp","limits","uid_switch"}
 //
-// Two stages. The supervisor (this process, started by the agent backend in a new session) checks
-// the deployment token (env SHELLCTL_TOKEN must equal the content of --token-file, both nonblank),
-// becomes a child subreaper with PR_SET_PDEATHSIG=SIGTERM, and starts the inner stage in a new
-// process group. The inner stage applies the Landlock ruleset to itself and execs the command, so
-// the ruleset is in place before one instruction of the user's command runs; a ruleset that cannot
-// be applied aborts before exec and is reported on a private pipe. The supervisor then waits: on
-// exit, time limit, SIGTERM/SIGINT/SIGHUP or the death of the backend (PDEATHSIG) it kills the
-// command's process group and every remaining descendant (orphans are reparented to it as subreaper,
-// so `setsid cmd &` does not escape), reaps them, and writes one JSON status line to --status-fd.
+// Two stages. The supervisor (this process, started by the agent backend in a new session) checks the
+// deployment token (env SHELLCTL_TOKEN must equal the content of --token-file, both nonblank), gives
+// the workspace to the command's uid, measures the workspace quota, creates the command's cgroup, and
+// starts the inner stage in new mount, PID, IPC, UTS and network namespaces (plus a user namespace
+// when shellctl is not root or the host refuses namespaces to root). The inner stage, before one
+// instruction of the command runs: joins the cgroup, pivots into a fresh read-only root (system dirs,
+// filtered /etc, --ro paths, the workspace read-write, --bind-socket sockets, own /proc, minimal /dev,
+// small /tmp), sets the hostname "sandbox", sets rlimits, drops the bounding set, switches to the
+// unprivileged uid/gid, clears every capability set, sets no_new_privs, applies Landlock (by ABI, 1..)
+// and the seccomp deny list, verifies that no capability is left, and execs the command as pid 1 of
+// its PID namespace. Any failure before exec is reported on a private pipe (exit 242). The network
+// namespace has only lo: nothing outside is reachable except through the bound unix sockets.
+//
+// The supervisor then waits: on exit, time limit, SIGTERM/SIGINT/SIGHUP or the death of the backend
+// (PDEATHSIG) it kills the command's process group and every remaining descendant (the PID namespace
+// dies with its pid 1; subreaper + killTree is the backstop), removes the cgroup, and writes one JSON
+// status line to --status-fd, with the isolation it got and the limit that was evidently hit.
+//
+// Forcing hooks (shellctl's own env; SHELLCTL_* never reaches the command): SHELLCTL_FORCE_ABI=N caps
+// the Landlock ABI (0 = none), SHELLCTL_FORCE_NO_LANDLOCK=1, SHELLCTL_FORCE_NO_NAMESPACES=1,
+// SHELLCTL_FORCE_RLIMITS=1 (no cgroups).
 //
 // Exit codes of the supervisor: the command's exit code (128+signal when signalled); 240 usage;
-// 241 authentication; 242 sandbox setup failed (nothing of the command ran); 243 time limit;
-// 244 killed on request.
+// 241 authentication; 242 sandbox setup failed or refused (nothing of the command ran); 243 time
+// limit; 244 killed on request.
 package main
 
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
@@ -45,26 +58,51 @@ const (
 	exitSandbox = 242
 	exitTimeout = 243
 	exitKilled  = 244
-	// MinABI: network rules (TCP bind/connect) need Landlock ABI 4.
-	minABI = 4
+	// The uid/gid of commands when shellctl is root and the caller names none: nobody.
+	defaultID = 65534
 )
+
+type sockBind struct {
+	Host    string `json:"host"`
+	Sandbox string `json:"sandbox"`
+}
 
 // spec is what the supervisor hands the inner stage (argv[2], JSON).
 type spec struct {
-	Workspace    string   `json:"workspace"`
-	ReadOnly     []string `json:"ro"`
-	AllowConnect []uint16 `json:"allow_connect"`
-	Isolation    bool     `json:"isolation"`
-	Command      []string `json:"command"`
+	Workspace   string     `json:"workspace"`
+	ReadOnly    []string   `json:"ro"`
+	Sockets     []sockBind `json:"sockets"`
+	Isolation   bool       `json:"isolation"`
+	Command     []string   `json:"command"`
+	LandlockABI int        `json:"landlock_abi"`
+	Seccomp     bool       `json:"seccomp"`
+	SwitchUID   bool       `json:"switch_uid"`
+	Setgroups   bool       `json:"setgroups"`
+	UID         int        `json:"uid"`
+	GID         int        `json:"gid"`
+	Rlimits     []rlimit   `json:"rlimits"`
+	CgroupFDs   int        `json:"cgroup_fds"`
+}
+
+type isolationInfo struct {
+	LandlockABI   int    `json:"landlock_abi"`
+	Namespaces    bool   `json:"namespaces"`
+	UserNamespace bool   `json:"user_namespace"`
+	Seccomp       bool   `json:"seccomp"`
+	Limits        string `json:"limits"` // cgroup-v2 | cgroup-v1 | rlimits | none
+	UID           int    `json:"uid"`
 }
 
 type status struct {
-	Status   string `json:"status"` // exited | timeout | killed | sandbox_error | auth_failed | usage
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Signal   string `json:"signal,omitempty"`
-	Message  string `json:"message,omitempty"`
-	ABI      int    `json:"abi"`
-	Isolated bool   `json:"isolated"`
+	Status    string         `json:"status"` // exited | timeout | killed | sandbox_error | auth_failed | usage
+	ExitCode  *int           `json:"exit_code,omitempty"`
+	Signal    string         `json:"signal,omitempty"`
+	Message   string         `json:"message,omitempty"`
+	ABI       int            `json:"abi"`
+	Isolated  bool           `json:"isolated"`
+	Isolation *isolationInfo `json:"isolation,omitempty"`
+	// memory | procs | cpu | file_size | wall_clock | workspace_quota, when evidently hit
+	Limit string `json:"limit,omitempty"`
 }
 
 var statusFile *os.File
@@ -75,32 +113,40 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "probe":
-		out, _ := json.Marshal(map[string]int{"abi": landlockABI()})
+		out, _ := json.Marshal(probe())
 		fmt.Println(string(out))
 	case "exec":
 		os.Exit(supervise(os.Args[2:]))
 	case "__inner":
 		inner(os.Args[2:])
+	case "__probe":
+		probeChild()
 	default:
 		usage("unknown command " + os.Args[1])
 	}
 }
 
 func usage(msg string) {
-	fmt.Fprintf(os.Stderr, "shellctl: %s\nusage: shellctl exec --workspace DIR --token-file FILE [--ro PATH]... [--allow-connect PORT]... [--timeout-ms N] [--status-fd N] [--no-isolation] -- COMMAND [ARG]...\n       shellctl probe\n", msg)
+	fmt.Fprintf(os.Stderr, "shellctl: %s\nusage: shellctl exec --workspace DIR --token-file FILE [--status-fd N] [--timeout-ms N] [--ro PATH]... [--bind-socket HOSTPATH:SANDBOXPATH]... [--uid N --gid N] [--limit-procs N] [--limit-memory-bytes N] [--limit-cpu-seconds N] [--limit-file-bytes N] [--limit-open-files N] [--workspace-quota-bytes N] [--no-isolation] -- COMMAND [ARG]...\n       shellctl probe\n", msg)
 	os.Exit(exitUsage)
 }
 
+// landlockABI is the kernel's Landlock ABI, capped by SHELLCTL_FORCE_ABI (tests of older kernels).
 func landlockABI() int {
 	if os.Getenv("SHELLCTL_FORCE_NO_LANDLOCK") == "1" {
 		return 0
 	}
 	v, err := llsyscall.LandlockGetABIVersion()
-	if err != nil {
-		return 0
+	if err != nil || v < 0 {
+		v = 0
+	}
+	if f, err := strconv.Atoi(os.Getenv("SHELLCTL_FORCE_ABI")); err == nil && f >= 0 && f < v {
+		v = f
 	}
 	return v
 }
+
+func namespacesForcedOff() bool { return os.Getenv("SHELLCTL_FORCE_NO_NAMESPACES") == "1" }
 
 func report(s status) {
 	if statusFile == nil {
@@ -116,13 +162,92 @@ func fail(code int, s status) int {
 	return code
 }
 
+// ---- namespaces ------------------------------------------------------------------------------
+
+const nsFlags = syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWNET
+
+// identity is who the command runs as and how the inner stage gets there.
+type identity struct {
+	uid, gid  int
+	userns    bool
+	switchUID bool // the inner stage starts privileged and setresuid()s to uid
+	setgroups bool
+}
+
+// sysProcAttr puts the inner stage into its namespaces. Without root, a user namespace maps the
+// caller's own uid/gid (the only mapping an unprivileged process may write) and hands the inner stage
+// CAP_SYS_ADMIN/CAP_SETPCAP as ambient capabilities, which survive its exec and are dropped before the
+// command's. Root whose host refuses plain namespaces gets a user namespace mapping 0 and the uid.
+func (id *identity) sysProcAttr(isolation bool) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if !isolation {
+		return attr
+	}
+	attr.Cloneflags = nsFlags
+	if !id.userns {
+		return attr
+	}
+	attr.Cloneflags |= syscall.CLONE_NEWUSER
+	euid, egid := os.Geteuid(), os.Getegid()
+	if euid != 0 {
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: euid, HostID: euid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: egid, HostID: egid, Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+		return attr
+	}
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}
+	if id.uid != 0 {
+		attr.UidMappings = append(attr.UidMappings, syscall.SysProcIDMap{ContainerID: id.uid, HostID: id.uid, Size: 1})
+	}
+	if id.gid != 0 {
+		attr.GidMappings = append(attr.GidMappings, syscall.SysProcIDMap{ContainerID: id.gid, HostID: id.gid, Size: 1})
+	}
+	attr.GidMappingsEnableSetgroups = true
+	return attr
+}
+
+// namespaceRefused: errors of clone(2) that mean "not allowed/not built here", so a user namespace
+// (or nothing) is next.
+func namespaceRefused(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSPC) ||
+		errors.Is(err, syscall.EUSERS) || errors.Is(err, syscall.EACCES)
+}
+
+// startStage starts shellctl itself (argv) with the namespaces of id, retrying with a user namespace
+// when root is refused plain ones. id.userns is updated to what was used.
+func startStage(argv []string, dir string, env []string, files []*os.File, isolation bool, id *identity) (*os.Process, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("cannot locate shellctl: %w", err)
+	}
+	start := func() (*os.Process, error) {
+		return os.StartProcess(self, argv, &os.ProcAttr{Dir: dir, Env: env, Files: files, Sys: id.sysProcAttr(isolation)})
+	}
+	proc, err := start()
+	if err != nil && isolation && !id.userns && namespaceRefused(err) {
+		first := err
+		id.userns = true
+		id.switchUID, id.setgroups = true, true
+		if proc, err = start(); err != nil {
+			return nil, fmt.Errorf("namespaces are not available (clone: %v; with a user namespace: %v)", first, err)
+		}
+	} else if err != nil && isolation && namespaceRefused(err) {
+		return nil, fmt.Errorf("namespaces are not available (clone with a user namespace: %v)", err)
+	}
+	return proc, err
+}
+
 // ---- supervisor ------------------------------------------------------------------------------
 
 func supervise(args []string) int {
 	sp := spec{Isolation: true}
 	var tokenFile string
+	var lim limitFlags
 	timeoutMs := 0
 	statusFd := -1
+	uidFlag, gidFlag := -1, -1
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -133,31 +258,51 @@ func supervise(args []string) int {
 			i++
 			return args[i]
 		}
+		num := func(min int64) int64 {
+			n, err := strconv.ParseInt(next(), 10, 64)
+			if err != nil || n < min {
+				usage(fmt.Sprintf("%s needs an integer >= %d", a, min))
+			}
+			return n
+		}
 		switch a {
 		case "--workspace":
 			sp.Workspace = next()
 		case "--ro":
 			sp.ReadOnly = append(sp.ReadOnly, next())
+		case "--bind-socket":
+			host, sandbox, ok := strings.Cut(next(), ":")
+			if !ok || !filepath.IsAbs(host) || !filepath.IsAbs(sandbox) || filepath.Clean(sandbox) == "/" {
+				usage("--bind-socket needs HOSTPATH:SANDBOXPATH, both absolute")
+			}
+			sp.Sockets = append(sp.Sockets, sockBind{Host: filepath.Clean(host), Sandbox: filepath.Clean(sandbox)})
 		case "--allow-connect":
-			p, err := strconv.ParseUint(next(), 10, 16)
-			if err != nil || p == 0 {
+			// Accepted for old callers; the network namespace has nothing to connect to.
+			if p, err := strconv.ParseUint(next(), 10, 16); err != nil || p == 0 {
 				usage("--allow-connect needs a TCP port")
 			}
-			sp.AllowConnect = append(sp.AllowConnect, uint16(p))
 		case "--timeout-ms":
-			n, err := strconv.Atoi(next())
-			if err != nil || n < 0 {
-				usage("--timeout-ms needs a non-negative integer")
-			}
-			timeoutMs = n
+			timeoutMs = int(num(0))
 		case "--token-file":
 			tokenFile = next()
 		case "--status-fd":
-			n, err := strconv.Atoi(next())
-			if err != nil || n < 3 {
-				usage("--status-fd needs a descriptor >= 3")
-			}
-			statusFd = n
+			statusFd = int(num(3))
+		case "--uid":
+			uidFlag = int(num(1))
+		case "--gid":
+			gidFlag = int(num(1))
+		case "--limit-procs":
+			lim.procs = num(0)
+		case "--limit-memory-bytes":
+			lim.memory = num(0)
+		case "--limit-cpu-seconds":
+			lim.cpuSeconds = num(0)
+		case "--limit-file-bytes":
+			lim.fileBytes = num(0)
+		case "--limit-open-files":
+			lim.openFiles = num(0)
+		case "--workspace-quota-bytes":
+			lim.quota = num(0)
 		case "--no-isolation":
 			sp.Isolation = false
 		case "--":
@@ -184,6 +329,14 @@ func supervise(args []string) int {
 		s.Status, s.Message = "usage", "--workspace must be an absolute path"
 		return fail(exitUsage, s)
 	}
+	sp.Workspace = filepath.Clean(sp.Workspace)
+	for _, p := range sp.ReadOnly {
+		if !filepath.IsAbs(p) {
+			s := base
+			s.Status, s.Message = "usage", "--ro needs an absolute path: "+p
+			return fail(exitUsage, s)
+		}
+	}
 
 	// Authentication: the deployment token, nonblank, equal to the file only the backend can read.
 	given := strings.TrimSpace(os.Getenv("SHELLCTL_TOKEN"))
@@ -194,15 +347,113 @@ func supervise(args []string) int {
 		s.Status, s.Message = "auth_failed", "the deployment token does not match (SHELLCTL_TOKEN vs --token-file)"
 		return fail(exitAuth, s)
 	}
-	if sp.Isolation && abi < minABI {
-		s := base
-		s.Status = "sandbox_error"
-		if abi == 0 {
-			s.Message = "Landlock is not available on this kernel; refusing to run a shell command without path isolation"
+
+	// What isolation this host gives; refuse when a layer the boundary rests on is missing.
+	euid := os.Geteuid()
+	id := identity{uid: euid, gid: os.Getegid()}
+	var notes []string
+	if sp.Isolation {
+		if euid == 0 {
+			id.uid, id.gid, id.switchUID, id.setgroups = defaultID, defaultID, true, true
+			if uidFlag > 0 {
+				id.uid = uidFlag
+				id.gid = uidFlag
+			}
+			if gidFlag > 0 {
+				id.gid = gidFlag
+			}
 		} else {
-			s.Message = fmt.Sprintf("Landlock ABI %d is too old (need >= %d for network rules); refusing to run", abi, minABI)
+			id.userns = true
+			if uidFlag > 0 || gidFlag > 0 {
+				notes = append(notes, fmt.Sprintf("--uid/--gid ignored: shellctl is not root, the command runs as uid %d in a user namespace", euid))
+			}
 		}
-		return fail(exitSandbox, s)
+	}
+	info := &isolationInfo{UID: id.uid}
+	base.Isolation = info
+	if sp.Isolation {
+		info.LandlockABI = abi
+		sp.LandlockABI = abi
+		sp.Seccomp = seccompSupported()
+		info.Seccomp = sp.Seccomp
+		refuse := func(msg string) int {
+			s := base
+			s.Status, s.Message = "sandbox_error", msg+"; refusing to run a shell command without it (--no-isolation, i.e. SHELL_ISOLATION=off, runs it unconfined)"
+			return fail(exitSandbox, s)
+		}
+		if abi == 0 {
+			why := "Landlock is not available on this kernel (needs Linux 5.13+ with landlock in the LSM list)"
+			if os.Getenv("SHELLCTL_FORCE_NO_LANDLOCK") == "1" || os.Getenv("SHELLCTL_FORCE_ABI") == "0" {
+				why += " [forced by SHELLCTL_FORCE_*]"
+			}
+			return refuse(why)
+		}
+		if namespacesForcedOff() {
+			return refuse("namespaces are not available (mount, PID, IPC, UTS and network namespaces; forced by SHELLCTL_FORCE_NO_NAMESPACES)")
+		}
+		if id.switchUID {
+			if err := prepareWorkspace(sp.Workspace, id.uid, id.gid); err != nil {
+				s := base
+				s.Status, s.Message = "sandbox_error", "cannot give the workspace to uid "+strconv.Itoa(id.uid)+": "+err.Error()
+				return fail(exitSandbox, s)
+			}
+		}
+	}
+
+	// Limits: the quota turns into the file-size limit; procs and memory go to a cgroup if there is one.
+	fsize, fsizeSet, quotaBound, overQuota := lim.fileBytes, lim.fileBytes > 0, false, false
+	if lim.quota > 0 {
+		used := workspaceBytes(sp.Workspace)
+		if used >= lim.quota {
+			fsize, fsizeSet, overQuota = 0, true, true
+			notes = append(notes, fmt.Sprintf("the workspace is over its quota (%d of %d bytes used): the command ran with a file size limit of 0, it can read and delete but not write files", used, lim.quota))
+		} else if rem := lim.quota - used; !fsizeSet || rem < fsize {
+			fsize, fsizeSet, quotaBound = rem, true, true
+		}
+	}
+	var cg *cgroupSet
+	if lim.procs > 0 || lim.memory > 0 {
+		if os.Getenv("SHELLCTL_FORCE_RLIMITS") != "1" {
+			c, err := setupCgroups(fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()), lim)
+			if err != nil {
+				notes = append(notes, "no cgroup for the limits ("+err.Error()+"): rlimits only")
+			} else {
+				cg = c
+			}
+		}
+	}
+	defer cg.remove()
+	add := func(res int, v int64) { sp.Rlimits = append(sp.Rlimits, rlimit{Resource: res, Value: uint64(v)}) }
+	if lim.cpuSeconds > 0 {
+		add(unix.RLIMIT_CPU, lim.cpuSeconds)
+	}
+	if fsizeSet {
+		add(unix.RLIMIT_FSIZE, fsize)
+	}
+	if lim.openFiles > 0 {
+		add(unix.RLIMIT_NOFILE, lim.openFiles)
+	}
+	if lim.procs > 0 {
+		// Per uid, i.e. per workspace with a per-workspace uid: the floor without a cgroup. With one,
+		// the per-command pids.max must trip first (the rlimit is checked first and is invisible
+		// afterwards), so the workspace-wide floor is then a few commands' worth.
+		n := lim.procs
+		if cg != nil && cg.pids != "" {
+			n *= 4
+		}
+		add(unix.RLIMIT_NPROC, n)
+	}
+	if lim.memory > 0 && (cg == nil || cg.mem == "") {
+		// Not RLIMIT_AS: node reserves far more address space than it uses.
+		add(unix.RLIMIT_DATA, lim.memory)
+	}
+	switch {
+	case cg != nil:
+		info.Limits = cg.mode
+	case len(sp.Rlimits) > 0:
+		info.Limits = "rlimits"
+	default:
+		info.Limits = "none"
 	}
 
 	// A dying backend takes the command with it: SIGTERM to us (we clean up), SIGKILL to the command.
@@ -216,13 +467,6 @@ func supervise(args []string) int {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 
-	specJSON, _ := json.Marshal(sp)
-	self, err := os.Executable()
-	if err != nil {
-		s := base
-		s.Status, s.Message = "sandbox_error", "cannot locate shellctl: "+err.Error()
-		return fail(exitSandbox, s)
-	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		s := base
@@ -235,27 +479,42 @@ func supervise(args []string) int {
 			env = append(env, kv)
 		}
 	}
-	proc, err := os.StartProcess(self, []string{"shellctl", "__inner", string(specJSON)}, &os.ProcAttr{
-		Dir:   sp.Workspace,
-		Env:   env,
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, errW},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	})
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, errW}
+	if cg != nil {
+		files = append(files, cg.procs...)
+		sp.CgroupFDs = len(cg.procs)
+	}
+	// For root, a retry with a user namespace (startStage) keeps the uid switch this spec asks for.
+	sp.SwitchUID, sp.Setgroups, sp.UID, sp.GID = id.switchUID, id.setgroups, id.uid, id.gid
+	specJSON, _ := json.Marshal(sp)
+	proc, err := startStage([]string{"shellctl", "__inner", string(specJSON)}, sp.Workspace, env, files, sp.Isolation, &id)
 	errW.Close()
+	cg.closeProcs()
+	info.Namespaces = sp.Isolation && err == nil
+	info.UserNamespace = sp.Isolation && id.userns && err == nil
 	if err != nil {
 		s := base
-		s.Status, s.Message = "sandbox_error", "cannot start the sandbox: "+err.Error()
+		s.Status = "sandbox_error"
+		if namespaceRefused(err) || strings.HasPrefix(err.Error(), "namespaces are not available") {
+			s.Message = err.Error() + "; refusing to run a shell command without them (--no-isolation, i.e. SHELL_ISOLATION=off, runs it unconfined)"
+		} else {
+			s.Message = "cannot start the sandbox: " + err.Error()
+		}
 		return fail(exitSandbox, s)
 	}
 	pgid := proc.Pid
 
 	// Reap everything (the command and reparented orphans); report the command's own exit.
-	type exited struct{ ws syscall.WaitStatus }
+	type exited struct {
+		ws syscall.WaitStatus
+		ru syscall.Rusage
+	}
 	done := make(chan exited, 1)
 	go func() {
 		for {
 			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, 0, nil)
+			var ru syscall.Rusage
+			pid, err := syscall.Wait4(-1, &ws, 0, &ru)
 			if err == syscall.EINTR {
 				continue
 			}
@@ -263,7 +522,7 @@ func supervise(args []string) int {
 				return
 			}
 			if pid == proc.Pid {
-				done <- exited{ws}
+				done <- exited{ws, ru}
 			}
 		}
 	}()
@@ -290,17 +549,35 @@ func supervise(args []string) int {
 		s := base
 		s.Status = "exited"
 		code := e.ws.ExitStatus()
+		var sig syscall.Signal
 		if e.ws.Signaled() {
-			code = 128 + int(e.ws.Signal())
-			s.Signal = unix.SignalName(e.ws.Signal())
+			sig = e.ws.Signal()
+			code = 128 + int(sig)
+			s.Signal = unix.SignalName(sig)
+		} else if code > 128 && code < 128+65 {
+			sig = syscall.Signal(code - 128) // the shell reports a child killed by a signal this way
 		}
 		s.ExitCode = &code
+		s.Limit = cg.hit(lim.memory)
+		cpu := time.Duration(e.ru.Utime.Nano() + e.ru.Stime.Nano())
+		switch {
+		case s.Limit != "":
+		case lim.cpuSeconds > 0 && (sig == syscall.SIGXCPU || (sig == syscall.SIGKILL && cpu >= time.Duration(lim.cpuSeconds)*time.Second)):
+			s.Limit = "cpu"
+		case fsizeSet && sig == syscall.SIGXFSZ:
+			s.Limit = "file_size"
+			if overQuota || quotaBound {
+				s.Limit = "workspace_quota"
+			}
+		}
+		s.Message = strings.Join(notes, "; ")
 		report(s)
 		return code
 	case <-timer:
 		killTree(pgid)
 		s := base
-		s.Status, s.Message = "timeout", fmt.Sprintf("the command exceeded its time limit of %d ms and was killed", timeoutMs)
+		s.Status, s.Limit = "timeout", "wall_clock"
+		s.Message = fmt.Sprintf("the command exceeded its time limit of %d ms and was killed", timeoutMs)
 		report(s)
 		return exitTimeout
 	case sig := <-signals:
@@ -360,125 +637,4 @@ func isZombie(stat []byte) bool {
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
-}
-
-// ---- inner stage -----------------------------------------------------------------------------
-
-func inner(args []string) {
-	runtime.LockOSThread() // never unlocked: the restricted thread is the one that execs
-	errPipe := os.NewFile(3, "setup-errors")
-	syscall.CloseOnExec(3)
-	die := func(format string, a ...any) {
-		fmt.Fprintf(errPipe, format, a...)
-		os.Exit(exitSandbox)
-	}
-	if len(args) != 1 {
-		die("internal: bad inner invocation")
-	}
-	var sp spec
-	if err := json.Unmarshal([]byte(args[0]), &sp); err != nil {
-		die("internal: bad spec: %v", err)
-	}
-	if sp.Isolation {
-		if err := applyLandlock(sp); err != nil {
-			die("Landlock setup failed, the command was not run: %v", err)
-		}
-	}
-	if err := os.Chdir(sp.Workspace); err != nil {
-		die("cannot enter the workspace: %v", err)
-	}
-	path := sp.Command[0]
-	if !strings.Contains(path, "/") {
-		found := ""
-		for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-			candidate := filepath.Join(dir, path)
-			if st, err := os.Stat(candidate); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-				found = candidate
-				break
-			}
-		}
-		if found == "" {
-			die("command not found: %s", path)
-		}
-		path = found
-	}
-	err := syscall.Exec(path, sp.Command, os.Environ())
-	die("cannot run %s: %v", path, err)
-}
-
-// Files of /etc the sandbox never reads: password hashes, host keys, sudo rules, private keys.
-var etcDenied = map[string]bool{
-	"shadow": true, "shadow-": true, "gshadow": true, "gshadow-": true, "ssh": true,
-	"sudoers": true, "sudoers.d": true, "ssl": true, "security": true, "credstore": true, "credstore.encrypted": true,
-}
-
-func applyLandlock(sp spec) error {
-	abi := landlockABI()
-	configs := []landlock.Config{landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11}
-	if abi < minABI {
-		return fmt.Errorf("Landlock ABI %d < %d", abi, minABI)
-	}
-	idx := abi - minABI
-	if idx >= len(configs) {
-		idx = len(configs) - 1
-	}
-	cfg := configs[idx]
-
-	rules := []landlock.Rule{
-		landlock.RODirs("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt").IgnoreIfMissing(),
-		// /etc/ssl minus private/: CA certificates and the OpenSSL config (node reads it at start).
-		landlock.RODirs("/etc/ssl/certs").IgnoreIfMissing(),
-		landlock.ROFiles("/etc/ssl/openssl.cnf").IgnoreIfMissing(),
-		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom").IgnoreIfMissing(),
-		landlock.RWDirs(sp.Workspace).WithRefer(),
-	}
-	entries, err := os.ReadDir("/etc")
-	if err != nil {
-		return fmt.Errorf("read /etc: %w", err)
-	}
-	for _, e := range entries {
-		if etcDenied[e.Name()] {
-			continue
-		}
-		p := filepath.Join("/etc", e.Name())
-		st, err := os.Stat(p) // follows symlinks, as the rule will
-		if err != nil {
-			continue
-		}
-		if st.IsDir() {
-			rules = append(rules, landlock.RODirs(p).IgnoreIfMissing())
-		} else {
-			rules = append(rules, landlock.ROFiles(p).IgnoreIfMissing())
-		}
-	}
-	for _, p := range sp.ReadOnly {
-		st, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("read-only path %s: %w", p, err)
-		}
-		if st.IsDir() {
-			rules = append(rules, landlock.RODirs(p))
-		} else {
-			rules = append(rules, landlock.ROFiles(p))
-		}
-	}
-	for _, port := range sp.AllowConnect {
-		rules = append(rules, landlock.ConnectTCP(port))
-	}
-
-	fd, flags, err := cfg.NewRulesetFD(rules...)
-	if err != nil {
-		return err
-	}
-	if fd < 0 {
-		return fmt.Errorf("the ruleset restricts nothing")
-	}
-	defer unix.Close(fd)
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
-	}
-	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
-		return fmt.Errorf("landlock_restrict_self: %w", err)
-	}
-	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
-// The helper as the agent backend uses it: a real binary, real Landlock, real processes.
+// The helper as the agent backend uses it: a real binary, real namespaces, Landlock, seccomp and
+// cgroups, real processes. One test per escape the boundary stops, each asserting the refusal. They
+// need root (as in CI); the probe binary (testdata/probe) makes the escape attempts.
 
 import (
 	"bytes"
@@ -17,19 +19,26 @@ import (
 	"time"
 )
 
-var bin string
+var bin, probeDir, probeBin string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "shellctl-test-")
 	if err != nil {
 		panic(err)
 	}
+	os.Chmod(dir, 0o755) // the unprivileged-caller test runs the binary as nobody
 	bin = filepath.Join(dir, "shellctl")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic(err)
+	probeDir = filepath.Join(dir, "probe-bin")
+	probeBin = filepath.Join(probeDir, "probe")
+	for _, b := range [][]string{{"-o", bin, "."}, {"-o", probeBin, "./testdata/probe"}} {
+		build := exec.Command("go", append([]string{"build"}, b...)...)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			panic(err)
+		}
 	}
+	os.Chmod(probeDir, 0o755)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -39,6 +48,7 @@ type result struct {
 	code           int
 	stdout, stderr string
 	status         status
+	elapsed        time.Duration
 }
 
 type opts struct {
@@ -46,24 +56,32 @@ type opts struct {
 	env     []string
 	flags   []string
 	command string
+	asUser  *syscall.Credential // run shellctl itself as this user
 }
 
 func run(t *testing.T, ws string, o opts) result {
 	t.Helper()
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(tokenFile, []byte("deploy-token\n"), 0o600)
+	tokenDir, _ := os.MkdirTemp("", "shellctl-token-")
+	t.Cleanup(func() { os.RemoveAll(tokenDir) })
+	os.Chmod(tokenDir, 0o755) // readable by the unprivileged-caller test
+	tokenFile := filepath.Join(tokenDir, "token")
+	os.WriteFile(tokenFile, []byte("deploy-token\n"), 0o644)
 	token := o.token
 	if token == "" {
 		token = "deploy-token"
 	}
-	args := append([]string{"exec", "--workspace", ws, "--token-file", tokenFile, "--status-fd", "3"}, o.flags...)
+	args := append([]string{"exec", "--workspace", ws, "--token-file", tokenFile, "--status-fd", "3", "--ro", probeDir}, o.flags...)
 	args = append(args, "--", "/bin/bash", "-c", o.command)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "SHELLCTL_TOKEN=" + token}, o.env...)
+	cmd.Env = append([]string{"PATH=" + probeDir + ":/usr/bin:/bin", "SHELLCTL_TOKEN=" + token}, o.env...)
+	if o.asUser != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: o.asUser}
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	sr, sw, _ := os.Pipe()
 	cmd.ExtraFiles = []*os.File{sw}
+	began := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +90,7 @@ func run(t *testing.T, ws string, o opts) result {
 	raw, _ := readAll(sr)
 	_ = json.Unmarshal(bytes.TrimSpace(raw), &st)
 	_ = cmd.Wait()
-	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String(), status: st}
+	return result{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String(), status: st, elapsed: time.Since(began)}
 }
 
 func readAll(f *os.File) ([]byte, error) {
@@ -91,26 +109,319 @@ func workspaces(t *testing.T) (string, string) {
 	return a, b
 }
 
-func TestWorkspaceIsReadWriteAndEverythingPrivateIsDenied(t *testing.T) {
+func mustExit0(t *testing.T, r result) {
+	t.Helper()
+	if r.code != 0 || r.status.Status != "exited" {
+		t.Fatalf("exit %d %+v\nstdout: %s\nstderr: %s", r.code, r.status, r.stdout, r.stderr)
+	}
+}
+
+func contains(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestWorkspaceIsReadWriteAndEverythingPrivateIsInvisible(t *testing.T) {
 	a, b := workspaces(t)
 	repo, _ := filepath.Abs("../..")
+	outsideSock := filepath.Join(os.TempDir(), "shellctl-outside-marker")
+	os.WriteFile(outsideSock, nil, 0o644)
+	defer os.Remove(outsideSock)
 	r := run(t, a, opts{command: fmt.Sprintf(`echo hello > note.txt && cat note.txt
 cat /etc/shadow; echo "shadow=$?"
 cat %s/secret.txt; echo "other=$?"
 cat %s/package.json; echo "repo=$?"
 ls /root; echo "root=$?"
-ls /tmp; echo "tmp=$?"
-cat /etc/passwd > /dev/null; echo "passwd=$?"`, b, repo)})
-	if r.code != 0 || r.status.Status != "exited" || !r.status.Isolated {
-		t.Fatalf("unexpected end: %d %+v %s", r.code, r.status, r.stderr)
+ls /run/postgresql; echo "pg=$?"
+ls /tmp | grep -c shellctl-outside-marker; echo "tmp-listing"
+echo x > /tmp/scratch && echo "tmp-writable"
+cat /etc/passwd > /dev/null; echo "passwd=$?"
+echo x > /usr/evil; echo "usr=$?"
+echo x > /evil; echo "rootfs=$?"`, b, repo)})
+	mustExit0(t, r)
+	if !r.status.Isolated || r.status.Isolation == nil || !r.status.Isolation.Namespaces || !r.status.Isolation.Seccomp {
+		t.Fatalf("isolation not reported: %+v", r.status)
 	}
-	for _, want := range []string{"hello", "shadow=1", "other=1", "repo=1", "root=2", "tmp=2", "passwd=0"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+	contains(t, r.stdout, "hello", "shadow=1", "other=1", "repo=1", "root=2", "pg=2", "0\ntmp-listing", "tmp-writable", "passwd=0", "usr=1", "rootfs=1")
+	contains(t, r.stderr, "No such file or directory", "Read-only file system")
+	if _, err := os.Stat(filepath.Join(os.TempDir(), "scratch")); err == nil {
+		t.Error("the sandbox's /tmp is the host's")
+	}
+}
+
+func TestCommandRunsUnprivilegedWithoutCapabilities(t *testing.T) {
+	a, _ := workspaces(t)
+	os.Mkdir(filepath.Join(a, ".tmp"), 0o755)
+	os.Mkdir(filepath.Join(a, "outputs"), 0o755)
+	os.WriteFile(filepath.Join(a, "old.txt"), []byte("x"), 0o644)
+	r := run(t, a, opts{flags: []string{"--uid", "200001", "--gid", "200002"}, command: `grep -E '^(Uid|Gid|Groups|Cap[A-Za-z]+|NoNewPrivs|Seccomp):' /proc/self/status; id -u; echo hi > .tmp/t && echo hi > outputs/o && echo >> old.txt && echo writable`})
+	mustExit0(t, r)
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "Uid:":
+			if strings.Join(f[1:], " ") != "200001 200001 200001 200001" {
+				t.Errorf("uid: %s", line)
+			}
+		case "Gid:":
+			if strings.Join(f[1:], " ") != "200002 200002 200002 200002" {
+				t.Errorf("gid: %s", line)
+			}
+		case "Groups:":
+			if len(f) != 1 {
+				t.Errorf("supplementary groups left: %s", line)
+			}
+		case "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:":
+			if f[1] != "0000000000000000" {
+				t.Errorf("capabilities left: %s", line)
+			}
+		case "NoNewPrivs:", "Seccomp:":
+			if f[1] == "0" {
+				t.Errorf("%s", line)
+			}
 		}
 	}
-	if !strings.Contains(r.stderr, "Permission denied") {
-		t.Errorf("expected permission errors, got:\n%s", r.stderr)
+	contains(t, r.stdout, "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "200001\n", "writable")
+	if r.status.Isolation == nil || r.status.Isolation.UID != 200001 {
+		t.Errorf("status uid: %+v", r.status.Isolation)
+	}
+	// A file the api places later as root stays readable.
+	os.WriteFile(filepath.Join(a, "from-api.txt"), []byte("api"), 0o644)
+	r = run(t, a, opts{flags: []string{"--uid", "200001", "--gid", "200002"}, command: "cat from-api.txt"})
+	mustExit0(t, r)
+	contains(t, r.stdout, "api")
+	// Without --uid, root's default is nobody.
+	r = run(t, a, opts{command: "id -u"})
+	contains(t, r.stdout, "65534")
+}
+
+func TestChownDoesNotFollowSymlinksLeftInTheWorkspace(t *testing.T) {
+	a, _ := workspaces(t)
+	victim := filepath.Join(t.TempDir(), "victim")
+	os.WriteFile(victim, []byte("root's"), 0o600)
+	os.Symlink(victim, filepath.Join(a, ".tmp"))
+	os.Symlink(victim, filepath.Join(a, "link"))
+	run(t, a, opts{flags: []string{"--uid", "200003"}, command: "true"})
+	run(t, a, opts{flags: []string{"--uid", "200004"}, command: "true"})
+	var st syscall.Stat_t
+	syscall.Stat(victim, &st)
+	if st.Uid != 0 {
+		t.Fatalf("chown followed a symlink: %s now belongs to %d", victim, st.Uid)
+	}
+	syscall.Stat(a, &st)
+	if st.Uid != 200004 {
+		t.Fatalf("workspace owner %d", st.Uid)
+	}
+}
+
+func TestPacketNetlinkAndOtherSocketFamiliesAreRefused(t *testing.T) {
+	a, _ := workspaces(t)
+	r := run(t, a, opts{command: "probe socket packet; probe socket netlink; probe socket vsock; probe socket unix; probe socket inet; probe socket inet6"})
+	mustExit0(t, r)
+	contains(t, r.stdout, "socket packet: EPERM", "socket netlink: EPERM", "socket vsock: EPERM", "socket unix: ok", "socket inet: ok", "socket inet6: ok")
+}
+
+func TestNoNetworkConfigurationDeviceNodesHostnameOrNewNamespaces(t *testing.T) {
+	a, _ := workspaces(t)
+	r := run(t, a, opts{command: `ip addr add 10.77.0.1/24 dev lo; echo "ip=$?"; probe sethostname evil; hostname
+probe mknod /tmp/dev; mknod /tmp/null2 c 1 3; echo "mknod=$?"; probe syscalls`})
+	mustExit0(t, r)
+	contains(t, r.stdout, "ip=1", "sethostname: EPERM", "sandbox\n", "mknod char: EPERM", "mknod block: EPERM", "mknod fifo: ok", "mknod=1",
+		"unshare(NEWUSER): EPERM", "unshare(NEWNET): EPERM", "clone(NEWUSER): EPERM", "clone3: ENOSYS", "setns: EPERM", "bpf: EPERM",
+		"perf_event_open: EPERM", "ptrace: EPERM", "keyctl: EPERM", "mount: EPERM", "userfaultfd: EPERM", "io_uring_setup: EPERM", "init_module: EPERM")
+}
+
+func TestNetworkNamespaceReachesNothingOnTheHost(t *testing.T) {
+	a, _ := workspaces(t)
+	tcp, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer tcp.Close()
+	udp, _ := net.ListenPacket("udp", "127.0.0.1:0")
+	defer udp.Close()
+	port := tcp.Addr().(*net.TCPAddr).Port
+	// --allow-connect is still accepted (old callers) and changes nothing.
+	r := run(t, a, opts{flags: []string{"--allow-connect", strconv.Itoa(port)}, command: fmt.Sprintf(
+		"probe tcp %s; probe udp %s leaked; tail -n +3 /proc/net/dev | cut -d: -f1", tcp.Addr(), udp.LocalAddr())})
+	mustExit0(t, r)
+	contains(t, r.stdout, "tcp: failed")
+	if strings.Contains(r.stdout, "tcp: connected") {
+		t.Fatalf("reached the host's loopback: %s", r.stdout)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if links := strings.Fields(lines[len(lines)-1]); len(links) != 1 || links[0] != "lo" {
+		t.Errorf("links other than lo: %q", r.stdout)
+	}
+	udp.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, _, err := udp.ReadFrom(make([]byte, 64)); err == nil {
+		t.Fatalf("a UDP datagram (%d bytes) arrived from the sandbox", n)
+	}
+}
+
+func echoServer(t *testing.T, path string) {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, 0o666)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 100)
+			n, _ := c.Read(buf)
+			c.Write(append([]byte("echo:"), buf[:n]...))
+			c.Close()
+		}
+	}()
+}
+
+func TestHostUnixSocketsAreInvisibleButABoundSocketIsReachable(t *testing.T) {
+	a, _ := workspaces(t)
+	dir := t.TempDir()
+	outside, stub := filepath.Join(dir, "outside.sock"), filepath.Join(dir, "stub.sock")
+	echoServer(t, outside)
+	echoServer(t, stub)
+	r := run(t, a, opts{flags: []string{"--bind-socket", stub + ":/run/dify-agent/stub.sock"}, command: fmt.Sprintf(
+		"probe unix %s x; probe unix /run/dify-agent/stub.sock ping; ls /run/postgresql 2>&1; echo > /run/dify-agent/stub.sock; echo w=$?", outside)})
+	mustExit0(t, r)
+	contains(t, r.stdout, "unix: failed: dial unix "+outside+": connect: no such file or directory", `unix: reply "echo:ping"`, "w=")
+	if strings.Contains(r.stdout, "w=0") {
+		t.Error("the bound socket's mount is writable")
+	}
+}
+
+func TestForkBombIsBoundedByLimitProcs(t *testing.T) {
+	for _, env := range [][]string{nil, {"SHELLCTL_FORCE_RLIMITS=1"}} {
+		a, _ := workspaces(t)
+		r := run(t, a, opts{env: env, flags: []string{"--limit-procs", "40", "--uid", "200010", "--timeout-ms", "20000"}, command: "probe forks 500"})
+		if r.status.Status != "exited" || r.elapsed > 10*time.Second {
+			t.Fatalf("%v: %+v after %s", env, r.status, r.elapsed)
+		}
+		var started int
+		fmt.Sscanf(r.stdout, "forks: started %d", &started)
+		if started == 0 || started >= 40 || !strings.Contains(r.stdout, "EAGAIN") {
+			t.Errorf("%v: %q", env, r.stdout)
+		}
+		want := map[bool]string{true: "rlimits", false: "cgroup-v1"}[env != nil]
+		if isV2Root() {
+			want = map[bool]string{true: "rlimits", false: "cgroup-v2"}[env != nil]
+		}
+		if r.status.Isolation.Limits != want {
+			t.Errorf("limits %q, want %q", r.status.Isolation.Limits, want)
+		}
+		if env == nil && r.status.Limit != "procs" {
+			t.Errorf("limit hit not reported: %+v", r.status)
+		}
+	}
+}
+
+func TestMemoryBombIsBoundedByLimitMemory(t *testing.T) {
+	a, _ := workspaces(t)
+	r := run(t, a, opts{flags: []string{"--limit-memory-bytes", strconv.Itoa(64 << 20)}, command: "probe alloc 400"})
+	if strings.Contains(r.stdout, "alloc: done") || r.code == 0 {
+		t.Fatalf("allocated past the limit: %d %+v %s", r.code, r.status, r.stdout)
+	}
+	if r.status.Limit != "memory" || r.status.Signal != "SIGKILL" {
+		t.Errorf("status %+v", r.status)
+	}
+	r = run(t, a, opts{env: []string{"SHELLCTL_FORCE_RLIMITS=1"}, flags: []string{"--limit-memory-bytes", strconv.Itoa(64 << 20)}, command: "probe alloc 400"})
+	if strings.Contains(r.stdout, "alloc: done") || r.code == 0 || r.status.Isolation.Limits != "rlimits" {
+		t.Fatalf("allocated past the rlimit: %d %+v %s", r.code, r.status, r.stdout)
+	}
+}
+
+func TestLargeWritesAreBoundedByFileSizeAndQuota(t *testing.T) {
+	a, _ := workspaces(t)
+	r := run(t, a, opts{flags: []string{"--limit-file-bytes", strconv.Itoa(10 << 20)}, command: "head -c 300000000 /dev/zero > big"})
+	st, err := os.Stat(filepath.Join(a, "big"))
+	if err != nil || st.Size() > 10<<20 || r.status.Limit != "file_size" {
+		t.Fatalf("%v %v %+v", st.Size(), err, r.status)
+	}
+	os.Remove(filepath.Join(a, "big"))
+	r = run(t, a, opts{flags: []string{"--limit-file-bytes", strconv.Itoa(100 << 20), "--workspace-quota-bytes", strconv.Itoa(5 << 20)}, command: "head -c 300000000 /dev/zero > big"})
+	st, err = os.Stat(filepath.Join(a, "big"))
+	if err != nil || st.Size() > 5<<20 || r.status.Limit != "workspace_quota" {
+		t.Fatalf("%v %v %+v", st.Size(), err, r.status)
+	}
+}
+
+func TestOverQuotaWorkspaceCanOnlyReadAndDelete(t *testing.T) {
+	a, _ := workspaces(t)
+	os.WriteFile(filepath.Join(a, "fat"), bytes.Repeat([]byte("x"), 2<<20), 0o644)
+	r := run(t, a, opts{flags: []string{"--workspace-quota-bytes", strconv.Itoa(1 << 20)}, command: "wc -c < fat; (echo more > new.txt); echo write=$?; rm fat && echo deleted"})
+	mustExit0(t, r)
+	contains(t, r.stdout, "2097152", "write=153", "deleted")
+	contains(t, r.status.Message, "over its quota", "file size limit of 0")
+	if b, _ := os.ReadFile(filepath.Join(a, "new.txt")); len(b) > 0 {
+		t.Error("wrote past the quota")
+	}
+}
+
+func TestOlderLandlockABIsStillIsolate(t *testing.T) {
+	tcp, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer tcp.Close()
+	for _, abi := range []int{1, 2, 3} {
+		a, b := workspaces(t)
+		r := run(t, a, opts{env: []string{"SHELLCTL_FORCE_ABI=" + strconv.Itoa(abi)}, command: fmt.Sprintf(
+			"echo ok > mine; cat mine; echo x > /usr/x; echo usr=$?; cat %s/secret.txt; echo other=$?; cat /etc/shadow; echo shadow=$?; probe tcp %s", b, tcp.Addr())})
+		mustExit0(t, r)
+		contains(t, r.stdout, "ok\n", "usr=1", "other=1", "shadow=1", "tcp: failed")
+		if r.status.ABI != abi || r.status.Isolation.LandlockABI != abi || !r.status.Isolation.Namespaces {
+			t.Errorf("abi %d: %+v", abi, r.status)
+		}
+	}
+}
+
+func TestMissingLandlockOrNamespacesIsRefusedByName(t *testing.T) {
+	a, _ := workspaces(t)
+	for _, c := range []struct{ env, want string }{
+		{"SHELLCTL_FORCE_ABI=0", "Landlock is not available on this kernel (needs Linux 5.13+"},
+		{"SHELLCTL_FORCE_NO_LANDLOCK=1", "Landlock is not available on this kernel"},
+		{"SHELLCTL_FORCE_NO_NAMESPACES=1", "namespaces are not available"},
+	} {
+		r := run(t, a, opts{env: []string{c.env}, command: "touch ran"})
+		if r.code != exitSandbox || r.status.Status != "sandbox_error" || !strings.Contains(r.status.Message, c.want) {
+			t.Fatalf("%s: %d %+v", c.env, r.code, r.status)
+		}
+		if _, err := os.Stat(filepath.Join(a, "ran")); err == nil {
+			t.Fatalf("%s: the command ran unconfined", c.env)
+		}
+		off := run(t, a, opts{env: []string{c.env}, flags: []string{"--no-isolation"}, command: "touch ran; cat /etc/hostname >/dev/null && echo unconfined"})
+		if off.code != 0 || off.status.Isolated || !strings.Contains(off.stdout, "unconfined") {
+			t.Fatalf("%s: %d %+v %s", c.env, off.code, off.status, off.stderr)
+		}
+		os.Remove(filepath.Join(a, "ran"))
+	}
+}
+
+func TestNodeAndPythonRunWithDefaultLimits(t *testing.T) {
+	defaults := []string{"--limit-procs", "256", "--limit-memory-bytes", strconv.Itoa(1 << 30), "--limit-cpu-seconds", "60",
+		"--limit-file-bytes", strconv.Itoa(100 << 20), "--limit-open-files", "1024", "--workspace-quota-bytes", strconv.Itoa(1 << 30), "--uid", "200020"}
+	for _, env := range [][]string{nil, {"SHELLCTL_FORCE_RLIMITS=1"}} {
+		a, _ := workspaces(t)
+		r := run(t, a, opts{env: env, flags: defaults, command: `node -e 'console.log("node", 1+1)' && /usr/bin/python3 -c 'print("python", 3)'`})
+		mustExit0(t, r)
+		contains(t, r.stdout, "node 2", "python 3")
+	}
+}
+
+func TestBadRulesetAbortsBeforeTheCommand(t *testing.T) {
+	a, _ := workspaces(t)
+	r := run(t, a, opts{flags: []string{"--ro", "/does/not/exist"}, command: "touch ran"})
+	if r.code != exitSandbox || !strings.Contains(r.status.Message, "the command was not run") || !strings.Contains(r.status.Message, "/does/not/exist") {
+		t.Fatalf("%d %+v", r.code, r.status)
+	}
+	if _, err := os.Stat(filepath.Join(a, "ran")); err == nil {
+		t.Fatal("the command ran although the sandbox failed")
 	}
 }
 
@@ -127,30 +438,63 @@ func TestWrongOrBlankTokenRunsNothing(t *testing.T) {
 	}
 }
 
-func TestNoLandlockRefusesUnlessIsolationIsOff(t *testing.T) {
-	a, _ := workspaces(t)
-	r := run(t, a, opts{env: []string{"SHELLCTL_FORCE_NO_LANDLOCK=1"}, command: "touch ran"})
-	if r.code != exitSandbox || r.status.Status != "sandbox_error" || !strings.Contains(r.status.Message, "Landlock is not available") {
-		t.Fatalf("%d %+v", r.code, r.status)
+func TestUnprivilegedCallerGetsAUserNamespace(t *testing.T) {
+	root, _ := os.MkdirTemp("", "shellctl-nobody-")
+	defer os.RemoveAll(root)
+	os.Chmod(root, 0o755)
+	a := filepath.Join(root, "ws")
+	os.Mkdir(a, 0o755)
+	os.Chown(a, 65534, 65534)
+	r := run(t, a, opts{asUser: &syscall.Credential{Uid: 65534, Gid: 65534}, flags: []string{"--uid", "200030"}, command: "grep -E '^(Uid|CapEff|CapBnd):' /proc/self/status; hostname; probe socket packet; echo hi > f && echo wrote"})
+	if r.status.Status == "sandbox_error" && strings.Contains(r.status.Message, "namespaces are not available") {
+		t.Skip("this host refuses user namespaces to unprivileged users: " + r.status.Message)
 	}
-	if _, err := os.Stat(filepath.Join(a, "ran")); err == nil {
-		t.Fatal("the command ran unconfined")
-	}
-	off := run(t, a, opts{env: []string{"SHELLCTL_FORCE_NO_LANDLOCK=1"}, flags: []string{"--no-isolation"}, command: "touch ran; cat /etc/hostname >/dev/null && echo unconfined"})
-	if off.code != 0 || off.status.Isolated || !strings.Contains(off.stdout, "unconfined") {
-		t.Fatalf("%d %+v %s", off.code, off.status, off.stderr)
+	mustExit0(t, r)
+	contains(t, r.stdout, "Uid:\t65534", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "sandbox", "socket packet: EPERM", "wrote")
+	if r.status.Isolation == nil || !r.status.Isolation.UserNamespace || r.status.Isolation.UID != 65534 || !strings.Contains(r.status.Message, "--uid/--gid ignored") {
+		t.Errorf("%+v", r.status)
 	}
 }
 
-func TestBadRulesetAbortsBeforeTheCommand(t *testing.T) {
-	a, _ := workspaces(t)
-	r := run(t, a, opts{flags: []string{"--ro", "/does/not/exist"}, command: "touch ran"})
-	if r.code != exitSandbox || !strings.Contains(r.status.Message, "Landlock setup failed") {
-		t.Fatalf("%d %+v", r.code, r.status)
+func TestProbeReportsWhatThisHostGives(t *testing.T) {
+	out, err := exec.Command(bin, "probe").Output()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(a, "ran")); err == nil {
-		t.Fatal("the command ran although the ruleset failed")
+	var p probeResult
+	if err := json.Unmarshal(out, &p); err != nil {
+		t.Fatal(err)
 	}
+	if p.ABI < 1 || !p.Namespaces || !p.Seccomp || !p.UIDSwitch || p.Limits == "" {
+		t.Fatalf("%s", out)
+	}
+	cmd := exec.Command(bin, "probe")
+	cmd.Env = []string{"SHELLCTL_FORCE_ABI=2", "SHELLCTL_FORCE_NO_NAMESPACES=1", "SHELLCTL_FORCE_RLIMITS=1"}
+	out, _ = cmd.Output()
+	json.Unmarshal(out, &p)
+	if p.ABI != 2 || p.Namespaces || p.Limits != "rlimits" {
+		t.Fatalf("forced: %s", out)
+	}
+}
+
+// ---- process lifetime ------------------------------------------------------------------------
+
+// hostPids finds `sleep <marker>` processes from the host: pids written from inside would be the
+// PID namespace's.
+func hostPids(marker string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.HasPrefix(string(b), "sleep\x00") && strings.Contains(string(b), marker) && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 func alive(pid int) bool {
@@ -161,42 +505,25 @@ func alive(pid int) bool {
 	return err == nil && !isZombie(st)
 }
 
-func pidsIn(t *testing.T, file string) []int {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		n, _ := strconv.Atoi(f)
-		out = append(out, n)
-	}
-	return out
-}
-
 func TestTimeLimitKillsTheWholeTreeIncludingEscapedSessions(t *testing.T) {
 	a, _ := workspaces(t)
-	r := run(t, a, opts{flags: []string{"--timeout-ms", "400"}, command: "sleep 30 >/dev/null 2>&1 & echo $! > pids; (setsid sleep 31 >/dev/null 2>&1 & echo $! >> pids); sleep 32"})
-	if r.code != exitTimeout || r.status.Status != "timeout" {
+	r := run(t, a, opts{flags: []string{"--timeout-ms", "400"}, command: "sleep 30.0101 >/dev/null 2>&1 & (setsid sleep 31.0101 >/dev/null 2>&1 &); sleep 32.0101"})
+	if r.code != exitTimeout || r.status.Status != "timeout" || r.status.Limit != "wall_clock" {
 		t.Fatalf("%d %+v", r.code, r.status)
 	}
-	for _, pid := range pidsIn(t, filepath.Join(a, "pids")) {
-		if alive(pid) {
-			t.Errorf("pid %d survived the time limit", pid)
-		}
+	if pids := hostPids(".0101"); len(pids) > 0 {
+		t.Errorf("pids %v survived the time limit", pids)
 	}
 }
 
 func TestBackgroundJobsDoNotOutliveTheCommand(t *testing.T) {
 	a, _ := workspaces(t)
-	r := run(t, a, opts{command: "(setsid sleep 30 >/dev/null 2>&1 & echo $! > pids); sleep 0.2; echo done"})
+	r := run(t, a, opts{command: "(setsid sleep 30.0202 >/dev/null 2>&1 &); sleep 0.2; echo done"})
 	if r.code != 0 || !strings.Contains(r.stdout, "done") {
 		t.Fatalf("%d %+v", r.code, r.status)
 	}
-	for _, pid := range pidsIn(t, filepath.Join(a, "pids")) {
-		if alive(pid) {
-			t.Errorf("background pid %d outlived the command", pid)
-		}
+	if pids := hostPids(".0202"); len(pids) > 0 {
+		t.Errorf("background pids %v outlived the command", pids)
 	}
 }
 
@@ -204,16 +531,13 @@ func TestSigtermKillsTheCommand(t *testing.T) {
 	a, _ := workspaces(t)
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tokenFile, []byte("deploy-token"), 0o600)
-	cmd := exec.Command(bin, "exec", "--workspace", a, "--token-file", tokenFile, "--", "/bin/bash", "-c", "sleep 30 & echo $! > pids; wait")
+	cmd := exec.Command(bin, "exec", "--workspace", a, "--token-file", tokenFile, "--", "/bin/bash", "-c", "sleep 30.0303 & echo started > started; wait")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "SHELLCTL_TOKEN=deploy-token"}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if b, _ := os.ReadFile(filepath.Join(a, "pids")); len(bytes.TrimSpace(b)) > 0 {
-			break
-		}
+	for len(hostPids(".0303")) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("command did not start")
 		}
@@ -224,24 +548,7 @@ func TestSigtermKillsTheCommand(t *testing.T) {
 	if cmd.ProcessState.ExitCode() != exitKilled {
 		t.Fatalf("exit %d", cmd.ProcessState.ExitCode())
 	}
-	for _, pid := range pidsIn(t, filepath.Join(a, "pids")) {
-		if alive(pid) {
-			t.Errorf("pid %d survived SIGTERM", pid)
-		}
-	}
-}
-
-func TestTcpConnectOnlyToAllowedPorts(t *testing.T) {
-	a, _ := workspaces(t)
-	allowed, _ := net.Listen("tcp", "127.0.0.1:0")
-	denied, _ := net.Listen("tcp", "127.0.0.1:0")
-	defer allowed.Close()
-	defer denied.Close()
-	pa := allowed.Addr().(*net.TCPAddr).Port
-	pd := denied.Addr().(*net.TCPAddr).Port
-	r := run(t, a, opts{flags: []string{"--allow-connect", strconv.Itoa(pa)}, command: fmt.Sprintf(
-		"(exec 3<>/dev/tcp/127.0.0.1/%d) && echo allowed-ok; (exec 3<>/dev/tcp/127.0.0.1/%d) 2>/dev/null && echo denied-ok || echo denied-refused", pa, pd)})
-	if !strings.Contains(r.stdout, "allowed-ok") || !strings.Contains(r.stdout, "denied-refused") {
-		t.Fatalf("stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	if pids := hostPids(".0303"); len(pids) > 0 {
+		t.Errorf("pids %v survived SIGTERM", pids)
 	}
 }

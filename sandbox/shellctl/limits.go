@@ -1,0 +1,379 @@
+package main
+
+// Limits (cgroup v2, cgroup v1 or rlimits, whichever the host gives), the workspace quota and the
+// workspace's owner. All of it runs in the supervisor, before the inner stage starts.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+type limitFlags struct {
+	procs, memory, cpuSeconds, fileBytes, openFiles, quota int64
+}
+
+// rlimit is one setrlimit(2) call of the inner stage (soft = hard = Value).
+type rlimit struct {
+	Resource int    `json:"resource"`
+	Value    uint64 `json:"value"`
+}
+
+// cgroupSet is the per-command cgroup (one leaf per v1 controller, one leaf in v2).
+type cgroupSet struct {
+	mode   string   // cgroup-v2 | cgroup-v1
+	leaves []string // created directories, removed after the command
+	procs  []*os.File
+	mem    string // leaf with the memory controller ("" when no memory limit)
+	pids   string // leaf with the pids controller
+}
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+// ownCgroups maps controller ("" for v2) to shellctl's own cgroup path, from /proc/self/cgroup.
+func ownCgroups() map[string]string {
+	out := map[string]string{}
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[1] == "" {
+			out[""] = parts[2]
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			out[c] = parts[2]
+		}
+	}
+	return out
+}
+
+func writeFile(path, value string) error {
+	return os.WriteFile(path, []byte(value), 0o644)
+}
+
+func isV2Root() bool {
+	_, err := os.Stat(filepath.Join(cgroupRoot, "cgroup.controllers"))
+	return err == nil
+}
+
+// setupCgroups creates the command's cgroup(s) with the limits, and opens their cgroup.procs for the
+// inner stage (it joins by writing "0", before anything of the command runs).
+func setupCgroups(id string, lim limitFlags) (*cgroupSet, error) {
+	cg := &cgroupSet{}
+	ok := false
+	defer func() {
+		if !ok {
+			cg.remove()
+		}
+	}()
+	own := ownCgroups()
+	if isV2Root() {
+		cg.mode = "cgroup-v2"
+		// The root-level parent needs root; a delegated subtree (own cgroup) works when its
+		// subtree_control already offers the controllers (the no-internal-processes rule).
+		var errs []string
+		for _, parent := range []string{filepath.Join(cgroupRoot, "dify-shell"), filepath.Join(cgroupRoot, own[""], "dify-shell")} {
+			leaf, err := v2Leaf(parent, id, lim)
+			if err == nil {
+				cg.leaves = append(cg.leaves, leaf)
+				cg.mem, cg.pids = leaf, leaf
+				break
+			}
+			errs = append(errs, err.Error())
+		}
+		if len(cg.leaves) == 0 {
+			return nil, errors.New(strings.Join(errs, "; "))
+		}
+	} else {
+		cg.mode = "cgroup-v1"
+		// Under shellctl's own cgroup of each hierarchy, so a container's own limits still apply above.
+		mk := func(ctrl string) (string, error) {
+			mount := filepath.Join(cgroupRoot, ctrl)
+			if _, err := os.Stat(filepath.Join(mount, "cgroup.procs")); err != nil {
+				return "", fmt.Errorf("no cgroup v1 %s hierarchy at %s", ctrl, mount)
+			}
+			parent := filepath.Join(mount, own[ctrl], "dify-shell")
+			if err := os.MkdirAll(parent, 0o755); err != nil {
+				return "", err
+			}
+			leaf := filepath.Join(parent, id)
+			if err := os.Mkdir(leaf, 0o755); err != nil {
+				return "", err
+			}
+			cg.leaves = append(cg.leaves, leaf)
+			return leaf, nil
+		}
+		if lim.procs > 0 {
+			leaf, err := mk("pids")
+			if err != nil {
+				return nil, err
+			}
+			if err := writeFile(filepath.Join(leaf, "pids.max"), strconv.FormatInt(lim.procs, 10)); err != nil {
+				return nil, err
+			}
+			cg.pids = leaf
+		}
+		if lim.memory > 0 {
+			leaf, err := mk("memory")
+			if err != nil {
+				return nil, err
+			}
+			if err := writeFile(filepath.Join(leaf, "memory.limit_in_bytes"), strconv.FormatInt(lim.memory, 10)); err != nil {
+				return nil, err
+			}
+			// Swap is not an escape (absent without swap accounting, hence best effort).
+			_ = writeFile(filepath.Join(leaf, "memory.memsw.limit_in_bytes"), strconv.FormatInt(lim.memory, 10))
+			cg.mem = leaf
+		}
+	}
+	for _, leaf := range cg.leaves {
+		f, err := os.OpenFile(filepath.Join(leaf, "cgroup.procs"), os.O_WRONLY, 0)
+		if err != nil {
+			return nil, err
+		}
+		cg.procs = append(cg.procs, f)
+	}
+	ok = true
+	return cg, nil
+}
+
+func v2Leaf(parent, id string, lim limitFlags) (string, error) {
+	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", err
+	}
+	var ctrls []string
+	if lim.procs > 0 {
+		ctrls = append(ctrls, "+pids")
+	}
+	if lim.memory > 0 {
+		ctrls = append(ctrls, "+memory")
+	}
+	if err := writeFile(filepath.Join(parent, "cgroup.subtree_control"), strings.Join(ctrls, " ")); err != nil {
+		return "", fmt.Errorf("%s: enable %s: %w", parent, strings.Join(ctrls, " "), err)
+	}
+	leaf := filepath.Join(parent, id)
+	if err := os.Mkdir(leaf, 0o755); err != nil {
+		return "", err
+	}
+	fail := func(err error) (string, error) { _ = os.Remove(leaf); return "", err }
+	if lim.procs > 0 {
+		if err := writeFile(filepath.Join(leaf, "pids.max"), strconv.FormatInt(lim.procs, 10)); err != nil {
+			return fail(err)
+		}
+	}
+	if lim.memory > 0 {
+		if err := writeFile(filepath.Join(leaf, "memory.max"), strconv.FormatInt(lim.memory, 10)); err != nil {
+			return fail(err)
+		}
+		_ = writeFile(filepath.Join(leaf, "memory.swap.max"), "0")
+	}
+	return leaf, nil
+}
+
+// closeProcs closes the supervisor's copies of the cgroup.procs descriptors once the child has them.
+func (cg *cgroupSet) closeProcs() {
+	if cg == nil {
+		return
+	}
+	for _, f := range cg.procs {
+		f.Close()
+	}
+	cg.procs = nil
+}
+
+// remove kills whatever is still in the command's cgroups (a backstop: the tree is dead by now) and
+// removes them.
+func (cg *cgroupSet) remove() {
+	if cg == nil {
+		return
+	}
+	cg.closeProcs()
+	for i := len(cg.leaves) - 1; i >= 0; i-- {
+		leaf := cg.leaves[i]
+		for try := 0; try < 100; try++ {
+			if err := os.Remove(leaf); err == nil || errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			if b, err := os.ReadFile(filepath.Join(leaf, "cgroup.procs")); err == nil {
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// counter reads "key N" from a flat-keyed cgroup file (memory.events, pids.events, memory.oom_control).
+func counter(file, key string) int64 {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && f[0] == key {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func readInt(file string) int64 {
+	b, _ := os.ReadFile(file)
+	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n
+}
+
+// hit says which cgroup limit the command evidently ran into ("" for none).
+func (cg *cgroupSet) hit(memLimit int64) string {
+	if cg == nil {
+		return ""
+	}
+	if cg.mem != "" {
+		if cg.mode == "cgroup-v2" {
+			if counter(filepath.Join(cg.mem, "memory.events"), "oom_kill") > 0 {
+				return "memory"
+			}
+		} else if counter(filepath.Join(cg.mem, "memory.oom_control"), "oom_kill") > 0 ||
+			(readInt(filepath.Join(cg.mem, "memory.failcnt")) > 0 && readInt(filepath.Join(cg.mem, "memory.max_usage_in_bytes")) >= memLimit*9/10) {
+			return "memory"
+		}
+	}
+	if cg.pids != "" && counter(filepath.Join(cg.pids, "pids.events"), "max") > 0 {
+		return "procs"
+	}
+	return ""
+}
+
+// probeCgroups answers which kind of limits this host gives shellctl, by creating and removing one.
+func probeCgroups() string {
+	if os.Getenv("SHELLCTL_FORCE_RLIMITS") == "1" {
+		return "rlimits"
+	}
+	cg, err := setupCgroups(fmt.Sprintf("probe-%d", os.Getpid()), limitFlags{procs: 1 << 20, memory: 1 << 40})
+	if err != nil {
+		return "rlimits"
+	}
+	cg.remove()
+	return cg.mode
+}
+
+// ---- workspace -------------------------------------------------------------------------------
+
+// workspaceBytes is the disk space the workspace uses (allocated blocks; hard links counted once).
+func workspaceBytes(root string) int64 {
+	var total int64
+	seen := map[[2]uint64]bool{}
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
+			return nil
+		}
+		if st.Nlink > 1 && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			key := [2]uint64{st.Dev, st.Ino}
+			if seen[key] {
+				return nil
+			}
+			seen[key] = true
+		}
+		total += st.Blocks * 512
+		return nil
+	})
+	return total
+}
+
+// prepareWorkspace makes the workspace the command's: its root, .tmp and outputs; the whole tree once
+// when the root belongs to someone else (first use, or a new uid). Descriptor-relative and never
+// following a symlink, so a link a command left behind cannot redirect root's chown.
+func prepareWorkspace(ws string, uid, gid int) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(ws, &st); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("%s is not a directory", ws)
+	}
+	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if int(st.Uid) != uid {
+		return chownTree(fd, uid, gid, 0)
+	}
+	for _, name := range []string{".tmp", "outputs"} {
+		var cst unix.Stat_t
+		if unix.Fstatat(fd, name, &cst, unix.AT_SYMLINK_NOFOLLOW) == nil && (int(cst.Uid) != uid || int(cst.Gid) != gid) {
+			if err := unix.Fchownat(fd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return err
+			}
+		}
+	}
+	if int(st.Gid) != gid {
+		return unix.Fchown(fd, uid, gid)
+	}
+	return nil
+}
+
+func chownTree(dirfd, uid, gid, depth int) error {
+	if depth > 256 {
+		return fmt.Errorf("workspace nested too deeply")
+	}
+	if err := unix.Fchown(dirfd, uid, gid); err != nil {
+		return err
+	}
+	dup, err := unix.Dup(dirfd)
+	if err != nil {
+		return err
+	}
+	dir := os.NewFile(uintptr(dup), "dir")
+	names, err := dir.Readdirnames(-1)
+	dir.Close()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			continue
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			sub, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				continue
+			}
+			err = chownTree(sub, uid, gid, depth+1)
+			unix.Close(sub)
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := unix.Fchownat(dirfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return err
+		}
+	}
+	return nil
+}
