@@ -21,6 +21,7 @@ import { pickTemporalMetricsAddress, temporalTelemetryOptions } from './core/met
 import { setupObservability } from './core/observability.js';
 import { workerTelemetryOptions } from './core/tracing/worker-options.js';
 import { startWorkerHttp } from './core/worker-http.js';
+import { installProcessGuard } from './core/process-guard.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const compiled = isCompiled(import.meta.url);
@@ -145,6 +146,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   setupObservability(config, 'worker');
   const logger = createLogger('worker', config.LOG_LEVEL);
+  installProcessGuard(logger, config.UNCAUGHT_ERROR_POLICY);
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for a standalone worker.');
   const db = createDb(config.DATABASE_URL, { max: 20 });
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;

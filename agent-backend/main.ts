@@ -5,6 +5,7 @@
 import { loadConfig } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { setupObservability } from '../core/observability.js';
+import { installProcessGuard } from '../core/process-guard.js';
 import { createAgentBackend } from './server.js';
 import { isConnectionError, PgRunStore } from './store.js';
 
@@ -12,6 +13,7 @@ async function main(): Promise<void> {
   const config = loadConfig();
   setupObservability(config, 'agent-backend');
   const logger = createLogger('agent-backend', config.LOG_LEVEL);
+  installProcessGuard(logger, config.UNCAUGHT_ERROR_POLICY);
   if (!config.DATABASE_URL) {
     logger.fatal('DATABASE_URL is required (npm start provides embedded PostgreSQL)');
     process.exit(1);

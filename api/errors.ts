@@ -2,6 +2,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
 import { isDependencyUnavailable } from '../core/dependency-errors.js';
+import { JsonGuardError } from '../core/json-guard.js';
 import type { Logger } from '../core/logger.js';
 import { recordApiError } from '../core/metrics/index.js';
 
@@ -39,6 +40,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     let e: HttpError;
     if (err instanceof HttpError) e = err;
+    // The JSON edge guard (core/json-guard.ts): too deep, NUL, a lone surrogate — the message names the field.
+    else if (err instanceof JsonGuardError) e = new HttpError(400, 'invalid_param', err.message);
     else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.too.large')
       e = new HttpError(413, 'request_entity_too_large', 'The request body is too large.');
     else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.parse.failed')

@@ -12,10 +12,12 @@ import { setupObservability } from '../core/observability.js';
 import { temporalSecurity } from '../core/temporal-connection.js';
 import { createWiredApi, lazyTemporalConnection } from './wire.js';
 import { createHttpServer } from '../core/http-server.js';
+import { installProcessGuard } from '../core/process-guard.js';
 
 const config = loadConfig();
 setupObservability(config, 'api');
 const logger = createLogger('api', config.LOG_LEVEL);
+installProcessGuard(logger, config.UNCAUGHT_ERROR_POLICY);
 if (!config.DATABASE_URL || !config.TEMPORAL_ADDRESS) {
   logger.fatal('DATABASE_URL and TEMPORAL_ADDRESS are required for a standalone api (npm start wires everything itself).');
   process.exit(1);

@@ -5,12 +5,34 @@ import { isTerminalClientEvent, type StoredClientEvent } from '../core/client-ev
 import { followEvents, type EventNotifier } from '../core/event-log.js';
 import { startSse, writeSse } from '../core/sse.js';
 import { streamObserver } from '../core/metrics/index.js';
+import { HttpError } from './errors.js';
 
+/** The largest event id (seq is a 32-bit column). */
+export const MAX_EVENT_ID = 2_147_483_647;
+
+/**
+ * The event id to resume after: the `Last-Event-ID` header, else `?last_event_id=`, else 0 (from the start). Anything
+ * but a non-negative decimal integer up to MAX_EVENT_ID is 400 `invalid_param` naming where it came from (issue 28: `abc`,
+ * `-1`, `1e5` or 23 digits used to replay the whole stream or empty it silently). An empty header counts as absent
+ * (an EventSource whose last event had no id).
+ */
 export function lastEventId(req: Request): number {
-  const raw = req.header('last-event-id') ?? (typeof req.query.last_event_id === 'string' ? req.query.last_event_id : undefined);
-  const n = raw === undefined ? 0 : Number(raw);
-  // seq is a 32-bit column: anything past it simply means "after everything".
-  return Number.isInteger(n) && n >= 0 ? Math.min(n, 2_147_483_647) : 0;
+  const header = req.header('last-event-id');
+  const query = req.query.last_event_id;
+  if (header !== undefined && header.trim() !== '') return parseEventId(header.trim(), 'Last-Event-ID');
+  if (query === undefined) return 0;
+  if (typeof query !== 'string') throw badEventId('last_event_id');
+  return query === '' ? 0 : parseEventId(query, 'last_event_id');
+}
+
+const badEventId = (field: string) =>
+  new HttpError(400, 'invalid_param', `${field}: must be a non-negative decimal integer of at most ${MAX_EVENT_ID} (an event id).`);
+
+function parseEventId(raw: string, field: string): number {
+  if (!/^\d{1,10}$/.test(raw)) throw badEventId(field);
+  const n = Number(raw);
+  if (n > MAX_EVENT_ID) throw badEventId(field);
+  return n;
 }
 
 export async function streamTurn(

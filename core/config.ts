@@ -94,6 +94,29 @@ export const EnvSchema = z.object({
   /** Deepest nesting (objects + arrays) accepted in any JSON body, api and agent backend (README "Security"). */
   JSON_MAX_DEPTH: z.coerce.number().int().min(8).max(1_000).default(64),
 
+  /** What a process does with an error no handler caught (core/process-guard.ts): `log` it at fatal with its stack,
+   * count it (agent_process_uncaught_errors_total) and keep serving, or `exit` 1 after that (a supervisor restarts it). */
+  UNCAUGHT_ERROR_POLICY: z.enum(['log', 'exit']).default('log'),
+
+  // --- knowledge: parsing, indexing, quotas (README "Knowledge", "Security") --------------------------
+  /** Document parsing (HTML, PDF) runs in a child process with these limits; a limit hit is 400 `document_unreadable`. */
+  KNOWLEDGE_PARSE_TIMEOUT_MS: int(60_000),
+  /** Address space (RLIMIT_AS) of the parse process, MB; its V8 heap gets a quarter of it. */
+  KNOWLEDGE_PARSE_MEMORY_MB: z.coerce.number().int().min(256).default(2_048),
+  /** Most pages of a PDF. */
+  KNOWLEDGE_PARSE_MAX_PAGES: z.coerce.number().int().min(1).default(5_000),
+  /** Most text one document may decode to, bytes (UTF-8). */
+  KNOWLEDGE_PARSE_MAX_TEXT_BYTES: z.coerce.number().int().min(1_024).default(20 * 1024 * 1024),
+  /** How long an upload waits for its document's indexing before answering 202 with the document still indexing, ms. */
+  KNOWLEDGE_INDEX_WAIT_MS: z.coerce.number().int().min(0).default(2_000),
+  /** Documents one api process indexes at once. */
+  KNOWLEDGE_INDEX_CONCURRENCY: z.coerce.number().int().min(1).default(1),
+  /** Per tenant: datasets (403 `dataset_quota_exceeded`), documents (403 `document_quota_exceeded`) and bytes of stored
+   * documents (413 `storage_quota_exceeded`). 0: no limit. */
+  TENANT_MAX_DATASETS: z.coerce.number().int().min(0).default(100),
+  TENANT_MAX_DOCUMENTS: z.coerce.number().int().min(0).default(10_000),
+  TENANT_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(0).default(2 * 1024 * 1024 * 1024),
+
   // --- worker ---------------------------------------------------------------------------------
   /** The worker's HTTP port: `GET /healthz` ({temporal, database}), `/readyz` (+ polling) and `/metrics`. A standalone
    * worker without it serves none; the stack's in-process worker then takes a free port. */

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { releaseSignalHooks } from '../core/embedded-pg.js';
+import { installProcessGuard } from '../core/process-guard.js';
 import { startStack, type Stack } from './start-stack.js';
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -49,6 +50,8 @@ async function supervise(): Promise<never> {
 async function runStack(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger('dify-agent', config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
+  // One process hosts the api, the worker and the agent backend: one request's stray error must not stop all three.
+  installProcessGuard(logger, config.UNCAUGHT_ERROR_POLICY);
   console.log('Starting the stack (embedded PostgreSQL, Temporal dev server, agent backend, api, worker) ...');
   // Signals are ours from the start: a Ctrl-C during start-up waits for it to finish, then stops in order
   // (the default action would kill this process and leave PostgreSQL and the Temporal server running).

@@ -67,8 +67,9 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     const app = appCtx(req);
     const taskId = parseOr400(Uuid, req.params.task_id, 'task_id');
     const user = parseOr400(UserId, req.query.user, 'user');
+    const after = lastEventId(req);
     const msg = await findOwnedMessage(db, app.appId, user, taskId);
-    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, msg.id, lastEventId(req));
+    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, msg.id, after);
   });
 
   r.post('/chat-messages/:task_id/stop', async (req, res) => {

@@ -115,8 +115,9 @@ export function consoleDebuggerRoutes(deps: ConsoleDebuggerDeps): Router {
 
   /** Re-attach to a debugger turn's stream: every event after Last-Event-ID (or `?last_event_id=`), then live ones. */
   r.get(`${base}/chat-messages/:task_id/events`, async (req, res) => {
+    const after = lastEventId(req);
     const msg = await ownedMessage(req);
-    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, msg.id, lastEventId(req));
+    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, msg.id, after);
   });
 
   r.post(`${base}/chat-messages/:task_id/stop`, async (req, res) => {

@@ -35,6 +35,9 @@ const tooLarge = (kind?: Kind) =>
     'file_too_large',
     kind ? `File size exceeded: ${kind}s may be at most ${maxBytes(kind) / MB} MB.` : `File size exceeded: at most ${MAX_BYTES / MB} MB.`,
   );
+/** A multipart body that ends before its closing boundary (the client stopped sending, or cut the body short). */
+export const truncated = () =>
+  new HttpError(400, 'invalid_multipart', 'The multipart body ended before its closing boundary (a truncated upload).');
 const unsupported = (why: string) =>
   new HttpError(415, 'unsupported_file_type', `File type not allowed: ${why} Allowed: ${ALLOWED_EXTENSIONS.join(', ')}.`);
 
@@ -94,6 +97,9 @@ function receive(req: Request, tmpDir: string): Promise<Received> {
     let file: { name: string; ext: string; type: FileType; written: Promise<void>; size: () => number; hash: crypto.Hash } | null = null;
 
     bb.on('file', (field, stream, info) => {
+      // A body that ends inside this part (a truncated upload) destroys the part's stream with `Unexpected end of
+      // form`: an error event without a listener would end the process (issue 28). Every part gets one, skipped too.
+      stream.on('error', () => fail(truncated()));
       if (field !== 'file' || settled) {
         stream.resume();
         return;
@@ -147,7 +153,9 @@ function receive(req: Request, tmpDir: string): Promise<Received> {
     bb.on('filesLimit', () => fail(new HttpError(400, 'too_many_files', 'Only one file may be uploaded at a time.')));
     bb.on('fieldsLimit', () => fail(new HttpError(400, 'invalid_param', 'Too many form fields.')));
     bb.on('partsLimit', () => fail(new HttpError(400, 'invalid_param', 'Too many form parts.')));
-    bb.on('error', () => fail(new HttpError(400, 'invalid_multipart', 'The multipart body could not be parsed.')));
+    bb.on('error', (err: Error) =>
+      fail(/end of form/i.test(err?.message ?? '') ? truncated() : new HttpError(400, 'invalid_multipart', 'The multipart body could not be parsed.')),
+    );
     bb.on('close', async () => {
       if (settled) return;
       if (!file) return fail(new HttpError(400, 'no_file_uploaded', 'Please upload your file in the `file` part.'));

@@ -17,6 +17,7 @@ import { unixSeconds } from '../../core/time.js';
 import { consoleAuth, consoleCaller } from '../console-auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { Uuid } from '../schemas.js';
+import { truncated } from './files.js';
 
 const Name = z.string().trim().min(1).max(255);
 /** A PostgreSQL text search configuration name; that it exists is checked against pg_ts_config. */
@@ -180,6 +181,9 @@ function receiveDocument(req: Request): Promise<DocumentInput> {
       reject(err);
     };
     bb.on('file', (field, stream, info) => {
+      // A body ending inside this part destroys its stream (`Unexpected end of form`): without this listener that
+      // error event would end the process (issue 28). Skipped parts too.
+      stream.on('error', () => fail(truncated()));
       if (field !== 'file' || found) {
         stream.resume();
         return;
@@ -200,7 +204,10 @@ function receiveDocument(req: Request): Promise<DocumentInput> {
         });
       });
     });
-    bb.on('error', () => fail(new HttpError(400, 'invalid_multipart', 'The multipart body is malformed.')));
+    bb.on('error', (err: Error) =>
+      fail(/end of form/i.test(err?.message ?? '') ? truncated() : new HttpError(400, 'invalid_multipart', 'The multipart body is malformed.')),
+    );
+    req.on('error', () => fail(new HttpError(400, 'request_aborted', 'The upload was interrupted.')));
     bb.on('close', () => {
       if (settled) return;
       if (!found) return fail(new HttpError(400, 'no_file_uploaded', 'Upload the document as multipart/form-data with a `file` part.'));

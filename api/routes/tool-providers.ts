@@ -114,7 +114,7 @@ export function toolProviderRoutes(deps: ToolProviderRouteDeps): Router {
     let data;
     let skipped: unknown[];
     if (body.kind === 'api') {
-      const doc = convert(body.openapi, body.name);
+      const doc = convert(body.openapi, body.name, config.JSON_MAX_DEPTH);
       const serverUrl = body.server_url ?? doc.serverUrl;
       if (!serverUrl)
         throw new HttpError(400, 'invalid_openapi', 'The document has no absolute server URL (servers[0].url); give server_url.');
@@ -196,10 +196,10 @@ export function toolProviderRoutes(deps: ToolProviderRouteDeps): Router {
   return r;
 }
 
-function convert(openapi: unknown, name: string) {
+function convert(openapi: unknown, name: string, maxDepth: number) {
   try {
-    // Stored as JSON whatever the input was (YAML included).
-    const document = parseOpenApiDocument(openapi);
+    // Stored as JSON whatever the input was (YAML included); a string gets the body's depth guard (issue 28).
+    const document = parseOpenApiDocument(openapi, maxDepth);
     return { ...openApiToTools(document, name), document };
   } catch (err) {
     if (err instanceof OpenApiError) throw new HttpError(400, 'invalid_openapi', `openapi: ${err.message}.`);

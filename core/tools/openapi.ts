@@ -9,6 +9,7 @@
  * local `#/...` refs are resolved here; an external one is refused. Recursive schemas end in an open schema.
  */
 import { parse as parseYaml } from 'yaml';
+import { assertJsonDepth, DEFAULT_JSON_MAX_DEPTH, JsonGuardError } from '../json-guard.js';
 import { z } from 'zod';
 import { qualifiedNameProblem, ToolName } from '../tool-names.js';
 import type { ApiOperation, ParamLocation, ProviderTool } from './provider-tool.js';
@@ -38,18 +39,53 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as 
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** JSON or YAML text (or an already parsed object) → the document object. */
-export function parseOpenApiDocument(input: unknown): Record<string, unknown> {
+/** Deepest a document may nest once its `$ref`s are inlined (a chain of refs nests too). */
+export const MAX_RESOLVED_DEPTH = 128;
+
+/**
+ * JSON or YAML text (or an already parsed object) → the document object, nested at most `maxDepth` deep (the JSON
+ * bodies' JSON_MAX_DEPTH): a document given as a string gets the depth guard an object body got on its raw bytes
+ * (issue 28: a string nested thousands deep overflowed the stack later, in ref resolution, as a 500). JSON text is
+ * checked on its bytes before parsing; YAML after parsing (a flow collection nested deeper than the parser's stack
+ * is refused the same way).
+ */
+export function parseOpenApiDocument(input: unknown, maxDepth = DEFAULT_JSON_MAX_DEPTH): Record<string, unknown> {
   let doc = input;
   if (typeof input === 'string') {
+    const isJson = input.trimStart().startsWith('{');
+    if (isJson) {
+      try {
+        assertJsonDepth(Buffer.from(input, 'utf8'), maxDepth);
+      } catch (err) {
+        if (err instanceof JsonGuardError) throw new OpenApiError(`the document is nested deeper than ${maxDepth} levels`);
+        throw err;
+      }
+    }
     try {
-      doc = input.trimStart().startsWith('{') ? JSON.parse(input) : parseYaml(input, { maxAliasCount: 100 });
+      doc = isJson ? JSON.parse(input) : parseYaml(input, { maxAliasCount: 100 });
     } catch (err) {
+      if (err instanceof RangeError || /call stack/i.test((err as Error)?.message ?? ''))
+        throw new OpenApiError(`the document is nested deeper than ${maxDepth} levels`);
       throw new OpenApiError(`the document is neither valid JSON nor valid YAML: ${(err as Error).message.split('\n')[0]}`);
     }
   }
   if (!isRecord(doc)) throw new OpenApiError('the document must be an object');
+  if (depthOver(doc, maxDepth)) throw new OpenApiError(`the document is nested deeper than ${maxDepth} levels`);
   return doc;
+}
+
+/** Whether `value` nests (objects + arrays) deeper than `max`. Iterative; YAML aliases are walked once each. */
+function depthOver(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  const seen = new Set<object>();
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (!v || typeof v !== 'object' || seen.has(v)) continue;
+    if (d > max) return true;
+    seen.add(v);
+    for (const child of Array.isArray(v) ? v : Object.values(v)) if (child && typeof child === 'object') stack.push([child, d + 1]);
+  }
+  return false;
 }
 
 const Doc = z.object({
@@ -81,7 +117,8 @@ const Operation = z.looseObject({
 });
 
 export function openApiToTools(input: unknown, provider: string): ConvertedDocument {
-  const raw = parseOpenApiDocument(input);
+  // An object was parsed (and depth-checked) by its caller or comes from storage; resolution has its own depth guard.
+  const raw = isRecord(input) ? input : parseOpenApiDocument(input);
   const parsed = Doc.safeParse(raw);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
@@ -202,10 +239,19 @@ function serverUrlOf(server: { url: string; variables?: Record<string, { default
 /** Local `$ref`s inlined (a copy); external ones refused; a ref met again inside itself becomes an open schema. */
 export function resolveLocalRefs(root: Record<string, unknown>, node: unknown): unknown {
   let budget = MAX_EXPANDED_NODES;
+  let depth = 0;
   const walk = (n: unknown, stack: string[]): unknown => {
     if (--budget < 0) throw new OpenApiError('the document is too large once its $refs are expanded');
+    if (!Array.isArray(n) && !isRecord(n)) return n;
+    if (++depth > MAX_RESOLVED_DEPTH) throw new OpenApiError(`the document nests deeper than ${MAX_RESOLVED_DEPTH} levels once its $refs are expanded`);
+    try {
+      return walkObject(n, stack);
+    } finally {
+      depth--;
+    }
+  };
+  const walkObject = (n: unknown[] | Record<string, unknown>, stack: string[]): unknown => {
     if (Array.isArray(n)) return n.map((x) => walk(x, stack));
-    if (!isRecord(n)) return n;
     if (typeof n.$ref === 'string') {
       const ref = n.$ref;
       if (!ref.startsWith('#/')) throw new OpenApiError(`only local $refs (#/...) are supported, not ${ref}`);
