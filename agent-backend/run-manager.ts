@@ -18,7 +18,7 @@ import { EventHub, RunEmitter, type CoalesceOptions } from './events.js';
 import type { ModelCaller } from './model/inner-llm-model.js';
 import type { PluginToolResolver } from './modules/types.js';
 import { executeRun } from './run-task.js';
-import { isConnectionError, type PgRunStore } from './store.js';
+import { isConnectionError, type PgRunStore, type RunRow } from './store.js';
 
 /** How long a graceful shutdown waits for its runs' terminal events (e.g. while PostgreSQL is away). */
 const SHUTDOWN_GRACE_MS = 15_000;
@@ -41,6 +41,8 @@ interface ActiveRun {
 
 export class RunManager {
   private readonly active = new Map<string, ActiveRun>();
+  /** Runs whose create is in flight here (inserted, not yet started): never adopted as orphans. */
+  private readonly creating = new Set<string>();
   private timers: NodeJS.Timeout[] = [];
 
   constructor(
@@ -93,6 +95,34 @@ export class RunManager {
     this.active.set(runId, { controller, emitter, done });
   }
 
+  /** Marks a run id as being created here until `done` settles (see `adoptIfUnstarted`). */
+  async creatingRun<T>(runId: string, done: () => Promise<T>): Promise<T> {
+    this.creating.add(runId);
+    try {
+      return await done();
+    } finally {
+      this.creating.delete(runId);
+    }
+  }
+
+  /**
+   * A repeated create (same idempotency key) found `run`: if nobody executes it — its creator's insert committed but the
+   * answer was lost (a dropped database connection), so no task was started — take it over and start it now, instead
+   * of leaving it to the reaper (issue 30). A run with any event, or one owned by a live process, is left alone.
+   * Returns true when this process now runs it.
+   */
+  async adoptIfUnstarted(run: RunRow, plan: RunPlan): Promise<boolean> {
+    if (run.status !== 'running' || run.last_seq !== 0 || this.active.has(run.run_id) || this.creating.has(run.run_id)) return false;
+    const mine = run.owner_id === this.options.instanceId;
+    // Another owner's lease is judged like the reaper judges it: only after a full grace of reaching the database.
+    if (!mine && this.store.reachableForMs() < this.options.staleAfterMs) return false;
+    const adopted = await this.store.adoptUnstartedRun(run.run_id, this.options.instanceId, this.options.staleAfterMs);
+    if (!adopted || this.active.has(run.run_id)) return false;
+    this.logger.warn({ runId: run.run_id, previous_owner: run.owner_id }, 'agent backend: started a run whose create answer was lost');
+    this.start(run.run_id, plan);
+    return true;
+  }
+
   /** Aborts a run this process owns; false when it runs elsewhere (or not at all). */
   cancelLocal(runId: string, reason: string | null, message: string | null): boolean {
     const run = this.active.get(runId);
@@ -114,16 +144,20 @@ export class RunManager {
   /** Starts heartbeat, stale-run reaping and retention; reaps once right away. */
   startBackground(): void {
     const every = (ms: number, fn: () => Promise<void>) => {
+      // One tick at a time: a slow round (a database outage's connect timeout) is not stacked behind by the next ones.
+      let busy = false;
       // While PostgreSQL is away these fail on every tick; the store logs the outage once.
-      const t = setInterval(
-        () =>
-          void fn().catch((err) =>
+      const t = setInterval(() => {
+        if (busy) return;
+        busy = true;
+        void fn()
+          .catch((err) =>
             isConnectionError(err)
               ? this.logger.debug({ err }, 'agent backend: background task skipped, database unreachable')
               : this.logger.warn({ err }, 'agent backend: background task failed'),
-          ),
-        ms,
-      );
+          )
+          .finally(() => (busy = false));
+      }, ms);
       t.unref();
       this.timers.push(t);
     };

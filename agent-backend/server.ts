@@ -63,9 +63,12 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   const { config, logger, store } = deps;
   const options: AgentBackendOptions = {
     instanceId: `${process.pid}-${crypto.randomUUID()}`,
-    heartbeatMs: 5_000,
-    staleAfterMs: 30_000,
-    reapIntervalMs: 10_000,
+    // The run lease (issue 30): renewed every second on the lease's own connection, lapsed after 5 s, checked every
+    // second by every replica: a dead backend's runs fail within ~6 s of its last renewal. A slow owner (a long model
+    // call, a GC pause, a busy pool) keeps renewing; a database outage suspends the judgement (run-manager.ts).
+    heartbeatMs: 1_000,
+    staleAfterMs: 5_000,
+    reapIntervalMs: 1_000,
     retentionIntervalMs: 3_600_000,
     pollMs: 1_000,
     keepAliveMs: config.SSE_PING_MS,

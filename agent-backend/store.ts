@@ -35,6 +35,8 @@ export interface RunRow {
   error: string | null;
   error_type: string | null;
   owner_id: string;
+  /** Events appended so far (0: the run never started). */
+  last_seq: number;
   cancel_requested: boolean;
   cancel_reason: string | null;
   cancel_message: string | null;
@@ -113,7 +115,7 @@ create table if not exists ${SCHEMA}.events (
 );
 `;
 
-const RUN_COLUMNS = `run_id, idempotency_key, status, purpose, request, error, error_type, owner_id,
+const RUN_COLUMNS = `run_id, idempotency_key, status, purpose, request, error, error_type, owner_id, last_seq::int as last_seq,
   cancel_requested_at is not null as cancel_requested, cancel_reason, cancel_message, created_at, updated_at`;
 
 export class PgRunStore {
@@ -129,22 +131,32 @@ export class PgRunStore {
   private readonly reconnectHooks: Array<() => void> = [];
   private listenerLost = false;
 
+  /**
+   * The lease's own connection (heartbeats): a renewal never queues behind the runs' writes for a pooled connection,
+   * so a busy backend (every connection streaming events) keeps its runs' leases fresh (issue 30: a lease of seconds).
+   */
+  private readonly leasePool: pg.Pool;
+
   constructor(
     private readonly connectionString: string,
     private readonly logger: Logger,
     poolSize = 10,
   ) {
-    this.pool = new Pool({
-      connectionString,
-      max: poolSize,
-      // A dead server must fail a checkout, not queue it forever (a blackholed host would never refuse).
-      connectionTimeoutMillis: 5_000,
-      idleTimeoutMillis: 10_000,
-      keepAlive: true,
-    });
+    const pools = (max: number, connectionTimeoutMillis: number) =>
+      new Pool({
+        connectionString,
+        max,
+        // A dead server must fail a checkout, not queue it forever (a blackholed host would never refuse).
+        connectionTimeoutMillis,
+        idleTimeoutMillis: 10_000,
+        keepAlive: true,
+      });
+    this.pool = pools(poolSize, 5_000);
+    this.leasePool = pools(1, 2_000);
     // An idle client losing its connection (e.g. a PostgreSQL restart) must not crash the process; pg
     // drops that client from the pool, and the next checkout opens a fresh connection.
-    this.pool.on('error', (err) => this.logger.warn({ err }, 'agent backend store: idle connection error'));
+    for (const p of [this.pool, this.leasePool])
+      p.on('error', (err) => this.logger.warn({ err }, 'agent backend store: idle connection error'));
   }
 
   /**
@@ -167,10 +179,10 @@ export class PgRunStore {
   }
 
   /** Every query of the store: classifies connection failures and tracks reachability. */
-  private async q(text: string, params?: unknown[]): Promise<pg.QueryResult> {
+  private async q(text: string, params?: unknown[], pool = this.pool): Promise<pg.QueryResult> {
     let r: pg.QueryResult;
     try {
-      r = await this.pool.query(text, params);
+      r = await pool.query(text, params);
     } catch (err) {
       throw this.failed(err);
     }
@@ -237,6 +249,24 @@ export class PgRunStore {
     const existing = await this.q(`select ${RUN_COLUMNS} from ${SCHEMA}.runs where idempotency_key = $1`, [input.idempotencyKey]);
     if (existing.rowCount !== 1) throw new Error('idempotent run create: conflicting run vanished');
     return { run: toRun(existing.rows[0]), created: false };
+  }
+
+  /**
+   * Takes over a run that never started (no event yet: its creator's insert committed but the answer was lost, so no
+   * process executes it): owned by `ownerId` itself (the caller checked it is not running it), or by an owner whose lease
+   * lapsed — judged as the reaper judges (the database up for the whole grace). Fenced against the reaper and a second
+   * adopter: exactly one of them changes the row. Returns the run when this caller now owns it.
+   */
+  async adoptUnstartedRun(runId: string, ownerId: string, staleAfterMs: number): Promise<RunRow | null> {
+    const r = await this.q(
+      `update ${SCHEMA}.runs set owner_id = $2, heartbeat_at = now(), updated_at = now()
+        where run_id = $1 and status = 'running' and last_seq = 0
+          and (owner_id = $2 or (heartbeat_at < now() - make_interval(secs => $3::double precision / 1000)
+                                 and pg_postmaster_start_time() < now() - make_interval(secs => $3::double precision / 1000)))
+        returning ${RUN_COLUMNS}`,
+      [runId, ownerId, staleAfterMs],
+    );
+    return r.rowCount === 1 ? toRun(r.rows[0]) : null;
   }
 
   /** The run created under an idempotency key, if any (a retried create while the backend is at capacity). */
@@ -354,6 +384,7 @@ export class PgRunStore {
         where owner_id = $1 and status = 'running' and run_id = any($2::text[])
         returning run_id, cancel_requested_at is not null as cancel_requested`,
       [ownerId, runIds],
+      this.leasePool,
     );
     return r.rows.map((row) => ({ runId: row.run_id, cancelRequested: row.cancel_requested }));
   }
@@ -447,6 +478,7 @@ export class PgRunStore {
       await c.end().catch(() => undefined);
     }
     await this.pool.end().catch(() => undefined);
+    await this.leasePool.end().catch(() => undefined);
   }
 }
 
@@ -464,6 +496,7 @@ function toRun(row: Record<string, unknown>): RunRow {
     error: (row.error as string | null) ?? null,
     error_type: (row.error_type as string | null) ?? null,
     owner_id: row.owner_id as string,
+    last_seq: Number(row.last_seq ?? 0),
     cancel_requested: Boolean(row.cancel_requested),
     cancel_reason: (row.cancel_reason as string | null) ?? null,
     cancel_message: (row.cancel_message as string | null) ?? null,

@@ -50,14 +50,14 @@ export function runRoutes(deps: RunRoutesDeps): Router {
     }
     starting += 1;
     try {
-      const { run, created } = await store.createRun({
-        runId: crypto.randomUUID(),
-        idempotencyKey,
-        purpose: plan.request.purpose,
-        request: plan.request,
-        ownerId: deps.instanceId,
-      });
+      const runId = crypto.randomUUID();
+      const { run, created } = await runs.creatingRun(runId, () =>
+        store.createRun({ runId, idempotencyKey, purpose: plan.request.purpose, request: plan.request, ownerId: deps.instanceId }),
+      );
       if (created) runs.start(run.run_id, plan);
+      // The same key again: a create whose insert committed but whose answer was lost left a run nobody executes;
+      // it starts now (issue 30) rather than waiting for the reaper to fail it.
+      else await runs.adoptIfUnstarted(run, plan);
       res.status(202).json({ run_id: run.run_id, status: run.status });
     } finally {
       starting -= 1;
