@@ -3,12 +3,11 @@
  * Both sides read them through here: the agent backend lists and hashes what a command created or changed,
  * the api copies exactly that content (same sha256) into uploads. The workspace is written by the agent, so
  * every read distrusts it: only plain names directly in `outputs/`, only regular files with one link, never
- * through a symlink (the opened descriptor's real path must be inside `outputs/`), and a size cap.
+ * through a symlink at any level (core/workspace-fs.ts walks from the workspace root by descriptor), and a size cap.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { FILE_TYPES, type Kind } from './uploads.js';
+import { listWorkspaceDir, readWorkspaceFile, WorkspaceRefused } from './workspace-fs.js';
 
 export const OUTPUTS_DIR = 'outputs';
 /** Files one command may hand back; more are reported to the model as not attached. */
@@ -37,16 +36,11 @@ export interface OutputStat {
   ino: number;
 }
 
-/** The regular files directly in `outputs/` (symlinks, directories and odd names skipped); empty when it is missing. */
+/** The regular files directly in `outputs/` (symlinks, directories and odd names skipped); empty when it is missing or not a directory. */
 export async function listOutputs(workspaceDir: string): Promise<Map<string, OutputStat>> {
-  const dir = path.join(workspaceDir, OUTPUTS_DIR);
   const out = new Map<string, OutputStat>();
-  const st = await fs.promises.lstat(dir).catch(() => null);
-  if (!st?.isDirectory()) return out;
-  for (const name of await fs.promises.readdir(dir).catch(() => [] as string[])) {
-    if (!isSafeOutputName(name)) continue;
-    const s = await fs.promises.lstat(path.join(dir, name)).catch(() => null);
-    if (s?.isFile()) out.set(name, { mtimeMs: s.mtimeMs, size: s.size, ino: s.ino });
+  for (const [name, s] of await listWorkspaceDir(workspaceDir, [OUTPUTS_DIR])) {
+    if (isSafeOutputName(name) && s.isFile()) out.set(name, { mtimeMs: s.mtimeMs, size: s.size, ino: s.ino });
   }
   return out;
 }
@@ -62,48 +56,22 @@ export function changedOutputs(before: Map<string, OutputStat>, after: Map<strin
     .sort();
 }
 
-export class OutputRefused extends Error {}
+/** A refused output file (the same class as every workspace refusal, core/workspace-fs.ts). */
+export { WorkspaceRefused as OutputRefused };
 
 /**
- * Reads `outputs/<name>` of a workspace without following links out of it. Throws OutputRefused (with a reason
- * fit for the model or a log) for a bad name, a symlink, a non-regular or hard-linked file, one over `maxBytes`,
- * or a descriptor whose real path is not `<workspace>/outputs/<name>`.
+ * Reads `outputs/<name>` of a workspace through core/workspace-fs.ts (no link followed at any level, a regular
+ * file with one link, at most `maxBytes`). Throws OutputRefused with a reason fit for the model or a log.
  */
 export async function readOutputFile(workspaceDir: string, name: string, maxBytes: number): Promise<Buffer> {
-  if (!isSafeOutputName(name)) throw new OutputRefused('not a plain file name');
-  const root = await fs.promises.realpath(workspaceDir);
-  const dirStat = await fs.promises.lstat(path.join(root, OUTPUTS_DIR)).catch(() => null);
-  if (!dirStat?.isDirectory()) throw new OutputRefused(`${OUTPUTS_DIR}/ is not a directory`);
-  const want = path.join(root, OUTPUTS_DIR, name);
-  const pre = await fs.promises.lstat(want).catch(() => null);
-  if (!pre) throw new OutputRefused('no such file');
-  if (!pre.isFile()) throw new OutputRefused(pre.isSymbolicLink() ? 'a symbolic link' : 'not a regular file');
-  // O_NOFOLLOW: the last component may not be a link; O_NONBLOCK: a FIFO swapped in cannot block the open.
-  const fh = await fs.promises
-    .open(want, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
-    .catch((err: NodeJS.ErrnoException) => {
-      throw new OutputRefused(err.code === 'ELOOP' ? 'a symbolic link' : `cannot be opened (${err.code ?? 'error'})`);
-    });
+  if (!isSafeOutputName(name)) throw new WorkspaceRefused('not a plain file name');
   try {
-    const st = await fh.stat();
-    if (!st.isFile()) throw new OutputRefused('not a regular file');
-    if (st.nlink !== 1) throw new OutputRefused('a hard link');
-    if (st.size > maxBytes) throw new OutputRefused(`larger than ${maxBytes} bytes`);
-    // A directory on the way swapped for a symlink after the checks above still shows here: the descriptor's real path.
-    const real = await fs.promises.readlink(`/proc/self/fd/${fh.fd}`).catch(() => null);
-    if (real !== null && real !== want) throw new OutputRefused(`outside ${OUTPUTS_DIR}/`);
-    if (real === null && (await fs.promises.realpath(want)) !== want) throw new OutputRefused(`outside ${OUTPUTS_DIR}/`);
-    const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
-    let len = 0;
-    while (len < buf.length) {
-      const { bytesRead } = await fh.read(buf, len, buf.length - len, len);
-      if (bytesRead === 0) break;
-      len += bytesRead;
-    }
-    if (len > maxBytes) throw new OutputRefused(`larger than ${maxBytes} bytes`);
-    return buf.subarray(0, len);
-  } finally {
-    await fh.close();
+    return await readWorkspaceFile(workspaceDir, [OUTPUTS_DIR], name, maxBytes);
+  } catch (err) {
+    // `outputs/ in the workspace is a symbolic link` reads better to the model as the directory it expected.
+    if (err instanceof WorkspaceRefused && err.message.startsWith(`${OUTPUTS_DIR}/ in the workspace`))
+      throw new WorkspaceRefused(`${OUTPUTS_DIR}/ is not a directory (${err.message.slice(`${OUTPUTS_DIR}/ in the workspace `.length)})`);
+    throw err;
   }
 }
 

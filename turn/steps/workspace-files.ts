@@ -3,7 +3,9 @@
  * so the model gets paths it can open with its shell instead of URLs it cannot fetch from the sandbox:
  * uploads are copied from DATA_DIR/uploads; remote_url files are downloaded by our own fetcher, which
  * connects to the very address it checked (no second DNS lookup to rebind), follows redirects only after
- * checking each hop the same way, and stops at a size cap. Files land in `uploads/<message id>/<name>`.
+ * checking each hop the same way, and stops at a size cap. Files land in `uploads/<message id>/<name>`, written
+ * through core/workspace-fs.ts: never through a symlink the agent left at `uploads`, `uploads/<message id>` or
+ * the file's name (issue 27 item 5: the write runs as root and would land wherever the link points).
  * Idempotent: a retried prepareTurn writes the same paths again.
  */
 import fs from 'node:fs';
@@ -15,8 +17,12 @@ import path from 'node:path';
 import dns from 'node:dns';
 import { MB, UPLOAD_LIMITS, uploadsDir } from '../../core/uploads.js';
 import { isForbiddenAddress } from '../../core/addresses.js';
+import { placeWorkspaceFile, WorkspaceRefused } from '../../core/workspace-fs.js';
 import type { Config } from '../../core/config.js';
 import type { ActivityDeps } from '../deps.js';
+
+/** Where a turn's files go in the workspace: `uploads/<message id>/<name>`. */
+export const UPLOADS_DIR = 'uploads';
 
 export interface TurnFile {
   type: string;
@@ -124,10 +130,10 @@ export function safeName(raw: string, fallback: string): string {
 
 export async function placeTurnFiles(
   deps: Pick<ActivityDeps, 'db'> & { config: Pick<Config, 'dataDir'>; fetch?: FetchOptions },
-  p: { workspaceDir: string; messageId: string; files: TurnFile[] },
+  /** `owner`: the workspace's sandbox uid/gid (core/workspace-uid.ts), so the agent owns what is placed for it. */
+  p: { workspaceDir: string; messageId: string; files: TurnFile[]; owner?: { uid: number; gid: number } },
 ): Promise<PlacedFile[]> {
-  const dir = path.join(p.workspaceDir, 'uploads', p.messageId);
-  await fs.promises.mkdir(dir, { recursive: true });
+  const dirs = [UPLOADS_DIR, p.messageId];
   const used = new Set<string>();
   const deadline = Date.now() + 20_000; // all files together, within one prepareTurn attempt
   const out: PlacedFile[] = [];
@@ -155,10 +161,11 @@ export async function placeTurnFiles(
       }
       if (used.has(name)) name = `${i + 1}-${name}`;
       used.add(name);
-      const target = path.join(dir, name);
-      await fs.promises.writeFile(`${target}.part`, bytes);
-      await fs.promises.rename(`${target}.part`, target);
-      out.push({ name, path: path.relative(p.workspaceDir, target) });
+      // Never through a link the agent planted (uploads/ or uploads/<message>/ replaced by a symlink): core/workspace-fs.ts.
+      const placed = await placeWorkspaceFile(p.workspaceDir, dirs, name, bytes, { owner: p.owner }).catch((err: unknown) => {
+        throw err instanceof WorkspaceRefused ? new WorkspaceRefused(`${err.message}; the file was not placed`) : err;
+      });
+      out.push({ name, path: placed });
     } catch (err) {
       out.push({ name, path: null, error: (err as Error).message });
     }
