@@ -176,6 +176,10 @@ export const EnvSchema = z.object({
   SHELL_MAX_OUTPUT_BYTES: int(16_384),
   /** Largest file a shell command may hand back from `outputs/` as a message file, bytes (README "Agent workspace"). */
   WORKSPACE_OUTPUT_MAX_BYTES: int(10 * 1024 * 1024),
+  /** Bytes of `outputs/` files one turn may attach as message files; the rest is reported as not attached (issue 27). */
+  OUTPUT_FILES_MAX_BYTES_PER_TURN: int(20 * 1024 * 1024),
+  /** Bytes of `outputs/` files one tenant may attach in 24 hours (counted from its stored agent-output uploads). */
+  OUTPUT_FILES_MAX_BYTES_PER_TENANT_DAY: int(500 * 1024 * 1024),
   // Issue 27: the sandbox as a boundary between tenants (README "Agent workspace"; passed to shellctl).
   /** Processes (tasks) one command may run at once. */
   SHELL_LIMIT_PROCS: z.coerce.number().int().min(8).default(256),

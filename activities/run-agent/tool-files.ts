@@ -5,6 +5,8 @@
  * UploadFile and MessageFile rows in the commit that stores the tool's thought row, and the thought's
  * message_files get the MessageFile ids (Dify's shape). Ids are derived from (message, tool call, name), so a
  * retried attempt that replays the event writes the same rows and the same storage key again: never a second row.
+ * The byte quota per turn and per tenant-day (core/output-quota.ts) is checked here against the stored rows;
+ * files over it are not attached and the thought's observation says why.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -13,7 +15,8 @@ import type { NewClientEvent } from '../../core/client-events.js';
 import { turnEventBase } from '../../core/client-events.js';
 import type { AgentStreamEvent } from '../../core/protocol/run.js';
 import { signedFileUrl, uploadsDir } from '../../core/uploads.js';
-import { OutputRefused, outputFileType, parseOutputRef, readOutputFile, sha256 } from '../../core/workspace-outputs.js';
+import { OutputQuota, outputQuotaLimits } from '../../core/output-quota.js';
+import { OUTPUTS_DIR, OutputRefused, outputFileType, parseOutputRef, readOutputFile, sha256 } from '../../core/workspace-outputs.js';
 import type { Tx } from './commit.js';
 import type { RunScope } from './scope.js';
 
@@ -42,6 +45,16 @@ export async function attachToolFiles(scope: Scope, ev: AgentStreamEvent, source
   const workspaceDir = await bindingWorkspaceDir(scope);
   const toolCall = ev.tool_call_id ?? `index-${ev.index ?? 0}`;
   const rows: { upload: UploadRow; file: FileRow }[] = [];
+  // The byte quota (core/output-quota.ts). Rows this event already wrote (a replayed attempt) were admitted then:
+  // they are attached again whatever the quota says now, and count against the rest.
+  const keyOf = (name: string) => `${toolCall}:${name}`;
+  const candidates = ev.files.map((f) => parseOutputRef(f.url)).filter((n): n is string => n !== null);
+  const uploadIds = candidates.map((n) => uploadIdOf(msg.id, keyOf(n)));
+  const stored = new Set((await deps.db.uploadFile.findMany({ where: { id: { in: uploadIds } }, select: { id: true } })).map((r) => r.id));
+  const quota = new OutputQuota(
+    await outputQuotaLimits(deps.db, deps.config, { tenantId: msg.tenant_id, messageId: msg.id, except: uploadIds }),
+  );
+  const refused: { file: string; reason: string }[] = [];
   for (const f of ev.files) {
     const name = parseOutputRef(f.url);
     if (!name || !workspaceDir) {
@@ -62,11 +75,22 @@ export async function attachToolFiles(scope: Scope, ev: AgentStreamEvent, source
       log.warn({ file: name }, 'tool file not attached: it changed after the tool produced it');
       continue;
     }
-    rows.push(await storeUpload(scope, `${toolCall}:${name}`, name, bytes));
+    const over = stored.has(uploadIdOf(msg.id, keyOf(name))) ? null : quota.refuse(bytes.length);
+    if (over) {
+      log.warn({ file: name, size: bytes.length, reason: over }, 'tool file not attached: output file quota');
+      refused.push({ file: `${OUTPUTS_DIR}/${name}`, reason: over });
+      continue;
+    }
+    quota.take(bytes.length);
+    rows.push(await storeUpload(scope, keyOf(name), name, bytes));
   }
   const ids = rows.map((r) => r.file.id);
   return {
-    event: { ...ev, files: rows.map((r) => ({ url: r.file.id, name: r.upload.name, mime_type: r.upload.mime_type })) },
+    event: {
+      ...ev,
+      ...(refused.length ? { result: withRefusals(ev.result, refused) } : {}),
+      files: rows.map((r) => ({ url: r.file.id, name: r.upload.name, mime_type: r.upload.mime_type })),
+    },
     write: async (tx) => {
       for (const r of rows) {
         await tx.uploadFile.upsert({ where: { id: r.upload.id }, create: r.upload, update: {} });
@@ -87,6 +111,25 @@ export async function attachToolFiles(scope: Scope, ev: AgentStreamEvent, source
     },
   };
 }
+
+/**
+ * The observation the thought row keeps, corrected for the files the api refused after the backend attached them
+ * (the quota counted here is the one that holds): moved from `attached_files` to `not_attached` with the reason.
+ */
+function withRefusals(result: unknown, refused: { file: string; reason: string }[]): unknown {
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) return result;
+  const r = result as { attached_files?: unknown; not_attached?: unknown };
+  const gone = new Set(refused.map((x) => x.file));
+  const attached = Array.isArray(r.attached_files) ? (r.attached_files as unknown[]).filter((f) => !gone.has(f as string)) : undefined;
+  const { attached_files: _drop, ...rest } = r;
+  return {
+    ...rest,
+    ...(attached?.length ? { attached_files: attached } : {}),
+    not_attached: [...(Array.isArray(r.not_attached) ? r.not_attached : []), ...refused],
+  };
+}
+
+const uploadIdOf = (messageId: string, key: string) => derivedUuid(`tool-upload:${messageId}:${key}`);
 
 async function bindingWorkspaceDir(scope: Scope): Promise<string | null> {
   if (!scope.bindingId) return null;
@@ -119,7 +162,7 @@ type FileRow = {
 /** Writes the bytes under their derived storage key (temp file + rename: a replay overwrites with the same bytes). */
 async function storeUpload(scope: Scope, key: string, name: string, bytes: Buffer): Promise<{ upload: UploadRow; file: FileRow }> {
   const { deps, msg } = scope;
-  const uploadId = derivedUuid(`tool-upload:${msg.id}:${key}`);
+  const uploadId = uploadIdOf(msg.id, key);
   const type = outputFileType(name, bytes);
   const storageKey = `${msg.tenant_id}/${uploadId}.${type.ext}`;
   const target = path.join(uploadsDir(deps.config), storageKey);

@@ -21,6 +21,7 @@ import {
   readOutputFile,
   sha256,
 } from '../../core/workspace-outputs.js';
+import { OutputQuota } from '../../core/output-quota.js';
 import { defineModule, Mutex, type ToolOutcome } from './types.js';
 import { toolParameters } from './json-schema.js';
 
@@ -157,6 +158,16 @@ const ShellConfig = z
     runtime: z.string().default('runtime'),
     timeout_ms: z.number().int().positive().max(3_600_000).optional(),
     max_output_bytes: z.number().int().positive().max(10_000_000).optional(),
+    /** What this turn may still attach from outputs/, bytes (core/output-quota.ts; the api computes it). */
+    output_quota: z
+      .object({
+        turn_bytes: z.number().int().nonnegative(),
+        turn_used_bytes: z.number().int().nonnegative(),
+        tenant_day_bytes: z.number().int().nonnegative(),
+        tenant_day_used_bytes: z.number().int().nonnegative(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -183,6 +194,8 @@ export function createShellModule(sandbox?: Sandbox) {
       const caps = sandbox?.limits ?? { timeoutMs: 60_000, maxOutputBytes: 16_384, outputFileMaxBytes: 10 * 1024 * 1024 };
       const defaultTimeout = Math.min(config.timeout_ms ?? caps.timeoutMs, caps.timeoutMs);
       const maxOutput = Math.min(config.max_output_bytes ?? caps.maxOutputBytes, caps.maxOutputBytes);
+      // Counted over the run's commands: a turn's attached bytes (the api checks again when it copies them).
+      const quota = config.output_quota ? new OutputQuota(config.output_quota) : undefined;
       return {
         name,
         type: 'shell',
@@ -240,6 +253,7 @@ export function createShellModule(sandbox?: Sandbox) {
                 workspaceDir,
                 changedOutputs(before, await listOutputs(workspaceDir)),
                 caps.outputFileMaxBytes,
+                quota,
               );
             }),
         },
@@ -284,7 +298,13 @@ export function shellObservation(r: ShellResult): ToolOutcome {
  * the same checks the api applies, and announced with its sha256 so the api copies exactly this content. The model
  * learns which files were attached and why others were not.
  */
-export async function withOutputFiles(outcome: ToolOutcome, workspaceDir: string, names: string[], maxBytes: number): Promise<ToolOutcome> {
+export async function withOutputFiles(
+  outcome: ToolOutcome,
+  workspaceDir: string,
+  names: string[],
+  maxBytes: number,
+  quota?: OutputQuota,
+): Promise<ToolOutcome> {
   if (outcome.kind !== 'result' || names.length === 0) return outcome;
   const files: NonNullable<Extract<ToolOutcome, { kind: 'result' }>['files']> = [];
   const refused: { file: string; reason: string }[] = [];
@@ -295,6 +315,12 @@ export async function withOutputFiles(outcome: ToolOutcome, workspaceDir: string
     }
     try {
       const bytes = await readOutputFile(workspaceDir, name, maxBytes);
+      const over = quota?.refuse(bytes.length);
+      if (over) {
+        refused.push({ file: `${OUTPUTS_DIR}/${name}`, reason: over });
+        continue;
+      }
+      quota?.take(bytes.length);
       files.push({ url: outputRef(name), name, mime_type: outputFileType(name, bytes).mime, size: bytes.length, sha256: sha256(bytes) });
     } catch (err) {
       if (!(err instanceof OutputRefused)) throw err;

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { withOutputFiles } from '../../agent-backend/modules/context.js';
+import { OutputQuota } from '../../core/output-quota.js';
 import { changedOutputs, listOutputs, MAX_OUTPUT_FILES, OutputRefused, readOutputFile, sha256 } from '../../core/workspace-outputs.js';
 
 let ws: string;
@@ -89,5 +90,25 @@ describe('files a command leaves in outputs/', () => {
     if (r.kind !== 'result') throw new Error('unexpected');
     expect(r.files).toHaveLength(MAX_OUTPUT_FILES);
     expect((r.result as { not_attached: unknown[] }).not_attached).toHaveLength(2);
+  });
+
+  it('attaches files within the byte quota of the turn and of the tenant day; the rest is reported with the reason', async () => {
+    const quota = new OutputQuota({ turn_bytes: 250, turn_used_bytes: 0, tenant_day_bytes: 1000, tenant_day_used_bytes: 700 });
+    let before = await listOutputs(ws);
+    for (const n of ['a', 'b', 'c']) fs.writeFileSync(out(`${n}.bin`), Buffer.alloc(100));
+    let r = await withOutputFiles(ok, ws, changedOutputs(before, await listOutputs(ws)), 1024, quota);
+    if (r.kind !== 'result') throw new Error('unexpected');
+    expect(r.files?.map((f) => f.name)).toEqual(['a.bin', 'b.bin']);
+    expect(r.result).toMatchObject({
+      not_attached: [{ file: 'outputs/c.bin', reason: "over this turn's quota of output files (250 bytes per turn, 50 left)" }],
+    });
+    // The same run's next command: the count goes on (50 left of the turn, 100 of the tenant's day).
+    before = await listOutputs(ws);
+    fs.writeFileSync(out('d.bin'), Buffer.alloc(40));
+    r = await withOutputFiles(ok, ws, changedOutputs(before, await listOutputs(ws)), 1024, quota);
+    expect(r.kind === 'result' && r.files?.map((f) => f.name)).toEqual(['d.bin']);
+    const day = new OutputQuota({ turn_bytes: 10_000, turn_used_bytes: 0, tenant_day_bytes: 1000, tenant_day_used_bytes: 950 });
+    expect(day.refuse(100)).toBe('over the daily quota of output files (1000 bytes per tenant in 24 hours, 50 left)');
+    expect(day.refuse(50)).toBeNull();
   });
 });

@@ -16,6 +16,8 @@ import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from '../errors.js';
 import type { AgentBackendRun } from '../../core/generated/prisma/client.js';
 import type { Binding } from './binding.js';
 import { placeTurnFiles, type PlacedFile } from './workspace-files.js';
+import { outputQuotaLimits, type OutputQuotaLimits } from '../../core/output-quota.js';
+import { workspaceUid } from '../../core/workspace-uid.js';
 import type { Resolution } from './resolve-config.js';
 import type { TurnContext } from './turn-context.js';
 
@@ -40,6 +42,8 @@ export interface BuildInput {
   workspaceId?: string;
   /** The turn's files as placed into the workspace (runtime enabled): the model gets these paths, not URLs. */
   workspaceFiles?: PlacedFile[];
+  /** What the turn may still attach from `outputs/` (core/output-quota.ts): the shell layer's `output_quota`. */
+  outputQuota?: OutputQuotaLimits;
 }
 
 /** Pure: soul config + turn facts → ordered layer composition (docs/PROTOCOL.md §2 order). */
@@ -118,7 +122,8 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
         ...(soul.shell.timeout_ms ? { timeout_ms: soul.shell.timeout_ms } : {}),
         ...(soul.shell.max_output_bytes ? { max_output_bytes: soul.shell.max_output_bytes } : {}),
       };
-      layers.push(layer('shell', { runtime: 'runtime', ...limits }, ['runtime']));
+      const quota = t.outputQuota ? { output_quota: t.outputQuota } : {};
+      layers.push(layer('shell', { runtime: 'runtime', ...limits, ...quota }, ['runtime']));
       layers.push(layer('config', { execution_context: 'execution_context' }, ['execution_context']));
     }
   }
@@ -173,7 +178,16 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       soul.runtime.enabled && msg.files.length
         ? await placeTurnFiles(
             { db, config },
-            { workspaceDir: path.join(config.workspacesDir, binding.workspace_id), messageId: msg.id, files: msg.files },
+            {
+              workspaceDir: path.join(config.workspacesDir, binding.workspace_id),
+              messageId: msg.id,
+              files: msg.files,
+              // Isolated commands run as the workspace's own uid: what is placed belongs to it (issue 27).
+              owner:
+                config.SHELL_ISOLATION === 'on'
+                  ? workspaceUid(binding.workspace_id, { base: config.SHELL_UID_BASE, range: config.SHELL_UID_RANGE })
+                  : undefined,
+            },
           )
         : undefined;
     const layers = buildComposition(soul, {
@@ -197,6 +211,10 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       contextTtlMs: config.EXECUTION_CONTEXT_TTL_MS,
       workspaceId: binding.workspace_id,
       workspaceFiles,
+      outputQuota:
+        soul.runtime.enabled && soul.shell.enabled
+          ? await outputQuotaLimits(db, config, { tenantId: msg.tenant_id, messageId: msg.id })
+          : undefined,
     });
     const snapshot = (binding.session_snapshot as SessionSnapshot | null) ?? null;
     assertSnapshotMatches(layers, snapshot);
