@@ -72,7 +72,11 @@ func inner(args []string) {
 		if unix.Getrlimit(rl.Resource, &cur) == nil && cur.Max < v {
 			v = cur.Max // raising the hard limit needs CAP_SYS_RESOURCE; lower is what counts
 		}
-		if err := unix.Setrlimit(rl.Resource, &unix.Rlimit{Cur: v, Max: v}); err != nil {
+		hard := v
+		if rl.Hard > v && rl.Hard <= cur.Max {
+			hard = rl.Hard
+		}
+		if err := unix.Setrlimit(rl.Resource, &unix.Rlimit{Cur: v, Max: hard}); err != nil {
 			die("sandbox setup failed, the command was not run: setrlimit(%d): %v", rl.Resource, err)
 		}
 	}
@@ -128,6 +132,30 @@ type mountOp struct {
 func buildRoot(sp spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
+	}
+	// Sources resolved while the host root is still "/": an absolute symlink in a path (/var/run ->
+	// /run) would resolve against the wrong root under /oldroot. The sandbox sees the given path.
+	source := map[string]string{}
+	resolve := func(kind, p string) error {
+		r, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", kind, p, err)
+		}
+		source[p] = r
+		return nil
+	}
+	if err := resolve("workspace", sp.Workspace); err != nil {
+		return err
+	}
+	for _, p := range sp.ReadOnly {
+		if err := resolve("read-only path", p); err != nil {
+			return err
+		}
+	}
+	for _, s := range sp.Sockets {
+		if err := resolve("socket", s.Host); err != nil {
+			return err
+		}
 	}
 	base := ""
 	for _, d := range []string{"/tmp", "/mnt", "/var/tmp", "/run"} {
@@ -211,19 +239,13 @@ func buildRoot(sp spec) error {
 	add("/dev/shm", func(dst string) error { return mountTmpfs(dst, "mode=1777,size="+tmpSize, unix.MS_NOEXEC) })
 	add("/tmp", func(dst string) error { return mountTmpfs(dst, "mode=1777,size="+tmpSize, 0) })
 	for _, p := range sp.ReadOnly {
-		src := old + p
-		if _, err := os.Stat(src); err != nil {
-			return fmt.Errorf("read-only path %s: %w", p, err)
-		}
+		src := old + source[p]
 		add(p, func(dst string) error { return bindMount(src, dst, true, true) })
 	}
-	ws := sp.Workspace
-	add(ws, func(dst string) error { return bindMount(old+ws, dst, false, true) })
+	wsSrc := old + source[sp.Workspace]
+	add(sp.Workspace, func(dst string) error { return bindMount(wsSrc, dst, false, true) })
 	for _, s := range sp.Sockets {
-		src := old + s.Host
-		if _, err := os.Stat(src); err != nil {
-			return fmt.Errorf("socket %s: %w", s.Host, err)
-		}
+		src := old + source[s.Host]
 		// Read-only: connect(2) is not a write to the file system, so it still works through it.
 		add(s.Sandbox, func(dst string) error { return bindMount(src, dst, true, true) })
 	}

@@ -21,10 +21,11 @@ type limitFlags struct {
 	procs, memory, cpuSeconds, fileBytes, openFiles, quota int64
 }
 
-// rlimit is one setrlimit(2) call of the inner stage (soft = hard = Value).
+// rlimit is one setrlimit(2) call of the inner stage (soft = Value, hard = Hard or Value).
 type rlimit struct {
 	Resource int    `json:"resource"`
 	Value    uint64 `json:"value"`
+	Hard     uint64 `json:"hard,omitempty"`
 }
 
 // cgroupSet is the per-command cgroup (one leaf per v1 controller, one leaf in v2).
@@ -111,6 +112,7 @@ func setupCgroups(id string, lim limitFlags) (*cgroupSet, error) {
 			if err := os.MkdirAll(parent, 0o755); err != nil {
 				return "", err
 			}
+			sweep(parent)
 			leaf := filepath.Join(parent, id)
 			if err := os.Mkdir(leaf, 0o755); err != nil {
 				return "", err
@@ -156,6 +158,7 @@ func v2Leaf(parent, id string, lim limitFlags) (string, error) {
 	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}
+	sweep(parent)
 	var ctrls []string
 	if lim.procs > 0 {
 		ctrls = append(ctrls, "+pids")
@@ -183,6 +186,22 @@ func v2Leaf(parent, id string, lim limitFlags) (string, error) {
 		_ = writeFile(filepath.Join(leaf, "memory.swap.max"), "0")
 	}
 	return leaf, nil
+}
+
+// sweep removes leaves a killed shellctl left behind: named <pid>-<n> after a supervisor that is gone
+// (rmdir fails harmlessly on a cgroup still in use).
+func sweep(parent string) {
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		pidText, _, ok := strings.Cut(e.Name(), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || !e.IsDir() {
+			continue
+		}
+		if syscall.Kill(pid, 0) == syscall.ESRCH {
+			_ = os.Remove(filepath.Join(parent, e.Name()))
+		}
+	}
 }
 
 // closeProcs closes the supervisor's copies of the cgroup.procs descriptors once the child has them.
@@ -281,6 +300,9 @@ func probeCgroups() string {
 
 // workspaceBytes is the disk space the workspace uses (allocated blocks; hard links counted once).
 func workspaceBytes(root string) int64 {
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
 	var total int64
 	seen := map[[2]uint64]bool{}
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -308,6 +330,10 @@ func workspaceBytes(root string) int64 {
 // when the root belongs to someone else (first use, or a new uid). Descriptor-relative and never
 // following a symlink, so a link a command left behind cannot redirect root's chown.
 func prepareWorkspace(ws string, uid, gid int) error {
+	ws, err := filepath.EvalSymlinks(ws) // the path itself is the backend's; links below it are not followed
+	if err != nil {
+		return err
+	}
 	var st unix.Stat_t
 	if err := unix.Lstat(ws, &st); err != nil {
 		return err

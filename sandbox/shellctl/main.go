@@ -425,7 +425,8 @@ func supervise(args []string) int {
 	defer cg.remove()
 	add := func(res int, v int64) { sp.Rlimits = append(sp.Rlimits, rlimit{Resource: res, Value: uint64(v)}) }
 	if lim.cpuSeconds > 0 {
-		add(unix.RLIMIT_CPU, lim.cpuSeconds)
+		// Hard one second above soft: SIGXCPU first (visible in the status), SIGKILL if ignored.
+		sp.Rlimits = append(sp.Rlimits, rlimit{Resource: unix.RLIMIT_CPU, Value: uint64(lim.cpuSeconds), Hard: uint64(lim.cpuSeconds + 1)})
 	}
 	if fsizeSet {
 		add(unix.RLIMIT_FSIZE, fsize)

@@ -414,6 +414,33 @@ func TestNodeAndPythonRunWithDefaultLimits(t *testing.T) {
 	}
 }
 
+func TestRlimitsAreSetAndCpuTimeIsBounded(t *testing.T) {
+	a, _ := workspaces(t)
+	r := run(t, a, opts{flags: []string{"--limit-open-files", "64", "--limit-file-bytes", "1048576", "--limit-procs", "99", "--limit-cpu-seconds", "1", "--uid", "200040"},
+		command: "ulimit -n; ulimit -f; ulimit -t; ulimit -u; while :; do :; done"})
+	// RLIMIT_NPROC: the limit itself, or four commands' worth behind a per-command pids cgroup.
+	if !strings.HasPrefix(r.stdout, "64\n1024\n1\n99\n") && !strings.HasPrefix(r.stdout, "64\n1024\n1\n396\n") {
+		t.Errorf("rlimits: %q", r.stdout)
+	}
+	// The shell is pid 1 of its namespace, which ignores SIGXCPU: the hard limit's SIGKILL ends it.
+	if r.status.Limit != "cpu" || (r.status.Signal != "SIGXCPU" && r.status.Signal != "SIGKILL") {
+		t.Fatalf("%+v", r.status)
+	}
+}
+
+func TestSymlinkedWorkspacePathIsShownAsGiven(t *testing.T) {
+	a, _ := workspaces(t)
+	link := filepath.Join(t.TempDir(), "ws-link")
+	os.Symlink(a, link)
+	r := run(t, a, opts{command: "true"})
+	r = run(t, link, opts{command: "pwd; echo via-link > f"})
+	mustExit0(t, r)
+	contains(t, r.stdout, link+"\n")
+	if b, _ := os.ReadFile(filepath.Join(a, "f")); string(b) != "via-link\n" {
+		t.Fatalf("%q", b)
+	}
+}
+
 func TestBadRulesetAbortsBeforeTheCommand(t *testing.T) {
 	a, _ := workspaces(t)
 	r := run(t, a, opts{flags: []string{"--ro", "/does/not/exist"}, command: "touch ran"})
@@ -445,12 +472,12 @@ func TestUnprivilegedCallerGetsAUserNamespace(t *testing.T) {
 	a := filepath.Join(root, "ws")
 	os.Mkdir(a, 0o755)
 	os.Chown(a, 65534, 65534)
-	r := run(t, a, opts{asUser: &syscall.Credential{Uid: 65534, Gid: 65534}, flags: []string{"--uid", "200030"}, command: "grep -E '^(Uid|CapEff|CapBnd):' /proc/self/status; hostname; probe socket packet; echo hi > f && echo wrote"})
+	r := run(t, a, opts{asUser: &syscall.Credential{Uid: 65534, Gid: 65534}, flags: []string{"--uid", "200030"}, command: "grep -E '^(Uid|CapEff|CapBnd):' /proc/self/status; hostname; probe socket packet; echo hi > f && echo wrote; echo x > /dev/null && echo devnull"})
 	if r.status.Status == "sandbox_error" && strings.Contains(r.status.Message, "namespaces are not available") {
 		t.Skip("this host refuses user namespaces to unprivileged users: " + r.status.Message)
 	}
 	mustExit0(t, r)
-	contains(t, r.stdout, "Uid:\t65534", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "sandbox", "socket packet: EPERM", "wrote")
+	contains(t, r.stdout, "Uid:\t65534", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "sandbox", "socket packet: EPERM", "wrote", "devnull")
 	if r.status.Isolation == nil || !r.status.Isolation.UserNamespace || r.status.Isolation.UID != 65534 || !strings.Contains(r.status.Message, "--uid/--gid ignored") {
 		t.Errorf("%+v", r.status)
 	}
