@@ -8,6 +8,7 @@ import path from 'node:path';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
 import type { Config } from '../../core/config.js';
+import { isDependencyUnavailable } from '../../core/dependency-errors.js';
 import type { PrismaClient } from '../../core/generated/prisma/client.js';
 import { parseEncryptionKey } from '../../core/llm/credentials.js';
 import { createLlmInvoker, type Clock } from '../../core/llm/invoke.js';
@@ -100,6 +101,12 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
     if (e.type === 'entity.parse.failed') return sendError(res, 400, 'invalid_request', 'body: not valid JSON');
     if (e.type === 'entity.too.large') return sendError(res, 413, 'invalid_request', 'body: too large');
     if (e.status === 400) return sendError(res, 400, 'invalid_request', e.message ?? 'bad request');
+    // The database away before streaming (credentials, quota, scope): a retryable 503, not a bug (issue 30).
+    if (isDependencyUnavailable(err)) {
+      log.warn({ err: e.message ?? String(err) }, 'inner llm invoke: database unreachable before streaming');
+      res.set('Retry-After', '2');
+      return sendError(res, 503, 'service_unavailable', 'the database is unreachable; retry shortly');
+    }
     log.error({ err: e.message ?? String(err) }, 'inner llm invoke failed before streaming');
     sendError(res, 500, 'internal_error', 'the inner LLM invoke failed; see the api logs');
   });
