@@ -209,6 +209,11 @@ func buildRoot(sp spec) error {
 		if etcDenied[e.Name()] {
 			continue
 		}
+		if (e.Name() == "passwd" || e.Name() == "group") && e.Type().IsRegular() {
+			name := e.Name()
+			add("/etc/"+name, func(dst string) error { return writeIDFile(old+"/etc/"+name, dst, name, sp) })
+			continue
+		}
 		addEntry(&ops, old, "/etc/"+e.Name())
 	}
 	// /etc/ssl minus private/: CA certificates and the OpenSSL config (node reads it at start).
@@ -279,6 +284,33 @@ func buildRoot(sp spec) error {
 		return fmt.Errorf("detach the base tmpfs: %w", err)
 	}
 	return os.Chdir("/")
+}
+
+// writeIDFile copies /etc/passwd or /etc/group (no hashes there) and names the command's uid/gid
+// when the host does not, so whoami, git and python's getpass know who they are.
+func writeIDFile(src, dst, name string, sp spec) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	id := sp.UID
+	line := fmt.Sprintf("sandbox:x:%d:%d:sandbox:%s:/bin/sh\n", sp.UID, sp.GID, sp.Workspace)
+	if name == "group" {
+		id, line = sp.GID, fmt.Sprintf("sandbox:x:%d:\n", sp.GID)
+	}
+	known := false
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Split(l, ":"); len(f) > 2 && f[2] == fmt.Sprint(id) {
+			known = true
+		}
+	}
+	if !known {
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			b = append(b, '\n')
+		}
+		b = append(b, line...)
+	}
+	return os.WriteFile(dst, b, 0o644)
 }
 
 func depth(p string) int { return strings.Count(filepath.Clean(p), "/") }

@@ -57,6 +57,7 @@ type opts struct {
 	flags   []string
 	command string
 	asUser  *syscall.Credential // run shellctl itself as this user
+	wrap    []string            // run shellctl under this command (e.g. setpriv)
 }
 
 func run(t *testing.T, ws string, o opts) result {
@@ -73,6 +74,9 @@ func run(t *testing.T, ws string, o opts) result {
 	args := append([]string{"exec", "--workspace", ws, "--token-file", tokenFile, "--status-fd", "3", "--ro", probeDir}, o.flags...)
 	args = append(args, "--", "/bin/bash", "-c", o.command)
 	cmd := exec.Command(bin, args...)
+	if len(o.wrap) > 0 {
+		cmd = exec.Command(o.wrap[0], append(append(o.wrap[1:], bin), args...)...)
+	}
 	cmd.Env = append([]string{"PATH=" + probeDir + ":/usr/bin:/bin", "SHELLCTL_TOKEN=" + token}, o.env...)
 	if o.asUser != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: o.asUser}
@@ -189,6 +193,9 @@ func TestCommandRunsUnprivilegedWithoutCapabilities(t *testing.T) {
 		}
 	}
 	contains(t, r.stdout, "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "200001\n", "writable")
+	r = run(t, a, opts{flags: []string{"--uid", "200001", "--gid", "200002"}, command: "whoami; id -gn; grep -c '^root:' /etc/passwd"})
+	mustExit0(t, r)
+	contains(t, r.stdout, "sandbox\nsandbox\n1\n")
 	if r.status.Isolation == nil || r.status.Isolation.UID != 200001 {
 		t.Errorf("status uid: %+v", r.status.Isolation)
 	}
@@ -480,6 +487,22 @@ func TestUnprivilegedCallerGetsAUserNamespace(t *testing.T) {
 	contains(t, r.stdout, "Uid:\t65534", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "sandbox", "socket packet: EPERM", "wrote", "devnull")
 	if r.status.Isolation == nil || !r.status.Isolation.UserNamespace || r.status.Isolation.UID != 65534 || !strings.Contains(r.status.Message, "--uid/--gid ignored") {
 		t.Errorf("%+v", r.status)
+	}
+}
+
+func TestRootWithoutSysAdminFallsBackToAUserNamespace(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("no setpriv")
+	}
+	a, _ := workspaces(t)
+	// Like a container without CAP_SYS_ADMIN: plain namespaces are refused to root.
+	r := run(t, a, opts{wrap: []string{setpriv, "--bounding-set", "-sys_admin", "--inh-caps=-all"}, flags: []string{"--uid", "200050"},
+		command: "id -u; grep -E '^Cap(Eff|Bnd)' /proc/self/status; hostname; probe socket netlink; echo hi > f && echo wrote"})
+	mustExit0(t, r)
+	contains(t, r.stdout, "200050\n", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "sandbox", "socket netlink: EPERM", "wrote")
+	if !r.status.Isolation.UserNamespace || r.status.Isolation.UID != 200050 {
+		t.Errorf("%+v", r.status.Isolation)
 	}
 }
 
