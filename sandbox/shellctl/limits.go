@@ -109,12 +109,19 @@ func setupCgroups(id string, lim limitFlags) (*cgroupSet, error) {
 				return "", fmt.Errorf("no cgroup v1 %s hierarchy at %s", ctrl, mount)
 			}
 			parent := filepath.Join(mount, own[ctrl], "dify-shell")
-			if err := os.MkdirAll(parent, 0o755); err != nil {
-				return "", err
-			}
-			sweep(parent)
 			leaf := filepath.Join(parent, id)
-			if err := os.Mkdir(leaf, 0o755); err != nil {
+			var err error
+			// A concurrent command may remove the (empty) parent between the two mkdirs: retry.
+			for try := 0; try < 5; try++ {
+				if err = os.MkdirAll(parent, 0o755); err != nil {
+					return "", err
+				}
+				sweep(parent)
+				if err = os.Mkdir(leaf, 0o755); !errors.Is(err, os.ErrNotExist) {
+					break
+				}
+			}
+			if err != nil {
 				return "", err
 			}
 			cg.leaves = append(cg.leaves, leaf)
@@ -236,6 +243,11 @@ func (cg *cgroupSet) remove() {
 				}
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+		// The parent goes too when it is empty (v1): a leftover child keeps the cgroup that
+		// shellctl itself runs in from being removed by whoever made it.
+		if cg.mode == "cgroup-v1" {
+			_ = os.Remove(filepath.Dir(leaf))
 		}
 	}
 }

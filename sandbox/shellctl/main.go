@@ -369,7 +369,7 @@ func supervise(args []string) int {
 			}
 		}
 	}
-	info := &isolationInfo{UID: id.uid}
+	info := &isolationInfo{UID: id.uid, Limits: "none"}
 	base.Isolation = info
 	if sp.Isolation {
 		info.LandlockABI = abi
