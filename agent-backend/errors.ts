@@ -38,6 +38,21 @@ export class RunLimitExceededError extends Error {
 }
 
 /**
+ * A layer refused to enter (the runtime's workspace was not authorized for this run, issue 27): the run ends
+ * `run_failed` with this `error_type` (the api shows it) and/or `reason`, and the message as its error.
+ */
+export class RunRefusedError extends Error {
+  constructor(
+    readonly errorType: string | null,
+    message: string,
+    readonly reason: string | null = null,
+  ) {
+    super(message);
+    this.name = 'RunRefusedError';
+  }
+}
+
+/**
  * A model call failed: the inner LLM endpoint answered an error status or streamed a chunk with a
  * negative code. `errorType` is the Dify InvokeError kind and becomes the run's failure `reason`.
  */

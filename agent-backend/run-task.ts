@@ -4,10 +4,10 @@
  * (also on failure and cancellation), build the session snapshot, and classify the outcome.
  */
 import type { Logger } from '../core/logger.js';
-import type { SessionSnapshot, Usage } from '../core/protocol/run.js';
+import type { ExecutionContextLayerConfig, SessionSnapshot, Usage } from '../core/protocol/run.js';
 import { runAgentLoop, type LoopResult, type LoopState } from './agent-loop.js';
 import { instantiate, type RunPlan } from './composition.js';
-import { abortCause, ModelCallError, RunLimitExceededError } from './errors.js';
+import { abortCause, ModelCallError, RunLimitExceededError, RunRefusedError } from './errors.js';
 import type { RunEmitter } from './events.js';
 import type { ModelCaller } from './model/inner-llm-model.js';
 import type { LayerInstance, PluginToolResolver, RunResources } from './modules/types.js';
@@ -61,7 +61,11 @@ export async function executeRun(input: RunTaskInput): Promise<void> {
 
   try {
     await emitter.event('run_started', {});
-    instances = instantiate(plan, { runId, logger, toolResolver: input.toolResolver, resources });
+    const executionContext = (layer: string) => {
+      const l = plan.layers.find((x) => x.spec.name === layer && x.module.capability === 'execution_context');
+      return l ? (l.config as unknown as ExecutionContextLayerConfig) : null;
+    };
+    instances = instantiate(plan, { runId, logger, toolResolver: input.toolResolver, resources, executionContext, signal });
     for (const layer of instances) {
       await layer.enter?.();
       entered.push(layer);
@@ -156,6 +160,10 @@ export async function executeRun(input: RunTaskInput): Promise<void> {
   } else if (failure instanceof RunLimitExceededError) {
     error = failure.message;
     errorType = 'agent_run_limit_exceeded';
+  } else if (failure instanceof RunRefusedError) {
+    error = failure.message;
+    errorType = failure.errorType;
+    reason = failure.reason;
   } else if (failure instanceof ModelCallError) {
     error = failure.message;
     reason = failure.errorType;

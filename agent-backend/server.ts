@@ -1,7 +1,8 @@
 /**
- * The agent backend service: the run protocol (docs/PROTOCOL.md §2) behind the backend bearer token, and the
- * agent stub (docs/PROTOCOL.md §4) behind per-run stub tokens. Runs execute in this process; their events go
- * to PostgreSQL so any replica can serve them.
+ * The agent backend service: the run protocol (docs/PROTOCOL.md §2) behind the backend bearer token on its TCP
+ * listener, and the agent stub (docs/PROTOCOL.md §4) behind per-run stub tokens on a listener of its own, a unix
+ * socket bind-mounted into the agent's sandbox (agent-backend/stub-server.ts): a sandboxed command reaches the stub
+ * and nothing else (issue 27). Runs execute in this process; their events go to PostgreSQL so any replica can serve them.
  */
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -23,7 +24,9 @@ import { opsRoutes } from './routes/ops.js';
 import { traceRequests } from '../core/tracing/index.js';
 import { runRoutes } from './routes/runs.js';
 import { stubRoutes } from './routes/stub.js';
-import { Sandbox } from './workspace/sandbox.js';
+import { startStubServer, stubSocketPath } from './stub-server.js';
+import { createWorkspaceAuthorizer } from './workspace-authorizer.js';
+import { Sandbox, type IsolationReport } from './workspace/sandbox.js';
 import { isConnectionError, type PgRunStore } from './store.js';
 
 export interface AgentBackendOptions {
@@ -55,6 +58,10 @@ export interface AgentBackendDeps {
 export interface RunningBackend {
   url: string;
   port: number;
+  /** The agent stub's unix socket (the only way to the stub; bind-mounted into the sandbox). */
+  stubSocket: string;
+  /** The isolation in force for shell commands (as /readyz reports it). */
+  isolation: () => IsolationReport;
   /** `abandonRuns` simulates a crash: running runs are left as they are (for the restart path). */
   close(opts?: { abandonRuns?: boolean }): Promise<void>;
 }
@@ -109,24 +116,26 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   // A run's spans join the turn's trace: POST /runs carries the runAgent activity's traceparent (tracing on).
   app.use(traceRequests('agent_backend'));
   // No body is parsed before its caller is authenticated (issue 17 M2): /runs checks the backend token,
-  // the stub its per-run token, each then parses with a size and a nesting-depth limit.
+  // the stub (on its socket) its per-run token, each then parses with a size and a nesting-depth limit.
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true, instance_id: options.instanceId, active_runs: runs.activeRunIds.length });
   });
-  app.use(opsRoutes({ store, apiUrl: config.apiUrl, activeRuns: () => runs.activeRunIds.length }));
   app.use(
-    stubRoutes({
-      store,
-      logger,
-      apiUrl: config.apiUrl,
-      innerApiKey: config.INNER_API_KEY,
-      tokenSecret: config.AGENT_BACKEND_TOKEN,
-      fetch: deps.fetch,
-      maxJsonDepth: config.JSON_MAX_DEPTH,
-    }),
+    opsRoutes({ store, apiUrl: config.apiUrl, activeRuns: () => runs.activeRunIds.length, isolation: () => sandbox.isolationReport() }),
   );
+  // The stub is not on this listener: only its socket serves it (nothing outside the sandbox needs it).
+  const stub = stubRoutes({
+    store,
+    logger,
+    apiUrl: config.apiUrl,
+    innerApiKey: config.INNER_API_KEY,
+    tokenSecret: config.AGENT_BACKEND_TOKEN,
+    fetch: deps.fetch,
+    maxJsonDepth: config.JSON_MAX_DEPTH,
+  });
   const knowledge = createKnowledgeClient({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch });
-  const registry = deps.registry ?? createRegistry([], { sandbox, knowledge });
+  const workspaces = createWorkspaceAuthorizer({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch });
+  const registry = deps.registry ?? createRegistry([], { sandbox, knowledge, workspaces });
   app.use(
     ['/runs', '/modules', '/compositions'],
     bearerAuth(config.AGENT_BACKEND_TOKEN),
@@ -188,8 +197,19 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       });
       const actual = (server.address() as AddressInfo).port;
       const url = `http://${host.includes(':') ? `[${host}]` : host}:${actual}`;
-      logger.info({ url, instanceId: options.instanceId }, 'agent backend listening');
-      sandbox.setStubUrl(url);
+      let stubServer: Awaited<ReturnType<typeof startStubServer>>;
+      try {
+        stubServer = await startStubServer({
+          router: stub,
+          socketPath: stubSocketPath({ explicit: config.AGENT_STUB_SOCKET, dataDir: config.dataDir, port: actual }),
+          logger,
+        });
+      } catch (err) {
+        server.close();
+        throw err;
+      }
+      logger.info({ url, stubSocket: stubServer.socketPath, instanceId: options.instanceId }, 'agent backend listening');
+      sandbox.setStubSocket(stubServer.socketPath);
       if (sandbox.unavailableReason) logger.info(`agent workspace: runtime/shell unavailable: ${sandbox.unavailableReason}`);
       else
         void sandbox
@@ -200,10 +220,14 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       return {
         url,
         port: actual,
+        stubSocket: stubServer.socketPath,
+        isolation: () => sandbox.isolationReport(),
         close: async (opts = {}) => {
           server.close();
           server.closeAllConnections();
+          const stubClosed = stubServer.close();
           await runs.shutdown(opts.abandonRuns ? 'abandon' : 'graceful');
+          await stubClosed;
         },
       };
     },

@@ -3,7 +3,7 @@ import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, 
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { AgentBackendClient } from '../core/backend-client.js';
 import { tracingActive } from '../core/tracing/index.js';
-import type { Config } from '../core/config.js';
+import { devDefaultSecrets, type Config } from '../core/config.js';
 import type { Db } from '../core/db.js';
 import type { EventNotifier } from '../core/event-log.js';
 import { createDefaultProviders } from '../core/llm/providers/index.js';
@@ -13,6 +13,7 @@ import { OutboxDispatcher } from '../core/outbox.js';
 import { createApiApp } from './app.js';
 import { createInnerLlmRouter } from './inner/llm.js';
 import { innerAgentConfigRoutes } from './routes/inner-agent-config.js';
+import { innerExecutionContextRoutes } from './routes/inner-execution-context.js';
 import { innerToolRoutes } from './routes/inner-tools.js';
 import { innerKnowledgeRoutes } from './routes/inner-knowledge.js';
 import { createEmbedder } from '../core/knowledge/embed.js';
@@ -138,6 +139,17 @@ export function createWiredApi(deps: {
       {
         path: '/inner/api/tools',
         router: innerToolRoutes({ db, config, logger: logger.child({ component: 'api' }) }),
+      },
+      {
+        // Issue 27: a run's runtime layer is admitted only for the workspace its signed context and binding name.
+        path: '/inner/api/agent/execution-context',
+        router: innerExecutionContextRoutes({
+          db,
+          innerApiKey: config.INNER_API_KEY,
+          signingKey: config.EXECUTION_CONTEXT_SIGNING_KEY,
+          signingKeyIsDefault: devDefaultSecrets(config).includes('EXECUTION_CONTEXT_SIGNING_KEY'),
+          maxJsonDepth: config.JSON_MAX_DEPTH,
+        }),
       },
       {
         path: '/inner/api/agent-config',

@@ -8,12 +8,14 @@
  *   dify-agent config prompt push [PATH|-]      replace the prompt with PATH (default the same file;
  *                                               `-` reads stdin); print {"prompt": "saved text"}
  *
- * It talks to the agent backend's stub: DIFY_AGENT_STUB_URL (the backend's base URL) and
- * DIFY_AGENT_STUB_TOKEN (the run's stub token), both provided in the sandbox environment. The text
+ * It talks to the agent backend's stub with DIFY_AGENT_STUB_TOKEN (the run's stub token), over the unix socket
+ * DIFY_AGENT_STUB_SOCKET (what the sandbox provides: the stub's own listener, bind-mounted in) or else at
+ * DIFY_AGENT_STUB_URL (a base URL, for use outside the sandbox, e.g. through a proxy to the socket). The text
  * is exchanged byte for byte: raw mention markers, whitespace and line endings are preserved.
  * Exit codes: 0 success, 1 error, 2 usage error.
  */
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -24,8 +26,9 @@ const USAGE = `usage:
   dify-agent config prompt push [PATH|-]
 
 environment:
-  DIFY_AGENT_STUB_URL    base URL of the agent backend (agent stub)
-  DIFY_AGENT_STUB_TOKEN  the run's agent stub token`;
+  DIFY_AGENT_STUB_SOCKET  unix socket of the agent stub (set inside the sandbox)
+  DIFY_AGENT_STUB_URL     base URL of the agent stub (when there is no socket)
+  DIFY_AGENT_STUB_TOKEN   the run's agent stub token`;
 
 export interface CliIo {
   env: Record<string, string | undefined>;
@@ -117,40 +120,66 @@ async function push(io: CliIo, from: string): Promise<void> {
   io.stdout(`{"prompt": ${JSON.stringify(saved)}}\n`);
 }
 
+const STUB_PATH = '/agent-stub/config/prompt';
+
+/** One request over a unix socket (node:http; fetch has no socket option). */
+function viaSocket(
+  socketPath: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: string,
+): Promise<{ status: number; statusText: string; raw: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath, path: STUB_PATH, method, headers: { host: 'agent-stub', ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, statusText: res.statusMessage ?? '', raw: Buffer.concat(chunks).toString('utf8') }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 /** Calls the agent stub and returns the `prompt` string of its answer. */
 async function callStub(io: CliIo, method: 'GET' | 'PUT', prompt?: string): Promise<string> {
+  const socket = io.env.DIFY_AGENT_STUB_SOCKET;
   const base = io.env.DIFY_AGENT_STUB_URL;
   const token = io.env.DIFY_AGENT_STUB_TOKEN;
-  if (!base) throw new CliError('DIFY_AGENT_STUB_URL is not set');
+  if (!socket && !base) throw new CliError('neither DIFY_AGENT_STUB_SOCKET nor DIFY_AGENT_STUB_URL is set');
   if (!token) throw new CliError('DIFY_AGENT_STUB_TOKEN is not set');
-  const doFetch = io.fetch ?? fetch;
-  let res: Response;
+  const headers = { authorization: `Bearer ${token}`, ...(method === 'PUT' ? { 'content-type': 'application/json' } : {}) };
+  const body = method === 'PUT' ? JSON.stringify({ prompt }) : undefined;
+  let res: { status: number; statusText: string; raw: string };
   try {
-    res = await doFetch(`${base.replace(/\/+$/, '')}/agent-stub/config/prompt`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, ...(method === 'PUT' ? { 'content-type': 'application/json' } : {}) },
-      body: method === 'PUT' ? JSON.stringify({ prompt }) : undefined,
-    });
+    if (socket) res = await viaSocket(socket, method, headers, body);
+    else {
+      const r = await (io.fetch ?? fetch)(`${base!.replace(/\/+$/, '')}${STUB_PATH}`, { method, headers, body });
+      res = { status: r.status, statusText: r.statusText, raw: await r.text() };
+    }
   } catch (err) {
-    throw new CliError(`cannot reach the agent stub at ${base}: ${(err as Error).message}`);
+    throw new CliError(`cannot reach the agent stub at ${socket ?? base}: ${(err as Error).message}`);
   }
-  const raw = await res.text();
-  let body: unknown;
+  const { raw } = res;
+  let parsed: unknown;
   try {
-    body = raw ? JSON.parse(raw) : undefined;
+    parsed = raw ? JSON.parse(raw) : undefined;
   } catch {
-    body = undefined;
+    parsed = undefined;
   }
-  if (!res.ok) {
-    const message = (body as { message?: unknown } | undefined)?.message;
+  if (res.status < 200 || res.status > 299) {
+    const message = (parsed as { message?: unknown } | undefined)?.message;
     throw new CliError(
       `the agent stub answered ${res.status}: ${typeof message === 'string' ? message : raw.slice(0, 200) || res.statusText}`,
     );
   }
-  if (!body || typeof body !== 'object' || Array.isArray(body))
+  const answer = parsed;
+  if (!answer || typeof answer !== 'object' || Array.isArray(answer))
     throw new CliError('the agent stub answered something that is not a JSON object');
-  if (!('prompt' in body)) throw new CliError('the agent stub answer has no prompt field');
-  const value = (body as { prompt: unknown }).prompt;
+  if (!('prompt' in answer)) throw new CliError('the agent stub answer has no prompt field');
+  const value = (answer as { prompt: unknown }).prompt;
   if (value === null) throw new CliError('the agent stub answered a null prompt');
   if (typeof value !== 'string') throw new CliError('the agent stub answered a prompt that is not a string');
   return value;

@@ -16,6 +16,8 @@ export interface RunFailure {
 
 const BY_ERROR_TYPE: Readonly<Record<string, { code: string; status: number }>> = {
   agent_run_limit_exceeded: { code: 'agent_run_limit_exceeded', status: 400 },
+  // Issue 27: the backend's runtime layer was refused the workspace it named (the api's authorization said why).
+  workspace_not_authorized: { code: 'workspace_not_authorized', status: 403 },
 };
 
 const BY_REASON: Readonly<Record<string, { code: string; status: number; message?: string }>> = {

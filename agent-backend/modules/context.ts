@@ -10,6 +10,7 @@ import { formatZodError } from '../errors.js';
 import { mintStubToken } from '../stub-token.js';
 import type { ShellResult } from '../workspace/exec.js';
 import { ProcessSet, type Sandbox } from '../workspace/sandbox.js';
+import type { WorkspaceAuthorizer } from '../workspace-authorizer.js';
 import {
   changedOutputs,
   listOutputs,
@@ -116,6 +117,8 @@ const RuntimeConfig = z
     kind: z.literal('local').default('local'),
     /** The workspace (owned by the api's binding); the backend maps it to a directory. */
     workspace_id: z.uuid(),
+    /** The signed context that authorizes the workspace for this run (issue 27). */
+    execution_context: z.string().default('execution_context'),
   })
   .strict();
 
@@ -127,7 +130,11 @@ export interface RuntimeLease {
 
 export const runtimeLeaseKey = (layer: string) => `runtime:${layer}`;
 
-export function createRuntimeModule(sandbox?: Sandbox) {
+/**
+ * `authorizer`: asks the api whether the run may use the workspace it names (agent-backend/workspace-authorizer.ts);
+ * without one the module is unavailable (a workspace is never entered on the request's word alone).
+ */
+export function createRuntimeModule(sandbox?: Sandbox, authorizer?: WorkspaceAuthorizer) {
   return defineModule<z.infer<typeof RuntimeConfig>, Record<string, never>>({
     name: 'runtime',
     capability: 'resource',
@@ -135,14 +142,22 @@ export function createRuntimeModule(sandbox?: Sandbox) {
     configSchema: RuntimeConfig,
     stateSchema: NoState,
     initialState: () => ({}),
-    unavailable: !sandbox ? 'module runtime is not available in this deployment' : (sandbox.unavailableReason ?? undefined),
+    unavailable: !sandbox || !authorizer ? 'module runtime is not available in this deployment' : (sandbox.unavailableReason ?? undefined),
+    references: (c) => [{ field: 'execution_context', layer: c.execution_context, types: ['execution_context'] }],
     create: ({ name, config, state, services }) => ({
       name,
       type: 'runtime',
       state,
       capability: { kind: 'resource' },
       async enter() {
-        if (!sandbox) throw new Error('module runtime is not available in this deployment');
+        if (!sandbox || !authorizer) throw new Error('module runtime is not available in this deployment');
+        // The api confirms the workspace is this run's (signed context + binding) before anything touches it.
+        await authorizer.authorize({
+          executionContext: services.executionContext?.(config.execution_context) ?? null,
+          workspaceId: config.workspace_id,
+          runId: services.runId,
+          signal: services.signal,
+        });
         await sandbox.prepare();
         sandbox.ensureWorkspace(config.workspace_id);
         const lease: RuntimeLease = { workspaceId: config.workspace_id, processes: new ProcessSet() };
@@ -182,7 +197,8 @@ export function createShellModule(sandbox?: Sandbox) {
   return defineModule<z.infer<typeof ShellConfig>, Record<string, never>>({
     name: 'shell',
     capability: 'toolset',
-    description: 'The `shell` tool: runs a command in the runtime’s workspace (Landlock-isolated through shellctl).',
+    description:
+      'The `shell` tool: runs a command in the runtime’s workspace (isolated through shellctl: namespaces, Landlock, own uid, limits).',
     configSchema: ShellConfig,
     stateSchema: NoState,
     initialState: () => ({}),
@@ -262,8 +278,41 @@ export function createShellModule(sandbox?: Sandbox) {
   });
 }
 
-/** What the model sees: exit code and output; refusals and time limits as error observations. */
+/** A limit that stopped a command, in words the model can act on (issue 27). */
+export function limitAdvice(limit: string): string {
+  switch (limit) {
+    case 'memory':
+      return 'the command ran out of memory and was killed: use less memory (smaller inputs, streaming instead of loading everything)';
+    case 'procs':
+      return 'the command hit the limit on processes running at once: start fewer processes (no fork loops, lower parallelism)';
+    case 'cpu':
+      return 'the command used up its CPU time and was killed: do less work per command (split it, or use a faster approach)';
+    case 'file_size':
+      return 'the command tried to write a file larger than allowed and was stopped: write smaller files';
+    case 'wall_clock':
+      return 'the command exceeded its time limit and was killed: split the work into shorter commands';
+    case 'workspace_quota':
+      return 'the workspace is over its storage quota and the command was stopped: delete files you no longer need, then retry';
+    default:
+      return `the command hit a resource limit (${limit}) and was stopped`;
+  }
+}
+
+/** What the model sees: exit code and output; refusals, time and resource limits as error observations. */
 export function shellObservation(r: ShellResult): ToolOutcome {
+  if (r.limit && r.limit !== 'wall_clock' && (r.status === 'exited' || r.status === 'killed' || r.status === 'timeout'))
+    return {
+      kind: 'result',
+      result: {
+        error: 'limit_exceeded',
+        limit: r.limit,
+        message: limitAdvice(r.limit),
+        ...(r.exitCode !== null ? { exit_code: r.exitCode } : {}),
+        stdout: r.stdout,
+        stderr: r.stderr,
+      },
+      isError: true,
+    };
   switch (r.status) {
     case 'exited':
       return { kind: 'result', result: { exit_code: r.exitCode, stdout: r.stdout, stderr: r.stderr } };

@@ -18,21 +18,26 @@ import { coreTools, pluginTools } from './tools.js';
 import type { AnyModule } from './types.js';
 import type { Sandbox } from '../workspace/sandbox.js';
 import type { KnowledgeClient } from '../knowledge-client.js';
+import type { WorkspaceAuthorizer } from '../workspace-authorizer.js';
 
 export type ModuleRegistry = ReadonlyMap<string, AnyModule>;
 
 /**
  * `sandbox`: the Local runtime; without one (or without its token) runtime/shell are unavailable.
  * `knowledge`: the api's retrieval endpoint; without it the knowledge module is unavailable.
+ * `workspaces`: the api's workspace authorization; without it the runtime module is unavailable.
  */
-export function createRegistry(extra: AnyModule[] = [], opts: { sandbox?: Sandbox; knowledge?: KnowledgeClient } = {}): ModuleRegistry {
+export function createRegistry(
+  extra: AnyModule[] = [],
+  opts: { sandbox?: Sandbox; knowledge?: KnowledgeClient; workspaces?: WorkspaceAuthorizer } = {},
+): ModuleRegistry {
   const modules = [
     agentSoulPrompt,
     workflowNodeJobPrompt,
     workflowUserPrompt,
     agentAppUserPrompt,
     executionContext,
-    createRuntimeModule(opts.sandbox),
+    createRuntimeModule(opts.sandbox, opts.workspaces),
     createShellModule(opts.sandbox),
     configModule,
     history,

@@ -89,6 +89,10 @@ export interface RunServices {
   logger: Logger;
   toolResolver: PluginToolResolver;
   resources: RunResources;
+  /** The config of the run's execution_context layer of that name (null: none); absent during validation. */
+  executionContext?: (layer: string) => ExecutionContextLayerConfig | null;
+  /** The run's abort signal (cancel, wall clock); absent during validation. */
+  signal?: AbortSignal;
 }
 
 export interface LayerInstance {

@@ -1,13 +1,15 @@
 /**
  * The backend's operator endpoints besides the cheap `/healthz`: `GET /readyz` (its run store in PostgreSQL and
  * the api's inner endpoint it calls for every model request are reachable; 503 otherwise) and `GET /metrics`
- * (Prometheus; README "Observability"). Unauthenticated like /healthz: they carry no tenant data.
+ * (Prometheus; README "Observability"). Unauthenticated like /healthz: they carry no tenant data. /readyz also reports the
+ * agent shell's isolation in force (`isolation`: Landlock ABI, namespaces, seccomp, limits mechanism, uid switch).
  */
 import { Router } from 'express';
 import { Gauge } from 'prom-client';
 import { metricsRoute } from '../../core/metrics/http.js';
 import { registries } from '../../core/metrics/index.js';
 import type { PgRunStore } from '../store.js';
+import type { IsolationReport } from '../workspace/sandbox.js';
 
 const CHECK_MS = 2000;
 
@@ -24,7 +26,13 @@ function within(ms: number, p: () => Promise<unknown>): Promise<boolean> {
 let activeRuns: () => number = () => 0;
 let activeGauge: Gauge | null = null;
 
-export function opsRoutes(deps: { store: PgRunStore; apiUrl: string; activeRuns: () => number }): Router {
+export function opsRoutes(deps: {
+  store: PgRunStore;
+  apiUrl: string;
+  activeRuns: () => number;
+  /** The agent shell's isolation in force (issue 27): reported, not a readiness condition. */
+  isolation?: () => IsolationReport;
+}): Router {
   activeRuns = deps.activeRuns;
   activeGauge ??= new Gauge({
     name: 'agent_backend_runs_active',
@@ -45,7 +53,11 @@ export function opsRoutes(deps: { store: PgRunStore; apiUrl: string; activeRuns:
       ),
     ]);
     const ok = database && innerApi;
-    res.status(ok ? 200 : 503).json({ status: ok ? 'ok' : 'unavailable', checks: { database, inner_api: innerApi } });
+    res.status(ok ? 200 : 503).json({
+      status: ok ? 'ok' : 'unavailable',
+      checks: { database, inner_api: innerApi },
+      ...(deps.isolation ? { isolation: deps.isolation() } : {}),
+    });
   });
   r.get('/metrics', metricsRoute('agent_backend'));
   return r;

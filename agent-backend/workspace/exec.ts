@@ -7,6 +7,22 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { z } from 'zod';
 
+/** The isolation one command ran under (issue 27); absent from an older shellctl's status. */
+export const ShellctlIsolation = z
+  .object({
+    landlock_abi: z.number().int().optional(),
+    namespaces: z.boolean().optional(),
+    user_namespace: z.boolean().optional(),
+    seccomp: z.boolean().optional(),
+    limits: z.string().optional(),
+    uid: z.number().int().optional(),
+  })
+  .passthrough();
+
+/** Which limit stopped the command, when one did. */
+export const ShellLimit = z.enum(['memory', 'procs', 'cpu', 'file_size', 'wall_clock', 'workspace_quota']);
+export type ShellLimit = z.infer<typeof ShellLimit>;
+
 export const ShellctlStatus = z.object({
   status: z.enum(['exited', 'timeout', 'killed', 'sandbox_error', 'auth_failed', 'usage']),
   exit_code: z.number().int().optional(),
@@ -14,8 +30,21 @@ export const ShellctlStatus = z.object({
   message: z.string().optional(),
   abi: z.number().int(),
   isolated: z.boolean(),
+  isolation: ShellctlIsolation.optional(),
+  // An unknown limit name from a newer shellctl reads as "some limit" rather than failing the whole status.
+  limit: z.union([ShellLimit, z.string()]).optional(),
 });
 export type ShellctlStatus = z.infer<typeof ShellctlStatus>;
+
+/** Resource limits of one command (core/config.ts SHELL_LIMIT_*, WORKSPACE_QUOTA_BYTES). */
+export interface ShellLimits {
+  procs: number;
+  memoryBytes: number;
+  cpuSeconds: number;
+  fileBytes: number;
+  openFiles: number;
+  workspaceQuotaBytes: number;
+}
 
 export interface ShellctlInvocation {
   shellctl: string;
@@ -23,7 +52,11 @@ export interface ShellctlInvocation {
   token: string;
   workspace: string;
   readOnly: string[];
-  allowConnect: number[];
+  /** Unix sockets bind-mounted into the sandbox: host path → path inside (the agent stub). */
+  bindSockets: { host: string; sandbox: string }[];
+  /** The workspace's own uid/gid (core/workspace-uid.ts); omitted when shellctl cannot switch uids. */
+  owner?: { uid: number; gid: number };
+  limits: ShellLimits;
   isolation: boolean;
   timeoutMs: number;
   maxOutputBytes: number;
@@ -46,6 +79,9 @@ export interface ShellResult {
   stderrTruncated: boolean;
   message?: string;
   isolated: boolean;
+  /** The limit that stopped the command (shellctl's status `limit`). */
+  limit?: string;
+  isolation?: z.infer<typeof ShellctlIsolation>;
 }
 
 /** Keeps the first `max` bytes of a stream and counts the rest. */
@@ -103,7 +139,23 @@ export function runShellctl(inv: ShellctlInvocation): Promise<ShellResult> {
     String(inv.timeoutMs),
   ];
   for (const p of inv.readOnly) args.push('--ro', p);
-  for (const port of inv.allowConnect) args.push('--allow-connect', String(port));
+  for (const b of inv.bindSockets) args.push('--bind-socket', `${b.host}:${b.sandbox}`);
+  if (inv.owner) args.push('--uid', String(inv.owner.uid), '--gid', String(inv.owner.gid));
+  const l = inv.limits;
+  args.push(
+    '--limit-procs',
+    String(l.procs),
+    '--limit-memory-bytes',
+    String(l.memoryBytes),
+    '--limit-cpu-seconds',
+    String(l.cpuSeconds),
+    '--limit-file-bytes',
+    String(l.fileBytes),
+    '--limit-open-files',
+    String(l.openFiles),
+    '--workspace-quota-bytes',
+    String(l.workspaceQuotaBytes),
+  );
   if (!inv.isolation) args.push('--no-isolation');
   args.push('--', '/bin/sh', '-c', inv.command);
 
@@ -152,7 +204,15 @@ export function runShellctl(inv: ShellctlInvocation): Promise<ShellResult> {
         return;
       }
       const s = parsed.data;
-      resolve({ ...base, status: s.status, exitCode: s.exit_code ?? null, message: s.message, isolated: s.isolated });
+      resolve({
+        ...base,
+        status: s.status,
+        exitCode: s.exit_code ?? null,
+        message: s.message,
+        isolated: s.isolated,
+        ...(s.limit ? { limit: s.limit } : {}),
+        ...(s.isolation ? { isolation: s.isolation } : {}),
+      });
     };
     child.once('close', finish);
     child.once('error', (err) => {

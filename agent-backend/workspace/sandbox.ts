@@ -8,14 +8,58 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { Config } from '../../core/config.js';
+import { z } from 'zod';
+import { sandboxWeakSecrets, type Config } from '../../core/config.js';
 import type { Logger } from '../../core/logger.js';
 import { ensureSandboxTools, type SandboxTools } from '../../sandbox/build.js';
 import { OUTPUTS_DIR } from '../../core/workspace-outputs.js';
+import { workspaceUid } from '../../core/workspace-uid.js';
 import { runShellctl, stopHelper, type ShellResult } from './exec.js';
 
 const run = promisify(execFile);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Where the agent stub's socket appears inside the sandbox (the `dify-agent` CLI's DIFY_AGENT_STUB_SOCKET). */
+export const SANDBOX_STUB_SOCKET = '/run/dify-agent/stub.sock';
+
+/** `shellctl probe` (issue 27): what this kernel and process offer. Fields an older shellctl lacks read as absent. */
+export const ShellctlProbe = z
+  .object({
+    abi: z.number().int().catch(0),
+    namespaces: z.boolean().optional(),
+    user_namespace: z.boolean().optional(),
+    seccomp: z.boolean().optional(),
+    limits: z.string().optional(),
+    uid_switch: z.boolean().optional(),
+  })
+  .passthrough();
+export type ShellctlProbe = z.infer<typeof ShellctlProbe>;
+
+/** The isolation in force, as /readyz and the start-up log report it. */
+export interface IsolationReport {
+  /** `available`: commands run isolated; `refused`: isolation is on but something is missing (see `missing`);
+   * `unconfined`: SHELL_ISOLATION=off; `unavailable`: runtime/shell are off in this deployment (see `reason`);
+   * `unknown`: shellctl has not been probed yet. */
+  shell: 'available' | 'refused' | 'unconfined' | 'unavailable' | 'unknown';
+  isolation: 'on' | 'off';
+  landlock_abi: number | null;
+  namespaces: boolean | null;
+  user_namespace: boolean | null;
+  seccomp: boolean | null;
+  limits: string | null;
+  uid_switch: boolean | null;
+  missing: string[];
+  reason: string | null;
+}
+
+/** What is missing for isolated commands, in words (empty: nothing). */
+export function missingIsolation(probe: ShellctlProbe): string[] {
+  const missing: string[] = [];
+  if (probe.abi < 4)
+    missing.push(probe.abi === 0 ? 'Landlock (the kernel offers none)' : `Landlock ABI >= 4 (the kernel offers ${probe.abi})`);
+  if (probe.namespaces !== true) missing.push('Linux namespaces (mount, PID, network, IPC, UTS)');
+  return missing;
+}
 
 export interface ShellRequest {
   workspaceId: string;
@@ -34,8 +78,9 @@ export class Sandbox {
   readonly isolation: boolean;
   private readonly token: string;
   private readonly tokenFile: string;
-  private stubUrl: string | null = null;
+  private stubSocket: string | null = null;
   private prepared: Promise<SandboxTools> | null = null;
+  private probe: ShellctlProbe | null = null;
 
   constructor(
     private readonly config: Config,
@@ -44,9 +89,13 @@ export class Sandbox {
     this.token = (config.SHELLCTL_AUTH_TOKEN ?? '').trim();
     this.tokenFile = path.resolve(config.SHELLCTL_TOKEN_FILE ?? path.join(config.dataDir, 'sandbox', 'shellctl.token'));
     this.isolation = config.SHELL_ISOLATION === 'on';
-    this.unavailableReason = this.token
-      ? null
-      : 'the runtime and shell modules need a deployment auth token for shellctl: set SHELLCTL_AUTH_TOKEN (README "Agent workspace")';
+    const weak = sandboxWeakSecrets(config);
+    this.unavailableReason = !this.token
+      ? 'the runtime and shell modules need a deployment auth token for shellctl: set SHELLCTL_AUTH_TOKEN (README "Agent workspace")'
+      : weak.length
+        ? `the runtime and shell modules are refused while ${weak.join(' and ')} ${weak.length > 1 ? 'hold their' : 'holds its'} public development default: ` +
+          'set your own (npm start generates them into DATA_DIR/secrets.json; README "Agent workspace")'
+        : null;
   }
 
   get limits() {
@@ -62,9 +111,43 @@ export class Sandbox {
     return this.config.AGENT_BACKEND_TOKEN;
   }
 
-  /** The backend's own base URL, where the sandboxed `dify-agent` CLI reaches the agent stub. */
-  setStubUrl(url: string): void {
-    this.stubUrl = url;
+  /** The agent stub's unix socket (agent-backend/stub-server.ts), bind-mounted into the sandbox for the CLI. */
+  setStubSocket(socketPath: string | null): void {
+    this.stubSocket = socketPath;
+  }
+
+  /** Why a command cannot run isolated here (null: it can, or isolation is off); known once shellctl was probed. */
+  get refusal(): string | null {
+    if (!this.isolation || !this.probe) return null;
+    const missing = missingIsolation(this.probe);
+    return missing.length
+      ? `this host lacks ${missing.join(' and ')}, needed to isolate commands from other tenants (SHELL_ISOLATION=on; README "Agent workspace")`
+      : null;
+  }
+
+  isolationReport(): IsolationReport {
+    const p = this.probe;
+    const base = {
+      isolation: this.isolation ? ('on' as const) : ('off' as const),
+      landlock_abi: p ? p.abi : null,
+      namespaces: p?.namespaces ?? null,
+      user_namespace: p?.user_namespace ?? null,
+      seccomp: p?.seccomp ?? null,
+      limits: p?.limits ?? null,
+      uid_switch: p?.uid_switch ?? null,
+      missing: p && this.isolation ? missingIsolation(p) : [],
+    };
+    if (this.unavailableReason) return { ...base, shell: 'unavailable', reason: this.unavailableReason };
+    if (!p) return { ...base, shell: 'unknown', reason: 'shellctl has not been probed yet' };
+    if (!this.isolation) return { ...base, shell: 'unconfined', reason: 'SHELL_ISOLATION=off: commands run without isolation' };
+    const refusal = this.refusal;
+    return { ...base, shell: refusal ? 'refused' : 'available', reason: refusal };
+  }
+
+  /** The uid/gid a workspace's commands run as, when shellctl can switch uids (root, isolation on). */
+  ownerOf(workspaceId: string): { uid: number; gid: number } | undefined {
+    if (!this.isolation || this.probe?.uid_switch !== true) return undefined;
+    return workspaceUid(workspaceId, { base: this.config.SHELL_UID_BASE, range: this.config.SHELL_UID_RANGE });
   }
 
   /** Builds/locates shellctl and the CLI, provisions the token file, checks Landlock. Once per process. */
@@ -99,19 +182,21 @@ export class Sandbox {
       );
     }
     fs.mkdirSync(this.config.workspacesDir, { recursive: true });
-    let abi = 0;
-    try {
-      const { stdout } = await run(tools.shellctl, ['probe'], { env: this.helperEnv(), timeout: 10_000 });
-      abi = Number((JSON.parse(stdout) as { abi?: unknown }).abi) || 0;
-    } catch (err) {
-      this.logger.error({ err }, 'shellctl probe failed');
-    }
-    if (!this.isolation) {
-      this.logger.warn('SHELL_ISOLATION=off: agent shell commands run WITHOUT Landlock path or network isolation');
-    } else if (abi < 4) {
-      this.logger.error({ abi }, 'Landlock ABI >= 4 is not available: every agent shell command will be refused (SHELL_ISOLATION=on)');
+    this.probe = await probeShellctl(tools.shellctl, this.helperEnv()).catch((err: unknown) => {
+      this.logger.error({ err: (err as Error).message }, 'shellctl probe failed: every agent shell command will be refused');
+      return ShellctlProbe.parse({ abi: 0 });
+    });
+    const report = this.isolationReport();
+    const { shell: _shell, reason: _reason, ...isolation } = report;
+    if (report.shell === 'unconfined') {
+      this.logger.warn(
+        { isolation },
+        'SHELL_ISOLATION=off: agent shell commands run WITHOUT isolation (no Landlock, namespaces, uid switch, seccomp or limits): any command can read this host as the backend user',
+      );
+    } else if (report.shell === 'refused') {
+      this.logger.error({ isolation }, report.reason!);
     } else {
-      this.logger.info({ abi, network: this.config.SHELL_NETWORK }, 'agent shell: Landlock isolation active');
+      this.logger.info({ isolation, network: this.config.SHELL_NETWORK }, 'agent shell: isolation in force');
     }
     return tools;
   }
@@ -121,7 +206,11 @@ export class Sandbox {
     return path.join(this.config.workspacesDir, workspaceId.toLowerCase());
   }
 
-  /** Creates the workspace on first use (with its private tmp and `outputs/`, whose new files become message files), keeps it across turns. */
+  /**
+   * Creates the workspace on first use (with its private tmp and `outputs/`, whose new files become message files),
+   * keeps it across turns. With a uid switch, the three directories belong to the workspace's own uid (never
+   * following a symlink the agent left at one of them).
+   */
   ensureWorkspace(workspaceId: string): string {
     const dir = this.workspaceDir(workspaceId);
     fs.mkdirSync(path.join(dir, '.tmp'), { recursive: true });
@@ -131,15 +220,41 @@ export class Sandbox {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     }
+    const owner = this.ownerOf(workspaceId);
+    if (owner) {
+      for (const p of [dir, path.join(dir, '.tmp'), path.join(dir, OUTPUTS_DIR)]) {
+        const st = fs.lstatSync(p);
+        if (st.isDirectory() && (st.uid !== owner.uid || st.gid !== owner.gid)) fs.lchownSync(p, owner.uid, owner.gid);
+      }
+    }
     return dir;
   }
 
+  /** Environment for shellctl itself (tests force what the kernel "lacks"); shellctl never passes SHELLCTL_* on. */
   private helperEnv(): Record<string, string> {
-    return this.config.SHELLCTL_FORCE_NO_LANDLOCK ? { SHELLCTL_FORCE_NO_LANDLOCK: '1' } : {};
+    const c = this.config;
+    return {
+      ...(c.SHELLCTL_FORCE_NO_LANDLOCK ? { SHELLCTL_FORCE_NO_LANDLOCK: '1' } : {}),
+      ...(c.SHELLCTL_FORCE_ABI !== undefined ? { SHELLCTL_FORCE_ABI: String(c.SHELLCTL_FORCE_ABI) } : {}),
+      ...(c.SHELLCTL_FORCE_NO_NAMESPACES ? { SHELLCTL_FORCE_NO_NAMESPACES: '1' } : {}),
+      ...(c.SHELLCTL_FORCE_RLIMITS ? { SHELLCTL_FORCE_RLIMITS: '1' } : {}),
+    };
   }
 
   async exec(req: ShellRequest): Promise<ShellResult> {
     const tools = await this.prepare();
+    const refusal = this.refusal;
+    if (refusal)
+      return {
+        status: 'sandbox_error',
+        exitCode: null,
+        stdout: '',
+        stderr: '',
+        stdoutTruncated: false,
+        stderrTruncated: false,
+        message: refusal,
+        isolated: false,
+      };
     const workspace = this.ensureWorkspace(req.workspaceId);
     if (!this.isolation) this.logger.warn({ workspace }, 'agent shell command runs WITHOUT isolation (SHELL_ISOLATION=off)');
     const env: Record<string, string> = {
@@ -148,26 +263,37 @@ export class Sandbox {
       LANG: 'C.UTF-8',
       TMPDIR: path.join(workspace, '.tmp'),
     };
-    const allowConnect: number[] = [];
-    if (req.stubToken && this.stubUrl) {
-      env.DIFY_AGENT_STUB_URL = this.stubUrl;
+    // The stub is reached only through its own socket (stub routes, no run protocol): bind-mounted at a fixed path
+    // inside the sandbox; without isolation there is no mount namespace, so the command gets the host path.
+    const bindSockets: { host: string; sandbox: string }[] = [];
+    if (req.stubToken && this.stubSocket && this.config.SHELL_NETWORK === 'stub') {
       env.DIFY_AGENT_STUB_TOKEN = req.stubToken;
-      if (this.config.SHELL_NETWORK === 'stub') {
-        const u = new URL(this.stubUrl);
-        allowConnect.push(Number(u.port || (u.protocol === 'https:' ? 443 : 80)));
-      }
+      if (this.isolation) {
+        bindSockets.push({ host: this.stubSocket, sandbox: SANDBOX_STUB_SOCKET });
+        env.DIFY_AGENT_STUB_SOCKET = SANDBOX_STUB_SOCKET;
+      } else env.DIFY_AGENT_STUB_SOCKET = this.stubSocket;
     }
     // The CLI's directory and, when node lives outside the system dirs, node's own directory.
     const readOnly = [tools.binDir];
     const nodeDir = path.dirname(process.execPath);
     if (!/^\/(usr|bin|opt)\//.test(process.execPath)) readOnly.push(nodeDir);
+    const c = this.config;
     return runShellctl({
       shellctl: tools.shellctl,
       tokenFile: this.tokenFile,
       token: this.token,
       workspace,
       readOnly,
-      allowConnect,
+      bindSockets,
+      owner: this.ownerOf(req.workspaceId),
+      limits: {
+        procs: c.SHELL_LIMIT_PROCS,
+        memoryBytes: c.SHELL_LIMIT_MEMORY_BYTES,
+        cpuSeconds: c.SHELL_LIMIT_CPU_SECONDS,
+        fileBytes: c.SHELL_LIMIT_FILE_BYTES,
+        openFiles: c.SHELL_LIMIT_OPEN_FILES,
+        workspaceQuotaBytes: c.WORKSPACE_QUOTA_BYTES,
+      },
       isolation: this.isolation,
       timeoutMs: req.timeoutMs,
       maxOutputBytes: req.maxOutputBytes,
@@ -194,4 +320,10 @@ export class ProcessSet {
     await Promise.all([...this.live].map((c) => stopHelper(c)));
     this.live.clear();
   }
+}
+
+/** `shellctl probe`, parsed. */
+export async function probeShellctl(shellctl: string, env: Record<string, string> = {}): Promise<ShellctlProbe> {
+  const { stdout } = await run(shellctl, ['probe'], { env, timeout: 10_000 });
+  return ShellctlProbe.parse(JSON.parse(stdout));
 }

@@ -48,6 +48,9 @@ export class FakeInnerLlm {
   }> = [];
   /** Used when the script is empty. */
   fallback: ScriptedResponse = { text: ['ok'] };
+  /** Workspace authorizations the backend asked for (issue 27), and how to answer the next ones (default: ok). */
+  readonly workspaceChecks: Array<{ headers: Record<string, string | string[] | undefined>; body: Record<string, unknown> }> = [];
+  workspaceVerdict: { status: number; body: unknown } = { status: 200, body: { ok: true } };
 
   script(...responses: ScriptedResponse[]): void {
     this.queue.push(...responses);
@@ -58,6 +61,8 @@ export class FakeInnerLlm {
     this.calls.length = 0;
     this.configRequests.length = 0;
     this.prompts.clear();
+    this.workspaceChecks.length = 0;
+    this.workspaceVerdict = { status: 200, body: { ok: true } };
   }
 
   async start(): Promise<void> {
@@ -124,6 +129,12 @@ export class FakeInnerLlm {
       } catch {
         /* client went away */
       }
+    });
+    app.post('/inner/api/agent/execution-context/verify', (req, res) => {
+      this.workspaceChecks.push({ headers: req.headers, body: req.body as Record<string, unknown> });
+      if (req.get('x-inner-api-key') !== 'test-inner-key')
+        return void res.status(401).json({ code: 'unauthorized', message: 'bad key', status: 401 });
+      res.status(this.workspaceVerdict.status).json(this.workspaceVerdict.body);
     });
     app.get('/inner/api/agent-config/:agentId/prompt', (req, res) => {
       this.configRequests.push({ method: 'GET', agentId: req.params.agentId, headers: req.headers, body: undefined });

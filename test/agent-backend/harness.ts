@@ -27,6 +27,8 @@ export async function startPg(name: string, _port?: number): Promise<{ pg: { sto
 
 export interface TestBackend {
   url: string;
+  /** The agent stub's unix socket (the stub is not on `url`). */
+  stubSocket: string;
   store: PgRunStore;
   config: Config;
   instanceId: string;
@@ -69,11 +71,12 @@ export async function startBackend(opts: {
   const running = await backend.start(0, '127.0.0.1');
   return {
     url: running.url,
+    stubSocket: running.stubSocket,
     store,
     config,
     instanceId: backend.instanceId,
     running,
-    client: new RunClient(running.url, TOKEN),
+    client: new RunClient(running.url, config.AGENT_BACKEND_TOKEN),
     stop: async (o) => {
       await running.close(o);
       await store.close();

@@ -1,6 +1,7 @@
 /**
  * The agent stub and the `dify-agent` CLI (docs/PROTOCOL.md §4): pull/push through the stub to the api's
- * inner agent-config endpoint with the run's signed execution context, and every error the CLI owes.
+ * inner agent-config endpoint with the run's signed execution context, and every error the CLI owes. The stub
+ * listens on its own unix socket only (issue 27): no run protocol behind it, and not on the backend's TCP port.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,6 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { mintStubToken } from '../../agent-backend/stub-token.js';
 import { runCli } from '../../cli/dify-agent.js';
 import type { FakeInnerLlm } from './fake-inner-llm.js';
+import { socketRequest, stubCall } from '../support/stub-socket.js';
 import { EXECUTION_CONTEXT, INNER_KEY, runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from './harness.js';
 
 let pg: { stop: () => Promise<void> };
@@ -58,18 +60,40 @@ async function cli(argv: string[], env: Record<string, string | undefined>, stdi
 }
 
 describe('agent stub', () => {
+  it('has a socket of its own, 0666 in a 0700 directory, serving the stub routes only', async () => {
+    const { runId, token } = await runningRun();
+    expect(fs.statSync(backend.stubSocket).isSocket()).toBe(true);
+    expect(fs.statSync(backend.stubSocket).mode & 0o777).toBe(0o666);
+    expect(fs.statSync(path.dirname(backend.stubSocket)).mode & 0o777).toBe(0o700);
+    // No run protocol through the socket, with or without the backend token.
+    for (const headers of [{}, { authorization: `Bearer ${TOKEN}` }] as Record<string, string>[]) {
+      const runs = await socketRequest(backend.stubSocket, '/runs', {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify(runRequest()),
+      });
+      expect(runs.status).toBe(404);
+      expect((await socketRequest(backend.stubSocket, `/runs/${runId}`, { headers })).status).toBe(404);
+      expect((await socketRequest(backend.stubSocket, `/runs/${runId}/cancel`, { method: 'POST', headers })).status).toBe(404);
+      expect((await socketRequest(backend.stubSocket, '/modules', { headers })).status).toBe(404);
+      expect((await socketRequest(backend.stubSocket, '/healthz', { headers })).status).toBe(404);
+    }
+    expect((await backend.client.status(runId)).status).toBe('running');
+    // And no stub on the backend's TCP listener.
+    const tcp = await fetch(`${backend.url}/agent-stub/config/prompt`, { headers: { authorization: `Bearer ${token}` } });
+    expect(tcp.status).toBe(404);
+    expect(await tcp.json()).toMatchObject({ code: 'not_found' });
+    await backend.client.cancel(runId);
+  });
+
   it('forwards reads and writes with the inner key and the signed execution context', async () => {
     const { runId, token } = await runningRun();
     fake.prompts.set('agent-1', 'Be kind.');
-    const get = await fetch(`${backend.url}/agent-stub/config/prompt`, { headers: { authorization: `Bearer ${token}` } });
+    const get = await stubCall(backend.stubSocket, token);
     expect(get.status).toBe(200);
-    expect(await get.json()).toEqual({ prompt: 'Be kind.' });
-    const put = await fetch(`${backend.url}/agent-stub/config/prompt`, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ prompt: 'Be brief.' }),
-    });
-    expect(await put.json()).toEqual({ prompt: 'Be brief.' });
+    expect(get.json()).toEqual({ prompt: 'Be kind.' });
+    const put = await stubCall(backend.stubSocket, token, 'PUT', { prompt: 'Be brief.' });
+    expect(put.json()).toEqual({ prompt: 'Be brief.' });
     expect(fake.prompts.get('agent-1')).toBe('Be brief.');
 
     const forwarded = fake.configRequests[0];
@@ -81,26 +105,22 @@ describe('agent stub', () => {
   });
 
   it('refuses forged tokens, runs without a config layer, ended runs and null prompts', async () => {
-    const url = `${backend.url}/agent-stub/config/prompt`;
-    const forged = await fetch(url, { headers: { authorization: `Bearer ${mintStubToken('other-secret', 'x')}` } });
+    const sock = backend.stubSocket;
+    const forged = await stubCall(sock, mintStubToken('other-secret', 'x'));
     expect(forged.status).toBe(401);
-    expect((await fetch(url)).status).toBe(401);
+    expect((await stubCall(sock, null)).status).toBe(401);
 
     const noConfig = await runningRun({ config: false });
-    const res = await fetch(url, { headers: { authorization: `Bearer ${noConfig.token}` } });
+    const res = await stubCall(sock, noConfig.token);
     expect(res.status).toBe(403);
     await backend.client.cancel(noConfig.runId);
 
     const { runId, token } = await runningRun();
-    const nullPrompt = await fetch(url, {
-      method: 'PUT',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ prompt: null }),
-    });
+    const nullPrompt = await stubCall(sock, token, 'PUT', { prompt: null });
     expect(nullPrompt.status).toBe(400);
     await backend.client.cancel(runId);
     await backend.client.untilTerminal(runId);
-    const ended = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    const ended = await stubCall(sock, token);
     expect(ended.status).toBe(401);
     expect(fake.configRequests).toHaveLength(0);
   });
@@ -109,7 +129,7 @@ describe('agent stub', () => {
 describe('dify-agent CLI', () => {
   it('pulls to ./.dify_conf/prompt.md byte for byte and pushes it back', async () => {
     const { runId, token } = await runningRun();
-    const env = { DIFY_AGENT_STUB_URL: backend.url, DIFY_AGENT_STUB_TOKEN: token };
+    const env = { DIFY_AGENT_STUB_SOCKET: backend.stubSocket, DIFY_AGENT_STUB_TOKEN: token };
     const prompt = 'Hello {{#sys.query#}}\r\n  indented ünïcödé \n\n';
     fake.prompts.set('agent-1', prompt);
 
@@ -136,7 +156,7 @@ describe('dify-agent CLI', () => {
   });
 
   it('reports missing files, invalid UTF-8, missing or null prompt fields and usage errors', async () => {
-    const env = { DIFY_AGENT_STUB_URL: backend.url, DIFY_AGENT_STUB_TOKEN: 'x' };
+    const env = { DIFY_AGENT_STUB_SOCKET: backend.stubSocket, DIFY_AGENT_STUB_TOKEN: 'x' };
     const missing = await cli(['config', 'prompt', 'push', 'nope.md'], env);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toBe(`error: file not found: ${path.join(tmp, 'nope.md')}\n`);
@@ -155,8 +175,9 @@ describe('dify-agent CLI', () => {
       [{ prompt: null }, 'null prompt'],
     ] as const) {
       let stderr = '';
+      // Outside the sandbox the CLI also takes a URL (DIFY_AGENT_STUB_URL): here a fetch that answers `body`.
       const code = await runCli(['config', 'prompt', 'pull'], {
-        env,
+        env: { DIFY_AGENT_STUB_URL: 'http://stub.invalid', DIFY_AGENT_STUB_TOKEN: 'x' },
         cwd: tmp,
         stdin: (async function* () {})(),
         stdout: () => undefined,
@@ -170,7 +191,15 @@ describe('dify-agent CLI', () => {
     const unauthorized = await cli(['config', 'prompt', 'pull'], env);
     expect(unauthorized.code).toBe(1);
     expect(unauthorized.stderr).toContain('the agent stub answered 401');
-    expect((await cli(['config', 'prompt', 'pull'], {})).stderr).toBe('error: DIFY_AGENT_STUB_URL is not set\n');
+    expect((await cli(['config', 'prompt', 'pull'], {})).stderr).toBe(
+      'error: neither DIFY_AGENT_STUB_SOCKET nor DIFY_AGENT_STUB_URL is set\n',
+    );
+    const gone = await cli(['config', 'prompt', 'pull'], {
+      DIFY_AGENT_STUB_SOCKET: path.join(tmp, 'nope.sock'),
+      DIFY_AGENT_STUB_TOKEN: 'x',
+    });
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toContain(`cannot reach the agent stub at ${path.join(tmp, 'nope.sock')}`);
     expect((await cli(['config', 'prompt', 'fetch'], env)).code).toBe(2);
     expect((await cli([], env)).code).toBe(2);
   });
@@ -184,7 +213,7 @@ describe('dify-agent CLI', () => {
       [path.join(root, 'cli', 'dify-agent.ts'), 'config', 'prompt', 'pull'],
       {
         cwd: tmp,
-        env: { ...process.env, DIFY_AGENT_STUB_URL: backend.url, DIFY_AGENT_STUB_TOKEN: token },
+        env: { ...process.env, DIFY_AGENT_STUB_SOCKET: backend.stubSocket, DIFY_AGENT_STUB_TOKEN: token },
       },
     );
     let out = '';

@@ -13,6 +13,26 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Live processes (host pids) whose environment has HOME=`workspace`: what a shell command started in that workspace
+ * (shellctl gives every command HOME=its workspace). Pids a command prints are its PID namespace's (issue 27), not
+ * the host's, so tests find the tree this way instead.
+ */
+export function workspaceProcesses(workspace: string): number[] {
+  const want = Buffer.from(`\0HOME=${workspace}\0`);
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const env = Buffer.concat([Buffer.from([0]), fs.readFileSync(`/proc/${entry}/environ`), Buffer.from([0])]);
+      if (env.includes(want) && isAlive(Number(entry))) pids.push(Number(entry));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return pids;
+}
+
 /** SIGKILLs the stack's worker child process and waits until it is gone (start another with stack.startWorkerChild()). */
 export async function killWorkerChild(stack: Stack): Promise<void> {
   const child = stack.workerChild!;

@@ -13,7 +13,8 @@ import type { RunEvent } from '../../core/protocol/run.js';
 import type { FakeInnerLlm } from '../agent-backend/fake-inner-llm.js';
 import { mintStubToken } from '../../agent-backend/stub-token.js';
 import { runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from '../agent-backend/harness.js';
-import { isAlive } from '../support/processes.js';
+import { workspaceProcesses } from '../support/processes.js';
+import { stubCall } from '../support/stub-socket.js';
 
 let fake: FakeInnerLlm;
 const backends: Record<string, TestBackend> = {};
@@ -33,6 +34,12 @@ beforeAll(async () => {
   await backend('notoken', {});
   await backend('nolandlock', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_LANDLOCK: '1' });
   await backend('off', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_LANDLOCK: '1', SHELL_ISOLATION: 'off' });
+  await backend('nons', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_NAMESPACES: true });
+  await backend('weak', {
+    SHELLCTL_AUTH_TOKEN: 'runtime-test-token',
+    AGENT_BACKEND_TOKEN: 'dev-backend-token-change-me',
+    INNER_API_KEY: 'dev-inner-api-key-change-me',
+  });
 }, 300_000);
 
 afterAll(async () => {
@@ -66,9 +73,7 @@ function toolResult(events: RunEvent[]) {
 
 /** The run's temporary credential (the CLI's stub token) against the agent stub: 200 while it runs, 401 after. */
 async function stubStatus(b: TestBackend, runId: string): Promise<number> {
-  const res = await fetch(`${b.url}/agent-stub/config/prompt`, { headers: { authorization: `Bearer ${mintStubToken(TOKEN, runId)}` } });
-  await res.body?.cancel();
-  return res.status;
+  return (await stubCall(b.stubSocket, mintStubToken(TOKEN, runId))).status;
 }
 
 async function pidFrom(file: string): Promise<number> {
@@ -146,9 +151,77 @@ describe('runtime and shell on the agent backend', () => {
     expect(r.result).toEqual({
       error: 'shell_unavailable',
       message:
-        'the shell refused to run the command: Landlock is not available on this kernel; refusing to run a shell command without path isolation',
+        'the shell refused to run the command: this host lacks Landlock (the kernel offers none), needed to isolate commands from other tenants (SHELL_ISOLATION=on; README "Agent workspace")',
     });
     expect(fs.existsSync(path.join(dir, 'ran'))).toBe(false);
+  });
+
+  it('refuses naming the namespaces when they are unavailable; /readyz reports what is missing', async () => {
+    const b = backends.nons!;
+    const { runId, dir } = await shellRun(b, 'touch ran');
+    const r = toolResult(await b.client.untilTerminal(runId))!;
+    expect(r.is_error).toBe(true);
+    expect((r.result as { message: string }).message).toContain('this host lacks Linux namespaces (mount, PID, network, IPC, UTS)');
+    expect(fs.existsSync(path.join(dir, 'ran'))).toBe(false);
+    const ready = (await (await fetch(`${b.url}/readyz`)).json()) as { isolation: Record<string, unknown> };
+    expect(ready.isolation).toMatchObject({ shell: 'refused', isolation: 'on', namespaces: false });
+    expect(ready.isolation.missing).toEqual(['Linux namespaces (mount, PID, network, IPC, UTS)']);
+  });
+
+  it('/readyz reports the isolation in force', async () => {
+    const on = (await (await fetch(`${backends.on!.url}/readyz`)).json()) as { isolation: Record<string, unknown> };
+    expect(on.isolation).toMatchObject({ shell: 'available', isolation: 'on', namespaces: true, missing: [], reason: null });
+    expect(on.isolation.landlock_abi).toBeGreaterThanOrEqual(4);
+    expect(['cgroup-v2', 'cgroup-v1', 'rlimits']).toContain(on.isolation.limits);
+    expect(typeof on.isolation.seccomp).toBe('boolean');
+    expect(typeof on.isolation.uid_switch).toBe('boolean');
+    const off = (await (await fetch(`${backends.off!.url}/readyz`)).json()) as { isolation: Record<string, unknown> };
+    expect(off.isolation).toMatchObject({ shell: 'unconfined', isolation: 'off' });
+    const none = (await (await fetch(`${backends.notoken!.url}/readyz`)).json()) as { isolation: Record<string, unknown> };
+    expect(none.isolation).toMatchObject({ shell: 'unavailable' });
+    expect(none.isolation.reason).toContain('SHELLCTL_AUTH_TOKEN');
+  });
+
+  it('the runtime enters only after the api authorized its workspace for the run: one check per run', async () => {
+    const b = backends.on!;
+    const { runId } = await shellRun(b, 'true');
+    await b.client.untilTerminal(runId);
+    expect(fake.workspaceChecks).toHaveLength(1);
+    const check = fake.workspaceChecks[0]!;
+    expect(check.headers['x-inner-api-key']).toBe('test-inner-key');
+    expect(check.body).toMatchObject({ run_id: runId, execution_context: { tenant_id: 'tenant-1', signature: 'sig-abc' } });
+    expect(check.body.workspace_id).toEqual(expect.any(String));
+    // A run without a runtime layer asks nothing.
+    const plain = await b.client.createRun(runRequest());
+    await b.client.untilTerminal(plain.run_id);
+    expect(fake.workspaceChecks).toHaveLength(1);
+  });
+
+  it('a workspace the api refuses: run_failed workspace_not_authorized with its reason, the workspace untouched', async () => {
+    const b = backends.on!;
+    fake.workspaceVerdict = {
+      status: 403,
+      body: { code: 'workspace_not_authorized', message: 'the workspace is not the one of the run’s binding.', status: 403 },
+    };
+    const { runId, dir } = await shellRun(b, 'touch ran');
+    const events = await b.client.untilTerminal(runId);
+    const terminal = events.at(-1)!;
+    expect(terminal.type).toBe('run_failed');
+    expect(terminal.data).toMatchObject({ error_type: 'workspace_not_authorized' });
+    expect((terminal.data as { error: string }).error).toContain(
+      'is not authorized for this run: the workspace is not the one of the run’s binding.',
+    );
+    expect(fs.existsSync(dir)).toBe(false);
+    expect(fake.calls).toHaveLength(0);
+  });
+
+  it('the backend refuses runtime and shell while its secrets are the public defaults', async () => {
+    const b = backends.weak!;
+    const res = await b.client.request('POST', '/runs', runRequest({ extraLayers: workspaceLayers(crypto.randomUUID()) }));
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { code: string; message: string };
+    expect(body.code).toBe('module_unavailable');
+    expect(body.message).toContain('AGENT_BACKEND_TOKEN and INNER_API_KEY hold their public development default');
   });
 
   it('runs unconfined only when the deployment turned isolation off explicitly', async () => {
@@ -165,7 +238,8 @@ describe('runtime and shell on the agent backend', () => {
     const events = await b.client.untilTerminal(runId);
     expect(events.at(-1)!.type).toBe('run_succeeded');
     expect(await stubStatus(b, runId)).toBe(401);
-    expect(isAlive(await pidFrom(path.join(dir, 'pid')))).toBe(false);
+    await pidFrom(path.join(dir, 'pid'));
+    expect(workspaceProcesses(dir)).toEqual([]);
     expect(fs.readFileSync(path.join(dir, 'kept.txt'), 'utf8')).toBe('kept\n');
   });
 
@@ -175,28 +249,29 @@ describe('runtime and shell on the agent backend', () => {
       metadata: { limits: { max_wall_clock_ms: 1500 } },
       config: true,
     });
-    const pid = await pidFrom(path.join(dir, 'pid'));
+    await pidFrom(path.join(dir, 'pid'));
+    expect(workspaceProcesses(dir).length).toBeGreaterThan(0);
     expect(await stubStatus(b, runId)).toBe(200);
     const events = await b.client.untilTerminal(runId);
     const terminal = events.at(-1)!;
     expect(terminal.type).toBe('run_failed');
     expect(terminal.data).toMatchObject({ reason: 'run_timeout' });
     expect((terminal.data as { session_snapshot: unknown }).session_snapshot).not.toBeNull();
-    expect(isAlive(pid)).toBe(false);
+    expect(workspaceProcesses(dir)).toEqual([]);
     expect(await stubStatus(b, runId)).toBe(401);
   });
 
   it('cancellation during a command: the run is cancelled and the command is killed', async () => {
     const b = backends.on!;
     const { runId, dir } = await shellRun(b, 'sleep 60 & echo $! > pid; wait', { config: true });
-    const pid = await pidFrom(path.join(dir, 'pid'));
-    expect(isAlive(pid)).toBe(true);
+    await pidFrom(path.join(dir, 'pid'));
+    expect(workspaceProcesses(dir).length).toBeGreaterThan(0);
     expect(await stubStatus(b, runId)).toBe(200);
     expect((await b.client.cancel(runId)).status).toBe(202);
     const events = await b.client.untilTerminal(runId);
     expect(events.at(-1)!.type).toBe('run_cancelled');
     expect((events.at(-1)!.data as { session_snapshot: unknown }).session_snapshot).not.toBeNull();
-    expect(isAlive(pid)).toBe(false);
+    expect(workspaceProcesses(dir)).toEqual([]);
     expect(await stubStatus(b, runId)).toBe(401);
   });
 });
