@@ -94,6 +94,7 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
       invoke_from: executionContext.invoke_from,
       agent_mode: ctx.request.purpose === 'agent_app' ? 'agent' : ctx.request.purpose,
     },
+    executionContext,
   });
 
   const toolOwners = new Map<string, LayerInstance & { capability: { kind: 'toolset' } }>();

@@ -122,7 +122,6 @@ export function createWiredApi(deps: {
           logger,
           providers,
           maxJsonDepth: config.JSON_MAX_DEPTH,
-          callerScope: 'verify',
           uploads: config,
         }),
       },

@@ -10,6 +10,8 @@
 import os from 'node:os';
 import { maxTurnsInFlight } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
+import { signExecutionContext } from '../core/exec-context.js';
+import type { ExecutionContextLayerConfig } from '../core/protocol/run.js';
 import type { Stack } from '../stack/start-stack.js';
 import { directTurn, durableTurn, nowMs, type PathName, type TurnSample } from './client.js';
 import { FLOOR_TASK_QUEUE, startFloor, type FloorHarness } from './floor.js';
@@ -170,13 +172,14 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
     }
     for (const w of workloads) {
       log(`workload ${w.name}: ${w.description}`);
-      const paths = await preparePaths(stack, w, options.warmup, floor);
+      const { paths, directTurnOpen } = await preparePaths(stack, w, options.warmup, floor);
       const cells: CellResult[] = [];
       for (const [i, c] of options.concurrency.entries()) {
         const n = Math.max(options.turns, 2 * c);
         const order: PathName[] = i % 2 === 0 ? ['floor', 'durable', 'direct'] : ['direct', 'durable', 'floor'];
         for (const path of order.filter((p) => options.paths.includes(p))) {
           const progress = (ctx.progress ?? noProgress)(`${w.name} ${path} c=${c}`, n);
+          if (path === 'direct') await directTurnOpen(true);
           const cell = await runCell({
             stack,
             probe,
@@ -190,6 +193,7 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
             floor,
             onTurn: (done, errors) => progress.update(done, errors),
           });
+          if (path === 'direct') await directTurnOpen(false);
           progress.done();
           cells.push(cell);
           log(
@@ -255,24 +259,59 @@ async function preparePaths(
   w: Workload,
   warmup: number,
   floor: FloorHarness | null,
-): Promise<Partial<Record<PathName, TurnFn>>> {
+): Promise<{ paths: Partial<Record<PathName, TurnFn>>; directTurnOpen: (open: boolean) => Promise<void> }> {
   const durable: TurnFn = () => durableTurn({ apiUrl: stack.apiUrl, apiKey: stack.demo!.apiKey, user: 'bench' }, w.query);
   const first = await durable();
   if (!first.ok || !first.id) throw new Error(`workload ${w.name}: the durable template turn failed: ${first.error}`);
   const run = await stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: first.id } });
-  const { session_snapshot: _snapshot, idempotency_key: _key, ...request } = run.request as Record<string, unknown>;
+  const { session_snapshot: _snapshot, idempotency_key: _key, ...template } = run.request as Record<string, unknown>;
+  const { request, open: directTurnOpen } = await directRequest(stack, first.id, template);
   const direct: TurnFn = () => directTurn({ backendUrl: stack.agentBackendUrl, token: stack.config.AGENT_BACKEND_TOKEN, request });
   for (let i = 0; i < warmup; i++) {
     for (const [name, fn] of [
       ['durable', durable],
       ['direct', direct],
     ] as const) {
+      if (name === 'direct') await directTurnOpen(true);
       const s = await fn();
+      if (name === 'direct') await directTurnOpen(false);
       if (!s.ok) throw new Error(`workload ${w.name}: ${name} warm-up turn failed: ${s.error}`);
     }
     if (floor) await floor.turn();
   }
-  return { durable, direct, ...(floor ? { floor: floor.turn } : {}) };
+  return { paths: { durable, direct, ...(floor ? { floor: floor.turn } : {}) }, directTurnOpen };
+}
+
+/**
+ * The template request with an execution context the api honours for direct runs: the inner LLM route serves a call
+ * only with the signed context of a turn in progress (docs/PROTOCOL.md §3.1), and the template's turn has ended. So
+ * the direct path gets a turn of its own — a copy of the template's message, with no backend run recorded (any run
+ * may use it) — and the context re-signed for it, as the worker signs a turn's. The copy is `running` only while direct
+ * turns run (`open`): admission control counts running messages, and the durable cells should not see it.
+ */
+async function directRequest(stack: Stack, templateMessageId: string, template: Record<string, unknown>) {
+  const m = await stack.db.message.findUniqueOrThrow({ where: { id: templateMessageId } });
+  const turn = await stack.db.message.create({
+    data: {
+      tenant_id: m.tenant_id,
+      app_id: m.app_id,
+      conversation_id: m.conversation_id,
+      end_user_id: m.end_user_id,
+      query: 'bench direct path',
+      status: 'stopped',
+      workflow_id: `bench-direct-${m.id}`,
+    },
+  });
+  const composition = template.composition as { layers: { type: string; config: unknown }[] };
+  const layers = composition.layers.map((l) => {
+    if (l.type !== 'execution_context') return l;
+    const { signature: _s, exp: _e, ...fields } = l.config as ExecutionContextLayerConfig;
+    return { ...l, config: signExecutionContext({ ...fields, message_id: turn.id }, stack.config.EXECUTION_CONTEXT_SIGNING_KEY) };
+  });
+  const open = async (on: boolean) => {
+    await stack.db.message.update({ where: { id: turn.id }, data: { status: on ? 'running' : 'stopped' } });
+  };
+  return { request: { ...template, composition: { ...composition, layers } }, open };
 }
 
 async function runCell(a: {

@@ -25,7 +25,7 @@ import type {
   LanguageModelV3StreamResult,
 } from '@ai-sdk/provider';
 import type { InvokeRequest, ToolDefinition } from '../../core/protocol/inner-llm.js';
-import type { Usage } from '../../core/protocol/run.js';
+import type { ExecutionContextLayerConfig, Usage } from '../../core/protocol/run.js';
 import { parseSse } from '../../core/sse.js';
 import type { Logger } from '../../core/logger.js';
 import { ModelCallError } from '../errors.js';
@@ -37,7 +37,7 @@ import { inSpan, withTraceHeaders } from '../../core/tracing/index.js';
 
 export { DEFAULT_INNER_LLM_RETRY, type InnerLlmRetryOptions };
 
-/** Who is calling: copied from the run's execution context layer. */
+/** Who is calling: copied from the run's execution context layer (the api checks them against the forwarded context). */
 export interface ModelCallerIdentity {
   tenant_id: string;
   user_id: string;
@@ -53,6 +53,8 @@ export interface ModelTarget {
   provider: string;
   model: string;
   caller: ModelCallerIdentity;
+  /** The run's signed execution context layer config, forwarded with every call: the api's only source of scope. */
+  executionContext?: ExecutionContextLayerConfig;
 }
 
 /** Creates the model of one run. Swappable in tests or for a local demo model. */
@@ -135,6 +137,7 @@ export class InnerLlmModel implements LanguageModelV3 {
       }));
     const { tenant_id, user_id, user_from, app_id, agent_id, invoke_from, agent_mode } = this.target.caller;
     return {
+      ...(this.target.executionContext ? { execution_context: this.target.executionContext } : {}),
       caller: {
         invocation_id: this.target.runId,
         agent_run_id: this.target.runId,

@@ -1,7 +1,9 @@
 /**
  * The checks every inner route applies to an execution context the agent backend forwards (issue 17 L2,
  * core/exec-context.ts): signed with EXECUTION_CONTEXT_SIGNING_KEY, not expired, its turn still in progress, and —
- * once the api recorded the backend run of that turn — named by that run (X-Agent-Run-Id).
+ * once the api recorded the backend run of that turn — named by that run (X-Agent-Run-Id / run_id / agent_run_id).
+ * One statement (the message and its recorded run side by side): on the LLM route, called for every model request, it
+ * replaces the app lookup that route made before (no round trip added), and a turn that ended is refused at once.
  */
 import type { Db } from '../../core/db.js';
 import { checkExecutionContext } from '../../core/exec-context.js';
@@ -9,7 +11,12 @@ import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 import { HttpError } from '../errors.js';
 import { Uuid } from '../schemas.js';
 
-const IN_PROGRESS = new Set(['pending', 'running']);
+interface TurnRow {
+  tenant_id: string;
+  app_id: string;
+  in_progress: boolean;
+  backend_run_id: string | null;
+}
 
 export async function verifyForwardedContext(
   db: Db,
@@ -25,9 +32,12 @@ export async function verifyForwardedContext(
   const ended = () => new HttpError(403, 'execution_context_ended', 'The run this execution context belongs to is not in progress.');
   const messageId = Uuid.safeParse(ctx.message_id);
   if (!messageId.success) throw ended();
-  const message = await db.message.findUnique({ where: { id: messageId.data }, select: { tenant_id: true, app_id: true, status: true } });
-  if (!message || message.tenant_id !== ctx.tenant_id || message.app_id !== ctx.app_id || !IN_PROGRESS.has(message.status)) throw ended();
-  const run = await db.agentBackendRun.findUnique({ where: { message_id: messageId.data }, select: { backend_run_id: true } });
-  if (run?.backend_run_id && run.backend_run_id !== runId) throw ended();
+  const [row] = await db.$queryRaw<TurnRow[]>`
+    select m.tenant_id::text as tenant_id, m.app_id::text as app_id, m.status in ('pending', 'running') as in_progress,
+           r.backend_run_id
+      from messages m left join agent_backend_runs r on r.message_id = m.id
+     where m.id = ${messageId.data}::uuid`;
+  if (!row || row.tenant_id !== ctx.tenant_id || row.app_id !== ctx.app_id || !row.in_progress) throw ended();
+  if (row.backend_run_id && row.backend_run_id !== runId) throw ended();
   return { messageId: messageId.data };
 }

@@ -1,7 +1,7 @@
 /**
- * POST /inner/api/agent/llm/invoke (docs/PROTOCOL.md §3): the agent backend's every model call. HTTP only:
- * key check, body validation, SSE framing and "caller disconnected → abort the provider call";
- * credentials, credits and streaming live in core/llm/invoke.ts.
+ * POST /inner/api/agent/llm/invoke (docs/PROTOCOL.md §3.1): the agent backend's every model call. HTTP only:
+ * key check, body validation, the run's signed execution context (scope), SSE framing and "caller disconnected →
+ * abort the provider call"; credentials, credits and streaming live in core/llm/invoke.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,19 +18,16 @@ import { InvokeRequest, type InvokeRequestParsed } from '../../core/protocol/inn
 import { uploadsDir, verifyFileSignature } from '../../core/uploads.js';
 import { jsonBody } from '../../core/json-guard.js';
 import { startSse, writeSse, writeSseComment } from '../../core/sse.js';
+import { HttpError } from '../errors.js';
 import { requireInnerApiKey } from './auth.js';
+import { verifyForwardedContext } from './execution-context.js';
 
 export interface InnerLlmRouterDeps {
   db: PrismaClient;
-  config: Pick<Config, 'INNER_API_KEY' | 'ENCRYPTION_KEY'>;
+  config: Pick<Config, 'INNER_API_KEY' | 'ENCRYPTION_KEY' | 'EXECUTION_CONTEXT_SIGNING_KEY'>;
   logger: Logger;
   providers: ProviderRegistry;
   clock?: Clock;
-  /**
-   * `verify` (the api's wiring): the caller's app must exist and belong to the caller's tenant, else 403;
-   * the credentials and credits used are the tenant's (issue 17 L2). `trust`: unit tests with made-up ids.
-   */
-  callerScope?: 'verify' | 'trust';
   /**
    * Where uploads live (DATA_DIR): images given as our own signed file links are sent to the provider as
    * inline bytes, never as a link to the api's (internal) address (issue 17 L5). Unset: links pass as they are.
@@ -63,17 +60,20 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
       sendError(res, 400, 'invalid_request', formatIssues(parsed.error));
       return;
     }
-    const scope = deps.callerScope === 'verify' ? await callerScopeProblem(deps.db, parsed.data.caller) : null;
-    if (scope) {
-      sendError(res, 403, 'caller_scope_mismatch', scope);
-      return;
-    }
     // Created before any await so a disconnect during preparation is not missed.
     const abort = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) abort.abort(new Error('caller disconnected'));
     });
 
+    // Scope comes only from the run's signed execution context (issue 28): the inner key alone names no tenant.
+    try {
+      parsed.data.caller = await scopedCaller(deps, parsed.data);
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err;
+      sendError(res, err.status, err.code, err.message);
+      return;
+    }
     if (deps.uploads) await inlineOwnImages(deps.db, { ...deps.config, ...deps.uploads }, parsed.data.target.prompt_messages);
     const prepared = await invoker.prepare(parsed.data);
     if (!prepared.ok) {
@@ -113,7 +113,6 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
   return router;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const OWN_FILE_PATH = /^\/files\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/file-preview$/;
 
 /** The upload a (valid, unexpired) signed file link of ours names, or null. */
@@ -150,17 +149,32 @@ export async function inlineOwnImages(
   }
 }
 
-/** Why the caller's scope does not hold (its app is not the tenant's, its agent not the app's), or null. One query. */
-async function callerScopeProblem(
-  db: PrismaClient,
-  caller: { tenant_id: string; app_id: string; agent_id?: string },
-): Promise<string | null> {
-  const mismatch = 'caller: app_id does not belong to tenant_id';
-  if (!UUID.test(caller.app_id) || !UUID.test(caller.tenant_id)) return mismatch;
-  const app = await db.app.findUnique({ where: { id: caller.app_id }, select: { tenant_id: true, agent: { select: { id: true } } } });
-  if (app?.tenant_id !== caller.tenant_id) return mismatch;
-  if (caller.agent_id !== undefined && app.agent?.id !== caller.agent_id) return 'caller: agent_id is not the agent of app_id';
-  return null;
+/**
+ * The caller with its scope taken from the verified execution context: signature, expiry, turn in progress and the
+ * recorded backend run (= `agent_run_id`, which must also be `invocation_id`, so a billing id cannot name another run).
+ * The caller's own copies of the scope must agree with the context (403 `caller_scope_mismatch`).
+ */
+async function scopedCaller(deps: InnerLlmRouterDeps, req: InvokeRequestParsed): Promise<InvokeRequestParsed['caller']> {
+  const ctx = req.execution_context;
+  if (!ctx) throw new HttpError(403, 'execution_context_required', "execution_context: the run's signed execution context is required.");
+  const { caller } = req;
+  await verifyForwardedContext(deps.db, deps.config.EXECUTION_CONTEXT_SIGNING_KEY, ctx, caller.agent_run_id);
+  if (caller.invocation_id !== caller.agent_run_id)
+    throw new HttpError(403, 'caller_scope_mismatch', 'caller: invocation_id must be the agent_run_id.');
+  const scope = {
+    tenant_id: ctx.tenant_id,
+    app_id: ctx.app_id,
+    user_id: ctx.user_id,
+    user_from: ctx.user_from,
+    agent_id: ctx.agent_id,
+    invoke_from: ctx.invoke_from,
+  } as const;
+  for (const [field, value] of Object.entries(scope)) {
+    const given = caller[field as keyof typeof scope];
+    if (given !== undefined && given !== value)
+      throw new HttpError(403, 'caller_scope_mismatch', `caller: ${field} is not the execution context's.`);
+  }
+  return { ...caller, ...scope };
 }
 
 function sendError(res: Response, status: number, code: string, message: string): void {

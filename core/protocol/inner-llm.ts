@@ -3,7 +3,7 @@
  * The api owns credentials, metering and credits; the backend only names provider + model.
  */
 import { z } from 'zod';
-import { Usage } from './run.js';
+import { ExecutionContextLayerConfig, Usage } from './run.js';
 
 export const TextContent = z.object({ type: z.literal('text'), data: z.string() }).strict();
 export const ImageContent = z
@@ -67,7 +67,14 @@ export const InvokeTarget = z
   })
   .strict();
 
-export const InvokeRequest = z.object({ caller: InvokeCaller, target: InvokeTarget }).strict();
+/**
+ * `execution_context`: the run's signed execution context layer config, as the api built it (issue 28). The api
+ * derives tenant, app, user and agent from it alone (403 `execution_context_required` without one); the caller's own
+ * copies must agree. Optional in the schema only so its absence is a 403, not a 400.
+ */
+export const InvokeRequest = z
+  .object({ caller: InvokeCaller, target: InvokeTarget, execution_context: ExecutionContextLayerConfig.optional() })
+  .strict();
 export type InvokeRequest = z.input<typeof InvokeRequest>;
 export type InvokeRequestParsed = z.output<typeof InvokeRequest>;
 

@@ -19,7 +19,8 @@ import { createDefaultProviders } from '../../core/llm/providers/index.js';
 import { isTerminal, type RunEvent } from '../../core/protocol/run.js';
 import { PgRunStore } from '../../agent-backend/store.js';
 import { stablePort } from '../../stack/ports.js';
-import { createTenant, ENCRYPTION_KEY } from '../llm/helpers.js';
+import { createTenant, ENCRYPTION_KEY, SIGNING_KEY } from '../llm/helpers.js';
+import { startedTurn } from '../support/exec-context.js';
 import { sleep, type FakeInnerLlm } from './fake-inner-llm.js';
 import { INNER_KEY, runRequest, startBackend, startFake, startPg, textOf, type TestBackend } from './harness.js';
 
@@ -276,7 +277,15 @@ describe('the api (inner LLM gateway) dies in the middle of a model call', () =>
       OPENAI_COMPATIBLE_MODEL: undefined,
     } as never);
     const logger = createLogger('gateway-test', 'silent');
-    app.use('/inner/api/agent/llm', createInnerLlmRouter({ db, config: { INNER_API_KEY: INNER_KEY, ENCRYPTION_KEY }, logger, providers }));
+    app.use(
+      '/inner/api/agent/llm',
+      createInnerLlmRouter({
+        db,
+        config: { INNER_API_KEY: INNER_KEY, ENCRYPTION_KEY, EXECUTION_CONTEXT_SIGNING_KEY: SIGNING_KEY },
+        logger,
+        providers,
+      }),
+    );
     const server = http.createServer(app);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -296,7 +305,8 @@ describe('the api (inner LLM gateway) dies in the middle of a model call', () =>
       const llm = request.composition.layers.find((l) => l.type === 'llm')!;
       llm.config = { provider: 'demo', model: 'demo-chat', model_settings: {} };
       const ec = request.composition.layers.find((l) => l.type === 'execution_context')!;
-      ec.config = { ...(ec.config as object), tenant_id: tenant };
+      // The gateway honours the call only with the signed context of a turn in progress.
+      ec.config = (await startedTurn(db, SIGNING_KEY, { tenantId: tenant })).context;
       const { run_id } = await b.client.createRun(request);
 
       let deltas = 0;

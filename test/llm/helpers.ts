@@ -6,13 +6,16 @@ import express from 'express';
 import pino from 'pino';
 import { createInnerLlmRouter, type InnerLlmRouterDeps } from '../../api/inner/llm.js';
 import { createDb, type Db } from '../../core/db.js';
-import type { Logger } from '../../core/logger.js';
+import { REDACT_PATHS, type Logger } from '../../core/logger.js';
 import { freshDatabase } from '../support/db.js';
 import type { InvokeRequest } from '../../core/protocol/inner-llm.js';
 import { parseSse } from '../../core/sse.js';
+import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
+import { callerOf, startedTurn } from '../support/exec-context.js';
 
 export const INNER_KEY = 'test-inner-key';
 export const ENCRYPTION_KEY = '8f3c2a1b9d7e6f5a4c3b2a19080706050403020100ffeeddccbbaa9988776655';
+export const SIGNING_KEY = 'test-execution-context-signing-key';
 
 export interface TestDb {
   db: Db;
@@ -47,7 +50,7 @@ export function captureLogger(): { logger: Logger; text: () => string } {
     {
       level: 'trace',
       redact: {
-        paths: ['*.api_key', '*.apiKey', '*.credentials', '*.authorization', 'req.headers.authorization', '*["x-inner-api-key"]'],
+        paths: REDACT_PATHS,
         censor: '[redacted]',
       },
     },
@@ -77,29 +80,38 @@ export async function listen(app: http.RequestListener): Promise<Served> {
 
 export async function serveRouter(deps: Omit<InnerLlmRouterDeps, 'config'> & { config?: InnerLlmRouterDeps['config'] }): Promise<Served> {
   const app = express();
-  app.use('/inner/api/agent/llm', createInnerLlmRouter({ config: { INNER_API_KEY: INNER_KEY, ENCRYPTION_KEY }, ...deps }));
+  app.use(
+    '/inner/api/agent/llm',
+    createInnerLlmRouter({ config: { INNER_API_KEY: INNER_KEY, ENCRYPTION_KEY, EXECUTION_CONTEXT_SIGNING_KEY: SIGNING_KEY }, ...deps }),
+  );
   return listen(app);
 }
 
 let counter = 0;
 
-/** An invoke body with defaults: demo provider, one user message. */
+/** The signed context of each tenant's turn in progress (createTenant makes one). */
+const contexts = new Map<string, ExecutionContextLayerConfig>();
+
+/**
+ * An invoke body with defaults: demo provider, one user message, the caller and execution context of the tenant's
+ * turn in progress (createTenant). `invocation_id` and `agent_run_id` stay equal unless both are given.
+ */
 export function invokeBody(
   tenantId: string,
   target: Partial<InvokeRequest['target']> = {},
   caller: Partial<InvokeRequest['caller']> = {},
 ): InvokeRequest {
   counter += 1;
+  const ctx = contexts.get(tenantId);
+  if (!ctx) throw new Error(`invokeBody: tenant ${tenantId} has no turn in progress (create it with createTenant)`);
+  const runId = caller.invocation_id ?? caller.agent_run_id ?? `run-${process.pid}-${counter}`;
   return {
+    execution_context: ctx,
     caller: {
-      invocation_id: `run-${process.pid}-${counter}`,
-      agent_run_id: `run-${process.pid}-${counter}`,
+      invocation_id: runId,
+      agent_run_id: runId,
       call_index: 0,
-      tenant_id: tenantId,
-      user_id: 'user-1',
-      user_from: 'end-user',
-      app_id: 'app-1',
-      invoke_from: 'service-api',
+      ...callerOf(ctx),
       ...caller,
     },
     target: {
@@ -142,10 +154,12 @@ export function answerOf(chunks: Chunk[]): string {
     .join('');
 }
 
+/** A tenant (with a credit pool when `quota` is given) and a turn of it in progress, whose context invokeBody sends. */
 export async function createTenant(db: Db, quota?: { limit: bigint; used?: bigint }): Promise<string> {
   const tenant = await db.tenant.create({ data: { name: `tenant-${++counter}` } });
   if (quota) {
     await db.creditPool.create({ data: { tenant_id: tenant.id, quota_limit: quota.limit, quota_used: quota.used ?? 0n } });
   }
+  contexts.set(tenant.id, (await startedTurn(db, SIGNING_KEY, { tenantId: tenant.id })).context);
   return tenant.id;
 }

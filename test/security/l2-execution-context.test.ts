@@ -1,7 +1,7 @@
 /**
  * Issue 17 L2: execution contexts expire, are bound to their turn's run, are signed with a key the agent
  * backend does not hold (EXECUTION_CONTEXT_SIGNING_KEY, not INNER_API_KEY) and carry exactly 64 lowercase
- * hex characters of signature; the LLM invoke route refuses a caller whose app is not its tenant's.
+ * hex characters of signature; the LLM invoke route takes its scope from the forwarded context alone (issue 28).
  * The reviewer replayed a finished run's context to read and write the build draft, and billed tenant B
  * for a call naming an app of tenant A.
  */
@@ -10,6 +10,7 @@ import { checkExecutionContext, signExecutionContext, verifyExecutionContext } f
 import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { readFrames } from '../support/sse.js';
+import { callerOf } from '../support/exec-context.js';
 import { startTestStack } from '../support/stack.js';
 
 const INNER_KEY = 'l2-inner-key';
@@ -114,12 +115,13 @@ describe('L2: replaying an execution context', () => {
   });
 });
 
-describe('L2: the LLM invoke route checks that the caller’s app belongs to the caller’s tenant', () => {
-  const invoke = (caller: Record<string, unknown>) =>
+describe('L2 / issue 28: the LLM invoke route takes its scope only from the run’s signed execution context', () => {
+  const invoke = (body: { caller?: Record<string, unknown>; execution_context?: unknown }) =>
     fetch(`${stack.apiUrl}/inner/api/agent/llm/invoke`, {
       method: 'POST',
       headers: { 'x-inner-api-key': INNER_KEY, 'content-type': 'application/json' },
       body: JSON.stringify({
+        ...(body.execution_context ? { execution_context: body.execution_context } : {}),
         caller: {
           invocation_id: 'x1',
           agent_run_id: 'x1',
@@ -127,27 +129,64 @@ describe('L2: the LLM invoke route checks that the caller’s app belongs to the
           user_id: 'u',
           user_from: 'end-user',
           invoke_from: 'service-api',
-          ...caller,
+          ...body.caller,
         },
         target: { provider: 'demo', model: 'demo-chat', prompt_messages: [{ role: 'user', content: 'hi' }] },
       }),
       signal: AbortSignal.timeout(10_000),
     });
-
-  it('refuses tenant B naming an app of tenant A', async () => {
-    const tenantB = await stack.db.tenant.create({ data: { name: 'tenant B' } });
-    const res = await invoke({ tenant_id: tenantB.id, app_id: stack.demo!.appId });
+  const refused = async (res: Response, code: string) => {
     expect(res.status).toBe(403);
-    await res.body?.cancel();
+    expect(((await res.json()) as { code: string }).code).toBe(code);
+  };
+
+  it('refuses a call without a context, whatever tenant and app it names (the inner key alone mints no scope)', async () => {
+    const { tenantId, appId, agentId } = stack.demo!;
+    await refused(await invoke({ caller: { tenant_id: tenantId, app_id: appId, agent_id: agentId } }), 'execution_context_required');
   });
 
-  it('refuses an agent_id that is not the app’s agent, and serves the app’s own', async () => {
-    const { tenantId, appId, agentId } = stack.demo!;
-    const other = await invoke({ tenant_id: tenantId, app_id: appId, agent_id: '00000000-0000-4000-8000-000000000000' });
-    expect(other.status).toBe(403);
-    expect(await other.json()).toMatchObject({ code: 'caller_scope_mismatch', message: 'caller: agent_id is not the agent of app_id' });
-    const own = await invoke({ tenant_id: tenantId, app_id: appId, agent_id: agentId });
-    expect(own.status).toBe(200);
-    await own.text();
+  it('refuses a forged, an expired and a finished turn’s context; serves the context of a turn in progress from its own run', async () => {
+    const { ctx, messageId, runId } = await finishedDebuggerTurn();
+    const caller = { ...callerOf(ctx), invocation_id: runId, agent_run_id: runId };
+    // Finished turn: its context is still signed and unexpired, but the turn is over.
+    await refused(await invoke({ execution_context: ctx, caller }), 'execution_context_ended');
+    await stack.db.message.update({ where: { id: messageId }, data: { status: 'running' } });
+    try {
+      const own = await invoke({ execution_context: ctx, caller });
+      expect(own.status).toBe(200);
+      expect(await own.text()).toContain('"code":0');
+      // Signed with the inner key (what the backend holds), or altered: not the api's signature.
+      const { signature: _s, exp: _e, ...fields } = ctx;
+      await refused(await invoke({ execution_context: signExecutionContext(fields, INNER_KEY), caller }), 'invalid_execution_context');
+      const tenantB = await stack.db.tenant.create({ data: { name: 'tenant B' } });
+      await refused(
+        await invoke({ execution_context: { ...ctx, tenant_id: tenantB.id }, caller: { ...caller, tenant_id: tenantB.id } }),
+        'invalid_execution_context',
+      );
+      const expired = signExecutionContext(fields, SIGNING_KEY, { ttlMs: 1_000, now: Date.now() - 60_000 });
+      await refused(await invoke({ execution_context: expired, caller }), 'execution_context_expired');
+      // Another run (or a billing id of another run) with the right context.
+      const other = '00000000-0000-4000-8000-000000000000';
+      await refused(
+        await invoke({ execution_context: ctx, caller: { ...caller, invocation_id: other, agent_run_id: other } }),
+        'execution_context_ended',
+      );
+      await refused(await invoke({ execution_context: ctx, caller: { ...caller, invocation_id: other } }), 'caller_scope_mismatch');
+      // The caller's own copy of the scope must be the context's.
+      await refused(await invoke({ execution_context: ctx, caller: { ...caller, tenant_id: tenantB.id } }), 'caller_scope_mismatch');
+      await refused(
+        await invoke({ execution_context: ctx, caller: { ...caller, agent_id: '00000000-0000-4000-8000-000000000000' } }),
+        'caller_scope_mismatch',
+      );
+    } finally {
+      await stack.db.message.update({ where: { id: messageId }, data: { status: 'succeeded' } });
+    }
+  });
+
+  it('a real turn still works end to end (the backend forwards the context with every model call)', async () => {
+    const { messageId } = await finishedDebuggerTurn();
+    const message = await stack.db.message.findUniqueOrThrow({ where: { id: messageId } });
+    expect(message.status).toBe('succeeded');
+    expect(message.answer.length).toBeGreaterThan(0);
   });
 });
