@@ -32,6 +32,7 @@ import { fileRoutes, signedFileRoutes } from './routes/files.js';
 import { formRoutes } from './routes/forms.js';
 import { messageRoutes } from './routes/messages.js';
 import { toolProviderRoutes } from './routes/tool-providers.js';
+import { modelProviderRoutes } from './routes/model-providers.js';
 import { knowledgeRoutes } from './routes/knowledge.js';
 import { createEmbedder, type Embedder } from '../core/knowledge/embed.js';
 import { createDefaultProviders } from '../core/llm/providers/index.js';
@@ -115,6 +116,8 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.use('/v1', v1);
   // Its own path and auth (api/console-auth.ts): the console router's middleware never runs for it.
   app.use('/console/api/tool-providers', toolProviderRoutes(deps));
+  // Model providers and the workspace's credentials for them (README "Models"): its own path and auth.
+  app.use('/console/api/model-providers', modelProviderRoutes(deps));
   // /console/api/datasets… (README "Knowledge"): its own auth (api/console-auth.ts); other paths pass through.
   app.use('/console/api', knowledgeRoutes({ ...deps, embed: deps.embed ?? createEmbedder(createDefaultProviders(deps.config)) }));
   // GET /console/api/apps/{app_id}/agent/logs (issue 18): its own auth (api/console-auth.ts); other paths pass through.

@@ -214,6 +214,31 @@ export const EnvSchema = z.object({
   OPENAI_COMPATIBLE_BASE_URL: z.string().optional(),
   OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
   OPENAI_COMPATIBLE_MODEL: z.string().optional(),
+  /**
+   * System-hosted model providers (README "Models"): calls on them are billed through the tenant's credit pool;
+   * a tenant's own credentials (console /model-providers) win and are unbilled. `*_BASE_URL` points at a proxy.
+   */
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: z.string().optional(),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  ANTHROPIC_BASE_URL: z.string().optional(),
+  GOOGLE_GENERATIVE_AI_API_KEY: z.string().optional(),
+  GOOGLE_BASE_URL: z.string().optional(),
+  AZURE_API_KEY: z.string().optional(),
+  AZURE_RESOURCE_NAME: z.string().optional(),
+  AZURE_BASE_URL: z.string().optional(),
+  AZURE_API_VERSION: z.string().optional(),
+  AWS_ACCESS_KEY_ID: z.string().optional(),
+  AWS_SECRET_ACCESS_KEY: z.string().optional(),
+  AWS_SESSION_TOKEN: z.string().optional(),
+  AWS_REGION: z.string().optional(),
+  BEDROCK_BASE_URL: z.string().optional(),
+  /** Ollama's native API, e.g. http://127.0.0.1:11434/api. */
+  OLLAMA_BASE_URL: z.string().optional(),
+  /** Catalogue overrides and custom models (core/llm/catalogue/index.ts): JSON text or `@/path/file.json`. */
+  MODEL_CATALOGUE_OVERRIDES: z.string().optional(),
+  /** The demo agent's model on first start, `provider/model` (default: the first configured provider's, else demo). */
+  DEMO_AGENT_MODEL: z.string().optional(),
 
   // --- ask_human --------------------------------------------------------------------------------
   HUMAN_INPUT_FORM_EXPIRY_HOURS: z.coerce.number().positive().default(36),

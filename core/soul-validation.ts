@@ -1,8 +1,9 @@
 /**
  * Is this soul config runnable here? (issue 14 "fail fast"). Three layers of checks, each naming the field:
  * 1. the schema (core/soul.ts: builtin names, tool name scheme, knowledge without datasets, shell without runtime);
- * 2. what needs the database: the datasets (core/knowledge/validate.ts) and tool providers (core/tools/validate.ts)
- *    exist in the tenant;
+ * 2. what needs the database: the model (core/llm/model-check.ts: provider, catalogue, credentials, bounds; at save
+ *    also image uploads on a text-only model), the datasets (core/knowledge/validate.ts) and tool providers
+ *    (core/tools/validate.ts) exist in the tenant;
  * 3. the agent backend's registry: the composition the turn would send (turn/steps/build-request.ts
  *    buildComposition, with placeholder ids) through POST /compositions/validate, which plans it exactly as
  *    POST /runs does — a module this deployment cannot run (runtime/shell without SHELLCTL_AUTH_TOKEN), a layer
@@ -21,6 +22,7 @@ import type { CreateRunRequest } from './protocol/run.js';
 import { AgentSoulConfig } from './soul.js';
 import { formatSoulPath, type SoulIssue } from './soul-issues.js';
 import { checkToolRefs } from './tools/validate.js';
+import { imageUploadIssues, modelIssues } from './llm/model-check.js';
 import { buildComposition } from '../turn/steps/build-request.js';
 
 export interface SoulValidationDeps {
@@ -47,7 +49,7 @@ export async function validateSoul(deps: SoulValidationDeps, input: SoulValidati
     soulDbIssues(deps.db, input.tenantId, parsed.soul),
     deps.backend ? backendIssues(deps, parsed.soul, input) : Promise.resolve([]),
   ]);
-  return [...db, ...backend];
+  return [...imageUploadIssues(input.soul, parsed.soul), ...db, ...backend];
 }
 
 /** One line naming each field: `tools.core[0]: …; knowledge.dataset_ids: …`. */
@@ -62,10 +64,14 @@ export function parseSoul(raw: unknown): { soul: AgentSoulConfig; issues: [] } |
   return { soul: null, issues: r.error.issues.map((i) => zodIssue(i, raw)) };
 }
 
-/** The checks that need the database (datasets, tool providers), side by side. */
+/** The checks that need the database (the model and its credentials, datasets, tool providers), side by side. */
 export async function soulDbIssues(db: Db, tenantId: string, soul: AgentSoulConfig): Promise<SoulIssue[]> {
-  const [knowledge, tools] = await Promise.all([checkKnowledgeConfig(db, tenantId, soul), checkToolRefs(db, tenantId, soul)]);
-  return [...knowledge, ...tools];
+  const [model, knowledge, tools] = await Promise.all([
+    modelIssues(db, tenantId, soul),
+    checkKnowledgeConfig(db, tenantId, soul),
+    checkToolRefs(db, tenantId, soul),
+  ]);
+  return [...model, ...knowledge, ...tools];
 }
 
 function zodIssue(issue: z.core.$ZodIssue, raw: unknown): SoulIssue {

@@ -16,12 +16,23 @@ export const INVOKE_ERROR_CODES: Record<InvokeErrorKind, number> = {
   InvokeServerUnavailableError: -503,
 };
 
+/**
+ * What a user can act on (README "Models"), carried beside the Dify kind as the error chunk's `data.code`:
+ * fix the credentials, wait, shorten the conversation, rephrase.
+ */
+export type InvokeErrorReason = 'provider_auth_failed' | 'provider_rate_limited' | 'context_window_exceeded' | 'content_filtered';
+
 export class InvokeError extends Error {
   readonly errorType: InvokeErrorKind;
-  constructor(errorType: InvokeErrorKind, message: string) {
+  readonly reason: InvokeErrorReason | undefined;
+  /** The provider's Retry-After, ms (a 429 or 503), when it sent one. */
+  readonly retryAfterMs: number | undefined;
+  constructor(errorType: InvokeErrorKind, message: string, opts: { reason?: InvokeErrorReason; retryAfterMs?: number } = {}) {
     super(message);
     this.name = errorType;
     this.errorType = errorType;
+    this.reason = opts.reason;
+    this.retryAfterMs = opts.retryAfterMs;
   }
   get code(): number {
     return INVOKE_ERROR_CODES[this.errorType];

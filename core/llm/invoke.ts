@@ -14,7 +14,7 @@ import { billingRequestId, checkQuota, recordUsage, type LedgerEntry } from './c
 import { InvokeError, toInvokeError } from './errors.js';
 import { publicInvokeMessage, redactSecrets } from './redact.js';
 import { priceUsage } from './pricing.js';
-import type { FinishReason, LlmProvider, ModelInfo, ProviderCredentials, ProviderRegistry } from './provider.js';
+import type { FinishReason, LlmProvider, ModelInfo, ProviderCredentials, ProviderRegistry, ProviderUsage } from './provider.js';
 import { sleep } from './provider.js';
 import { estimatedTokens } from './tokens.js';
 
@@ -71,7 +71,9 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
         const known = deps.providers.list().map((p) => p.name);
         return refuse(400, 'invalid_request', `target.provider: unknown provider '${target.provider}' (known: ${known.join(', ')})`);
       }
-      const model = provider.resolveModel(target.model);
+      const credentials = await loadCredentials(deps.db, deps.encryptionKey, caller.tenant_id, provider.name);
+      // The tenant's credentials may declare custom models of an open provider (openai_compatible, ollama).
+      const model = provider.resolveModel(target.model, credentials);
       if (!model) return refuse(400, 'invalid_request', `target.model: provider '${provider.name}' has no model '${target.model}'`);
       const tools = target.tools ?? [];
       if (tools.length > 0 && !model.supports_tools) {
@@ -84,7 +86,6 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
         return refuse(400, 'invalid_request', `target.prompt_messages: model '${model.model}' does not support images`);
       }
 
-      const credentials = await loadCredentials(deps.db, deps.encryptionKey, caller.tenant_id, provider.name);
       if (!credentials && !provider.hasSystemCredentials()) {
         return refuse(
           400,
@@ -134,21 +135,28 @@ async function* runInvoke(
   let content = '';
   let reasoning = '';
   const toolCalls: ToolCall[] = [];
-  let finish: { finish_reason: FinishReason; usage: { prompt_tokens: number; completion_tokens: number } | null } | undefined;
+  let finish: { finish_reason: FinishReason; usage: ProviderUsage | null } | undefined;
   const metric = (outcome: 'ok' | 'error' | 'aborted', tokens?: { prompt_tokens: number; completion_tokens: number }, credits?: bigint) =>
     recordModelCall({ provider: provider.name, model: model.model, outcome, seconds: (clock.now() - started) / 1000, tokens, credits });
   const chunk = (delta: ChunkData['delta']): InvokeChunk => ({ code: 0, message: '', data: { model: model.model, delta } });
   // The caller (and through it the end user) gets a stable message; the details are logged, redacted (issue 17 L1).
+  // `data.code` names what the user can do about it (provider_auth_failed, provider_rate_limited, ...).
   const failure = (err: InvokeError): InvokeChunk => ({
     code: err.code,
-    message: publicInvokeMessage(err.errorType),
-    data: { error_type: err.errorType, message: publicInvokeMessage(err.errorType) },
+    message: publicInvokeMessage(err.errorType, err.reason),
+    data: {
+      error_type: err.errorType,
+      message: publicInvokeMessage(err.errorType, err.reason),
+      ...(err.reason ? { code: err.reason } : {}),
+    },
   });
   /** The call's usage from its token counts: prices, timings, and whether the counts are estimated. */
-  const priceCall = (tokens: { prompt_tokens: number; completion_tokens: number }, estimated: boolean): Usage => {
+  const priceCall = (tokens: ProviderUsage, estimated: boolean): Usage => {
     const ended = clock.now();
     return Usage.parse({
       ...priceUsage(tokens, model.pricing).usage,
+      ...(tokens.cached_prompt_tokens ? { prompt_cached_tokens: tokens.cached_prompt_tokens } : {}),
+      ...(tokens.reasoning_tokens ? { reasoning_tokens: tokens.reasoning_tokens } : {}),
       latency: (ended - started) / 1000,
       time_to_first_token: firstTokenAt === null ? null : (firstTokenAt - started) / 1000,
       time_to_generate: firstTokenAt === null ? null : (ended - firstTokenAt) / 1000,

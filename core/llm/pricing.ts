@@ -1,36 +1,30 @@
 /**
- * Model prices and the arithmetic that turns token counts into the `Usage` prices of run.ts.
- * Prices are decimal strings (Dify's convention): price = tokens × unit_price × price_unit, with
- * unit_price quoted per 1M tokens (price_unit 0.000001). Credits are integer micro-units of the
+ * The arithmetic that turns token counts into the `Usage` prices of run.ts. Prices come from the model
+ * catalogue (catalogue/*.json, README "Models") as decimal strings (Dify's convention): price = tokens ×
+ * unit_price × price_unit, with unit_price quoted per 1M tokens (price_unit 0.000001). Prompt tokens read from
+ * the provider's cache cost `cached_input` instead of `input`. Credits are integer micro-units of the
  * currency, rounded up so any billed call costs at least one credit. All math is BigInt: no floats.
  */
 import type { Usage } from '../protocol/run.js';
+import { BUILTIN_CATALOGUE } from './catalogue/index.js';
 
 export interface ModelPrice {
   /** Currency per 1M prompt tokens, decimal string. */
   input: string;
   /** Currency per 1M completion tokens, decimal string. */
   output: string;
+  /** Currency per 1M cached prompt tokens (default: input). */
+  cached_input?: string;
   currency: string;
 }
 
 export const PRICE_UNIT = '0.000001';
 
-/**
- * Price table, keyed `<provider>/<model>`; `<provider>/*` is the fallback for a provider's other
- * models. Edit here to change what system-hosted calls cost.
- */
-export const PRICE_TABLE: Record<string, ModelPrice> = {
-  // Small but non-zero so credits move visibly in the demo: 1 credit per prompt token, 2 per completion token.
-  'demo/demo-chat': { input: '1', output: '2', currency: 'USD' },
-  'demo/demo-text': { input: '1', output: '2', currency: 'USD' },
-  'openai_compatible/*': { input: '0.5', output: '1.5', currency: 'USD' },
-};
-
 const FREE: ModelPrice = { input: '0', output: '0', currency: 'USD' };
 
+/** The built-in catalogue's prices of a model (an open provider's defaults for an undeclared one); free when unknown. */
 export function priceFor(provider: string, model: string): ModelPrice {
-  return PRICE_TABLE[`${provider}/${model}`] ?? PRICE_TABLE[`${provider}/*`] ?? FREE;
+  return BUILTIN_CATALOGUE.resolve(provider, model)?.prices ?? FREE;
 }
 
 // ---- decimal arithmetic ----------------------------------------------------------------------
@@ -73,6 +67,8 @@ function exactPrice(tokens: number, unitPrice: string): bigint {
 export interface PricedTokens {
   prompt_tokens: number;
   completion_tokens: number;
+  /** Of prompt_tokens, those read from the provider's prompt cache. */
+  cached_prompt_tokens?: number;
 }
 
 export interface Priced {
@@ -95,7 +91,11 @@ export interface Priced {
 }
 
 export function priceUsage(tokens: PricedTokens, price: ModelPrice): Priced {
-  const p = exactPrice(tokens.prompt_tokens, price.input);
+  const cached = Math.min(tokens.cached_prompt_tokens ?? 0, tokens.prompt_tokens);
+  const p =
+    cached > 0 && price.cached_input !== undefined
+      ? exactPrice(tokens.prompt_tokens - cached, price.input) + exactPrice(cached, price.cached_input)
+      : exactPrice(tokens.prompt_tokens, price.input);
   const c = exactPrice(tokens.completion_tokens, price.output);
   const toPrice = (v: bigint) => formatDecimal(divRound(v, 10n ** BigInt(2 * SCALE - PRICE_DECIMALS), 'half-up'), PRICE_DECIMALS);
   return {

@@ -4,6 +4,7 @@
  * API as `target.provider = <name>`.
  */
 import type { PromptMessage, ToolCall, ToolDefinition } from '../protocol/inner-llm.js';
+import type { CatalogueModel } from './catalogue/index.js';
 import type { ModelPrice } from './pricing.js';
 
 export interface ModelInfo {
@@ -12,8 +13,33 @@ export interface ModelInfo {
   supports_vision: boolean;
   supports_tools: boolean;
   context_window: number;
-  /** Unit prices per 1M tokens (from pricing.ts). */
+  /** Unit prices per 1M tokens (from the catalogue, catalogue/*.json). */
   pricing: ModelPrice;
+  /** The catalogue entry behind this model (features, bounds), when it came from the catalogue. */
+  entry?: CatalogueModel;
+}
+
+/** A catalogue entry as the ModelInfo the gateway checks requests against. */
+export function modelInfoOf(entry: CatalogueModel): ModelInfo {
+  return {
+    model: entry.model,
+    label: entry.label,
+    supports_vision: entry.vision,
+    supports_tools: entry.tool_calls,
+    context_window: entry.context_window,
+    pricing: entry.prices,
+    entry,
+  };
+}
+
+/** Token counts a model reports for one call. */
+export interface ProviderUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Of prompt_tokens, read from the provider's prompt cache (priced at cached_input). */
+  cached_prompt_tokens?: number;
+  /** Of completion_tokens, spent on reasoning. */
+  reasoning_tokens?: number;
 }
 
 /** Decrypted tenant credentials for one provider (shape defined by the provider). */
@@ -39,15 +65,27 @@ export type ProviderEvent =
       type: 'finish';
       finish_reason: FinishReason;
       /** Token counts reported by the model; null when it reported none (the api estimates). */
-      usage: { prompt_tokens: number; completion_tokens: number } | null;
+      usage: ProviderUsage | null;
     };
 
 export interface LlmProvider {
   readonly name: string;
   /** Models offered by this provider (what a model picker shows). */
   models(): ModelInfo[];
-  /** The model a request names, or undefined when this provider cannot serve it. */
-  resolveModel(model: string): ModelInfo | undefined;
+  /**
+   * The model a request names, or undefined when this provider cannot serve it. `credentials` (the tenant's)
+   * may declare custom models of an open provider (openai_compatible, ollama).
+   */
+  resolveModel(model: string, credentials?: ProviderCredentials | null): ModelInfo | undefined;
+  /** Whether `model` is a catalogue or declared model (not only an open provider's defaults for any name). */
+  isKnownModel?(model: string, credentials?: ProviderCredentials | null): boolean;
+  /** Credentials shown to the console: secrets masked (`sk-…7f3a`), the rest as saved. */
+  maskCredentials?(credentials: ProviderCredentials): Record<string, unknown>;
+  /**
+   * A real minimal call with these credentials (a one-word prompt, a few output tokens) on `model` or the
+   * provider's cheapest catalogue model; throws the provider's InvokeError when it fails.
+   */
+  checkCredentials?(credentials: ProviderCredentials, opts: { model?: string; signal: AbortSignal }): Promise<void>;
   /** Whether the deployment itself can pay for calls (system-hosted); otherwise tenant credentials are required. */
   hasSystemCredentials(): boolean;
   /** Validates tenant credentials before they are saved; throws with a message naming the bad field. */

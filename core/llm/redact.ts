@@ -7,7 +7,7 @@
  *
  * Every pattern is a single pass without nested quantifiers (linear time on any input).
  */
-import type { InvokeErrorKind } from './errors.js';
+import type { InvokeErrorKind, InvokeErrorReason } from './errors.js';
 
 const MAX_LOGGED = 2_000;
 const REDACTED = '[redacted]';
@@ -44,7 +44,17 @@ const PUBLIC_MESSAGES: Record<InvokeErrorKind, string> = {
   InvokeServerUnavailableError: 'The model provider is temporarily unavailable; try again later.',
 };
 
+const REASON_MESSAGES: Record<InvokeErrorReason, string> = {
+  provider_auth_failed:
+    'The model provider rejected the credentials configured for this model (provider_auth_failed): check or rotate them.',
+  provider_rate_limited: 'The model provider is rate limiting requests (provider_rate_limited); try again later.',
+  context_window_exceeded:
+    "The conversation is longer than the model's context window (context_window_exceeded): start a new conversation or pick a model with a larger one.",
+  content_filtered: "The model provider's content filter blocked this request (content_filtered).",
+};
+
 /** The stable end-user message of a provider failure kind (no provider URL, body or credential). */
-export function publicInvokeMessage(kind: InvokeErrorKind): string {
+export function publicInvokeMessage(kind: InvokeErrorKind, reason?: InvokeErrorReason): string {
+  if (reason && Object.hasOwn(REASON_MESSAGES, reason)) return REASON_MESSAGES[reason];
   return PUBLIC_MESSAGES[kind] ?? PUBLIC_MESSAGES.InvokeError;
 }

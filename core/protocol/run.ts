@@ -103,6 +103,10 @@ export const Usage = z.object({
   prompt_tokens: z.number().int().nonnegative(),
   completion_tokens: z.number().int().nonnegative(),
   total_tokens: z.number().int().nonnegative(),
+  /** Of prompt_tokens, read from the provider's prompt cache (priced at the model's cached-input price). */
+  prompt_cached_tokens: z.number().int().nonnegative().optional(),
+  /** Of completion_tokens, spent on reasoning. */
+  reasoning_tokens: z.number().int().nonnegative().optional(),
   prompt_unit_price: z.string().default('0'),
   prompt_price_unit: z.string().default('0.000001'),
   prompt_price: z.string().default('0'),

@@ -7,8 +7,16 @@
  */
 import type { PromptMessage, ToolCall, ToolDefinition } from '../../protocol/inner-llm.js';
 import { InvokeError, isInvokeErrorKind, type InvokeErrorKind } from '../errors.js';
-import { priceFor } from '../pricing.js';
-import { contentText, sleep, type LlmProvider, type ModelInfo, type ProviderEvent, type ProviderInvokeRequest } from '../provider.js';
+import { BUILTIN_CATALOGUE } from '../catalogue/index.js';
+import {
+  contentText,
+  modelInfoOf,
+  sleep,
+  type LlmProvider,
+  type ModelInfo,
+  type ProviderEvent,
+  type ProviderInvokeRequest,
+} from '../provider.js';
 import { parseKnowledgeBlock } from '../../knowledge/context-block.js';
 
 export const DEMO_PROVIDER = 'demo';
@@ -39,24 +47,8 @@ export interface DemoProviderOptions {
   tokenDelayMs: number;
 }
 
-const MODELS: ModelInfo[] = [
-  {
-    model: 'demo-chat',
-    label: 'Demo chat (deterministic, offline)',
-    supports_vision: true,
-    supports_tools: true,
-    context_window: 32_768,
-    pricing: priceFor(DEMO_PROVIDER, 'demo-chat'),
-  },
-  {
-    model: 'demo-text',
-    label: 'Demo text-only (no vision)',
-    supports_vision: false,
-    supports_tools: true,
-    context_window: 32_768,
-    pricing: priceFor(DEMO_PROVIDER, 'demo-text'),
-  },
-];
+/** demo-chat (vision) and demo-text (text only), from catalogue/demo.json. */
+const MODELS: ModelInfo[] = BUILTIN_CATALOGUE.list(DEMO_PROVIDER).map(modelInfoOf);
 
 const MAX_LONG_TOKENS = 100_000;
 const MAX_SLOW_MS = 60_000;

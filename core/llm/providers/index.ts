@@ -1,21 +1,108 @@
-/** The providers a deployment offers. Adding a provider = one file in this folder + one line here. */
+/**
+ * The providers a deployment offers (README "Models"). Adding a provider = one file in this folder (an AI SDK
+ * package through ../ai-sdk/adapter.ts) + one line here + its models in ../catalogue/. A provider is
+ * system-hosted (billed through the credit pool) when its variables below are set; any provider can also be
+ * used with a tenant's own credentials (console /model-providers, unbilled).
+ */
 import type { Config } from '../../config.js';
+import type { RetryOptions } from '../ai-sdk/adapter.js';
+import { loadCatalogue, type ModelCatalogue } from '../catalogue/index.js';
 import { ProviderRegistry } from '../provider.js';
+import { setActiveProviders } from '../model-check.js';
+import { createAnthropicProvider } from './anthropic.js';
+import { createAzureProvider } from './azure.js';
+import { createBedrockProvider } from './bedrock.js';
 import { createDemoProvider } from './demo.js';
+import { createGoogleProvider } from './google.js';
+import { createOllamaProvider } from './ollama.js';
+import { createOpenAiProvider } from './openai.js';
 import { createOpenAiCompatibleProvider } from './openai-compatible.js';
+
+type SystemKeys =
+  | 'OPENAI_API_KEY'
+  | 'OPENAI_BASE_URL'
+  | 'ANTHROPIC_API_KEY'
+  | 'ANTHROPIC_BASE_URL'
+  | 'GOOGLE_GENERATIVE_AI_API_KEY'
+  | 'GOOGLE_BASE_URL'
+  | 'AZURE_API_KEY'
+  | 'AZURE_RESOURCE_NAME'
+  | 'AZURE_BASE_URL'
+  | 'AZURE_API_VERSION'
+  | 'AWS_ACCESS_KEY_ID'
+  | 'AWS_SECRET_ACCESS_KEY'
+  | 'AWS_SESSION_TOKEN'
+  | 'AWS_REGION'
+  | 'BEDROCK_BASE_URL'
+  | 'OLLAMA_BASE_URL'
+  | 'MODEL_CATALOGUE_OVERRIDES'
+  | 'ENCRYPTION_KEY';
 
 export type ProviderConfig = Pick<
   Config,
   'DEMO_MODEL_TOKEN_DELAY_MS' | 'OPENAI_COMPATIBLE_BASE_URL' | 'OPENAI_COMPATIBLE_API_KEY' | 'OPENAI_COMPATIBLE_MODEL'
->;
+> &
+  Partial<Pick<Config, SystemKeys>>;
 
-export function createDefaultProviders(config: ProviderConfig): ProviderRegistry {
-  return new ProviderRegistry([
+export interface ProviderWiring {
+  /** Injected into every AI SDK provider (tests). */
+  fetch?: typeof fetch;
+  retry?: Partial<RetryOptions>;
+  catalogue?: ModelCatalogue;
+}
+
+const def = <T extends Record<string, unknown>>(o: T): T | undefined => o;
+
+/** The system-hosted credentials a provider has from the environment, or undefined. */
+export function systemCredentials(config: ProviderConfig) {
+  return {
+    openai: config.OPENAI_API_KEY ? def({ api_key: config.OPENAI_API_KEY, base_url: config.OPENAI_BASE_URL }) : undefined,
+    anthropic: config.ANTHROPIC_API_KEY ? def({ api_key: config.ANTHROPIC_API_KEY, base_url: config.ANTHROPIC_BASE_URL }) : undefined,
+    google: config.GOOGLE_GENERATIVE_AI_API_KEY
+      ? def({ api_key: config.GOOGLE_GENERATIVE_AI_API_KEY, base_url: config.GOOGLE_BASE_URL })
+      : undefined,
+    azure:
+      config.AZURE_API_KEY && (config.AZURE_RESOURCE_NAME || config.AZURE_BASE_URL)
+        ? def({
+            api_key: config.AZURE_API_KEY,
+            resource_name: config.AZURE_RESOURCE_NAME,
+            base_url: config.AZURE_BASE_URL,
+            api_version: config.AZURE_API_VERSION,
+          })
+        : undefined,
+    bedrock:
+      config.AWS_ACCESS_KEY_ID && config.AWS_SECRET_ACCESS_KEY && config.AWS_REGION
+        ? def({
+            access_key_id: config.AWS_ACCESS_KEY_ID,
+            secret_access_key: config.AWS_SECRET_ACCESS_KEY,
+            session_token: config.AWS_SESSION_TOKEN,
+            region: config.AWS_REGION,
+            base_url: config.BEDROCK_BASE_URL,
+          })
+        : undefined,
+    ollama: config.OLLAMA_BASE_URL ? def({ base_url: config.OLLAMA_BASE_URL }) : undefined,
+  };
+}
+
+export function createDefaultProviders(config: ProviderConfig, wiring: ProviderWiring = {}): ProviderRegistry {
+  const catalogue = wiring.catalogue ?? loadCatalogue(config.MODEL_CATALOGUE_OVERRIDES);
+  const sys = systemCredentials(config);
+  const common = { catalogue, fetch: wiring.fetch, retry: wiring.retry };
+  const registry = new ProviderRegistry([
     createDemoProvider({ tokenDelayMs: config.DEMO_MODEL_TOKEN_DELAY_MS }),
     createOpenAiCompatibleProvider({
+      ...common,
       baseUrl: config.OPENAI_COMPATIBLE_BASE_URL,
       apiKey: config.OPENAI_COMPATIBLE_API_KEY,
       model: config.OPENAI_COMPATIBLE_MODEL,
     }),
+    createOpenAiProvider({ ...common, system: sys.openai }),
+    createAnthropicProvider({ ...common, system: sys.anthropic }),
+    createGoogleProvider({ ...common, system: sys.google }),
+    createAzureProvider({ ...common, system: sys.azure }),
+    createBedrockProvider({ ...common, system: sys.bedrock }),
+    createOllamaProvider({ ...common, system: sys.ollama }),
   ]);
+  setActiveProviders(registry, config.ENCRYPTION_KEY);
+  return registry;
 }

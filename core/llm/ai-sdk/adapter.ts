@@ -1,0 +1,180 @@
+/**
+ * One LlmProvider over an AI SDK provider package: the catalogue says which models it serves and what they
+ * can do, `spec.model` builds the package's LanguageModelV3 for a call's credentials, and the call goes
+ * through `doStream` directly (no `streamText`: the gateway owns retries, metering and the wire format).
+ * request.ts, stream-parts.ts, finish-reason.ts and provider-errors.ts map each concern; this file only wires
+ * them, with the retry of a rate-limited (429) or overloaded (503/529) call before its first token: the
+ * provider's Retry-After when it sends one, else exponential backoff, then `provider_rate_limited`.
+ */
+import type { EmbeddingModelV3, LanguageModelV3, SharedV3ProviderOptions } from '@ai-sdk/provider';
+import { z } from 'zod';
+import type { CatalogueModel, ModelCatalogue, ModelDeclaration } from '../catalogue/index.js';
+import { resolveDeclaration } from '../catalogue/index.js';
+import { InvokeError } from '../errors.js';
+import type {
+  LlmProvider,
+  ModelInfo,
+  ProviderCredentials,
+  ProviderEmbedRequest,
+  ProviderEvent,
+  ProviderInvokeRequest,
+} from '../provider.js';
+import { modelInfoOf, sleep } from '../provider.js';
+import { toProviderInvokeError } from './provider-errors.js';
+import { toCallOptions } from './request.js';
+import { toProviderEvents } from './stream-parts.js';
+
+export interface RetryOptions {
+  /** Retries after the first attempt (default 2). */
+  maxRetries: number;
+  /** First backoff without a Retry-After, ms (default 1 000; doubled each retry). */
+  baseDelayMs: number;
+  /** A wait longer than this is not waited for: the call fails at once as rate limited (default 20 000). */
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryOptions = { maxRetries: 2, baseDelayMs: 1_000, maxDelayMs: 20_000 };
+
+export interface AiSdkProviderSpec<C extends ProviderCredentials> {
+  name: string;
+  catalogue: ModelCatalogue;
+  /** Tenant credentials (validated on save; the error names the field). */
+  credentials: z.ZodType<C>;
+  /** The deployment's own credentials (system-hosted, billed), when configured. */
+  system?: C;
+  /** The package's language model for these credentials. */
+  model(credentials: C, model: string, fetchImpl?: typeof fetch): LanguageModelV3;
+  /** The package's embedding model, for providers that offer embeddings. */
+  embedding?(credentials: C, model: string, fetchImpl?: typeof fetch): EmbeddingModelV3;
+  /** Credential values to cut out of any message (keys, secrets). */
+  secrets(credentials: C): (string | undefined)[];
+  /** Models the tenant's credentials declare (open providers). */
+  declared?(credentials: C): Omit<ModelDeclaration, 'provider'>[];
+  /** Provider-specific options for a call (e.g. Anthropic's thinking for a reasoning model). */
+  providerOptions?(model: CatalogueModel, params: Record<string, unknown>): SharedV3ProviderOptions | undefined;
+  /** The model a credential check calls when none is named. */
+  probeModel?: string;
+  fetch?: typeof fetch;
+  retry?: Partial<RetryOptions>;
+}
+
+const SECRET_KEY = /key|secret|token|password/i;
+
+/** `sk-…7f3a` for long secrets, `****` for short ones. */
+export function maskSecret(value: string): string {
+  return value.length >= 12 ? `${value.slice(0, 3)}…${value.slice(-4)}` : '****';
+}
+
+export function createAiSdkProvider<C extends ProviderCredentials>(spec: AiSdkProviderSpec<C>): LlmProvider {
+  const retry = { ...DEFAULT_RETRY, ...spec.retry };
+
+  const parse = (raw: unknown): C => {
+    const r = spec.credentials.safeParse(raw);
+    if (!r.success) throw new Error(r.error.issues.map((i) => `credentials.${i.path.join('.')}: ${i.message}`).join('; '));
+    return r.data;
+  };
+  /** The credentials of a call: the tenant's (parsed), else the deployment's. */
+  const credentialsOf = (raw: ProviderCredentials | null | undefined): C => {
+    if (raw) {
+      const r = spec.credentials.safeParse(raw);
+      if (!r.success)
+        throw new InvokeError('InvokeAuthorizationError', `the saved ${spec.name} credentials are invalid`, {
+          reason: 'provider_auth_failed',
+        });
+      return r.data;
+    }
+    if (!spec.system)
+      throw new InvokeError('InvokeAuthorizationError', `${spec.name} has no credentials configured`, { reason: 'provider_auth_failed' });
+    return spec.system;
+  };
+  const declaredOf = (raw: ProviderCredentials | null | undefined, model: string): CatalogueModel | undefined => {
+    if (!raw || !spec.declared) return undefined;
+    const r = spec.credentials.safeParse(raw);
+    const d = r.success ? spec.declared(r.data).find((m) => m.model === model) : undefined;
+    return d ? resolveDeclaration(spec.catalogue, { ...d, provider: spec.name }) : undefined;
+  };
+  const entryOf = (model: string, raw?: ProviderCredentials | null): CatalogueModel | undefined =>
+    spec.catalogue.find(spec.name, model) ?? declaredOf(raw, model) ?? spec.catalogue.fallback(spec.name, model);
+
+  async function* invoke(req: ProviderInvokeRequest): AsyncGenerator<ProviderEvent> {
+    const creds = credentialsOf(req.credentials);
+    const secrets = spec.secrets(creds);
+    const entry = entryOf(req.model, req.credentials);
+    const model = spec.model(creds, req.model, spec.fetch);
+    const options = toCallOptions(req);
+    const providerOptions = entry && spec.providerOptions?.(entry, req.model_parameters);
+    if (providerOptions) options.providerOptions = providerOptions;
+    if (entry && !entry.temperature) delete options.temperature;
+
+    for (let attempt = 0; ; attempt++) {
+      let yielded = false;
+      try {
+        const { stream } = await model.doStream(options);
+        for await (const ev of toProviderEvents(stream)) {
+          yielded = true;
+          yield ev;
+        }
+        return;
+      } catch (err) {
+        if (req.signal.aborted) throw req.signal.reason;
+        const e = toProviderInvokeError(err, secrets);
+        const retryable = e.errorType === 'InvokeRateLimitError' || e.errorType === 'InvokeServerUnavailableError';
+        const wait = e.retryAfterMs ?? retry.baseDelayMs * 2 ** attempt;
+        if (yielded || !retryable || attempt >= retry.maxRetries || wait > retry.maxDelayMs) throw e;
+        await sleep(wait, req.signal);
+      }
+    }
+  }
+
+  const provider: LlmProvider = {
+    name: spec.name,
+    models: () => spec.catalogue.list(spec.name).map(modelInfoOf),
+    resolveModel: (model, credentials): ModelInfo | undefined => {
+      const e = entryOf(model, credentials);
+      return e ? modelInfoOf(e) : undefined;
+    },
+    isKnownModel: (model, credentials) => Boolean(spec.catalogue.find(spec.name, model) ?? declaredOf(credentials, model)),
+    hasSystemCredentials: () => spec.system !== undefined,
+    parseCredentials: (raw) => parse(raw),
+    maskCredentials: (raw) =>
+      Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, typeof v === 'string' && SECRET_KEY.test(k) ? maskSecret(v) : v])),
+    invoke,
+    async checkCredentials(raw, opts) {
+      const creds = parse(raw);
+      const modelId = opts.model ?? spec.probeModel ?? spec.catalogue.list(spec.name)[0]?.model;
+      if (!modelId) throw new InvokeError('InvokeBadRequestError', `name a model to check ${spec.name} credentials with`);
+      const controller = new AbortController();
+      const onAbort = () => controller.abort(opts.signal.reason);
+      opts.signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        const events = invoke({
+          model: modelId,
+          prompt_messages: [{ role: 'user', content: 'Say OK.' }],
+          tools: [],
+          model_parameters: { max_tokens: 16 },
+          credentials: creds,
+          signal: controller.signal,
+        });
+        // The first token or the finish proves the credentials; the rest is not waited for.
+        for await (const ev of events) if (ev.type === 'finish' || ev.content || ev.reasoning_content) break;
+      } finally {
+        opts.signal.removeEventListener('abort', onAbort);
+        controller.abort();
+      }
+    },
+  };
+  if (spec.embedding) {
+    const embedding = spec.embedding;
+    provider.embed = async (req: ProviderEmbedRequest) => {
+      const creds = credentialsOf(req.credentials);
+      try {
+        const { embeddings } = await embedding(creds, req.model, spec.fetch).doEmbed({ values: req.texts, abortSignal: req.signal });
+        return embeddings;
+      } catch (err) {
+        if (req.signal.aborted) throw req.signal.reason;
+        throw toProviderInvokeError(err, spec.secrets(creds));
+      }
+    };
+  }
+  return provider;
+}

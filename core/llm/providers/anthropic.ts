@@ -1,0 +1,40 @@
+/**
+ * Anthropic Messages API through @ai-sdk/anthropic: text, `thinking` blocks (as reasoning, when the model
+ * thinks: `thinking_budget` in model settings, or a reasoning model with max_tokens above 2 048), `tool_use`
+ * with streamed input, images, prompt-cache usage. Tenant credentials `{api_key, base_url?}`; system-hosted
+ * with ANTHROPIC_API_KEY (+ ANTHROPIC_BASE_URL).
+ */
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { z } from 'zod';
+import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
+import type { ModelCatalogue } from '../catalogue/index.js';
+import type { LlmProvider } from '../provider.js';
+
+export const ANTHROPIC_PROVIDER = 'anthropic';
+
+export const AnthropicCredentials = z.object({ api_key: z.string().min(1), base_url: z.url().optional() }).strict();
+export type AnthropicCredentials = z.infer<typeof AnthropicCredentials>;
+
+export function createAnthropicProvider(opts: {
+  catalogue: ModelCatalogue;
+  system?: AnthropicCredentials;
+  fetch?: typeof fetch;
+  retry?: Partial<RetryOptions>;
+}): LlmProvider {
+  return createAiSdkProvider({
+    name: ANTHROPIC_PROVIDER,
+    catalogue: opts.catalogue,
+    credentials: AnthropicCredentials,
+    system: opts.system,
+    fetch: opts.fetch,
+    retry: opts.retry,
+    probeModel: 'claude-3-5-haiku-20241022',
+    model: (c, model, f) => createAnthropic({ apiKey: c.api_key, baseURL: c.base_url, fetch: f })(model),
+    secrets: (c) => [c.api_key],
+    providerOptions: (m, params) => {
+      const budget = typeof params.thinking_budget === 'number' ? params.thinking_budget : undefined;
+      if (!m.reasoning || !budget) return undefined;
+      return { anthropic: { thinking: { type: 'enabled', budgetTokens: budget } } };
+    },
+  });
+}

@@ -1,0 +1,46 @@
+/**
+ * OpenAI (api.openai.com or a proxy speaking its API) through @ai-sdk/openai: the Responses API by default
+ * (reasoning summaries, cached-token usage), chat completions with `api: "chat"`. Tenant credentials
+ * `{api_key, base_url?, organization?, api?}`; system-hosted with OPENAI_API_KEY (+ OPENAI_BASE_URL).
+ */
+import { createOpenAI } from '@ai-sdk/openai';
+import { z } from 'zod';
+import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
+import type { ModelCatalogue } from '../catalogue/index.js';
+import type { LlmProvider } from '../provider.js';
+
+export const OPENAI_PROVIDER = 'openai';
+
+export const OpenAiCredentials = z
+  .object({
+    api_key: z.string().min(1),
+    base_url: z.url().optional(),
+    organization: z.string().min(1).optional(),
+    /** `responses` (default) or `chat` (chat completions). */
+    api: z.enum(['responses', 'chat']).optional(),
+  })
+  .strict();
+export type OpenAiCredentials = z.infer<typeof OpenAiCredentials>;
+
+export function createOpenAiProvider(opts: {
+  catalogue: ModelCatalogue;
+  system?: OpenAiCredentials;
+  fetch?: typeof fetch;
+  retry?: Partial<RetryOptions>;
+}): LlmProvider {
+  const client = (c: OpenAiCredentials, fetchImpl?: typeof fetch) =>
+    createOpenAI({ apiKey: c.api_key, baseURL: c.base_url, organization: c.organization, fetch: fetchImpl });
+  return createAiSdkProvider({
+    name: OPENAI_PROVIDER,
+    catalogue: opts.catalogue,
+    credentials: OpenAiCredentials,
+    system: opts.system,
+    fetch: opts.fetch,
+    retry: opts.retry,
+    probeModel: 'gpt-4o-mini',
+    model: (c, model, f) => (c.api === 'chat' ? client(c, f).chat(model) : client(c, f).responses(model)),
+    embedding: (c, model, f) => client(c, f).embedding(model),
+    secrets: (c) => [c.api_key],
+    providerOptions: (m) => (m.reasoning ? { openai: { reasoningSummary: 'auto' } } : undefined),
+  });
+}
