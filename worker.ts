@@ -15,6 +15,7 @@ import { createDefaultProviders } from './core/llm/providers/index.js';
 import { ensureTurnSearchAttributes } from './core/search-attribute-registry.js';
 import { createLogger, type Logger } from './core/logger.js';
 import { OutboxDispatcher } from './core/outbox.js';
+import { TurnSweeper } from './turn/sweeper.js';
 import { isCompiled } from './core/project-root.js';
 import { temporalSecurity } from './core/temporal-connection.js';
 import { pickTemporalMetricsAddress, temporalTelemetryOptions } from './core/metrics/temporal.js';
@@ -158,6 +159,9 @@ async function main(): Promise<void> {
   let running: RunningWorker | null = null;
   const outbox = new OutboxDispatcher({ db, temporal: () => client, logger });
   outbox.start();
+  // What an outage left behind (a pending message without a workflow, a lock held by an ended turn): turn/sweeper.ts.
+  const sweeper = new TurnSweeper({ db, temporal: () => client, logger: logger.child({ component: 'sweeper' }) });
+  sweeper.start();
   const health = config.WORKER_HEALTH_PORT
     ? await startWorkerHttp(
         { db, temporal: () => (running ? client : null), worker: () => running?.worker ?? null, logger },
@@ -170,6 +174,7 @@ async function main(): Promise<void> {
     stopping.abort();
     void (async () => {
       await outbox.stop();
+      await sweeper.stop();
       await running?.shutdown();
       await health?.close();
       await db.$disconnect();

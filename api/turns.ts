@@ -21,6 +21,9 @@ import { unixSeconds } from '../core/time.js';
 import { recordTurnStarted } from '../core/metrics/index.js';
 import { heldByFirstTurn, releaseTurnLock, takeTurnLock } from '../turn/turn-lock.js';
 
+/** How long a workflow start may take before the turn counts as not started (well inside SWEEP_GRACE_MS). */
+const START_DEADLINE_MS = 10_000;
+
 export interface StartedTurn {
   messageId: string;
   conversationId: string;
@@ -137,28 +140,33 @@ export async function startTurn(
 
   const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
   try {
-    const handle = await temporal.workflow.start(AGENT_TURN_WORKFLOW, {
-      taskQueue: config.TEMPORAL_TASK_QUEUE,
-      workflowId,
-      args: [input],
-      requestEagerStart: deps.eagerStart ?? false,
-      typedSearchAttributes: [
-        { key: SA.TenantId, value: app.tenantId },
-        { key: SA.AppId, value: app.appId },
-        { key: SA.AgentId, value: app.agentId },
-        { key: SA.ConversationId, value: conversationId },
-        { key: SA.MessageId, value: messageId },
-        { key: SA.MessageIds, value: [messageId] },
-        { key: SA.InvokeFrom, value: invokeFrom },
-      ],
-      // The Temporal UI renders both as Markdown: what users and app builders wrote goes in as plain text (issue 17 L4).
-      staticSummary: `Agent turn · ${markdownText(app.appName)} · "${markdownText(conversationName(body.query))}"`,
-      staticDetails: `conversation \`${conversationId}\`\n\nmessage \`${messageId}\`\n\nuser ${markdownText(body.user)}`,
-    });
+    // Bounded: a start that hangs (a blackholed Temporal) must end well inside the turn sweeper's grace (turn/sweeper.ts).
+    const handle = await temporal.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+      temporal.workflow.start(AGENT_TURN_WORKFLOW, {
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        workflowId,
+        args: [input],
+        requestEagerStart: deps.eagerStart ?? false,
+        typedSearchAttributes: [
+          { key: SA.TenantId, value: app.tenantId },
+          { key: SA.AppId, value: app.appId },
+          { key: SA.AgentId, value: input.agentId },
+          { key: SA.ConversationId, value: conversationId },
+          { key: SA.MessageId, value: messageId },
+          { key: SA.MessageIds, value: [messageId] },
+          { key: SA.InvokeFrom, value: invokeFrom },
+        ],
+        // The Temporal UI renders both as Markdown: what users and app builders wrote goes in as plain text (issue 17 L4).
+        staticSummary: `Agent turn · ${markdownText(app.appName)} · "${markdownText(conversationName(body.query))}"`,
+        staticDetails: `conversation \`${conversationId}\`\n\nmessage \`${messageId}\`\n\nuser ${markdownText(body.user)}`,
+      }),
+    );
     logger.debug({ message_id: messageId, workflow_id: workflowId, eagerly_started: handle.eagerlyStarted }, 'turn workflow started');
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
       logger.error({ err: (err as Error).message, message_id: messageId }, 'could not start the turn workflow');
+      // If PostgreSQL is down too, this throws (the client still gets a 503) and the turn sweeper ends the message
+      // and frees the conversation once it is back (turn/sweeper.ts).
       await db.$transaction(async (tx) => {
         await tx.message.update({
           where: { id: messageId },

@@ -103,8 +103,28 @@ export class EventNotifier {
     this.emitter.setMaxListeners(0);
   }
 
+  /**
+   * Starts listening. A database that cannot be reached now does not fail the start (issue 30: an api starts and
+   * answers /readyz while PostgreSQL is down): the connection is retried with backoff, readers poll meanwhile, and
+   * every reader is woken once it is up. Other errors (a bad URL, a refused login) still throw.
+   */
   async start(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    try {
+      await this.connect();
+    } catch (err) {
+      if (!isDependencyUnavailable(err)) throw err;
+      this.logger?.warn({ err: (err as Error).message }, 'event notifier: PostgreSQL unreachable at start; retrying in the background');
+      this.reconnect(500);
+    }
+  }
+
+  /** True while the LISTEN connection is up. */
+  get listening(): boolean {
+    return this.client !== null;
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 5_000 });
     client.on('notification', (n) => {
       if (n.payload) this.emitter.emit(n.payload);
     });
@@ -114,8 +134,19 @@ export class EventNotifier {
       this.logger?.warn({ err: err.message }, 'event notifier connection lost; reconnecting');
       this.reconnect(500);
     });
-    await client.connect();
-    await client.query('LISTEN message_events');
+    try {
+      await client.connect();
+      await client.query('LISTEN message_events');
+    } catch (err) {
+      client.removeAllListeners('error');
+      client.on('error', () => undefined);
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
     this.client = client;
     // Wake everyone once after a reconnect: they re-read rows, so nothing is missed.
     for (const name of this.emitter.eventNames()) this.emitter.emit(name);
@@ -128,7 +159,7 @@ export class EventNotifier {
     if (this.closed || this.reconnecting) return;
     this.reconnecting = true;
     setTimeout(() => {
-      this.start().then(
+      this.connect().then(
         () => {
           this.reconnecting = false;
           if (this.closed) void this.client?.end().catch(() => undefined);

@@ -46,6 +46,12 @@ export function createRunAgent(deps: ActivityDeps) {
     // as built.
     const first = await readTurnMessage(db, input.messageId);
     let [msg, run]: [Message, AgentBackendRun | null] = first;
+    // Ended before any run committed a terminal: the api marked it failed after a start it thought refused, or the
+    // turn sweeper ended it (turn/sweeper.ts). Its terminal event is out; nothing more is done for it.
+    if (!run?.terminal_type && (msg.status === 'failed' || msg.status === 'stopped')) {
+      logger.warn({ message_id: msg.id, status: msg.status }, 'runAgent: the message already ended; nothing to run');
+      return msg.status === 'failed' ? { status: 'failed', errorCode: msg.error_code ?? 'internal_server_error' } : { status: 'stopped' };
+    }
     if (!run && input.prepare) {
       const prepared = await prepare({ messageId: input.messageId, ...input.prepare }, { first });
       if (prepared.guard) return { status: 'answered_by_guard', guard: prepared.guard };
