@@ -22,12 +22,18 @@ import {
   mcpAuthColumns,
   providerView,
   secretsOf,
+  toolsOf,
 } from '../../core/tools/providers.js';
+import { hasUserinfo, headerParamProblem } from '../../core/tools/reserved-headers.js';
 import { consoleAuth } from '../console-auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 
 const Description = z.string().max(2_000);
-const ServerUrl = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2_000);
+/** No `user:password@`: it would be stored and shown in clear; credentials go in `auth` / `headers` (issue 28). */
+const ServerUrl = z
+  .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+  .max(2_000)
+  .refine((u) => !hasUserinfo(u), 'must not carry user:password@ (put credentials in auth or headers, which are encrypted)');
 
 export const CreateToolProviderBody = z.discriminatedUnion('kind', [
   z
@@ -118,6 +124,14 @@ export function toolProviderRoutes(deps: ToolProviderRouteDeps): Router {
       const serverUrl = body.server_url ?? doc.serverUrl;
       if (!serverUrl)
         throw new HttpError(400, 'invalid_openapi', 'The document has no absolute server URL (servers[0].url); give server_url.');
+      if (hasUserinfo(serverUrl))
+        throw new HttpError(
+          400,
+          'invalid_openapi',
+          'servers[0].url: must not carry user:password@ (give server_url and put credentials in auth).',
+        );
+      const headerProblem = headerParamProblem(doc.tools, body.auth);
+      if (headerProblem) throw new HttpError(400, 'invalid_openapi', `openapi: ${headerProblem}.`);
       await assertReachable(serverUrl, body.server_url ? 'server_url' : 'servers[0].url');
       skipped = doc.skipped;
       data = {
@@ -160,6 +174,8 @@ export function toolProviderRoutes(deps: ToolProviderRouteDeps): Router {
     let columns;
     if (row.kind === 'api') {
       if (!('auth' in body)) throw new HttpError(400, 'invalid_param', 'auth: an API tool provider takes {auth}.');
+      const headerProblem = headerParamProblem(toolsOf(row), body.auth);
+      if (headerProblem) throw new HttpError(400, 'invalid_param', `auth: ${headerProblem}.`);
       columns = apiAuthColumns(key, body.auth);
     } else {
       if (!('headers' in body)) throw new HttpError(400, 'invalid_param', 'headers: an MCP tool provider takes {headers}.');

@@ -11,6 +11,8 @@ import { AddressRefusedError, readCapped, type FetchLike } from '../net/guarded-
 import { callMcpTool } from './mcp.js';
 import type { ApiOperation } from './provider-tool.js';
 import { secretsOf, toolsOf, type ProviderSecrets } from './providers.js';
+import { authHeaderOf, reservedHeaderProblem } from './reserved-headers.js';
+import { scrubSecrets, secretForms } from './secret-forms.js';
 
 export interface ToolCallDeps {
   fetch: FetchLike;
@@ -90,15 +92,29 @@ export function buildRequest(
   for (const p of op.params.filter((x) => x.in === 'path')) {
     const v = args[p.name];
     if (v === undefined || v === null || v === '') throw new ToolArgsError(`the argument ${p.name} is required`);
-    path = path.split(`{${p.name}}`).join(encodeURIComponent(scalar(v)));
+    const text = scalar(v);
+    // `.`/`..` (also percent-encoded, %2e%2e, or as a segment of a/../b) would leave the operation's path with the
+    // provider's key (issue 28): the URL parser resolves dot segments after encodeURIComponent left them as they were.
+    if (hasDotSegment(text)) throw new ToolArgsError(`the argument ${p.name} may not be "." or ".." (a path outside the operation)`);
+    path = path.split(`{${p.name}}`).join(encodeURIComponent(text));
   }
+  const base = new URL(provider.server_url);
   const url = new URL(provider.server_url.replace(/\/+$/, '') + path);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  if (url.origin !== base.origin || (basePath && url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`)))
+    throw new ToolArgsError("the arguments lead outside the provider's server URL");
   const headers: Record<string, string> = { accept: 'application/json, text/plain;q=0.9, */*;q=0.5', 'user-agent': 'dify-agent-tools' };
+  const authHeader = authHeaderOf(provider.auth);
   for (const p of op.params) {
     const v = args[p.name];
     if (v === undefined || v === null) continue;
     if (p.in === 'query') for (const item of Array.isArray(v) ? v : [v]) url.searchParams.append(p.name, scalar(item));
-    if (p.in === 'header') headers[p.name.toLowerCase()] = scalar(v);
+    if (p.in === 'header') {
+      // Checked again at call time: a document stored before the import check, or auth changed since.
+      const problem = reservedHeaderProblem(p.name, authHeader);
+      if (problem) throw new ToolArgsError(problem);
+      headers[p.name.toLowerCase()] = scalar(v);
+    }
   }
   let body: string | undefined;
   if (op.body === 'flat') {
@@ -113,6 +129,23 @@ export function buildRequest(
     if (auth.type === 'bearer') headers.authorization = `Bearer ${secrets.secret}`;
   }
   return { url, init: { method: op.method.toUpperCase(), headers, body } };
+}
+
+/** Whether the text, percent-decoded up to 3 times, is or contains a `.`/`..` path segment. */
+function hasDotSegment(text: string): boolean {
+  let t = text;
+  for (let i = 0; i < 4; i++) {
+    if (/(^|[/\\])\.{1,2}([/\\]|$)/.test(t)) return true;
+    let next: string;
+    try {
+      next = decodeURIComponent(t);
+    } catch {
+      next = t.replace(/%2e/gi, '.').replace(/%2f/gi, '/').replace(/%5c/gi, '\\');
+    }
+    if (next === t) return false;
+    t = next;
+  }
+  return true; // still encoded after 3 rounds: refuse rather than guess
 }
 
 const scalar = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'object' ? JSON.stringify(v) : String(v));
@@ -130,11 +163,7 @@ function failureMessage(err: unknown, timeout: AbortSignal, timeoutMs: number): 
   return `the tool call failed: ${e.cause?.message ?? e.message ?? String(err)}`;
 }
 
-/** No secret in what the model (and the thought rows) see, whatever an error message or server echoes. */
+/** No secret in what the model (and the thought rows) see, whatever an error message or server echoes, in any form. */
 function scrub(text: string, secrets: ProviderSecrets): string {
-  let out = text;
-  for (const s of [secrets.secret, ...Object.values(secrets.headers ?? {})]) {
-    if (s && s.length >= 4) out = out.split(s).join('****');
-  }
-  return out;
+  return scrubSecrets(text, secretForms([secrets.secret, ...Object.values(secrets.headers ?? {})]));
 }

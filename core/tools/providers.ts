@@ -84,6 +84,19 @@ export const toolsOf = (row: Pick<ToolProvider, 'tools'>): ProviderTool[] => Pro
 /** A secret as the console shows it: never more than its last 4 characters, and only when it is long. */
 export const maskSecret = (s: string): string => (s.length >= 16 ? `****${s.slice(-4)}` : '****');
 
+/** A URL with its userinfo masked (rows stored before server URLs with `user:password@` were refused). */
+function withoutUserinfo(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.username && !u.password) return url;
+    u.username = '****';
+    u.password = '';
+    return u.toString();
+  } catch {
+    return url;
+  }
+}
+
 /** The console's view of a provider: secrets masked, tools with their model-facing names. */
 export function providerView(key: EncryptionKey, row: ToolProvider) {
   const auth = StoredAuth.parse(row.auth);
@@ -97,7 +110,7 @@ export function providerView(key: EncryptionKey, row: ToolProvider) {
     name: row.name,
     kind: row.kind as ToolProviderKind,
     description: row.description,
-    server_url: row.server_url,
+    server_url: withoutUserinfo(row.server_url),
     auth: authView,
     tools: toolsOf(row).map((t) => ({
       name: t.name,
