@@ -156,14 +156,16 @@ export function resolveDeclaration(catalogue: Pick<ModelCatalogue, 'find' | 'fal
   const { provider, like, ...fields } = d;
   const base = like ? catalogue.find(provider, like) : (catalogue.find(provider, d.model) ?? catalogue.fallback(provider, d.model));
   if (like && !base) throw new Error(`model ${provider}/${d.model}: like '${like}' is not a ${provider} model of the catalogue`);
-  const merged = { ...(base ?? {}), label: d.model, ...stripUndefined(fields) };
-  const r = CatalogueEntry.safeParse({ ...merged, provider: undefined, custom: undefined });
+  const { provider: _p, custom: _c, ...baseEntry } = base ?? ({} as Partial<CatalogueModel>);
+  const label = like || !base ? { label: d.model } : {};
+  const merged = { ...baseEntry, ...label, ...stripUndefined(fields) };
+  const r = CatalogueEntry.safeParse(merged);
   if (!r.success) {
     throw new Error(
       `model ${provider}/${d.model}: ${r.error.issues.map((i) => `${i.path.join('.') || 'entry'}: ${i.message}`).join('; ')}`,
     );
   }
-  return { ...r.data, provider, custom: base?.custom ?? true };
+  return { ...r.data, provider, custom: like ? true : (base?.custom ?? true) };
 }
 
 function stripUndefined<T extends Record<string, unknown>>(o: T): Partial<T> {
