@@ -1,4 +1,8 @@
-/** A whole stack per test file on the shared PostgreSQL + Temporal: own database, own task queue. */
+/**
+ * A whole stack per test file on the shared PostgreSQL + Temporal: own database, own task queue, and secrets of its
+ * own (the backend refuses runtime and shell, and the api every workspace, while one holds its public default).
+ */
+import crypto from 'node:crypto';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig, type Env } from '../../core/config.js';
@@ -30,6 +34,9 @@ export async function startTestStack(
       STREAMS_PER_USER: 1_000_000,
       TURNS_PER_KEY: 1_000_000,
       TURNS_PER_USER: 1_000_000,
+      AGENT_BACKEND_TOKEN: `test-backend-${crypto.randomBytes(12).toString('hex')}`,
+      INNER_API_KEY: `test-inner-${crypto.randomBytes(12).toString('hex')}`,
+      EXECUTION_CONTEXT_SIGNING_KEY: `test-context-${crypto.randomBytes(12).toString('hex')}`,
       ...opts.env,
     },
   );
