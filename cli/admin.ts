@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { loadConfig, type Config } from '../core/config.js';
 import { createDb, type Db } from '../core/db.js';
-import { createDefaultProviders } from '../core/llm/providers/index.js';
+import { createDefaultProviders, demoAgentModel } from '../core/llm/providers/index.js';
 import {
   appKeyIsActive,
   consoleKeyIsActive,
@@ -95,8 +95,7 @@ function readJson(file: string, what: string): unknown {
 
 /** An agent soul config from a file (validated like the console's), or the default agent on the configured model. */
 function soulFrom(config: Config, raw: unknown | undefined): AgentSoulConfig {
-  if (raw === undefined)
-    return demoSoulConfig(config.OPENAI_COMPATIBLE_BASE_URL ? { model: config.OPENAI_COMPATIBLE_MODEL ?? 'default' } : undefined);
+  if (raw === undefined) return demoSoulConfig(demoAgentModel(config));
   const r = AgentSoulConfig.safeParse(raw);
   if (!r.success)
     throw new UsageError(`invalid agent config: ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`);

@@ -158,12 +158,15 @@ export function whitelistModelSettings(settings: Record<string, unknown>): z.inf
   return parsed.success ? parsed.data : {};
 }
 
-/** The demo agent's config: the demo model, or a real OpenAI-compatible model when one is configured. */
-export function demoSoulConfig(realModel?: { model: string }): AgentSoulConfig {
+/**
+ * The demo agent's config: the demo model, or a real model when the deployment hosts one (core/llm/providers
+ * demoAgentModel: OPENAI_API_KEY, ANTHROPIC_API_KEY, …; a bare `{model}` is an OpenAI-compatible one).
+ */
+export function demoSoulConfig(realModel?: { provider?: string; model: string }): AgentSoulConfig {
   return AgentSoulConfig.parse({
     prompt: { system_prompt: 'You are a helpful demo agent. Answer briefly and remember what the user told you.' },
     model: realModel
-      ? { provider: 'openai_compatible', model: realModel.model, model_settings: { temperature: 0.2 } }
+      ? { provider: realModel.provider ?? 'openai_compatible', model: realModel.model, model_settings: { temperature: 0.2 } }
       : { provider: 'demo', model: 'demo-chat', model_settings: { temperature: 0 } },
     tools: { core: ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'], plugin: [] },
     ask_human: { enabled: true },

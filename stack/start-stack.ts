@@ -24,6 +24,7 @@ import { temporalSecurity } from '../core/temporal-connection.js';
 import { applyMigrations } from '../core/migrate.js';
 import { ensureDemoData, type DemoData } from '../core/seed.js';
 import { demoSoulConfig } from '../core/soul.js';
+import { demoAgentModel } from '../core/llm/providers/index.js';
 import { installRuntimeLogger, startWorker, type RunningWorker } from '../worker.js';
 import { pickTemporalMetricsAddress } from '../core/metrics/temporal.js';
 import { setupObservability } from '../core/observability.js';
@@ -42,6 +43,8 @@ export interface StackOptions {
   /** Database name inside embedded PostgreSQL. */
   databaseName?: string;
   headlessTemporal?: boolean;
+  /** A demo agent created now gets runtime and shell on (npm start, when this host can isolate commands: issue 27). */
+  demoHands?: boolean;
 }
 
 export interface Stack {
@@ -115,9 +118,17 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     config = { ...config, DATABASE_URL: databaseUrl };
     const db = createDb(databaseUrl, { max: 20 });
     stops.push(() => db.$disconnect());
-    // With OPENAI_COMPATIBLE_BASE_URL set, the demo agent is created on that model instead of the demo one.
-    const realModel = config.OPENAI_COMPATIBLE_BASE_URL ? { model: config.OPENAI_COMPATIBLE_MODEL ?? 'default' } : undefined;
-    const demo = opts.seed === false ? null : await ensureDemoData(db, { dataDir: config.dataDir, soul: demoSoulConfig(realModel) });
+    // With a system-hosted provider configured (OPENAI_API_KEY, ANTHROPIC_API_KEY, …, README "Models"), the demo agent is
+    // created on its model instead of the demo one.
+    const realModel = demoAgentModel(config);
+    const demoSoul = demoSoulConfig(realModel);
+    if (opts.demoHands) {
+      demoSoul.runtime = { enabled: true };
+      demoSoul.shell = { ...demoSoul.shell, enabled: true };
+      demoSoul.features.opening_statement = 'Hi! I am the demo agent. Try "/sh ls -la", "/calc 6*7" or "/ask What is your name?".';
+      if (!realModel) demoSoul.features.suggested_questions = ['/sh ls -la', ...demoSoul.features.suggested_questions];
+    }
+    const demo = opts.seed === false ? null : await ensureDemoData(db, { dataDir: config.dataDir, soul: demoSoul });
 
     // Temporal
     let dev: DevServer | null = null;

@@ -84,6 +84,37 @@ export function systemCredentials(config: ProviderConfig) {
   };
 }
 
+/** The usual model of each provider the demo agent starts on (a cheap one of the catalogue). */
+const DEMO_MODELS: [keyof ReturnType<typeof systemCredentials>, string][] = [
+  ['openai', 'gpt-4o-mini'],
+  ['anthropic', 'claude-3-5-haiku-20241022'],
+  ['google', 'gemini-2.0-flash'],
+  ['bedrock', 'anthropic.claude-3-5-haiku-20241022-v1:0'],
+  ['ollama', 'llama3.2'],
+];
+
+/**
+ * The model the demo agent is created on at first start (`npm start`, `admin create-app` without a config):
+ * DEMO_AGENT_MODEL (`provider/model`) when set, else the first system-hosted provider of OPENAI_API_KEY,
+ * ANTHROPIC_API_KEY, GOOGLE_GENERATIVE_AI_API_KEY, AWS_* (Bedrock), OLLAMA_BASE_URL, OPENAI_COMPATIBLE_*
+ * with its usual model, else undefined (the embedded demo model). Azure needs DEMO_AGENT_MODEL (its deployments
+ * have names of their own).
+ */
+export function demoAgentModel(
+  config: ProviderConfig & Partial<Pick<Config, 'DEMO_AGENT_MODEL'>>,
+): { provider: string; model: string } | undefined {
+  if (config.DEMO_AGENT_MODEL) {
+    const i = config.DEMO_AGENT_MODEL.indexOf('/');
+    if (i <= 0 || i === config.DEMO_AGENT_MODEL.length - 1)
+      throw new Error('DEMO_AGENT_MODEL must be provider/model, e.g. anthropic/claude-3-5-haiku-20241022');
+    return { provider: config.DEMO_AGENT_MODEL.slice(0, i), model: config.DEMO_AGENT_MODEL.slice(i + 1) };
+  }
+  const sys = systemCredentials(config);
+  for (const [provider, model] of DEMO_MODELS) if (sys[provider]) return { provider, model };
+  if (config.OPENAI_COMPATIBLE_BASE_URL) return { provider: 'openai_compatible', model: config.OPENAI_COMPATIBLE_MODEL ?? 'default' };
+  return undefined;
+}
+
 export function createDefaultProviders(config: ProviderConfig, wiring: ProviderWiring = {}): ProviderRegistry {
   const catalogue = wiring.catalogue ?? loadCatalogue(config.MODEL_CATALOGUE_OVERRIDES);
   const sys = systemCredentials(config);

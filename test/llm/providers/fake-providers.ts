@@ -9,7 +9,8 @@
  * "Hello there!"), `SCN:tool` (a calculator call with streamed arguments; once the request carries
  * `TOOLRESULT-42`, the answer "The answer is 42."), `SCN:401`, `SCN:429` (always, Retry-After 0),
  * `SCN:429once` (first call 429 with Retry-After 1, then hello), `SCN:overflow` (the provider's context-length
- * error), `SCN:hang` (one token, then nothing until the client closes: `closed` resolves).
+ * error), `SCN:hang` (one token, then nothing until the client closes: `closed` resolves). A credential containing
+ * `bad` gets the 401 whatever the prompt.
  */
 import http from 'node:http';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
@@ -443,7 +444,9 @@ export async function startFakeProvider(wire: Wire): Promise<FakeProvider> {
       requests.push({ url: req.url ?? '', headers: req.headers, body });
       const model =
         /"model"\s*:\s*"([^"]+)"/.exec(body)?.[1] ?? decodeURIComponent(/\/models?\/([^/:]+)/.exec(req.url ?? '')?.[1] ?? 'model');
-      const scenario = /SCN:(\w+)/.exec(body)?.[1] ?? 'hello';
+      // A credential with `bad` in it is refused, whatever the prompt (the console's credential check).
+      const credential = `${req.headers.authorization ?? ''} ${String(req.headers['x-api-key'] ?? '')} ${String(req.headers['x-goog-api-key'] ?? '')}`;
+      const scenario = /bad/.test(credential) ? '401' : (/SCN:(\w+)/.exec(body)?.[1] ?? 'hello');
       const fail = (status: 401 | 429 | 400, kind: 'auth' | 'rate' | 'overflow', extra: Record<string, string> = {}) => {
         const e = enc.error(status, kind);
         res.writeHead(status, { 'content-type': 'application/json', ...e.headers, ...extra }).end(e.body);

@@ -1,0 +1,257 @@
+/**
+ * Models end to end (issue 29), on the whole stack with fake providers speaking their real wire formats
+ * (test/llm/providers/fake-providers.ts): Anthropic hosted by the deployment (ANTHROPIC_API_KEY, billed), the
+ * workspace's own OpenAI and Gemini credentials (console /model-providers: checked with a real call, masked,
+ * rotated, deleted; unbilled), two agents on two providers answering real turns with message_end prices from the
+ * catalogue, and the fail-fast checks at save, publish and before a turn.
+ */
+import crypto from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUILTIN_CATALOGUE } from '../../core/llm/catalogue/index.js';
+import { priceUsage } from '../../core/llm/pricing.js';
+import { createAgentApp } from '../../core/seed.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import type { Stack } from '../../stack/start-stack.js';
+import { startFakeProvider, USAGE, type FakeProvider } from '../llm/providers/fake-providers.js';
+import { chat } from '../support/sse.js';
+import { startTestStack } from '../support/stack.js';
+
+const HOSTED_KEY = 'sk-ant-hosted-0123456789abcdef';
+const OPENAI_KEY = 'sk-tenant-openai-0123456789';
+const ROTATED_KEY = 'sk-tenant-rotated-9876543210';
+let stack: Stack;
+let anthropic: FakeProvider;
+let openai: FakeProvider;
+let gemini: FakeProvider;
+
+beforeAll(async () => {
+  [anthropic, openai, gemini] = await Promise.all([
+    startFakeProvider('anthropic'),
+    startFakeProvider('openai-responses'),
+    startFakeProvider('gemini'),
+  ]);
+  stack = await startTestStack('models', {
+    env: { DEMO_MODEL_TOKEN_DELAY_MS: 0, ANTHROPIC_API_KEY: HOSTED_KEY, ANTHROPIC_BASE_URL: `${anthropic.url}/v1` },
+  });
+}, 240_000);
+afterAll(async () => {
+  await stack?.stop();
+  await Promise.all([anthropic, openai, gemini].map((f) => f?.close()));
+});
+
+async function consoleApi(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  // eslint-disable-line @typescript-eslint/no-explicit-any
+  const res = await fetch(`${stack.apiUrl}/console/api${path}`, {
+    method,
+    headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+const soulOn = (provider: string, model: string, extra: Record<string, unknown> = {}) =>
+  AgentSoulConfig.parse({ prompt: { system_prompt: 'Be brief.' }, model: { provider, model }, tools: { core: ['calculator'] }, ...extra });
+
+describe('credentials per workspace, several providers at once', () => {
+  it('lists the providers: hosted ones usable and billed, the others waiting for credentials', async () => {
+    const res = await consoleApi('GET', '/model-providers');
+    expect(res.status).toBe(200);
+    const by = Object.fromEntries((res.body.data as { provider: string }[]).map((p) => [p.provider, p]));
+    expect(by.anthropic).toMatchObject({ system_hosted: true, usable: true, billed: true, credentials: null });
+    expect(by.openai).toMatchObject({ system_hosted: false, usable: false, credentials: null });
+    expect(Object.keys(by)).toEqual(
+      expect.arrayContaining(['demo', 'openai', 'anthropic', 'google', 'azure', 'bedrock', 'ollama', 'openai_compatible']),
+    );
+    const models = await consoleApi('GET', '/model-providers/anthropic/models');
+    expect(models.body.data.find((m: { model: string }) => m.model === 'claude-3-5-haiku-20241022')).toMatchObject({
+      features: { vision: true, tool_calls: true },
+      prices: { input: '0.8', output: '4', cached_input: '0.08' },
+    });
+  });
+
+  it('checks credentials with a real call before saving them, showing the provider’s error', async () => {
+    const bad = await consoleApi('PUT', '/model-providers/openai/credentials', {
+      credentials: { api_key: 'sk-bad-key-000000000000', base_url: `${openai.url}/v1` },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe('provider_credentials_invalid');
+    expect(bad.body.message).toContain('Incorrect API key provided');
+    expect(bad.body.provider_error).toMatchObject({ code: 'provider_auth_failed' });
+    expect(JSON.stringify(bad.body)).not.toContain('sk-bad-key-000000000000');
+    expect(
+      (await consoleApi('GET', '/model-providers')).body.data.find((p: { provider: string }) => p.provider === 'openai').credentials,
+    ).toBeNull();
+
+    const unknownField = await consoleApi('PUT', '/model-providers/openai/credentials', { credentials: { key: 'x' } });
+    expect(unknownField.status).toBe(400);
+    expect(unknownField.body.message).toContain('credentials.api_key');
+  });
+
+  it('adds, lists masked, validates, rotates and deletes; encrypted at rest', async () => {
+    const add = await consoleApi('PUT', '/model-providers/openai/credentials', {
+      credentials: { api_key: OPENAI_KEY, base_url: `${openai.url}/v1` },
+    });
+    expect(add.status).toBe(200);
+    expect(add.body).toMatchObject({
+      provider: 'openai',
+      validated: true,
+      credentials: { api_key: 'sk-…6789', base_url: `${openai.url}/v1` },
+    });
+    expect(openai.requests.at(-1)!.headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
+    const row = await stack.db.modelProviderCredential.findFirstOrThrow({ where: { tenant_id: stack.demo!.tenantId, provider: 'openai' } });
+    expect(row.encrypted_config).not.toContain(OPENAI_KEY);
+
+    const gem = await consoleApi('PUT', '/model-providers/google/credentials', {
+      credentials: { api_key: 'AIza-tenant-gemini-123', base_url: `${gemini.url}/v1beta` },
+    });
+    expect(gem.status).toBe(200);
+
+    const listed = (await consoleApi('GET', '/model-providers')).body.data as { provider: string; credentials: unknown; billed: boolean }[];
+    expect(listed.find((p) => p.provider === 'openai')).toMatchObject({ credentials: { api_key: 'sk-…6789' }, billed: false });
+    expect(listed.find((p) => p.provider === 'google')).toMatchObject({ credentials: { api_key: 'AIz…-123' }, billed: false });
+    expect(JSON.stringify(listed)).not.toContain(OPENAI_KEY);
+
+    expect((await consoleApi('POST', '/model-providers/openai/credentials/validate', {})).body).toEqual({
+      provider: 'openai',
+      valid: true,
+    });
+    const rotated = await consoleApi('PUT', '/model-providers/openai/credentials', {
+      credentials: { api_key: ROTATED_KEY, base_url: `${openai.url}/v1` },
+    });
+    expect(rotated.status).toBe(200);
+    expect(openai.requests.at(-1)!.headers.authorization).toBe(`Bearer ${ROTATED_KEY}`);
+
+    // A third provider, added then deleted.
+    await consoleApi('PUT', '/model-providers/ollama/credentials', {
+      credentials: { base_url: 'http://127.0.0.1:9/api' },
+      validate: false,
+    });
+    expect((await consoleApi('DELETE', '/model-providers/ollama/credentials')).status).toBe(204);
+    expect((await consoleApi('DELETE', '/model-providers/ollama/credentials')).status).toBe(404);
+    expect((await consoleApi('GET', '/model-providers/nope/models')).status).toBe(404);
+  });
+
+  it('runs two agents on two providers of one workspace, priced from the catalogue; own credentials unbilled, hosted billed', async () => {
+    const tenantId = stack.demo!.tenantId;
+    const onOpenAi = await createAgentApp(stack.db, tenantId, { name: 'On OpenAI', soul: soulOn('openai', 'gpt-4o-mini') });
+    const onGemini = await createAgentApp(stack.db, tenantId, { name: 'On Gemini', soul: soulOn('google', 'gemini-2.0-flash') });
+    const onClaude = await createAgentApp(stack.db, tenantId, {
+      name: 'On Claude',
+      soul: soulOn('anthropic', 'claude-3-5-haiku-20241022'),
+    });
+    const poolBefore = (await stack.db.creditPool.findUniqueOrThrow({ where: { tenant_id: tenantId } })).quota_used;
+
+    for (const [app, provider, model, fake] of [
+      [onOpenAi, 'openai', 'gpt-4o-mini', openai],
+      [onGemini, 'google', 'gemini-2.0-flash', gemini],
+      [onClaude, 'anthropic', 'claude-3-5-haiku-20241022', anthropic],
+    ] as const) {
+      const { status, frames } = await chat(stack.apiUrl, app.apiKey, { query: 'SCN:hello Hi!', user: 'models-user' });
+      expect(status).toBe(200);
+      const events = frames.map((f) => f.event);
+      expect(events.slice(-2), JSON.stringify(frames.at(-1))).toEqual(['message', 'message_end']);
+      expect(frames.find((f) => f.event === 'message')!.data.answer).toBe('Hello there!');
+      const usage = (frames.at(-1)!.data as { metadata: { usage: Record<string, string | number> } }).metadata.usage;
+      const prices = BUILTIN_CATALOGUE.find(provider, model)!.prices;
+      const expected = priceUsage(
+        { prompt_tokens: USAGE.prompt, completion_tokens: USAGE.completion, cached_prompt_tokens: USAGE.cached },
+        prices,
+      );
+      expect(usage).toMatchObject({
+        prompt_tokens: USAGE.prompt,
+        completion_tokens: USAGE.completion,
+        total_price: expected.usage.total_price,
+      });
+      expect(usage.prompt_unit_price).toBe(prices.input);
+      const sent = fake.requests.at(-1)!;
+      if (provider === 'openai') expect(sent.headers.authorization).toBe(`Bearer ${ROTATED_KEY}`);
+      if (provider === 'anthropic') expect(sent.headers['x-api-key']).toBe(HOSTED_KEY);
+    }
+    // Only the hosted (Anthropic) call moved credits.
+    const claudePrice = priceUsage(
+      { prompt_tokens: USAGE.prompt, completion_tokens: USAGE.completion, cached_prompt_tokens: USAGE.cached },
+      BUILTIN_CATALOGUE.find('anthropic', 'claude-3-5-haiku-20241022')!.prices,
+    );
+    const poolAfter = (await stack.db.creditPool.findUniqueOrThrow({ where: { tenant_id: tenantId } })).quota_used;
+    expect(poolAfter - poolBefore).toBe(claudePrice.credits);
+  });
+});
+
+describe('fail fast: the model section is checked at save, publish and before a turn', () => {
+  const draft = async (config: unknown) => {
+    const app = await createAgentApp(stack.db, stack.demo!.tenantId, { name: `ff-${crypto.randomUUID().slice(0, 8)}` });
+    return consoleApi('PUT', `/apps/${app.appId}/agent/draft`, { config });
+  };
+  const base = () => structuredClone(demoSoulConfig()) as unknown as Record<string, Record<string, unknown>>;
+
+  it('refuses an unknown provider, a model not in the catalogue, a provider without credentials, settings out of bounds', async () => {
+    const cases: [Record<string, unknown>, string, RegExp][] = [
+      [{ provider: 'openai-ish', model: 'gpt-4o' }, 'model.provider', /unknown model provider 'openai-ish'/],
+      [{ provider: 'openai', model: 'gpt-9-imaginary' }, 'model.model', /not a openai model of the catalogue/],
+      [{ provider: 'bedrock', model: 'anthropic.claude-3-5-haiku-20241022-v1:0' }, 'model.provider', /no credentials for this workspace/],
+      [
+        { provider: 'anthropic', model: 'claude-3-5-haiku-20241022', model_settings: { max_tokens: 999_999 } },
+        'model.model_settings.max_tokens',
+        /above the 8192 output tokens/,
+      ],
+      [
+        { provider: 'anthropic', model: 'claude-3-5-haiku-20241022', model_settings: { temperature: 1.5 } },
+        'model.model_settings.temperature',
+        /from 0 to 1/,
+      ],
+      [{ provider: 'anthropic', model: 'claude-3-5-haiku-20241022', context_window: 10_000_000 }, 'model.context_window', /context window/],
+    ];
+    for (const [model, path, message] of cases) {
+      const s = base();
+      s.model = model;
+      const res = await draft(s);
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.code).toBe('invalid_agent_config');
+      expect(res.body.issues).toEqual(expect.arrayContaining([expect.objectContaining({ path, message: expect.stringMatching(message) })]));
+    }
+    const ok = base();
+    ok.model = { provider: 'anthropic', model: 'claude-3-5-haiku-20241022', model_settings: { max_tokens: 4096 } };
+    expect((await draft(ok)).status).toBe(200);
+  });
+
+  it('a text-only model refuses image uploads at save, and /v1/parameters offers none', async () => {
+    const s = base();
+    s.model = { provider: 'ollama', model: 'llama3.2' };
+    s.features = { ...s.features, file_upload: { enabled: true, image_enabled: true, max_files: 3 } };
+    await consoleApi('PUT', '/model-providers/ollama/credentials', {
+      credentials: { base_url: 'http://127.0.0.1:9/api' },
+      validate: false,
+    });
+    const res = await draft(s);
+    expect(res.status).toBe(400);
+    expect(res.body.issues).toEqual([
+      expect.objectContaining({ path: 'features.file_upload.image_enabled', message: expect.stringMatching(/takes no images/) }),
+    ]);
+
+    const textApp = await createAgentApp(stack.db, stack.demo!.tenantId, { name: 'Text only', soul: soulOn('ollama', 'llama3.2') });
+    const visionApp = await createAgentApp(stack.db, stack.demo!.tenantId, {
+      name: 'Vision',
+      soul: soulOn('anthropic', 'claude-3-5-haiku-20241022'),
+    });
+    const params = async (key: string) =>
+      (await (await fetch(`${stack.apiUrl}/v1/parameters?user=u`, { headers: { authorization: `Bearer ${key}` } })).json()) as {
+        file_upload: { image: { enabled: boolean } };
+      };
+    expect((await params(textApp.apiKey)).file_upload.image.enabled).toBe(false);
+    expect((await params(visionApp.apiKey)).file_upload.image.enabled).toBe(true);
+    await consoleApi('DELETE', '/model-providers/ollama/credentials');
+  });
+
+  it('a turn on a stored config naming a model the catalogue lacks fails before any model call', async () => {
+    const app = await createAgentApp(stack.db, stack.demo!.tenantId, { name: 'Stale model' });
+    const bad = { ...demoSoulConfig(), model: { provider: 'openai', model: 'gpt-9-imaginary', model_settings: {} } };
+    await stack.db.agentConfigVersion.update({ where: { id: app.configVersionId }, data: { config_snapshot: bad as object } });
+    const before = openai.requests.length;
+    const { frames } = await chat(stack.apiUrl, app.apiKey, { query: 'hello', user: 'ff' });
+    const error = frames.find((f) => f.event === 'error')?.data;
+    expect(error).toMatchObject({ code: 'agent_config_invalid' });
+    expect(String(error!.message)).toContain('model.model');
+    expect(openai.requests.length).toBe(before);
+  });
+});
