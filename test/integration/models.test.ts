@@ -39,8 +39,10 @@ afterAll(async () => {
   await Promise.all([anthropic, openai, gemini].map((f) => f?.close()));
 });
 
-async function consoleApi(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+async function consoleApi(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
   const res = await fetch(`${stack.apiUrl}/console/api${path}`, {
     method,
     headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
