@@ -429,6 +429,25 @@ const AFTER_TOOL: Step[] = [
   { kind: 'finish', reason: 'stop' },
 ];
 
+/** Embeddings in the provider's format: one 3-dimensional vector per input, the input's index in the first place. */
+function embeddings(wire: Wire, raw: string, res: http.ServerResponse): void {
+  const body = JSON.parse(raw) as { input?: string | string[]; requests?: unknown[] };
+  const n = body.requests?.length ?? (Array.isArray(body.input) ? body.input.length : 1);
+  const vectors = Array.from({ length: n }, (_, i) => [i, 0.5, 1]);
+  const out =
+    wire === 'gemini'
+      ? { embeddings: vectors.map((values) => ({ values })) }
+      : wire === 'ollama'
+        ? { model: 'embed', embeddings: vectors, total_duration: 1, load_duration: 1, prompt_eval_count: n }
+        : {
+            object: 'list',
+            model: 'embed',
+            data: vectors.map((embedding, index) => ({ object: 'embedding', index, embedding })),
+            usage: { prompt_tokens: n, total_tokens: n },
+          };
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(out));
+}
+
 export async function startFakeProvider(wire: Wire): Promise<FakeProvider> {
   const enc = ENCODERS[wire];
   const requests: SeenRequest[] = [];
@@ -447,6 +466,7 @@ export async function startFakeProvider(wire: Wire): Promise<FakeProvider> {
       // A credential with `bad` in it is refused, whatever the prompt (the console's credential check).
       const credential = `${req.headers.authorization ?? ''} ${String(req.headers['x-api-key'] ?? '')} ${String(req.headers['x-goog-api-key'] ?? '')}`;
       const scenario = /bad/.test(credential) ? '401' : (/SCN:(\w+)/.exec(body)?.[1] ?? 'hello');
+      if (/embed/i.test(req.url ?? '')) return embeddings(wire, body, res);
       const fail = (status: 401 | 429 | 400, kind: 'auth' | 'rate' | 'overflow', extra: Record<string, string> = {}) => {
         const e = enc.error(status, kind);
         res.writeHead(status, { 'content-type': 'application/json', ...e.headers, ...extra }).end(e.body);

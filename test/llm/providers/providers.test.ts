@@ -112,6 +112,7 @@ const CALCULATOR = {
 
 let tdb: TestDb;
 let api: Served;
+let registry: ReturnType<typeof createDefaultProviders>;
 const fakes = new Map<string, FakeProvider>();
 const logs = captureLogger();
 
@@ -129,6 +130,7 @@ beforeAll(async () => {
     config = { ...config, ...c.config(fake.url) };
   }
   const providers = createDefaultProviders(config, { retry: { baseDelayMs: 5, maxDelayMs: 2_000 } });
+  registry = providers;
   api = await serveRouter({ db: tdb.db, logger: logs.logger, providers });
 }, 180_000);
 
@@ -253,6 +255,25 @@ describe.each(CASES)('$provider ($wire) through the gateway', (c) => {
     expect(answerOf(chunks)).toBe('Hello there!');
     expect(fake().requests.length - before).toBe(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+  });
+});
+
+describe('embeddings through the providers (knowledge datasets)', () => {
+  it.each([
+    ['openai', 'text-embedding-3-small', /^\/v1\/embeddings$/],
+    ['google', 'text-embedding-004', /^\/v1beta\/models\/text-embedding-004:batchEmbedContents$/],
+    ['azure', 'text-embedding-3-small', /^\/openai\/embeddings$/],
+    ['ollama', 'nomic-embed-text', /^\/api\/embed$/],
+    ['openai_compatible', 'bge-m3', /^\/v1\/embeddings$/],
+  ])('%s embeds texts in input order', async (provider, model, path) => {
+    const p = registry.get(provider)!;
+    const vectors = await p.embed!({ model, texts: ['alpha', 'beta', 'gamma'], credentials: null, signal: AbortSignal.timeout(10_000) });
+    expect(vectors).toEqual([
+      [0, 0.5, 1],
+      [1, 0.5, 1],
+      [2, 0.5, 1],
+    ]);
+    expect(fakes.get(provider)!.requests.at(-1)!.url).toMatch(path);
   });
 });
 
