@@ -9,13 +9,14 @@
  * `--temporal cluster` start it through startCluster() on ports of their own and kill parts of it.
  */
 import { spawnSync } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
+import { SECRET_VARS } from '../core/config.js';
 import { createDb } from '../core/db.js';
+import { ensureLocalSecrets } from '../core/local-secrets.js';
 import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
 import { applyMigrations } from '../core/migrate.js';
 import { ensureTurnSearchAttributes } from '../core/search-attribute-registry.js';
@@ -140,16 +141,7 @@ async function httpOk(url: string): Promise<boolean> {
 
 /** This cluster's own secrets, kept in its data dir (0600) so a restart decrypts what the last run encrypted. */
 function clusterSecrets(dataDir: string): Record<string, string> {
-  const file = path.join(dataDir, 'secrets.json');
-  if (fs.existsSync(file)) return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, string>;
-  const secrets = {
-    INNER_API_KEY: crypto.randomBytes(24).toString('hex'),
-    AGENT_BACKEND_TOKEN: crypto.randomBytes(24).toString('hex'),
-    ENCRYPTION_KEY: crypto.randomBytes(32).toString('hex'),
-    EXECUTION_CONTEXT_SIGNING_KEY: crypto.randomBytes(24).toString('hex'),
-  };
-  fs.writeFileSync(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
-  return secrets;
+  return ensureLocalSecrets({ dataDir, names: SECRET_VARS }).values as Record<string, string>;
 }
 
 /** `npm run build` into `outDir` (without the type check: `npm run typecheck` is that; the JavaScript is the same). */

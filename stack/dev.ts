@@ -11,7 +11,8 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '../core/config.js';
+import { sandboxAvailableHere } from '../agent-backend/workspace/sandbox.js';
+import { loadConfigWithLocalSecrets } from '../core/local-secrets.js';
 import { createLogger } from '../core/logger.js';
 import { releaseSignalHooks } from '../core/embedded-pg.js';
 import { installProcessGuard } from '../core/process-guard.js';
@@ -48,7 +49,7 @@ async function supervise(): Promise<never> {
 }
 
 async function runStack(): Promise<void> {
-  const config = loadConfig();
+  const { config, secrets } = loadConfigWithLocalSecrets(process.env);
   const logger = createLogger('dify-agent', config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL);
   // One process hosts the api, the worker and the agent backend: one request's stray error must not stop all three.
   installProcessGuard(logger, config.UNCAUGHT_ERROR_POLICY);
@@ -93,7 +94,18 @@ async function runStack(): Promise<void> {
   // The supervisor is gone (killed): nobody can pass a signal on any more; stop rather than run orphaned.
   process.on('disconnect', () => void shutdown('supervisor gone'));
 
-  starting = startStack({ config, logger });
+  if (secrets?.generated.length)
+    console.log(`Generated ${secrets.generated.join(', ')} into ${secrets.file} (mode 0600; kept for later starts).`);
+  if (secrets?.keptDefaultEncryptionKey)
+    console.warn(
+      `WARNING: ENCRYPTION_KEY stays the public development default for this data dir: its database predates ${secrets.file}, and ` +
+        'its stored provider credentials were encrypted with that key. Set ENCRYPTION_KEY yourself for a new data dir.',
+    );
+  // The agent's hands (issue 27): a demo agent created now has runtime and shell on when this host isolates commands.
+  const hands = await sandboxAvailableHere(config, (m) => console.log(m));
+  if (config.SHELL_ISOLATION === 'off')
+    console.warn('WARNING: SHELL_ISOLATION=off: agent shell commands run WITHOUT isolation, with the access of this process.');
+  starting = startStack({ config, logger, demoHands: hands.ok });
   const stack = await starting;
   if (!stack || stopping) return; // stopping: shutdown() has it
   const key = stack.demo?.apiKey ?? '<your app api key>';
@@ -110,6 +122,7 @@ async function runStack(): Promise<void> {
   worker         ${stack.workerHttpUrl ?? '-'}   (/metrics, /readyz; the api and the agent backend serve them too)
   Temporal UI    ${stack.temporalUiUrl ?? `(external Temporal at ${stack.temporalAddress})`}
   database       ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded PostgreSQL under ${config.dataDir}/pg`}
+  agent shell    ${hands.ok ? 'isolated (shellctl); a new demo agent has runtime and shell on: try "/sh ls -la"' : `off: ${hands.why}`}
 
 Chat with the agent (every turn is a Temporal workflow):
 

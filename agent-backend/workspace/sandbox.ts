@@ -230,15 +230,8 @@ export class Sandbox {
     return dir;
   }
 
-  /** Environment for shellctl itself (tests force what the kernel "lacks"); shellctl never passes SHELLCTL_* on. */
   private helperEnv(): Record<string, string> {
-    const c = this.config;
-    return {
-      ...(c.SHELLCTL_FORCE_NO_LANDLOCK ? { SHELLCTL_FORCE_NO_LANDLOCK: '1' } : {}),
-      ...(c.SHELLCTL_FORCE_ABI !== undefined ? { SHELLCTL_FORCE_ABI: String(c.SHELLCTL_FORCE_ABI) } : {}),
-      ...(c.SHELLCTL_FORCE_NO_NAMESPACES ? { SHELLCTL_FORCE_NO_NAMESPACES: '1' } : {}),
-      ...(c.SHELLCTL_FORCE_RLIMITS ? { SHELLCTL_FORCE_RLIMITS: '1' } : {}),
-    };
+    return shellctlHelperEnv(this.config);
   }
 
   async exec(req: ShellRequest): Promise<ShellResult> {
@@ -326,4 +319,40 @@ export class ProcessSet {
 export async function probeShellctl(shellctl: string, env: Record<string, string> = {}): Promise<ShellctlProbe> {
   const { stdout } = await run(shellctl, ['probe'], { env, timeout: 10_000 });
   return ShellctlProbe.parse(JSON.parse(stdout));
+}
+
+/** Environment for shellctl itself (tests force what the kernel "lacks"); shellctl never passes SHELLCTL_* on. */
+export function shellctlHelperEnv(c: Config): Record<string, string> {
+  return {
+    ...(c.SHELLCTL_FORCE_NO_LANDLOCK ? { SHELLCTL_FORCE_NO_LANDLOCK: '1' } : {}),
+    ...(c.SHELLCTL_FORCE_ABI !== undefined ? { SHELLCTL_FORCE_ABI: String(c.SHELLCTL_FORCE_ABI) } : {}),
+    ...(c.SHELLCTL_FORCE_NO_NAMESPACES ? { SHELLCTL_FORCE_NO_NAMESPACES: '1' } : {}),
+    ...(c.SHELLCTL_FORCE_RLIMITS ? { SHELLCTL_FORCE_RLIMITS: '1' } : {}),
+  };
+}
+
+/**
+ * Whether this process could offer isolated shell commands (npm start turns the demo agent's hands on then): its own
+ * backend, a shellctl token, no default secrets, isolation on, shellctl builds and its probe shows Landlock and
+ * namespaces. Builds shellctl and the CLI as a side effect (the backend finds them up to date).
+ */
+export async function sandboxAvailableHere(config: Config, log?: (m: string) => void): Promise<{ ok: true } | { ok: false; why: string }> {
+  if (config.AGENT_BACKEND_URL) return { ok: false, why: 'the agent backend is external (AGENT_BACKEND_URL)' };
+  const unavailable = new Sandbox(config, { info: () => undefined } as unknown as Logger).unavailableReason;
+  if (unavailable) return { ok: false, why: unavailable };
+  if (config.SHELL_ISOLATION !== 'on') return { ok: false, why: 'SHELL_ISOLATION=off (commands would run unconfined)' };
+  let tools: SandboxTools;
+  try {
+    tools = await ensureSandboxTools({ shellctlPath: config.SHELLCTL_PATH, goBin: config.GO_BIN, log });
+  } catch (err) {
+    return { ok: false, why: (err as Error).message };
+  }
+  let probe: ShellctlProbe;
+  try {
+    probe = await probeShellctl(tools.shellctl, shellctlHelperEnv(config));
+  } catch (err) {
+    return { ok: false, why: `shellctl probe failed: ${(err as Error).message}` };
+  }
+  const missing = missingIsolation(probe);
+  return missing.length ? { ok: false, why: `this host lacks ${missing.join(' and ')}` } : { ok: true };
 }
