@@ -32,6 +32,14 @@ function invoke(
 const text = (events: ProviderEvent[]) => events.map((e) => (e.type === 'delta' ? (e.content ?? '') : '')).join('');
 
 describe('demo model', () => {
+  it('/echo answers its text verbatim, newlines and markup kept (/echo-history is its own trigger)', async () => {
+    const md = '# Title\n\n- one\n- two\n\n<img src=x onerror=alert(1)>';
+    expect(planDemoReply([user(`/echo ${md}`)], []).text).toBe(md);
+    expect(planDemoReply([user(`/echo\n${md}`)], []).text).toBe(md);
+    expect(planDemoReply([user('/echo-history')], []).text).toContain('Your messages so far');
+    expect(text(await collect(invoke([user(`/echo ${md}`)])))).toBe(md);
+  });
+
   it('mentions the latest message and how many earlier user turns it remembers', () => {
     expect(planDemoReply([user('first'), { role: 'assistant', content: 'ok' }, user('second')], []).text).toBe(
       'You said: "second". (I remember 1 earlier message: "first")',

@@ -36,6 +36,7 @@ export const DEMO_TRIGGERS = [
   { trigger: '/fail <error_type>', effect: 'streams a few tokens, then fails with that InvokeError kind' },
   { trigger: '/slow <ms> <rest>', effect: 'answers <rest> with a per-token delay of <ms>' },
   { trigger: '/echo-history', effect: 'lists every user message of the conversation' },
+  { trigger: '/echo <text>', effect: 'answers <text> verbatim (every line after the trigger: Markdown, HTML, anything)' },
   {
     trigger: '/kb <question>',
     effect: 'answers with the knowledge passages the user message carries (README "Knowledge"), each with its source label',
@@ -200,6 +201,9 @@ function planForQuery(query: string, ctx: Ctx): DemoPlan {
       const cited = ctx.knowledge.map((p) => `${p.content.replace(/\s+/g, ' ').slice(0, KB_PASSAGE_LIMIT)} [${p.label}]`);
       return { text: `From the knowledge base: ${cited.join(' ')}` };
     }
+    case '/echo':
+      // Verbatim, newlines and all (the pages' Markdown tests): what follows "/echo" and one space or newline.
+      return { text: query.slice(head.length).replace(/^[ \t]?\r?\n?/, '') };
     case '/echo-history':
       return { text: `Your messages so far:\n${ctx.userTexts.map((t, i) => `${i + 1}. "${quote(t)}"`).join('\n')}` };
     case '/tool': {
