@@ -166,9 +166,9 @@ export const EnvSchema = z.object({
   SHELLCTL_PATH: z.string().optional(),
   /** The Go binary that builds shellctl (else `go` on PATH, else /usr/local/go/bin/go). */
   GO_BIN: z.string().optional(),
-  /** Landlock path/network isolation of shell commands. `off` runs commands unconfined (logged loudly). */
+  /** Isolation of shell commands (namespaces, Landlock, own uid, seccomp, limits). `off` runs them unconfined (logged loudly). */
   SHELL_ISOLATION: z.enum(['on', 'off']).default('on'),
-  /** Network of shell commands: `stub` = TCP connect only to the agent backend's port; `none` = no TCP. */
+  /** What shell commands reach: `stub` = the agent stub's unix socket, mounted into the sandbox (the CLI works); `none` = nothing. */
   SHELL_NETWORK: z.enum(['stub', 'none']).default('stub'),
   /** Upper bound of one shell command's time limit, ms (an agent's soul may set a lower one). */
   SHELL_TIMEOUT_MS: int(60_000),
