@@ -18,6 +18,7 @@ export function createGoogleProvider(opts: {
   catalogue: ModelCatalogue;
   system?: GoogleCredentials;
   fetch?: typeof fetch;
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   const client = (c: GoogleCredentials, f?: typeof fetch) => createGoogleGenerativeAI({ apiKey: c.api_key, baseURL: c.base_url, fetch: f });
@@ -27,6 +28,7 @@ export function createGoogleProvider(opts: {
     credentials: GoogleCredentials,
     system: opts.system,
     fetch: opts.fetch,
+    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'gemini-2.0-flash-lite',
     model: (c, model, f) => client(c, f)(model),

@@ -26,6 +26,7 @@ export function createOpenAiProvider(opts: {
   catalogue: ModelCatalogue;
   system?: OpenAiCredentials;
   fetch?: typeof fetch;
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   const client = (c: OpenAiCredentials, fetchImpl?: typeof fetch) =>
@@ -36,6 +37,7 @@ export function createOpenAiProvider(opts: {
     credentials: OpenAiCredentials,
     system: opts.system,
     fetch: opts.fetch,
+    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'gpt-4o-mini',
     model: (c, model, f) => (c.api === 'chat' ? client(c, f).chat(model) : client(c, f).responses(model)),
