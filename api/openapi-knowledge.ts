@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { RetrievedChunk } from '../core/protocol/knowledge.js';
+import { PAGE_PARAMETERS, pageSchema } from './pagination.js';
 import { CreateDatasetBody, HitTestBody, TextDocumentBody } from './routes/knowledge.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -19,6 +20,9 @@ const Dataset = z.object({
   document_count: z.number().int(),
   created_at: z.number().int(),
 });
+const IndexingStatus = z
+  .enum(['waiting', 'parsing', 'indexing', 'completed', 'error'])
+  .describe('Dify\'s indexing_status: the job goes waiting → parsing → indexing → completed, or error.');
 const Document = z.object({
   id: z.string(),
   dataset_id: z.string(),
@@ -26,10 +30,24 @@ const Document = z.object({
   mime_type: z.enum(['text/plain', 'text/markdown', 'text/html', 'application/pdf']),
   size: z.number().int(),
   sha256: z.string(),
-  status: z.enum(['indexing', 'completed', 'error']),
+  status: IndexingStatus.describe('Same as indexing_status.'),
+  indexing_status: IndexingStatus,
   error: z.string().nullable(),
+  error_code: z.string().nullable().describe('Why indexing ended in `error`: `document_unreadable`, `document_empty`, `document_too_large`, `embedding_failed`, `indexing_failed`.'),
   chunk_count: z.number().int(),
   created_at: z.number().int(),
+  completed_at: z.number().int().nullable(),
+});
+const IndexingProgress = z.object({
+  id: z.string(),
+  indexing_status: IndexingStatus,
+  processing_started_at: z.number().int().nullable(),
+  parsing_completed_at: z.number().int().nullable(),
+  completed_at: z.number().int().nullable(),
+  error: z.string().nullable(),
+  error_code: z.string().nullable(),
+  completed_segments: z.number().int(),
+  total_segments: z.number().int(),
 });
 
 export const KNOWLEDGE_REQUESTS = {
@@ -41,9 +59,11 @@ export const KNOWLEDGE_REQUESTS = {
 
 export const KNOWLEDGE_RESPONSES = {
   DatasetResponse: Dataset,
-  DatasetListResponse: z.object({ data: z.array(Dataset) }),
+  DatasetListResponse: pageSchema(Dataset),
   DocumentResponse: Document,
-  DocumentListResponse: z.object({ data: z.array(Document) }),
+  DocumentUploadResponse: Document.extend({ batch: z.string().describe('The upload batch (here the document id) of GET …/documents/{batch}/indexing-status.') }),
+  DocumentListResponse: pageSchema(Document),
+  IndexingStatusResponse: z.object({ data: z.array(IndexingProgress) }),
   HitTestResponse: z.object({ query: z.string(), chunks: z.array(RetrievedChunk) }),
 };
 
@@ -64,13 +84,16 @@ export function knowledgePaths(errors: (...statuses: number[]) => Record<string,
     '/console/api/datasets': {
       post: op({
         operationId: 'createDataset',
-        summary: 'Create a dataset. With `embedding`, its chunks also get vectors from that provider model (probed once here).',
+        summary:
+          'Create a dataset. With `embedding`, its chunks also get vectors from that provider model (probed once here). ' +
+          'At most TENANT_MAX_DATASETS per tenant (403 `dataset_quota_exceeded`).',
         requestBody: { required: true, content: json(ref('CreateDatasetRequest')) },
-        responses: { ...ok('The dataset.', 'DatasetResponse', '201'), ...errors() },
+        responses: { ...ok('The dataset.', 'DatasetResponse', '201'), ...errors(403) },
       }),
       get: op({
         operationId: 'listDatasets',
-        summary: "The tenant's datasets.",
+        summary: "The tenant's datasets, newest first, a page at a time.",
+        parameters: PAGE_PARAMETERS,
         responses: { ...ok('Datasets.', 'DatasetListResponse'), ...errors() },
       }),
     },
@@ -89,16 +112,20 @@ export function knowledgePaths(errors: (...statuses: number[]) => Record<string,
         {
           operationId: 'uploadDocument',
           summary:
-            'Upload and index a document (synchronously): multipart `file` (≤ 15 MB) or JSON `{name, text}` (≤ 1 MB). ' +
-            'The same content again answers 200 with the existing document.',
+            'Upload a document for indexing: multipart `file` (≤ 15 MB) or JSON `{name, text}` (≤ 1 MB). Indexing is a job ' +
+            '(parsing in a child process with limits); the upload waits for it up to KNOWLEDGE_INDEX_WAIT_MS: 201 indexed, or ' +
+            'the refusal (nothing kept), else 202 with the document still indexing (follow `batch`). The same content again ' +
+            'answers 200 with the existing document. Per-tenant quotas: documents (403 `document_quota_exceeded`) and bytes ' +
+            '(413 `storage_quota_exceeded`).',
           requestBody: {
             required: true,
             content: { 'multipart/form-data': { schema: ref('DocumentUploadForm') }, ...json(ref('TextDocumentRequest')) },
           },
           responses: {
-            ...ok('Indexed now.', 'DocumentResponse', '201'),
-            ...ok('Already indexed (same content).', 'DocumentResponse'),
-            ...errors(413, 415),
+            ...ok('Indexed now.', 'DocumentUploadResponse', '201'),
+            ...ok('Already there (same content), indexed or still indexing.', 'DocumentUploadResponse'),
+            ...ok('Accepted: still indexing (`indexing_status` waiting, parsing or indexing).', 'DocumentUploadResponse', '202'),
+            ...errors(403, 413, 415),
             '422': { description: '`document_empty`: no text to index.', content: json(ref('ErrorResponse')) },
             '502': { description: '`embedding_failed`: the embedding provider failed.', content: json(ref('ErrorResponse')) },
           },
@@ -108,13 +135,27 @@ export function knowledgePaths(errors: (...statuses: number[]) => Record<string,
       get: op(
         {
           operationId: 'listDocuments',
-          summary: "The dataset's documents.",
+          summary: "The dataset's documents, newest first, a page at a time.",
           responses: { ...ok('Documents.', 'DocumentListResponse'), ...errors() },
         },
-        [ds],
+        [ds, ...PAGE_PARAMETERS],
+      ),
+    },
+    '/console/api/datasets/{dataset_id}/documents/{batch}/indexing-status': {
+      get: op(
+        {
+          operationId: 'getIndexingStatus',
+          summary: "Dify's indexing progress of an upload batch (one document per batch here: the batch is the document id).",
+          responses: { ...ok('Progress.', 'IndexingStatusResponse'), ...errors() },
+        },
+        [ds, id('batch', 'The upload batch (the `batch` of the upload answer).')],
       ),
     },
     '/console/api/datasets/{dataset_id}/documents/{document_id}': {
+      get: op(
+        { operationId: 'getDocument', summary: 'One document.', responses: { ...ok('The document.', 'DocumentResponse'), ...errors() } },
+        [ds, id('document_id', 'Document id.')],
+      ),
       delete: op({ operationId: 'deleteDocument', summary: 'Delete a document and its chunks.', responses: { ...gone, ...errors() } }, [
         ds,
         id('document_id', 'Document id.'),

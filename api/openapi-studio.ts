@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { AnnotationBody, AnnotationSettings } from './routes/console.js';
 import { AgentVersionResponse, AnnotationListResponse, StudioAppList, TurnRunResponse } from './routes/studio.js';
+import { PAGE_PARAMETERS } from './pagination.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -45,7 +46,8 @@ export function studioPaths(errors: (...statuses: number[]) => Record<string, un
         operationId: 'listStudioApps',
         tags: ['console'],
         security,
-        summary: "The caller's tenant's agent apps, oldest first (never another tenant's).",
+        parameters: PAGE_PARAMETERS,
+        summary: "The caller's tenant's agent apps, oldest first (never another tenant's), a page at a time.",
         responses: { '200': { description: 'The apps.', content: json(ref('StudioAppListResponse')) }, ...errors() },
       },
     },
@@ -64,8 +66,8 @@ export function studioPaths(errors: (...statuses: number[]) => Record<string, un
         operationId: 'listAnnotations',
         tags: ['console'],
         security,
-        parameters: [appId],
-        summary: "The app's annotations (question, answer, hits), newest first, at most 500.",
+        parameters: [appId, ...PAGE_PARAMETERS],
+        summary: "The app's annotations (question, answer, hits), newest first, a page at a time.",
         responses: { '200': { description: 'The annotations.', content: json(ref('AnnotationListResponse')) }, ...errors() },
       },
       post: {

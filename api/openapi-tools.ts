@@ -3,6 +3,7 @@
  * document and MCP servers, under the console key (README "Tools"; routes in api/routes/tool-providers.ts).
  */
 import { z } from 'zod';
+import { PAGE_PARAMETERS, pageSchema } from './pagination.js';
 import { CreateToolProviderBody, ToolProviderCredentialsBody } from './routes/tool-providers.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -39,7 +40,7 @@ export const TOOL_REQUESTS = {
 export const TOOL_RESPONSES = {
   ToolProviderResponse: ToolProvider,
   ToolProviderCreatedResponse: ToolProvider.extend({ skipped: Skipped }),
-  ToolProviderListResponse: z.object({ data: z.array(ToolProvider) }),
+  ToolProviderListResponse: pageSchema(ToolProvider),
 };
 
 export function toolProviderPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
@@ -60,7 +61,8 @@ export function toolProviderPaths(errors: (...statuses: number[]) => Record<stri
       }),
       get: op({
         operationId: 'listToolProviders',
-        summary: "The tenant's tool providers (secrets masked).",
+        summary: "The tenant's tool providers (secrets masked), by name, a page at a time.",
+        parameters: PAGE_PARAMETERS,
         responses: { ...ok('Providers.', 'ToolProviderListResponse'), ...errors() },
       }),
     },

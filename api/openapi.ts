@@ -90,11 +90,11 @@ const errors = (...statuses: number[]) =>
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request (`invalid_param` names the field).',
   401: 'Missing, unknown or revoked app API key.',
-  403: 'Invalid signature.',
+  403: 'Invalid signature (`forbidden`), or a per-tenant quota reached (`dataset_quota_exceeded`, `document_quota_exceeded`).',
   404: 'Not found, or not visible to this app and user.',
   409: '`conversation_busy`, `conversation_waiting_for_human` or `agent_session_configuration_changed`.',
   412: '`human_input_form_submitted`, `human_input_form_expired` or `human_input_form_cancelled`.',
-  413: 'Body or file too large (`request_entity_too_large`, `file_too_large`).',
+  413: 'Body or file too large (`request_entity_too_large`, `file_too_large`, `document_too_large`), or the tenant\'s stored documents would exceed their quota (`storage_quota_exceeded`).',
   415: '`unsupported_file_type`.',
   429: '`rate_limit_error`.',
   503: 'A dependency is unavailable (`service_unavailable`), or the deployment is at its cap of turns in flight (`server_busy`, nothing written); retry after `Retry-After`.',

@@ -35,7 +35,7 @@ const say = (text) => ($('status').textContent = text);
 async function loadApps() {
   if (!state.key) return;
   try {
-    const { data } = await getJson('/apps');
+    const { data } = await getJson('/apps?limit=100');
     const ul = $('apps');
     ul.textContent = '';
     for (const a of data) {
@@ -296,7 +296,7 @@ async function showDiff() {
 // --- annotations ----------------------------------------------------------------------------------------------
 
 async function loadAnnotations() {
-  const { data } = await getJson(appPath('/annotations'));
+  const { data } = await getJson(appPath('/annotations?limit=100'));
   const ul = $('ann-list');
   ul.textContent = '';
   for (const a of data) {

@@ -1,16 +1,24 @@
 /**
  * Console knowledge API (`/console/api/datasets…`, README "Knowledge"): datasets of the caller's tenant, their
- * documents (multipart `file` or JSON `{name, text}`; text, Markdown, HTML, PDF) and a hit test. Indexing runs in the
- * upload request (synchronous for now) and is idempotent: the same content in a dataset is one document.
+ * documents (multipart `file` or JSON `{name, text}`; text, Markdown, HTML, PDF) and a hit test. Indexing is a job
+ * (core/knowledge/indexer.ts, issue 28): the upload writes the document and waits at most KNOWLEDGE_INDEX_WAIT_MS for
+ * it — 201 indexed, or the refusal (400/413/422/502) with nothing kept — else answers 202 with the document still
+ * `waiting|parsing|indexing`; its progress is `GET …/documents/{batch}/indexing-status` (Dify's; batch = document id).
+ * Idempotent: the same content in a dataset is one document. Lists are paginated (`page`, `limit`); datasets,
+ * documents and their bytes have per-tenant quotas (TENANT_MAX_*).
  */
 import busboy from 'busboy';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { z } from 'zod';
+import type { Config } from '../../core/config.js';
 import type { Db } from '../../core/db.js';
 import { jsonBody } from '../../core/json-guard.js';
 import { KnowledgeError } from '../../core/knowledge/errors.js';
-import { DOCUMENT_MAX_BYTES, ingestDocument, type DocumentInput } from '../../core/knowledge/ingest.js';
+import { acceptDocument, documentFailure, DOCUMENT_MAX_BYTES, isInProgress, type DocumentInput } from '../../core/knowledge/ingest.js';
+import { DocumentIndexer } from '../../core/knowledge/indexer.js';
 import type { Embedder } from '../../core/knowledge/embed.js';
+import type { Logger } from '../../core/logger.js';
+import { pageJson, pageOf } from '../pagination.js';
 import { retrieveChunks } from '../../core/knowledge/retrieve.js';
 import type { Dataset, DatasetDocument } from '../../core/generated/prisma/client.js';
 import { unixSeconds } from '../../core/time.js';
@@ -44,16 +52,52 @@ export const HitTestBody = z
   })
   .strict();
 
+export type KnowledgeConfig = Pick<
+  Config,
+  | 'JSON_MAX_DEPTH'
+  | 'KNOWLEDGE_PARSE_TIMEOUT_MS'
+  | 'KNOWLEDGE_PARSE_MEMORY_MB'
+  | 'KNOWLEDGE_PARSE_MAX_PAGES'
+  | 'KNOWLEDGE_PARSE_MAX_TEXT_BYTES'
+  | 'KNOWLEDGE_INDEX_WAIT_MS'
+  | 'KNOWLEDGE_INDEX_CONCURRENCY'
+  | 'TENANT_MAX_DATASETS'
+  | 'TENANT_MAX_DOCUMENTS'
+  | 'TENANT_MAX_DOCUMENT_BYTES'
+>;
+
 export interface KnowledgeRouteDeps {
   db: Db;
   embed: Embedder;
-  config: { JSON_MAX_DEPTH: number };
+  config: KnowledgeConfig;
+  logger?: Logger;
+  /** Default: one of this process's own, started here. */
+  indexer?: DocumentIndexer;
+}
+
+/** This process's indexer, from the configuration (one per api app). */
+export function createIndexer(deps: { db: Db; embed: Embedder; config: KnowledgeConfig; logger?: Logger }): DocumentIndexer {
+  const c = deps.config;
+  return new DocumentIndexer({
+    db: deps.db,
+    embed: deps.embed,
+    logger: deps.logger,
+    concurrency: c.KNOWLEDGE_INDEX_CONCURRENCY,
+    limits: {
+      timeoutMs: c.KNOWLEDGE_PARSE_TIMEOUT_MS,
+      memoryMb: c.KNOWLEDGE_PARSE_MEMORY_MB,
+      maxPages: c.KNOWLEDGE_PARSE_MAX_PAGES,
+      maxTextBytes: c.KNOWLEDGE_PARSE_MAX_TEXT_BYTES,
+    },
+  });
 }
 
 const knowledgeHttpError = (err: unknown) => (err instanceof KnowledgeError ? new HttpError(err.status, err.code, err.message) : err);
 
 export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
-  const { db } = deps;
+  const { db, config } = deps;
+  const indexer = deps.indexer ?? createIndexer(deps).start();
+  const quotas = { maxDocuments: config.TENANT_MAX_DOCUMENTS, maxDocumentBytes: config.TENANT_MAX_DOCUMENT_BYTES };
   const r = Router();
   // Only /datasets… is this router's: anything else passes through untouched to the other console routes.
   r.use('/datasets', consoleAuth(db));
@@ -80,28 +124,43 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
         throw new HttpError(400, 'embedding_unavailable', `embedding: ${(err as Error)?.message ?? err}`);
       });
     }
-    const ds = await db.dataset.create({
-      data: {
-        tenant_id: tenantId,
-        name: body.name,
-        description: body.description,
-        language: body.language,
-        embedding_provider: body.embedding?.provider ?? null,
-        embedding_model: body.embedding?.model ?? null,
-        created_by: accountId,
-      },
+    const ds = await db.$transaction(async (tx) => {
+      // Counted and created under the tenant's lock: concurrent creates cannot pass the quota together.
+      await tx.$executeRaw`select pg_advisory_xact_lock(hashtextextended(${`knowledge-quota:${tenantId}`}, 0))`;
+      if (config.TENANT_MAX_DATASETS) {
+        const n = await tx.dataset.count({ where: { tenant_id: tenantId } });
+        if (n >= config.TENANT_MAX_DATASETS)
+          throw new HttpError(403, 'dataset_quota_exceeded', `The workspace has ${n} datasets; at most ${config.TENANT_MAX_DATASETS} are allowed.`);
+      }
+      return tx.dataset.create({
+        data: {
+          tenant_id: tenantId,
+          name: body.name,
+          description: body.description,
+          language: body.language,
+          embedding_provider: body.embedding?.provider ?? null,
+          embedding_model: body.embedding?.model ?? null,
+          created_by: accountId,
+        },
+      });
     });
     res.status(201).json(datasetJson(ds, 0));
   });
 
   r.get('/datasets', async (req, res) => {
     const { tenantId } = consoleCaller(req);
-    const rows = await db.dataset.findMany({
-      where: { tenant_id: tenantId },
-      orderBy: { created_at: 'desc' },
-      include: { _count: { select: { documents: true } } },
-    });
-    res.json({ data: rows.map((d) => datasetJson(d, d._count.documents)) });
+    const page = pageOf(req.query);
+    const [total, rows] = await Promise.all([
+      db.dataset.count({ where: { tenant_id: tenantId } }),
+      db.dataset.findMany({
+        where: { tenant_id: tenantId },
+        orderBy: [{ created_at: 'desc' }, { id: 'desc' }],
+        skip: page.skip,
+        take: page.take,
+        include: { _count: { select: { documents: true } } },
+      }),
+    ]);
+    res.json(pageJson(page, total, rows.map((d) => datasetJson(d, d._count.documents))));
   });
 
   r.get('/datasets/:dataset_id', async (req, res) => {
@@ -120,15 +179,52 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     const { tenantId, accountId } = consoleCaller(req);
     const ds = await datasetOf(req, tenantId);
     const input = req.is('multipart/form-data') ? await receiveDocument(req) : textDocument(req.body);
-    const { document, created } = await ingestDocument({ db, embed: deps.embed }, ds, { ...input, createdBy: accountId });
-    res.status(created ? 201 : 200).json(documentJson(document));
+    const accepted = await acceptDocument(db, ds, { ...input, createdBy: accountId }, quotas);
+    if (accepted.queued) indexer.kick();
+    let doc = accepted.document;
+    if (isInProgress(doc.status) && config.KNOWLEDGE_INDEX_WAIT_MS > 0)
+      doc = (await indexer.waitFor(doc.id, config.KNOWLEDGE_INDEX_WAIT_MS)) ?? (await db.datasetDocument.findUnique({ where: { id: doc.id } })) ?? doc;
+    if (doc.status === 'error' && accepted.queued) {
+      // Refused within the wait: the client gets the refusal, as before indexing was a job; a new document is not kept.
+      if (accepted.created) await db.datasetDocument.deleteMany({ where: { id: doc.id, status: 'error' } });
+      throw documentFailure(doc);
+    }
+    const status = isInProgress(doc.status) ? 202 : accepted.created ? 201 : 200;
+    res.status(status).json({ ...documentJson(doc), batch: doc.id });
   });
 
   r.get('/datasets/:dataset_id/documents', async (req, res) => {
     const ds = await datasetOf(req, consoleCaller(req).tenantId);
-    const docs = await db.datasetDocument.findMany({ where: { dataset_id: ds.id }, orderBy: { created_at: 'desc' } });
-    res.json({ data: docs.map(documentJson) });
+    const page = pageOf(req.query);
+    const [total, docs] = await Promise.all([
+      db.datasetDocument.count({ where: { dataset_id: ds.id } }),
+      db.datasetDocument.findMany({
+        where: { dataset_id: ds.id },
+        orderBy: [{ created_at: 'desc' }, { id: 'desc' }],
+        skip: page.skip,
+        take: page.take,
+      }),
+    ]);
+    res.json(pageJson(page, total, docs.map(documentJson)));
   });
+
+  r.get('/datasets/:dataset_id/documents/:document_id', async (req, res) => {
+    res.json(documentJson(await documentOf(req)));
+  });
+
+  /** Dify's indexing progress of an upload batch (here one document per batch: the batch is the document id). */
+  r.get('/datasets/:dataset_id/documents/:batch/indexing-status', async (req, res) => {
+    const doc = await documentOf(req, 'batch');
+    res.json({ data: [indexingStatusJson(doc)] });
+  });
+
+  async function documentOf(req: Request, param = 'document_id') {
+    const ds = await datasetOf(req, consoleCaller(req).tenantId);
+    const id = parseOr400(Uuid, req.params[param], param);
+    const doc = await db.datasetDocument.findFirst({ where: { id, dataset_id: ds.id } });
+    if (!doc) throw new HttpError(404, 'document_not_found', 'Document not found.');
+    return doc;
+  }
 
   r.delete('/datasets/:dataset_id/documents/:document_id', async (req, res) => {
     const ds = await datasetOf(req, consoleCaller(req).tenantId);
@@ -241,9 +337,29 @@ function documentJson(d: DatasetDocument) {
     mime_type: d.mime_type,
     size: d.size,
     sha256: d.sha256,
+    /** Same as indexing_status (kept for clients of the synchronous upload). */
     status: d.status,
+    indexing_status: d.status,
     error: d.error,
+    error_code: d.error_code,
     chunk_count: d.chunk_count,
     created_at: unixSeconds(d.created_at),
+    completed_at: d.completed_at ? unixSeconds(d.completed_at) : null,
+  };
+}
+
+const seconds = (d: Date | null) => (d ? unixSeconds(d) : null);
+
+function indexingStatusJson(d: DatasetDocument) {
+  return {
+    id: d.id,
+    indexing_status: d.status,
+    processing_started_at: seconds(d.processing_started_at),
+    parsing_completed_at: seconds(d.parsing_completed_at),
+    completed_at: seconds(d.completed_at),
+    error: d.error,
+    error_code: d.error_code,
+    completed_segments: d.status === 'completed' ? d.chunk_count : 0,
+    total_segments: d.chunk_count,
   };
 }

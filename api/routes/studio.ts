@@ -13,8 +13,12 @@ import { unixSeconds } from '../../core/time.js';
 import { consoleApp, consoleAuth, consoleCaller } from '../console-auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { Uuid } from '../schemas.js';
+import { pageJson, pageOf } from '../pagination.js';
+
+const PageFields = { has_more: z.boolean(), limit: z.number().int(), total: z.number().int(), page: z.number().int() };
 
 export const StudioAppList = z.object({
+  ...PageFields,
   data: z.array(
     z.object({
       id: Uuid,
@@ -38,6 +42,7 @@ export const AgentVersionResponse = z.object({
 });
 
 export const AnnotationListResponse = z.object({
+  ...PageFields,
   data: z.array(
     z.object({ id: Uuid, question: z.string(), content: z.string(), hit_count: z.number().int(), created_at: z.number().int() }),
   ),
@@ -69,14 +74,16 @@ export function studioRoutes(deps: { db: Db; config: Pick<Config, 'TEMPORAL_NAME
 
   r.get('/apps', consoleAuth(db), async (req: Request, res) => {
     const { tenantId } = consoleCaller(req);
-    // Only agent apps: the studio edits an app through its agent.
-    const apps = await db.app.findMany({
-      where: { tenant_id: tenantId, agent: { isNot: null } },
-      include: { agent: true },
-      orderBy: { created_at: 'asc' },
-    });
+    // Only agent apps: the studio edits an app through its agent. Paginated (Dify's page/limit, api/pagination.ts).
+    const page = pageOf(req.query);
+    const where = { tenant_id: tenantId, agent: { isNot: null } };
+    const [total, apps] = await Promise.all([
+      db.app.count({ where }),
+      db.app.findMany({ where, include: { agent: true }, orderBy: [{ created_at: 'asc' }, { id: 'asc' }], skip: page.skip, take: page.take }),
+    ]);
     res.json(
       StudioAppList.parse({
+        ...pageJson(page, total, []),
         data: apps.map((a) => ({
           id: a.id,
           name: a.name,
@@ -107,8 +114,13 @@ export function studioRoutes(deps: { db: Db; config: Pick<Config, 'TEMPORAL_NAME
   /** The app's annotations, newest first (POST …/annotations adds one; api/routes/console.ts). */
   r.get('/apps/:app_id/annotations', consoleAuth(db), async (req: Request, res) => {
     const { app } = await consoleApp(db, req);
-    const rows = await db.annotation.findMany({ where: { app_id: app.id }, orderBy: [{ created_at: 'desc' }, { id: 'desc' }], take: 500 });
+    const page = pageOf(req.query);
+    const [total, rows] = await Promise.all([
+      db.annotation.count({ where: { app_id: app.id } }),
+      db.annotation.findMany({ where: { app_id: app.id }, orderBy: [{ created_at: 'desc' }, { id: 'desc' }], skip: page.skip, take: page.take }),
+    ]);
     res.json({
+      ...pageJson(page, total, []),
       data: rows.map((a) => ({
         id: a.id,
         question: a.question,

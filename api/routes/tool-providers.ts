@@ -27,6 +27,7 @@ import {
 import { hasUserinfo, headerParamProblem } from '../../core/tools/reserved-headers.js';
 import { consoleAuth } from '../console-auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
+import { pageJson, pageOf } from '../pagination.js';
 
 const Description = z.string().max(2_000);
 /** No `user:password@`: it would be stored and shown in clear; credentials go in `auth` / `headers` (issue 28). */
@@ -108,8 +109,13 @@ export function toolProviderRoutes(deps: ToolProviderRouteDeps): Router {
   }
 
   r.get('/', async (req, res) => {
-    const rows = await db.toolProvider.findMany({ where: { tenant_id: req.consoleCtx!.tenantId }, orderBy: { name: 'asc' } });
-    res.json({ data: rows.map((row) => providerView(key, row)) });
+    const page = pageOf(req.query);
+    const where = { tenant_id: req.consoleCtx!.tenantId };
+    const [total, rows] = await Promise.all([
+      db.toolProvider.count({ where }),
+      db.toolProvider.findMany({ where, orderBy: { name: 'asc' }, skip: page.skip, take: page.take }),
+    ]);
+    res.json(pageJson(page, total, rows.map((row) => providerView(key, row))));
   });
 
   r.post('/', async (req, res) => {

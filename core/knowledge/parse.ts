@@ -2,10 +2,26 @@
  * Document text extraction for knowledge uploads: plain text, Markdown (kept as written: its markup reads fine to a
  * model and to full-text search), HTML (html-to-text) and PDF (unpdf: a pdf.js build that runs offline, no worker,
  * nothing fetched). The kind comes from the MIME type, else from the file name's extension.
+ *
+ * Untrusted documents are parsed in a child process with limits (core/knowledge/parse-sandbox.ts); these functions
+ * are what runs there, and they enforce the limits a parser can check itself: PDF pages and decoded text bytes.
  */
 import { convert } from 'html-to-text';
-import { extractText, getDocumentProxy } from 'unpdf';
+import { getDocumentProxy } from 'unpdf';
 import { KnowledgeError } from './errors.js';
+
+/** What one document may decode to; a limit hit is 400 `document_unreadable`. */
+export interface ParseLimits {
+  /** Most pages of a PDF. */
+  maxPages: number;
+  /** Most bytes (UTF-8) of extracted text. */
+  maxTextBytes: number;
+}
+
+export const DEFAULT_PARSE_LIMITS: ParseLimits = { maxPages: 5_000, maxTextBytes: 20 * 1024 * 1024 };
+
+const tooMuchText = (limits: ParseLimits) =>
+  new KnowledgeError(400, 'document_unreadable', `The document decodes to more than ${limits.maxTextBytes} bytes of text.`);
 
 export type DocumentKind = 'text' | 'markdown' | 'html' | 'pdf';
 
@@ -41,7 +57,13 @@ export function documentKind(name: string, mimeType?: string | null): DocumentKi
   return ext ? (BY_EXTENSION[ext] ?? null) : null;
 }
 
-export async function extractDocumentText(kind: DocumentKind, bytes: Uint8Array): Promise<string> {
+export async function extractDocumentText(kind: DocumentKind, bytes: Uint8Array, limits = DEFAULT_PARSE_LIMITS): Promise<string> {
+  const text = await extract(kind, bytes, limits);
+  if (Buffer.byteLength(text, 'utf8') > limits.maxTextBytes) throw tooMuchText(limits);
+  return text;
+}
+
+async function extract(kind: DocumentKind, bytes: Uint8Array, limits: ParseLimits): Promise<string> {
   switch (kind) {
     case 'text':
     case 'markdown':
@@ -55,7 +77,7 @@ export async function extractDocumentText(kind: DocumentKind, bytes: Uint8Array)
         ],
       });
     case 'pdf':
-      return pdfText(bytes);
+      return pdfText(bytes, limits);
   }
 }
 
@@ -71,14 +93,40 @@ function decodeUtf8(bytes: Uint8Array): string {
   return text;
 }
 
-async function pdfText(bytes: Uint8Array): Promise<string> {
+/**
+ * The PDF's text layer, page by page (unpdf's extractText joins pages the same way, but reads them all at once and
+ * without limits): refused when it has more than `maxPages` pages or its text grows past `maxTextBytes`.
+ */
+async function pdfText(bytes: Uint8Array, limits: ParseLimits): Promise<string> {
+  let pdf: Awaited<ReturnType<typeof getDocumentProxy>> | undefined;
   try {
     // pdf.js takes ownership of (detaches) the buffer it is given: hand it a copy.
-    const pdf = await getDocumentProxy(new Uint8Array(bytes), { stopAtErrors: false });
-    const { text } = await extractText(pdf, { mergePages: true });
-    await pdf.cleanup().catch(() => undefined);
-    return text.replaceAll('\u0000', '');
+    pdf = await getDocumentProxy(new Uint8Array(bytes), { stopAtErrors: false });
+    if (pdf.numPages > limits.maxPages)
+      throw new KnowledgeError(400, 'document_unreadable', `The PDF has ${pdf.numPages} pages; at most ${limits.maxPages} are read.`);
+    const pages: string[] = [];
+    let size = 0;
+    for (let n = 1; n <= pdf.numPages; n++) {
+      const page = await pdf.getPage(n);
+      const content = await page.getTextContent();
+      const text = content.items
+        .map((item) => ('str' in item && item.str != null ? item.str + (item.hasEOL ? '\n' : '') : ''))
+        .join('');
+      page.cleanup();
+      size += Buffer.byteLength(text, 'utf8') + 1;
+      if (size > limits.maxTextBytes) throw tooMuchText(limits);
+      pages.push(text);
+    }
+    const merged = pages
+      .join('\n')
+      .replace(/[^\S\n]+/g, ' ')
+      .replace(/ ?\n ?/g, '\n')
+      .replace(/\n{3,}/g, '\n\n');
+    return merged.replaceAll('\u0000', '');
   } catch (err) {
+    if (err instanceof KnowledgeError) throw err;
     throw new KnowledgeError(400, 'document_unreadable', `The PDF cannot be read: ${(err as Error)?.message ?? String(err)}`);
+  } finally {
+    await pdf?.cleanup().catch(() => undefined);
   }
 }

@@ -28,6 +28,24 @@ const consoleFetch = (path: string, init: RequestInit = {}) =>
     headers: { authorization: `Bearer ${consoleKey}`, ...(typeof init.body === 'string' ? { 'content-type': 'application/json' } : {}) },
   });
 
+/**
+ * An upload's document once indexed: the upload answers 201 when indexing ends within KNOWLEDGE_INDEX_WAIT_MS, else
+ * 202 with the document still indexing (issue 28) — then its indexing-status is polled until it ends.
+ */
+async function indexed(res: Response): Promise<{ status: number; doc: Record<string, unknown> }> {
+  const doc = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 202) return { status: res.status, doc };
+  for (let i = 0; i < 300; i++) {
+    const s = (await (await consoleFetch(`/datasets/${doc.dataset_id}/documents/${doc.id}/indexing-status`)).json()) as {
+      data: { indexing_status: string }[];
+    };
+    if (s.data[0]!.indexing_status === 'completed' || s.data[0]!.indexing_status === 'error') break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const done = (await (await consoleFetch(`/datasets/${doc.dataset_id}/documents/${doc.id}`)).json()) as Record<string, unknown>;
+  return { status: done.indexing_status === 'completed' ? 201 : 400, doc: done };
+}
+
 /** Saves the app's shared draft through the console (validated) and publishes it. */
 async function publish(appId: string, config: unknown): Promise<Response> {
   const saved = await consoleFetch(`/apps/${appId}/agent/draft`, { method: 'PUT', body: JSON.stringify({ config }) });
@@ -56,7 +74,7 @@ beforeAll(async () => {
   datasetId = ((await created.json()) as { id: string }).id;
   const form = new FormData();
   form.append('file', new Blob([`# Zephyr\n\n${FACT}\n\nThe glider is kept in hangar 3.`], { type: 'text/markdown' }), 'zephyr.md');
-  const uploaded = await consoleFetch(`/datasets/${datasetId}/documents`, { method: 'POST', body: form });
+  const uploaded = await indexed(await consoleFetch(`/datasets/${datasetId}/documents`, { method: 'POST', body: form }));
   expect(uploaded.status).toBe(201);
   await saveCredentials(stack.db, stack.config.ENCRYPTION_KEY, stack.demo!.tenantId, 'openai_compatible', { base_url: `${fake.url}/v1` });
 });
@@ -76,9 +94,9 @@ describe('knowledge datasets (console API)', () => {
     expect(again.status).toBe(200);
     const pdf = new FormData();
     pdf.append('file', new Blob([new Uint8Array(tinyPdf(['Hangar 9 holds the spare wings.']))], { type: 'application/pdf' }), 'wings.pdf');
-    const p = await consoleFetch(`/datasets/${datasetId}/documents`, { method: 'POST', body: pdf });
+    const p = await indexed(await consoleFetch(`/datasets/${datasetId}/documents`, { method: 'POST', body: pdf }));
     expect(p.status).toBe(201);
-    const pdfDoc = (await p.json()) as { id: string; chunk_count: number; mime_type: string };
+    const pdfDoc = p.doc as { id: string; chunk_count: number; mime_type: string };
     expect(pdfDoc).toMatchObject({ chunk_count: 1, mime_type: 'application/pdf' });
     const hit = (await (
       await consoleFetch(`/datasets/${datasetId}/retrieve`, { method: 'POST', body: JSON.stringify({ query: 'spare wings' }) })

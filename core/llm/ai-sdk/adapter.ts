@@ -55,11 +55,6 @@ export interface AiSdkProviderSpec<C extends ProviderCredentials> {
   /** The model a credential check calls when none is named. */
   probeModel?: string;
   fetch?: typeof fetch;
-  /**
-   * The fetch of calls on a tenant's own credentials (their base_url is the tenant's to choose): the SSRF guard
-   * unless MODEL_ALLOW_PRIVATE_NETWORK (providers/index.ts). Default: `fetch`.
-   */
-  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }
 
@@ -105,7 +100,7 @@ export function createAiSdkProvider<C extends ProviderCredentials>(spec: AiSdkPr
     const creds = credentialsOf(req.credentials);
     const secrets = spec.secrets(creds);
     const entry = entryOf(req.model, req.credentials);
-    const model = spec.model(creds, req.model, req.credentials ? (spec.tenantFetch ?? spec.fetch) : spec.fetch);
+    const model = spec.model(creds, req.model, spec.fetch);
     const options = toCallOptions(req);
     const providerOptions = entry && spec.providerOptions?.(entry, req.model_parameters);
     if (providerOptions) options.providerOptions = providerOptions;

@@ -19,7 +19,6 @@ export function createAnthropicProvider(opts: {
   catalogue: ModelCatalogue;
   system?: AnthropicCredentials;
   fetch?: typeof fetch;
-  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   return createAiSdkProvider({
@@ -28,7 +27,6 @@ export function createAnthropicProvider(opts: {
     credentials: AnthropicCredentials,
     system: opts.system,
     fetch: opts.fetch,
-    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'claude-3-5-haiku-20241022',
     model: (c, model, f) => createAnthropic({ apiKey: c.api_key, baseURL: c.base_url, fetch: f })(model),

@@ -29,7 +29,6 @@ export function createAzureProvider(opts: {
   catalogue: ModelCatalogue;
   system?: AzureCredentials;
   fetch?: typeof fetch;
-  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   const client = (c: AzureCredentials, f?: typeof fetch) =>
@@ -46,7 +45,6 @@ export function createAzureProvider(opts: {
     credentials: AzureCredentials,
     system: opts.system,
     fetch: opts.fetch,
-    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'gpt-4o-mini',
     model: (c, deployment, f) => client(c, f).chat(deployment),

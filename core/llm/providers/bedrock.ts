@@ -29,7 +29,6 @@ export function createBedrockProvider(opts: {
   catalogue: ModelCatalogue;
   system?: BedrockCredentials;
   fetch?: typeof fetch;
-  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   return createAiSdkProvider({
@@ -38,7 +37,6 @@ export function createBedrockProvider(opts: {
     credentials: BedrockCredentials,
     system: opts.system,
     fetch: opts.fetch,
-    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'anthropic.claude-3-haiku-20240307-v1:0',
     model: (c, model, f) =>

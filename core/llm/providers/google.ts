@@ -18,7 +18,6 @@ export function createGoogleProvider(opts: {
   catalogue: ModelCatalogue;
   system?: GoogleCredentials;
   fetch?: typeof fetch;
-  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   const client = (c: GoogleCredentials, f?: typeof fetch) => createGoogleGenerativeAI({ apiKey: c.api_key, baseURL: c.base_url, fetch: f });
@@ -28,7 +27,6 @@ export function createGoogleProvider(opts: {
     credentials: GoogleCredentials,
     system: opts.system,
     fetch: opts.fetch,
-    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'gemini-2.0-flash-lite',
     model: (c, model, f) => client(c, f)(model),

@@ -22,7 +22,6 @@ export function createOllamaProvider(opts: {
   catalogue: ModelCatalogue;
   system?: OllamaCredentials;
   fetch?: typeof fetch;
-  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   const client = (c: OllamaCredentials, f?: typeof fetch) =>
@@ -37,7 +36,6 @@ export function createOllamaProvider(opts: {
     credentials: OllamaCredentials,
     system: opts.system,
     fetch: opts.fetch,
-    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'llama3.2',
     model: (c, model, f) => client(c, f)(model),

@@ -34,7 +34,6 @@ export interface OpenAiCompatibleOptions {
   catalogue?: ModelCatalogue;
   /** Injected for tests. */
   fetch?: typeof fetch;
-  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }
 
@@ -57,7 +56,6 @@ export function createOpenAiCompatibleProvider(opts: OpenAiCompatibleOptions = {
     credentials: OpenAiCompatibleCredentials,
     system: opts.baseUrl ? { base_url: opts.baseUrl, ...(opts.apiKey ? { api_key: opts.apiKey } : {}) } : undefined,
     fetch: opts.fetch,
-    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: opts.model,
     model: (c, model, f) => client(c, f).chatModel(model),

@@ -26,7 +26,6 @@ export function createOpenAiProvider(opts: {
   catalogue: ModelCatalogue;
   system?: OpenAiCredentials;
   fetch?: typeof fetch;
-  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   const client = (c: OpenAiCredentials, fetchImpl?: typeof fetch) =>
@@ -37,7 +36,6 @@ export function createOpenAiProvider(opts: {
     credentials: OpenAiCredentials,
     system: opts.system,
     fetch: opts.fetch,
-    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'gpt-4o-mini',
     model: (c, model, f) => (c.api === 'chat' ? client(c, f).chat(model) : client(c, f).responses(model)),
