@@ -8,6 +8,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/faults/**/*.test.ts'],
+    // Prints every measured recovery after the last file (test/faults/summary.ts).
+    globalSetup: ['test/faults/summary.ts'],
     // The Temporal core bridge is native: test files in child processes, not worker threads.
     pool: 'forks',
     fileParallelism: false,

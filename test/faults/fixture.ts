@@ -8,6 +8,7 @@ import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
 import { assertAuditClean } from './audit.js';
 import type { TurnStream } from './client.js';
 import { FaultStack, step, type FaultStackOptions } from './harness.js';
+import { recordRecovery } from './summary.js';
 
 export interface FaultContext {
   stack: FaultStack;
@@ -27,6 +28,8 @@ export function useFaultStack(name: string, opts: FaultStackOptions = {}): Fault
   };
   ctx.recovery = (what, ms) => {
     process.stderr.write(`[recovery] ${name}: ${what}: ${(ms / 1000).toFixed(2)} s\n`);
+    // The suite prints every one at its end (summary.ts).
+    recordRecovery(name, what, ms);
   };
   beforeAll(async () => {
     ctx.stack = await FaultStack.start(name, opts);

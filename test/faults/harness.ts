@@ -17,6 +17,7 @@ import { ensureDemoData, type DemoData } from '../../core/seed.js';
 import { stablePort } from '../../stack/ports.js';
 import { logTail as tail, ServiceProcess } from '../../stack/service-process.js';
 import { locateTemporal, portOpen, startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
+import { PgProxy } from './pg-proxy.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const RUN_DIR = path.join(ROOT, '.data', `faults-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
@@ -61,6 +62,8 @@ async function httpOk(url: string): Promise<boolean> {
 export interface FaultStackOptions {
   /** Extra configuration for every Node service (core/config.ts variables). */
   env?: Record<string, string>;
+  /** The agent backend reaches PostgreSQL through a TCP proxy the test can cut (`stack.backendPg`, pg-proxy.ts). */
+  backendPgProxy?: boolean;
 }
 
 /** PostgreSQL, Temporal, api, worker and agent backend as separate processes on fixed ports. */
@@ -79,6 +82,8 @@ export class FaultStack {
   api!: ServiceProcess;
   worker!: ServiceProcess;
   backend!: ServiceProcess;
+  /** With `backendPgProxy`: the agent backend's way to PostgreSQL. */
+  backendPg: PgProxy | null = null;
 
   private constructor(
     readonly name: string,
@@ -124,10 +129,17 @@ export class FaultStack {
       async () => void (await waitFor('api /healthz', async () => ((await httpOk(`${s.apiUrl}/healthz`)) ? true : undefined), 90_000)),
       s.dir,
     );
+    if (opts.backendPgProxy) {
+      s.backendPg = new PgProxy(() => s.pgPort);
+      await s.backendPg.start(await stablePort());
+    }
+    const backendEnv: Record<string, string> = s.backendPg
+      ? { DATABASE_URL: `postgresql://postgres:postgres@127.0.0.1:${s.backendPg.port}/dify_agent` }
+      : {};
     s.backend = new ServiceProcess(
       'agent-backend',
       ['--import', 'tsx', 'agent-backend/main.ts'],
-      envFor({}),
+      envFor(backendEnv),
       async () =>
         void (await waitFor('agent backend /healthz', async () => ((await httpOk(`${s.backendUrl}/healthz`)) ? true : undefined), 90_000)),
       s.dir,
@@ -178,6 +190,11 @@ export class FaultStack {
     ENCRYPTION_KEY: crypto.randomBytes(32).toString('hex'),
     EXECUTION_CONTEXT_SIGNING_KEY: crypto.randomBytes(24).toString('hex'),
   };
+
+  /** One of this stack's secrets (a test that calls the inner API or signs an execution context itself). */
+  secret(name: keyof FaultStack['secrets']): string {
+    return this.secrets[name];
+  }
 
   /** The environment every Node service reads (core/config.ts). */
   private baseEnv(): Record<string, string> {
@@ -244,6 +261,11 @@ export class FaultStack {
     });
   }
 
+  /** Sends a signal to the Temporal dev server: SIGSTOP freezes it (requests hang, nothing is answered), SIGCONT resumes. */
+  signalTemporal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    this.temporalServer?.process.kill(signal);
+  }
+
   /** SIGKILLs the Temporal dev server (its SQLite state stays on disk). */
   async killTemporal(): Promise<void> {
     const srv = this.temporalServer;
@@ -299,6 +321,7 @@ export class FaultStack {
 
   async stop(): Promise<void> {
     for (const svc of [this.api, this.worker, this.backend]) await svc?.kill('SIGTERM').catch(() => undefined);
+    await this.backendPg?.stop();
     await this.temporalServer?.stop().catch(() => undefined);
     this.temporalServer = null;
     await this.pg?.stop().catch(() => undefined);
