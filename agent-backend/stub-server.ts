@@ -48,6 +48,16 @@ async function removeStale(socketPath: string): Promise<void> {
   fs.unlinkSync(socketPath);
 }
 
+/**
+ * The body parser's and the JSON guard's other refusals (NUL, depth, a lone surrogate, an unsupported charset or
+ * Content-Encoding) are the client's: their 4xx, not a 500 (issue 28 fuzzer).
+ */
+function clientError(err: unknown): HttpError | null {
+  const e = err as { status?: unknown; message?: unknown } | null;
+  if (typeof e?.status !== 'number' || e.status < 400 || e.status >= 500) return null;
+  return new HttpError(e.status, 'invalid_request', typeof e.message === 'string' ? e.message : 'bad request');
+}
+
 export interface StubServer {
   socketPath: string;
   close(): Promise<void>;
@@ -61,14 +71,17 @@ export async function startStubServer(opts: { router: Router; socketPath: string
     next(new HttpError(404, 'not_found', 'the agent stub serves /agent-stub/config/prompt only')),
   );
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const x = err as { status?: number; type?: string; message?: string };
     const e =
       err instanceof HttpError
         ? err
-        : (err as { type?: string })?.type === 'entity.parse.failed'
+        : x?.type === 'entity.parse.failed'
           ? new HttpError(400, 'invalid_request', 'the request body is not valid JSON')
-          : (err as { type?: string })?.type === 'entity.too.large'
+          : x?.type === 'entity.too.large'
             ? new HttpError(413, 'payload_too_large', 'the request body is too large')
-            : new HttpError(500, 'internal_error', 'internal error');
+            : typeof x?.status === 'number' && x.status >= 400 && x.status < 500
+              ? new HttpError(x.status, 'invalid_request', x.message ?? 'bad request')
+              : new HttpError(500, 'internal_error', 'internal error');
     if (e.status >= 500) opts.logger.error({ err }, 'agent stub: request failed');
     if (res.headersSent) return void res.end();
     res.status(e.status).json({ code: e.code, message: e.message, status: e.status });

@@ -6,18 +6,44 @@
  */
 import http from 'node:http';
 import type { RequestListener } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Config } from './config.js';
 
 export function createHttpServer(
   app: RequestListener,
   config: Pick<Config, 'HTTP_HEADERS_TIMEOUT_MS' | 'HTTP_REQUEST_TIMEOUT_MS'>,
 ): http.Server {
-  return http.createServer(
+  const server = http.createServer(
     {
       headersTimeout: config.HTTP_HEADERS_TIMEOUT_MS,
       requestTimeout: Math.max(config.HTTP_REQUEST_TIMEOUT_MS, config.HTTP_HEADERS_TIMEOUT_MS),
       connectionsCheckingInterval: 1000,
     },
     app,
+  );
+  server.on('clientError', answerClientError);
+  return server;
+}
+
+/**
+ * What Node's parser refuses before the app sees a request — headers (with the URL) over the limit, a timeout,
+ * malformed HTTP — answered with Node's status but in the api's `{code, message, status}` shape (Node's own answer
+ * has no body; issue 28 fuzzer).
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'request_header_fields_too_large', 'The request headers (the URL included) are too large.']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request_timeout', 'The request took too long to arrive.']
+        : [400, 'bad_request', 'The request is not valid HTTP.'];
+  const body = JSON.stringify({ code, message, status });
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

@@ -31,6 +31,10 @@ const DEFAULT_PAGE = 100;
 export function runRoutes(deps: RunRoutesDeps): Router {
   const { store, runs } = deps;
   const router = express.Router();
+  // A run id no run can have (NUL, which PostgreSQL text refuses, or absurdly long) is not found, not a 500 (issue 28 fuzzer).
+  router.param('id', (_req, _res, next, id: string) => {
+    next(id.includes('\u0000') || id.length > 200 ? new HttpError(404, 'run_not_found', 'run not found') : undefined);
+  });
 
   // Creates admitted but not yet started (their insert is in flight): counted with the active runs, so two
   // concurrent creates cannot both take the last slot.

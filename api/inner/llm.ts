@@ -100,7 +100,9 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
     const e = err as { type?: string; status?: number; message?: string };
     if (e.type === 'entity.parse.failed') return sendError(res, 400, 'invalid_request', 'body: not valid JSON');
     if (e.type === 'entity.too.large') return sendError(res, 413, 'invalid_request', 'body: too large');
-    if (e.status === 400) return sendError(res, 400, 'invalid_request', e.message ?? 'bad request');
+    // The body parser's other refusals (an unsupported charset or Content-Encoding: 415) are the caller's too.
+    if (typeof e.status === 'number' && e.status >= 400 && e.status < 500)
+      return sendError(res, e.status, 'invalid_request', e.message ?? 'bad request');
     // The database away before streaming (credentials, quota, scope): a retryable 503, not a bug (issue 30).
     if (isDependencyUnavailable(err)) {
       log.warn({ err: e.message ?? String(err) }, 'inner llm invoke: database unreachable before streaming');
