@@ -203,6 +203,7 @@ export function createAgentBackend(deps: AgentBackendDeps) {
           router: stub,
           socketPath: stubSocketPath({ explicit: config.AGENT_STUB_SOCKET, dataDir: config.dataDir, port: actual }),
           logger,
+          privateDir: !config.AGENT_STUB_SOCKET,
         });
       } catch (err) {
         server.close();

@@ -63,7 +63,16 @@ export interface StubServer {
   close(): Promise<void>;
 }
 
-export async function startStubServer(opts: { router: Router; socketPath: string; logger: Logger }): Promise<StubServer> {
+/**
+ * `privateDir`: the socket's directory is this backend's own (the default path): it is made 0700. An explicit
+ * AGENT_STUB_SOCKET's directory is left as the operator made it (it may be shared, e.g. /tmp).
+ */
+export async function startStubServer(opts: {
+  router: Router;
+  socketPath: string;
+  logger: Logger;
+  privateDir: boolean;
+}): Promise<StubServer> {
   const app = express();
   app.disable('x-powered-by');
   app.use(opts.router);
@@ -89,7 +98,7 @@ export async function startStubServer(opts: { router: Router; socketPath: string
 
   const dir = path.dirname(opts.socketPath);
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-  fs.chmodSync(dir, 0o700);
+  if (opts.privateDir) fs.chmodSync(dir, 0o700);
   await removeStale(opts.socketPath);
   const server = http.createServer(app);
   await new Promise<void>((resolve, reject) => {

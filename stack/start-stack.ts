@@ -53,6 +53,8 @@ export interface Stack {
   databaseUrl: string;
   apiUrl: string;
   agentBackendUrl: string;
+  /** The in-process agent backend's stub socket (the stub has no TCP listener; null with AGENT_BACKEND_URL). */
+  agentStubSocket: string | null;
   temporalAddress: string;
   temporalUiUrl: string | null;
   temporal: Client;
@@ -197,6 +199,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
     // agent backend
     let agentBackendUrl = config.AGENT_BACKEND_URL;
+    let agentStubSocket: string | null = null;
     let backendRuns: {
       activeRunIds: string[];
       cancelLocal: (runId: string, reason: string | null, message: string | null) => boolean;
@@ -210,6 +213,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       stops.push(() => running.close());
       backendRuns = backend.runs;
       agentBackendUrl = running.url;
+      agentStubSocket = running.stubSocket;
     }
     backendHolder.url = agentBackendUrl;
     config = { ...config, agentBackendUrl, AGENT_BACKEND_URL: agentBackendUrl };
@@ -251,6 +255,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       databaseUrl,
       apiUrl,
       agentBackendUrl,
+      agentStubSocket,
       temporalAddress,
       temporalUiUrl: dev?.uiUrl ?? null,
       temporal,

@@ -1,6 +1,6 @@
 /**
- * The `dify-agent` CLI end to end (docs/PROTOCOL.md §3/§4): CLI → agent stub on the real backend (per-run stub
- * token) → the api's inner agent-config endpoint (signed execution context) → PostgreSQL. Pull reads the
+ * The `dify-agent` CLI end to end (docs/PROTOCOL.md §3/§4): CLI → agent stub on the real backend (its unix socket,
+ * per-run stub token) → the api's inner agent-config endpoint (signed execution context) → PostgreSQL. Pull reads the
  * raw prompt; push writes only the calling account's build draft; an end user may read but not write.
  */
 import { execFile } from 'node:child_process';
@@ -83,7 +83,7 @@ async function runningRun(
 function cli(args: string[], token: string, cwd: string, input?: string) {
   const p = run(process.execPath, ['--import', TSX, CLI, ...args], {
     cwd,
-    env: { ...process.env, DIFY_AGENT_STUB_URL: stack.agentBackendUrl, DIFY_AGENT_STUB_TOKEN: token },
+    env: { ...process.env, DIFY_AGENT_STUB_SOCKET: stack.agentStubSocket!, DIFY_AGENT_STUB_TOKEN: token },
   });
   if (input !== undefined) {
     p.child.stdin!.end(input);

@@ -13,6 +13,7 @@ import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 
+import { socketRequest } from '../support/stub-socket.js';
 const INNER_KEY = 'fuzz-inner-key';
 const BACKEND_TOKEN = 'fuzz-backend-token';
 let stack: Stack;
@@ -115,6 +116,8 @@ const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 const EDGES: Edge[] = [
   {
     name: 'public chat',
+  /** The unix socket the edge listens on instead (the agent stub has no TCP listener); `url`'s path is used. */
+  socket?: () => string;
     method: 'POST',
     url: () => `${stack.apiUrl}/v1/chat-messages`,
     headers: () => bearer(stack.demo!.apiKey),
@@ -239,12 +242,21 @@ const EDGES: Edge[] = [
   {
     name: 'agent stub',
     method: 'PUT',
-    url: () => `${stack.agentBackendUrl}/agent-stub/config/prompt`,
+    url: () => `http://agent-stub/agent-stub/config/prompt`,
+    socket: () => stack.agentStubSocket!,
     headers: () => bearer(mintStubToken(BACKEND_TOKEN, ids.message)),
     base: () => ({ prompt: 'p' }),
   },
 ];
 
+  if (edge.socket)
+    return (
+      await socketRequest(edge.socket(), new URL(edge.url()).pathname, {
+        method: edge.method,
+        headers: { 'content-type': 'application/json', ...edge.headers() },
+        body,
+      })
+    ).status;
 async function send(edge: Edge, body: string): Promise<number> {
   const res = await fetch(edge.url(), {
     method: edge.method,

@@ -7,6 +7,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintStubToken } from '../../agent-backend/stub-token.js';
 import { startBackend, startPg, TOKEN, type TestBackend } from '../agent-backend/harness.js';
+import { socketRequest } from '../support/stub-socket.js';
 
 let backend: TestBackend;
 
@@ -22,10 +23,11 @@ afterAll(async () => backend?.stop());
  */
 function headersOnly(path: string, headers: Record<string, string>, contentLength: number): Promise<{ status: number; body: string }> {
   const url = new URL(backend.url + path);
+  // The stub listens on its own unix socket (issue 27), the run protocol on TCP.
+  const where = path.startsWith('/agent-stub') ? { socketPath: backend.stubSocket } : { host: url.hostname, port: url.port };
   return new Promise((resolve, reject) => {
     const req = http.request({
-      host: url.hostname,
-      port: url.port,
+      ...where,
       path: url.pathname,
       method: path.startsWith('/agent-stub') ? 'PUT' : 'POST',
       headers: { 'content-type': 'application/json', 'content-length': String(contentLength), ...headers },
@@ -45,13 +47,20 @@ function headersOnly(path: string, headers: Record<string, string>, contentLengt
   });
 }
 
-const post = (path: string, body: string, headers: Record<string, string> = {}, method = 'POST') =>
-  fetch(backend.url + path, {
-    method,
-    headers: { 'content-type': 'application/json', ...headers },
-    body,
-    signal: AbortSignal.timeout(10_000),
-  });
+const post = async (
+  path: string,
+  body: string,
+  headers: Record<string, string> = {},
+  method = 'POST',
+): Promise<{ status: number; json(): unknown }> =>
+  path.startsWith('/agent-stub')
+    ? socketRequest(backend.stubSocket, path, { method, headers: { 'content-type': 'application/json', ...headers }, body })
+    : fetch(backend.url + path, {
+        method,
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+        signal: AbortSignal.timeout(10_000),
+      });
 
 describe('M2: the agent backend authenticates before it reads a body', () => {
   it('answers an unauthenticated 24 MB POST /runs with 401 before the body arrives', async () => {

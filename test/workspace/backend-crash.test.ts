@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import type { FakeInnerLlm } from '../agent-backend/fake-inner-llm.js';
 import { INNER_KEY, RunClient, runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from '../agent-backend/harness.js';
-import { isAlive } from '../support/processes.js';
+import { isAlive, workspaceProcesses } from '../support/processes.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
 let fake: FakeInnerLlm;
@@ -95,8 +95,9 @@ describe('an agent backend crash during a shell command', () => {
         ],
       }),
     );
-    const pidFile = path.join(dataDir, 'workspaces', workspaceId, 'pid');
-    const pids = await until(
+    const workspace = path.join(dataDir, 'workspaces', workspaceId);
+    const pidFile = path.join(workspace, 'pid');
+    await until(
       'both pids',
       () => {
         const p = fs.existsSync(pidFile) ? fs.readFileSync(pidFile, 'utf8').trim().split(/\s+/).map(Number) : [];
@@ -104,12 +105,14 @@ describe('an agent backend crash during a shell command', () => {
       },
       180_000,
     ); // the first run may wait for shellctl to be built
-    expect(pids.every(isAlive)).toBe(true);
+    // The printed pids are the command's PID namespace's (issue 27): on the host its tree is found by its workspace.
+    const pids = workspaceProcesses(workspace);
+    expect(pids.length).toBeGreaterThanOrEqual(2);
 
     const exited = new Promise((r) => child!.once('exit', r));
     child.kill('SIGKILL');
     await exited;
-    await until('the command tree to die', () => pids.every((p) => !isAlive(p)), 5_000);
+    await until('the command tree to die', () => pids.every((p) => !isAlive(p)) && workspaceProcesses(workspace).length === 0, 5_000);
 
     replica = await startBackend({
       databaseUrl: dbUrl,
