@@ -1,11 +1,12 @@
 /**
  * The console's side of soul validation (core/soul-validation.ts): a config that cannot run is a 400
- * `invalid_agent_config` whose message names the field (`tools.core[0]: …`) and whose `issues` list every
+ * `invalid_agent_config` whose message names the field (`tools.core[0]: …`, or an unknown prompt mention) and whose `issues` list every
  * problem as `{path, message}`, so an editor can mark each field. Nothing is saved or published then.
  */
 import { formatSoulPath, type SoulIssue } from '../core/soul-issues.js';
 import { AgentSoulConfig } from '../core/soul.js';
-import { describeSoulIssues, validateSoul, type SoulValidationDeps, type SoulValidationInput } from '../core/soul-validation.js';
+import { mentionIssues } from '../core/mention-resolver.js';
+import { describeSoulIssues, parseSoul, validateSoul, type SoulValidationDeps, type SoulValidationInput } from '../core/soul-validation.js';
 import { HttpError } from './errors.js';
 
 export function invalidAgentConfig(issues: SoulIssue[]): HttpError {
@@ -16,6 +17,9 @@ export function invalidAgentConfig(issues: SoulIssue[]): HttpError {
 /** The config parsed, once every check passed; else the 400 above. */
 export async function validatedSoul(deps: SoulValidationDeps, input: SoulValidationInput): Promise<AgentSoulConfig> {
   const issues = await validateSoul(deps, input);
+  // A prompt mention the turn's resolver would not understand (issue 31): named, and nothing is saved.
+  const parsed = parseSoul(input.soul);
+  if (parsed.soul) issues.push(...mentionIssues(parsed.soul));
   if (issues.length) throw invalidAgentConfig(issues);
   return AgentSoulConfig.parse(input.soul);
 }

@@ -199,7 +199,31 @@ const merge = () =>
     say('Merged your build draft into the shared draft.');
   });
 
-/** `{{#` in the prompt offers the mentionable things: builtin and provider tools, the config's datasets. */
+/**
+ * `{{#` in the prompt offers only what the turn's mention resolver understands (core/mention-resolver.ts): the tools
+ * this config offers the model, by the exact name it is offered; the knowledge layer's datasets (shown by name);
+ * the sys variables. A save refuses any other mention (400 invalid_agent_config naming it).
+ */
+const SYS_VARIABLES = ['query', 'user_id', 'conversation_id', 'app_id', 'message_id'];
+const datasetNames = new Map();
+let datasetsLoaded = null;
+function loadDatasetNames() {
+  datasetsLoaded ??= getJson('/datasets?limit=100')
+    .then((page) => {
+      for (const d of page.data ?? []) datasetNames.set(d.id, d.name);
+    })
+    .catch(() => undefined);
+  return datasetsLoaded;
+}
+function offeredTools(c) {
+  return [
+    ...(c.tools?.core ?? []),
+    ...(c.tools?.plugin ?? []).map((t) => `${t.provider}__${t.name}`),
+    ...(c.runtime?.enabled && c.shell?.enabled ? ['shell'] : []),
+    ...(c.knowledge?.enabled && c.knowledge?.search_tool !== false ? ['knowledge_search'] : []),
+    ...(c.ask_human?.enabled ? ['ask_human'] : []),
+  ];
+}
 function suggestMentions() {
   const ta = $('f-prompt');
   const m = /\{\{#([\w.-]*)$/.exec(ta.value.slice(0, ta.selectionStart));
@@ -208,10 +232,15 @@ function suggestMentions() {
   list.hidden = !m;
   if (!m) return;
   const c = readForm();
+  if (c.knowledge.enabled && c.knowledge.dataset_ids.some((id) => !datasetNames.has(id)) && !datasetsLoaded)
+    void loadDatasetNames().then(() => suggestMentions());
   const options = [
-    ...BUILTIN_TOOLS.map((n) => ({ label: `tool ${n}`, token: `tool.${n}.${n}` })),
-    ...(c.tools.plugin ?? []).map((t) => ({ label: `tool ${t.provider}__${t.name}`, token: `tool.${t.provider}__${t.name}.${t.name}` })),
-    ...c.knowledge.dataset_ids.map((id) => ({ label: `dataset ${id}`, token: `dataset.${id}` })),
+    ...offeredTools(c).map((n) => ({ label: `tool ${n}`, token: `tool.${n}` })),
+    ...(c.knowledge.enabled ? c.knowledge.dataset_ids : []).map((id) => ({
+      label: `dataset ${datasetNames.get(id) ?? id}`,
+      token: `dataset.${id}`,
+    })),
+    ...SYS_VARIABLES.map((n) => ({ label: `sys ${n}`, token: `sys.${n}` })),
   ].filter((o) => o.token.startsWith(m[1]) || o.label.includes(m[1]));
   for (const o of options) {
     const li = el('li', '', o.label);

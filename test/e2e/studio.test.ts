@@ -97,10 +97,10 @@ describe.runIf(executable)('the studio in a browser', () => {
     await page.keyboard.press('End');
     await page.keyboard.type('{{#tool.calc');
     await page.locator('#mentions li', { hasText: 'calculator' }).dispatchEvent('mousedown');
-    expect(await page.inputValue('#f-prompt')).toBe('You are the studio agent. Use {{#tool.calculator.calculator#}}');
+    expect(await page.inputValue('#f-prompt')).toBe('You are the studio agent. Use {{#tool.calculator#}}');
     await page.click('#save');
     await expect.poll(status).toContain('Saved (DRAFT revision');
-    expect(await sharedPrompt()).toBe('You are the studio agent. Use {{#tool.calculator.calculator#}}');
+    expect(await sharedPrompt()).toBe('You are the studio agent. Use {{#tool.calculator#}}');
 
     // An empty model name: 400 invalid_agent_config, its message next to the model field, nothing saved.
     await page.fill('#f-model', '');
@@ -109,7 +109,7 @@ describe.runIf(executable)('the studio in a browser', () => {
     const modelError = page.locator('.field[data-path="model.model"] .field-error');
     await expect.poll(() => modelError.count()).toBe(1);
     expect(await modelError.getAttribute('data-error-for')).toBe('model.model');
-    expect(await sharedPrompt()).toBe('You are the studio agent. Use {{#tool.calculator.calculator#}}');
+    expect(await sharedPrompt()).toBe('You are the studio agent. Use {{#tool.calculator#}}');
     await shot('studio-validation.png');
     await page.fill('#f-model', 'demo-chat');
     await page.fill('#f-prompt', 'You are the studio agent.');

@@ -58,7 +58,7 @@ describe('buildComposition', () => {
     expect(verifyExecutionContext({ ...ctx, user_id: 'someone-else' }, 'secret')).toBe(false);
   });
 
-  it('sends images natively only to vision models; other files become download instructions', () => {
+  it('sends images natively only to vision models; other files are listed by name, type and link', () => {
     const files = [
       { type: 'image' as const, url: 'https://x/cat.png', name: 'cat.png' },
       { type: 'document' as const, url: 'https://x/a.pdf', name: 'a.pdf' },
@@ -67,12 +67,34 @@ describe('buildComposition', () => {
       (l) => l.name === 'agent_app_user_prompt',
     )!;
     expect((vision.config.files as { url: string }[]).map((f) => f.url)).toEqual(['https://x/cat.png']);
-    expect(vision.config.text).toContain('a.pdf: https://x/a.pdf');
+    expect(vision.config.text).toContain('- a.pdf (document): https://x/a.pdf');
+    expect(vision.config.text).not.toContain('download them');
     const text = buildComposition(demoSoulConfig(), { ...turn, files, supportsVision: false }).find(
       (l) => l.name === 'agent_app_user_prompt',
     )!;
     expect(text.config.files).toEqual([]);
-    expect(text.config.text).toContain('cat.png: https://x/cat.png');
+    expect(text.config.text).toContain('- cat.png (image): https://x/cat.png');
+  });
+
+  it('resolves prompt mentions against the composition (issue 31): offered tool names, dataset names, variable values', () => {
+    const soul = demoSoulConfig();
+    soul.prompt.system_prompt =
+      'Use {{#tool.calculator.calc#}} and {{#tool.weather__forecast.forecast#}}, not {{#tool.web_search.Search#}}; ' +
+      'read [§dataset:11111111-1111-4111-8111-111111111111:Old label§]; answer {{#sys.query#}} for {{#inputs.name#}}.';
+    soul.tools.plugin = [{ provider: 'weather', name: 'forecast', description: '', parameters: { type: 'object', properties: {} } }];
+    soul.knowledge = {
+      enabled: true,
+      dataset_ids: ['11111111-1111-4111-8111-111111111111'],
+      top_k: 4,
+      score_threshold: 0,
+      search_tool: true,
+    };
+    const prompt = buildComposition(soul, {
+      ...turn,
+      datasetNames: new Map([['11111111-1111-4111-8111-111111111111', 'Handbook']]),
+      inputs: { name: 'Ada' },
+    }).find((l) => l.name === 'agent_soul_prompt')!;
+    expect(prompt.config.system_prompt).toBe('Use calculator and weather__forecast, not Search; read Handbook; answer hello for Ada.');
   });
 
   it('accepts a snapshot with the same ordered layer names and refuses any other topology', () => {

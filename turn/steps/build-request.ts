@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { LayerSpec, SessionSnapshot, CreateRunRequest, DeferredToolResult, InvokeFrom } from '../../core/protocol/run.js';
 import { signExecutionContext } from '../../core/exec-context.js';
 import { deferredResultFromForm } from '../../core/human-input.js';
-import { expandPromptMentions } from '../../core/mentions.js';
+import { resolvePromptMentions } from '../../core/mention-resolver.js';
 import { resignFileUrl } from '../../core/uploads.js';
 import { whitelistModelSettings, type AgentSoulConfig } from '../../core/soul.js';
 import { withProviderTools } from '../../core/tools/providers.js';
@@ -40,10 +40,18 @@ export interface BuildInput {
   contextTtlMs?: number;
   /** The binding's workspace: the runtime layer's directory (only used when the soul enables runtime). */
   workspaceId?: string;
+  /** The workspace should exist already (its binding's snapshot holds a runtime layer: an earlier turn entered it). */
+  workspaceExpected?: boolean;
+  /** The workspace's generation, recorded in its identity marker (agent-backend/workspace/marker.ts). */
+  workspaceGeneration?: number;
   /** The turn's files as placed into the workspace (runtime enabled): the model gets these paths, not URLs. */
   workspaceFiles?: PlacedFile[];
   /** What the turn may still attach from `outputs/` (core/output-quota.ts): the shell layer's `output_quota`. */
   outputQuota?: OutputQuotaLimits;
+  /** The knowledge layer's dataset names, for `{{#dataset.<id>#}}` mentions (core/mention-resolver.ts). */
+  datasetNames?: ReadonlyMap<string, string>;
+  /** The request's inputs, for `{{#inputs.<name>#}}` mentions. */
+  inputs?: Readonly<Record<string, unknown>>;
 }
 
 /** Pure: soul config + turn facts → ordered layer composition (docs/PROTOCOL.md §2 order). */
@@ -58,22 +66,34 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
   const nativeImages = t.supportsVision;
   const files = t.files.map((f) => ({ ...f, transfer: f.type === 'image' && nativeImages ? 'native' : 'download' }));
   const downloads = files.filter((f) => f.transfer === 'download');
+  // Names and types (issue 31). The chat route accepts only what /v1/parameters offers (documents need the workspace,
+  // images a vision model), so a file listed here by link is one the turn kept from an earlier config: said as it is.
+  const describe = (f: { type: string; name?: string; mime_type?: string }) =>
+    `${f.name ?? 'file'} (${f.type}${f.mime_type ? `, ${f.mime_type}` : ''})`;
   let text =
     downloads.length === 0
       ? t.query
-      : `${t.query}\n\nAttached files (download them before use):\n${downloads.map((f) => `- ${f.name ?? 'file'}: ${f.url}`).join('\n')}`;
+      : `${t.query}\n\nAttached files (links only: this agent has no workspace or tool to open them):\n${downloads.map((f) => `- ${describe(f)}: ${f.url}`).join('\n')}`;
   if (t.workspaceFiles?.length) {
-    const placed = t.workspaceFiles.filter((f) => f.path);
-    const failed = t.workspaceFiles.filter((f) => !f.path);
+    const typed = t.workspaceFiles.map((f, i) => ({ ...f, type: t.files[i]?.type ?? 'document', mime_type: t.files[i]?.mime_type }));
+    const placed = typed.filter((f) => f.path);
+    const failed = typed.filter((f) => !f.path);
     text = t.query;
     if (placed.length)
-      text += `\n\nAttached files (in your workspace; open them with the shell):\n${placed.map((f) => `- ${f.path}`).join('\n')}`;
+      text += `\n\nAttached files (in your workspace; open them with the shell):\n${placed.map((f) => `- ${f.path} (${f.type}${f.mime_type ? `, ${f.mime_type}` : ''})`).join('\n')}`;
     if (failed.length)
       text += `\n\nAttached files that could not be placed in your workspace:\n${failed.map((f) => `- ${f.name}: ${f.error}`).join('\n')}`;
   }
   const withRuntime = soul.runtime.enabled && Boolean(t.workspaceId);
   const layers: LayerSpec[] = [
-    layer('agent_soul_prompt', { system_prompt: expandPromptMentions(soul.prompt.system_prompt) }),
+    // Mentions resolved against this composition (issue 31): tools by the name the model is offered, datasets by name.
+    layer('agent_soul_prompt', {
+      system_prompt: resolvePromptMentions(soul, {
+        datasetNames: t.datasetNames,
+        inputs: t.inputs,
+        sys: { query: t.query, user_id: t.userId, conversation_id: t.conversationId, app_id: t.appId, message_id: t.messageId },
+      }),
+    }),
     layer('agent_app_user_prompt', { text, files: files.filter((f) => f.transfer === 'native') }),
     layer(
       'execution_context',
@@ -116,7 +136,15 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
   // The workspace, in resource order Runtime → Shell → Config (entered in this order, released in reverse):
   // the shell runs in the runtime, and the config layer lets the sandboxed dify-agent CLI reach the stub.
   if (withRuntime) {
-    layers.push(layer('runtime', { kind: 'local', workspace_id: t.workspaceId }));
+    // expect_existing (issue 31): a workspace that vanished since its last turn fails the run `binding_lost`.
+    layers.push(
+      layer('runtime', {
+        kind: 'local',
+        workspace_id: t.workspaceId,
+        ...(t.workspaceExpected ? { expect_existing: true } : {}),
+        ...(t.workspaceGeneration && t.workspaceGeneration !== 1 ? { generation: t.workspaceGeneration } : {}),
+      }),
+    );
     if (soul.shell.enabled) {
       const limits = {
         ...(soul.shell.timeout_ms ? { timeout_ms: soul.shell.timeout_ms } : {}),
@@ -190,7 +218,28 @@ export function createBuildRunRequest(deps: ActivityDeps) {
             },
           )
         : undefined;
+    // The files' names and types, for the prompt (issue 31).
+    const uploadIds = msg.files.flatMap((f) => (f.upload_file_id ? [f.upload_file_id] : []));
+    const uploads = new Map(
+      uploadIds.length
+        ? (await db.uploadFile.findMany({ where: { id: { in: uploadIds } }, select: { id: true, name: true, mime_type: true } })).map(
+            (u) => [u.id, { name: u.name, mime_type: u.mime_type }],
+          )
+        : [],
+    );
+    const datasetNames = soul.knowledge.enabled
+      ? new Map(
+          (
+            await db.dataset.findMany({
+              where: { tenant_id: msg.tenant_id, id: { in: soul.knowledge.dataset_ids } },
+              select: { id: true, name: true },
+            })
+          ).map((d) => [d.id, d.name]),
+        )
+      : undefined;
     const layers = buildComposition(soul, {
+      datasetNames,
+      inputs: (msg.inputs as Record<string, unknown> | null) ?? {},
       tenantId: msg.tenant_id,
       appId: msg.app_id,
       agentId: agent.id,
@@ -205,11 +254,14 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       files: msg.files.map((f) => ({
         type: f.type === 'image' ? 'image' : 'document',
         url: (f.upload_file_id ? resignFileUrl(config, f.url, f.upload_file_id) : f.url) ?? undefined,
+        ...(f.upload_file_id && uploads.has(f.upload_file_id) ? uploads.get(f.upload_file_id) : {}),
       })),
       supportsVision: deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
       innerApiKey: config.EXECUTION_CONTEXT_SIGNING_KEY,
       contextTtlMs: config.EXECUTION_CONTEXT_TTL_MS,
       workspaceId: binding.workspace_id,
+      workspaceExpected: (binding.session_snapshot as SessionSnapshot | null)?.layers.some((l) => l.name === 'runtime') ?? false,
+      workspaceGeneration: binding.generation,
       workspaceFiles,
       outputQuota:
         soul.runtime.enabled && soul.shell.enabled
