@@ -4,11 +4,14 @@
  * backend did not confirm in time (or before any run existed). The final client events come from
  * turn/final-events.ts, as for every other producer.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { CancelledFailure } from '@temporalio/common';
 import type { RunEvent, SessionSnapshot, Usage } from '../../core/protocol/run.js';
 import { classifyFailure } from '../../turn/classify-failure.js';
 import { errorEvents, finalAnswerEvents } from '../../turn/final-events.js';
 import { keywordHit } from '../../turn/steps/input-guards.js';
+import type { Tx } from './commit.js';
 import { pauseForHuman } from './pause.js';
 import type { RunAgentOutcome, RunScope } from './scope.js';
 import { saveUsageAndSnapshot } from './usage.js';
@@ -83,9 +86,33 @@ async function failed(scope: RunScope, ev: Extract<TerminalEvent, { type: 'run_f
       { status: 'failed', error: err.message, error_code: err.code, metadata },
       ev.run_id,
     );
+    // The backend found the binding's workspace gone (seed 001 binding_lost, issue 31): the binding and its workspace
+    // are retired with the failure, and the owner's next turn starts the next binding (turn/steps/binding.ts).
+    if (d.reason === 'binding_lost' && scope.bindingId) await retireLostBinding(tx, scope.bindingId);
     return [...streamed, ...errorEvents(msg, err, usage)];
   });
+  if (d.reason === 'binding_lost' && scope.bindingId) await removeLostWorkspace(scope, scope.bindingId);
   return { status: 'failed', errorCode: err.code };
+}
+
+async function retireLostBinding(tx: Tx, bindingId: string): Promise<void> {
+  const now = new Date();
+  const b = await tx.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, select: { workspace_id: true } });
+  if (!b) return;
+  await tx.agentWorkspaceBinding.updateMany({
+    where: { id: bindingId, retired_at: null },
+    data: { retired_at: now, retired_reason: 'binding_lost' },
+  });
+  await tx.agentWorkspace.updateMany({ where: { id: b.workspace_id, status: 'active' }, data: { status: 'retired', retired_at: now } });
+}
+
+/** Whatever is left at the lost workspace's path (a foreign copy, files the api placed this turn): best effort. */
+async function removeLostWorkspace(scope: RunScope, bindingId: string): Promise<void> {
+  const b = await scope.deps.db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, select: { workspace_id: true } });
+  if (!b) return;
+  await fs.promises
+    .rm(path.join(scope.deps.config.workspacesDir, b.workspace_id), { recursive: true, force: true })
+    .catch((err: unknown) => scope.log.warn({ err, bindingId }, 'lost workspace: its directory could not be removed'));
 }
 
 /** The backend did not confirm a stop within STOP_WAIT_MS: keep what we have, snapshot untouched, usage as billed. */

@@ -9,6 +9,7 @@ import { ExecutionContextLayerConfig, LlmLayerConfig } from '../../core/protocol
 import { formatZodError } from '../errors.js';
 import { mintStubToken } from '../stub-token.js';
 import type { ShellResult } from '../workspace/exec.js';
+import { checkWorkspaceMarker, writeMarker } from '../workspace/marker.js';
 import { ProcessSet, type Sandbox } from '../workspace/sandbox.js';
 import type { WorkspaceAuthorizer } from '../workspace-authorizer.js';
 import {
@@ -119,6 +120,13 @@ const RuntimeConfig = z
     workspace_id: z.uuid(),
     /** The signed context that authorizes the workspace for this run (issue 27). */
     execution_context: z.string().default('execution_context'),
+    /**
+     * The api expects the workspace to exist already (its binding has had a turn; issue 31): a missing or foreign
+     * workspace then fails the run `binding_lost` instead of starting empty (agent-backend/workspace/marker.ts).
+     */
+    expect_existing: z.boolean().default(false),
+    /** The workspace's generation (the api's AgentWorkspace.generation), recorded in and checked against its marker. */
+    generation: z.number().int().positive().default(1),
   })
   .strict();
 
@@ -159,7 +167,11 @@ export function createRuntimeModule(sandbox?: Sandbox, authorizer?: WorkspaceAut
           signal: services.signal,
         });
         await sandbox.prepare();
+        // Its identity before anything creates the directory: a lost workspace is binding_lost, never recreated empty.
+        const identity = { workspaceId: config.workspace_id, generation: config.generation };
+        const marker = checkWorkspaceMarker(sandbox.workspaceDir(config.workspace_id), identity, config.expect_existing);
         sandbox.ensureWorkspace(config.workspace_id);
+        if (marker.write) writeMarker(sandbox.workspaceDir(config.workspace_id), identity);
         const lease: RuntimeLease = { workspaceId: config.workspace_id, processes: new ProcessSet() };
         // Released last (acquired first): whatever still runs in the workspace is killed.
         services.resources.acquire(runtimeLeaseKey(name), lease, () => lease.processes.killAll());
@@ -227,7 +239,7 @@ export function createShellModule(sandbox?: Sandbox) {
               name: 'shell',
               description:
                 'Run a shell command in your workspace (a private directory kept across the turns of this conversation). ' +
-                'Returns exit_code, stdout and stderr. The `dify-agent` CLI is on PATH (dify-agent config prompt pull/push). ' +
+                'Returns exit_code, stdout and stderr. The `dify-agent` CLI is on PATH (dify-agent config prompt pull/push, dify-agent config manifest). ' +
                 `Files a command creates or changes directly in \`${OUTPUTS_DIR}/\` are attached to your answer for the user ` +
                 `(at most ${MAX_OUTPUT_FILES} per command, each at most ${caps.outputFileMaxBytes} bytes; no symlinks or directories).`,
               parameters: toolParameters(ShellArgs),

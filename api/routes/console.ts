@@ -19,6 +19,9 @@ import {
 import { jsonBody } from '../../core/json-guard.js';
 import type { AgentBackendClient } from '../../core/backend-client.js';
 import { validatedSoul } from '../agent-config-validation.js';
+import { AgentSoulConfig } from '../../core/soul.js';
+import { retireBuildDraftBinding } from '../../turn/steps/binding.js';
+import { buildComposition } from '../../turn/steps/build-request.js';
 import type { AppContext } from '../auth.js';
 import { consoleApp } from '../console-auth.js';
 import { consoleAuth } from '../console-auth.js';
@@ -112,6 +115,7 @@ export function consoleRoutes(
         throw new HttpError(400, 'invalid_param', `base_revision: the shared draft is at revision ${shared.revision}.`);
     }
     const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: body.config, appId: app.id, agentId: agent.id });
+    const before = await findBuildDraft(db, agent.id, ctx.accountId);
     const d = await saveBuildDraft(
       db,
       {
@@ -123,7 +127,19 @@ export function consoleRoutes(
       },
       config,
     );
+    // Another layer topology: the draft's retained session cannot continue (issue 31); its next turn starts afresh.
+    if (before && topologyOf(before.config) !== topologyOf(config)) await retireBuildDraftBinding(db, deps.config.workspacesDir, d.id);
     res.json(draftJson(d));
+  });
+
+  /** Discard the caller's build draft (issue 31): the draft and its binding (with its workspace) are gone. */
+  r.delete('/apps/:app_id/agent/build-draft', async (req, res) => {
+    const { agent, ctx } = await appOf(req);
+    const build = await findBuildDraft(db, agent.id, ctx.accountId);
+    if (!build) throw new HttpError(404, 'agent_build_draft_not_found', 'You have no build draft for this agent.');
+    await retireBuildDraftBinding(db, deps.config.workspacesDir, build.id);
+    await db.agentConfigDraft.deleteMany({ where: { id: build.id, draft_type: 'BUILD_DRAFT' } });
+    res.status(204).end();
   });
 
   /**
@@ -148,6 +164,8 @@ export function consoleRoutes(
         { shared_revision: out.sharedRevision, base_revision: out.baseRevision },
       );
     }
+    // Merged: the build draft's session belonged to the draft as it was (issue 31).
+    await retireBuildDraftBinding(db, deps.config.workspacesDir, build.id);
     res.json({ draft: draftJson(out.shared), build_draft: draftJson(out.build) });
   });
 
@@ -162,6 +180,8 @@ export function consoleRoutes(
     const version = await db.$transaction((tx) =>
       publishVersion(tx, { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId, fromDraftId: draft.id }, config),
     );
+    // Published from the build draft: its session ends with it, like a merge (issue 31).
+    if (from !== 'draft') await retireBuildDraftBinding(db, deps.config.workspacesDir, draft.id);
     res.status(201).json({ id: version.id, version: version.version, created_at: unixSeconds(version.created_at) });
   });
 
@@ -225,4 +245,27 @@ export function consoleRoutes(
   r.use(consoleDebuggerRoutes(deps));
 
   return r;
+}
+
+/** The ordered layer names a turn of this config sends (what a retained session snapshot must match). */
+function topologyOf(raw: unknown): string {
+  const parsed = AgentSoulConfig.safeParse(raw);
+  if (!parsed.success) return 'invalid';
+  const layers = buildComposition(parsed.data, {
+    tenantId: 't',
+    appId: 'a',
+    agentId: 'g',
+    conversationId: 'c',
+    messageId: 'm',
+    userId: 'u',
+    userFrom: 'account',
+    invokeFrom: 'debugger',
+    configVersionId: null,
+    query: '',
+    files: [],
+    supportsVision: false,
+    innerApiKey: 'topology',
+    workspaceId: '00000000-0000-4000-8000-000000000000',
+  });
+  return layers.map((l) => l.name).join(',');
 }

@@ -26,14 +26,29 @@ export function workspaceIdFor(scopeKey: string): string {
 }
 
 /**
+ * Why a binding was retired. `binding_lost` and `build_draft_lifecycle` are replaced: the owner's next turn starts
+ * the next incarnation (a fresh session and workspace) instead of failing with agent_binding_generation_mismatch.
+ */
+export type RetireReason = 'generation_mismatch' | 'conversation_deleted' | 'binding_lost' | 'build_draft_lifecycle';
+export const REPLACED_ON_NEXT_TURN: ReadonlySet<string> = new Set<RetireReason>(['binding_lost', 'build_draft_lifecycle']);
+
+/**
  * Retires a binding and, when no live binding shares it, its workspace: status + retired_at, files
  * removed. Idempotent (a retry removes whatever is left). The api owns retirement (docs/seeds/004).
  */
-export async function retireBinding(db: ActivityDeps['db'], workspacesDir: string, bindingId: string): Promise<void> {
+export async function retireBinding(
+  db: ActivityDeps['db'],
+  workspacesDir: string,
+  bindingId: string,
+  reason: RetireReason = 'generation_mismatch',
+): Promise<void> {
   const b = await db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, select: { workspace_id: true } });
   if (!b) return;
   const now = new Date();
-  await db.agentWorkspaceBinding.updateMany({ where: { id: bindingId, retired_at: null }, data: { retired_at: now } });
+  await db.agentWorkspaceBinding.updateMany({
+    where: { id: bindingId, retired_at: null },
+    data: { retired_at: now, retired_reason: reason },
+  });
   const shared = await db.agentWorkspaceBinding.count({ where: { workspace_id: b.workspace_id, retired_at: null } });
   if (shared > 0) return;
   await db.agentWorkspace.updateMany({ where: { id: b.workspace_id, status: 'active' }, data: { status: 'retired', retired_at: now } });
@@ -70,8 +85,12 @@ async function createFreshBinding(
     owner: { type: 'CONVERSATION' | 'BUILD_DRAFT'; id: string };
     scopeKey: string;
     resolved: Resolution['resolved'];
+    /** The replaced binding (next incarnation): the owner's pointer moves from it; null for the first binding. */
+    replaces?: { id: string; incarnation: number } | null;
   },
 ): Promise<Binding | null> {
+  const incarnation = (b.replaces?.incarnation ?? 0) + 1;
+  const replaces = b.replaces?.id ?? null;
   const rows = await db.$queryRaw<Binding[]>`
     with ws as (
       insert into agent_workspaces (id, tenant_id, agent_id, home_snapshot_id, backend_workspace_ref)
@@ -80,22 +99,23 @@ async function createFreshBinding(
       returning id, home_snapshot_id, generation
     ), binding as (
       insert into agent_workspace_bindings (id, tenant_id, app_id, agent_id, workspace_id, owner_type, owner_id, scope_key,
-        agent_config_version_id, session_scope_config_version_id, config_kind, home_snapshot_id, generation, backend_binding_ref)
+        agent_config_version_id, session_scope_config_version_id, config_kind, home_snapshot_id, generation, backend_binding_ref,
+        incarnation)
       select ${crypto.randomUUID()}::uuid, ${b.tenantId}::uuid, ${b.appId}::uuid, ${b.agentId}::uuid, ws.id,
              ${b.owner.type}::"BindingOwnerType", ${b.owner.id}::uuid, ${b.scopeKey}, ${b.resolved.configVersionId}::uuid,
              ${b.resolved.scopeId}::uuid, ${b.resolved.configKind}, ws.home_snapshot_id, ws.generation,
-             ${`participant-${crypto.randomUUID()}`}
+             ${`participant-${crypto.randomUUID()}`}, ${incarnation}::int
         from ws
       on conflict do nothing
       returning *
     ), conversation as (
       update conversations set agent_workspace_binding_id = binding.id, updated_at = now() from binding
        where conversations.id = ${b.owner.id}::uuid and ${b.owner.type} = 'CONVERSATION'
-         and conversations.agent_workspace_binding_id is null
+         and conversations.agent_workspace_binding_id is not distinct from ${replaces}::uuid
     ), draft as (
       update agent_config_drafts set agent_workspace_binding_id = binding.id, updated_at = now() from binding
        where agent_config_drafts.id = ${b.owner.id}::uuid and ${b.owner.type} = 'BUILD_DRAFT'
-         and agent_config_drafts.agent_workspace_binding_id is null
+         and agent_config_drafts.agent_workspace_binding_id is not distinct from ${replaces}::uuid
     )
     select * from binding`;
   return rows[0] ?? null;
@@ -111,33 +131,43 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
       ? { type: 'BUILD_DRAFT' as const, id: r.buildDraft.id, bindingId: r.buildDraft.agent_workspace_binding_id }
       : { type: 'CONVERSATION' as const, id: conv.id, bindingId: conv.agent_workspace_binding_id };
 
+    let replaces: { id: string; incarnation: number } | null = null;
     if (owner.bindingId) {
       const b =
         r.conversationBinding?.id === owner.bindingId
           ? r.conversationBinding
           : await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: owner.bindingId }, include: { workspace: true } });
-      const ok =
-        b.session_scope_config_version_id === resolved.scopeId &&
-        b.config_kind === resolved.configKind &&
-        b.home_snapshot_id === b.workspace.home_snapshot_id &&
-        b.generation === b.workspace.generation &&
-        b.workspace.status === 'active' &&
-        b.retired_at === null;
-      if (!ok) {
-        await retireBinding(db, config.workspacesDir, b.id);
-        throw generationMismatch(b);
+      if (b.retired_at && b.retired_reason && REPLACED_ON_NEXT_TURN.has(b.retired_reason)) {
+        // Its workspace was lost, or the build draft's lifecycle retired it (issue 31): this turn starts the owner's
+        // next binding (a fresh session and workspace), in the same scope.
+        replaces = { id: b.id, incarnation: b.incarnation };
+      } else {
+        const ok =
+          b.session_scope_config_version_id === resolved.scopeId &&
+          b.config_kind === resolved.configKind &&
+          b.home_snapshot_id === b.workspace.home_snapshot_id &&
+          b.generation === b.workspace.generation &&
+          b.workspace.status === 'active' &&
+          b.retired_at === null;
+        if (!ok) {
+          await retireBinding(db, config.workspacesDir, b.id);
+          throw generationMismatch(b);
+        }
+        const { workspace: _workspace, ...binding } = b;
+        return { binding, created: false };
       }
-      const { workspace: _workspace, ...binding } = b;
-      return { binding, created: false };
     }
 
-    const scopeKey = sessionScopeKey({
+    const incarnation = (replaces?.incarnation ?? 0) + 1;
+    const baseKey = sessionScopeKey({
       tenantId: msg.tenant_id,
       appId: msg.app_id,
       conversationId: owner.type === 'BUILD_DRAFT' ? `build:${owner.id}` : conv.id,
       agentId: agent.id,
       scopeId: resolved.scopeId,
     });
+    // A later incarnation has a key (and so a workspace) of its own.
+    const scopeKey = incarnation === 1 ? baseKey : `${baseKey}#${incarnation}`;
     // The binding's own workspace, keyed by the scope like the binding (a retry finds the same row).
     const workspaceId = workspaceIdFor(scopeKey);
     // A first attempt inserts workspace and binding and writes the binding back to its owner in one statement (one
@@ -151,6 +181,7 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
       owner,
       scopeKey,
       resolved,
+      replaces,
     });
     if (fresh) return { binding: fresh, created: true };
     // Here the workspace exists (that is why the statement above inserted nothing): read it.
@@ -173,6 +204,7 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
         home_snapshot_id: workspace.home_snapshot_id,
         generation: workspace.generation,
         backend_binding_ref: `participant-${crypto.randomUUID()}`,
+        incarnation,
       },
     });
     // Skipped on the owner's unique key too: an earlier attempt bound this owner and crashed before the
@@ -182,21 +214,34 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
       created ??
       (await db.agentWorkspaceBinding.findUnique({ where: { scope_key: scopeKey } })) ??
       (await db.agentWorkspaceBinding.findUniqueOrThrow({
-        where: { owner_type_owner_id: { owner_type: owner.type, owner_id: owner.id } },
+        where: { owner_type_owner_id_incarnation: { owner_type: owner.type, owner_id: owner.id, incarnation } },
       }));
     if (binding.scope_key !== scopeKey) throw generationMismatch(binding);
     // Write the binding id back to its owner (first writer wins; a retry finds it already set).
+    const was = replaces?.id ?? null;
     if (owner.type === 'BUILD_DRAFT') {
       await db.agentConfigDraft.updateMany({
-        where: { id: owner.id, agent_workspace_binding_id: null },
+        where: { id: owner.id, agent_workspace_binding_id: was },
         data: { agent_workspace_binding_id: binding.id },
       });
     } else {
       await db.conversation.updateMany({
-        where: { id: conv.id, agent_workspace_binding_id: null },
+        where: { id: conv.id, agent_workspace_binding_id: was },
         data: { agent_workspace_binding_id: binding.id },
       });
     }
     return { binding, created: true };
   };
+}
+
+/**
+ * A build draft's lifecycle retires its binding (issue 31): merged into the shared draft, published, discarded, or
+ * saved with another layer topology. Its session belonged to the draft as it was; the draft's next debugger turn
+ * starts the next binding (fresh session and workspace) instead of meeting a stale snapshot.
+ */
+export async function retireBuildDraftBinding(db: ActivityDeps['db'], workspacesDir: string, draftId: string): Promise<boolean> {
+  const draft = await db.agentConfigDraft.findUnique({ where: { id: draftId }, select: { agent_workspace_binding_id: true } });
+  if (!draft?.agent_workspace_binding_id) return false;
+  await retireBinding(db, workspacesDir, draft.agent_workspace_binding_id, 'build_draft_lifecycle');
+  return true;
 }
