@@ -42,10 +42,10 @@ export interface AiSdkProviderSpec<C extends ProviderCredentials> {
   credentials: z.ZodType<C>;
   /** The deployment's own credentials (system-hosted, billed), when configured. */
   system?: C;
-  /** The package's language model for these credentials. */
-  model(credentials: C, model: string, fetchImpl?: typeof fetch): LanguageModelV3;
+  /** The package's language model for these credentials (the package is imported on first use: startup stays light). */
+  model(credentials: C, model: string, fetchImpl?: typeof fetch): Promise<LanguageModelV3>;
   /** The package's embedding model, for providers that offer embeddings. */
-  embedding?(credentials: C, model: string, fetchImpl?: typeof fetch): EmbeddingModelV3;
+  embedding?(credentials: C, model: string, fetchImpl?: typeof fetch): Promise<EmbeddingModelV3>;
   /** Credential values to cut out of any message (keys, secrets). */
   secrets(credentials: C): (string | undefined)[];
   /** Models the tenant's credentials declare (open providers). */
@@ -55,6 +55,11 @@ export interface AiSdkProviderSpec<C extends ProviderCredentials> {
   /** The model a credential check calls when none is named. */
   probeModel?: string;
   fetch?: typeof fetch;
+  /**
+   * The fetch of calls on a tenant's own credentials (their base_url is the tenant's to choose): the SSRF guard
+   * unless MODEL_ALLOW_PRIVATE_NETWORK (providers/index.ts). Default: `fetch`.
+   */
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }
 
@@ -100,7 +105,7 @@ export function createAiSdkProvider<C extends ProviderCredentials>(spec: AiSdkPr
     const creds = credentialsOf(req.credentials);
     const secrets = spec.secrets(creds);
     const entry = entryOf(req.model, req.credentials);
-    const model = spec.model(creds, req.model, spec.fetch);
+    const model = await spec.model(creds, req.model, req.credentials ? (spec.tenantFetch ?? spec.fetch) : spec.fetch);
     const options = toCallOptions(req);
     const providerOptions = entry && spec.providerOptions?.(entry, req.model_parameters);
     if (providerOptions) options.providerOptions = providerOptions;
@@ -168,7 +173,8 @@ export function createAiSdkProvider<C extends ProviderCredentials>(spec: AiSdkPr
     provider.embed = async (req: ProviderEmbedRequest) => {
       const creds = credentialsOf(req.credentials);
       try {
-        const { embeddings } = await embedding(creds, req.model, spec.fetch).doEmbed({ values: req.texts, abortSignal: req.signal });
+        const model = await embedding(creds, req.model, spec.fetch);
+        const { embeddings } = await model.doEmbed({ values: req.texts, abortSignal: req.signal });
         return embeddings;
       } catch (err) {
         if (req.signal.aborted) throw req.signal.reason;

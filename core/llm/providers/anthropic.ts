@@ -4,11 +4,13 @@
  * with streamed input, images, prompt-cache usage. Tenant credentials `{api_key, base_url?}`; system-hosted
  * with ANTHROPIC_API_KEY (+ ANTHROPIC_BASE_URL).
  */
-import { createAnthropic } from '@ai-sdk/anthropic';
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
 import type { ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
+
+/** Imported on first use. */
+const sdk = () => import('@ai-sdk/anthropic');
 
 export const ANTHROPIC_PROVIDER = 'anthropic';
 
@@ -19,6 +21,7 @@ export function createAnthropicProvider(opts: {
   catalogue: ModelCatalogue;
   system?: AnthropicCredentials;
   fetch?: typeof fetch;
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   return createAiSdkProvider({
@@ -27,9 +30,10 @@ export function createAnthropicProvider(opts: {
     credentials: AnthropicCredentials,
     system: opts.system,
     fetch: opts.fetch,
+    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'claude-3-5-haiku-20241022',
-    model: (c, model, f) => createAnthropic({ apiKey: c.api_key, baseURL: c.base_url, fetch: f })(model),
+    model: async (c, model, f) => (await sdk()).createAnthropic({ apiKey: c.api_key, baseURL: c.base_url, fetch: f })(model),
     secrets: (c) => [c.api_key],
     providerOptions: (m, params) => {
       const budget = typeof params.thinking_budget === 'number' ? params.thinking_budget : undefined;

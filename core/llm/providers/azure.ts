@@ -5,11 +5,13 @@
  * Tenant credentials `{api_key, resource_name | base_url, api_version?}`; system-hosted with AZURE_API_KEY and
  * AZURE_RESOURCE_NAME (or AZURE_BASE_URL).
  */
-import { createAzure } from '@ai-sdk/azure';
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
 import type { ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
+
+/** Imported on first use. */
+const sdk = () => import('@ai-sdk/azure');
 
 export const AZURE_PROVIDER = 'azure';
 
@@ -29,10 +31,11 @@ export function createAzureProvider(opts: {
   catalogue: ModelCatalogue;
   system?: AzureCredentials;
   fetch?: typeof fetch;
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
-  const client = (c: AzureCredentials, f?: typeof fetch) =>
-    createAzure({
+  const client = async (c: AzureCredentials, f?: typeof fetch) =>
+    (await sdk()).createAzure({
       apiKey: c.api_key,
       resourceName: c.base_url ? undefined : c.resource_name,
       baseURL: c.base_url,
@@ -45,10 +48,11 @@ export function createAzureProvider(opts: {
     credentials: AzureCredentials,
     system: opts.system,
     fetch: opts.fetch,
+    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'gpt-4o-mini',
-    model: (c, deployment, f) => client(c, f).chat(deployment),
-    embedding: (c, deployment, f) => client(c, f).embedding(deployment),
+    model: async (c, deployment, f) => (await client(c, f)).chat(deployment),
+    embedding: async (c, deployment, f) => (await client(c, f)).embedding(deployment),
     secrets: (c) => [c.api_key],
   });
 }

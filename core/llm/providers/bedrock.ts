@@ -6,11 +6,13 @@
  * session_token?, region, base_url?}`; system-hosted with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
  * AWS_REGION (+ AWS_SESSION_TOKEN, BEDROCK_BASE_URL).
  */
-import { createAmazonBedrock } from '@ai-sdk/amazon-bedrock';
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
 import type { ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
+
+/** Imported on first use. */
+const sdk = () => import('@ai-sdk/amazon-bedrock');
 
 export const BEDROCK_PROVIDER = 'bedrock';
 
@@ -29,6 +31,7 @@ export function createBedrockProvider(opts: {
   catalogue: ModelCatalogue;
   system?: BedrockCredentials;
   fetch?: typeof fetch;
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
   return createAiSdkProvider({
@@ -37,10 +40,11 @@ export function createBedrockProvider(opts: {
     credentials: BedrockCredentials,
     system: opts.system,
     fetch: opts.fetch,
+    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'anthropic.claude-3-haiku-20240307-v1:0',
-    model: (c, model, f) =>
-      createAmazonBedrock({
+    model: async (c, model, f) =>
+      (await sdk()).createAmazonBedrock({
         region: c.region,
         accessKeyId: c.access_key_id,
         secretAccessKey: c.secret_access_key,

@@ -5,11 +5,13 @@
  * others, the rest run as text-only with tools. Local calls cost nothing. Tenant credentials
  * `{base_url, api_key?, models?}` (base_url like http://127.0.0.1:11434/api); system-hosted with OLLAMA_BASE_URL.
  */
-import { createOllama } from 'ollama-ai-provider-v2';
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
 import { DeclaredModel, type ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
+
+/** Imported on first use. */
+const sdk = () => import('ollama-ai-provider-v2');
 
 export const OLLAMA_PROVIDER = 'ollama';
 
@@ -22,10 +24,11 @@ export function createOllamaProvider(opts: {
   catalogue: ModelCatalogue;
   system?: OllamaCredentials;
   fetch?: typeof fetch;
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
-  const client = (c: OllamaCredentials, f?: typeof fetch) =>
-    createOllama({
+  const client = async (c: OllamaCredentials, f?: typeof fetch) =>
+    (await sdk()).createOllama({
       baseURL: c.base_url.replace(/\/+$/, ''),
       headers: c.api_key ? { authorization: `Bearer ${c.api_key}` } : undefined,
       fetch: f,
@@ -36,10 +39,11 @@ export function createOllamaProvider(opts: {
     credentials: OllamaCredentials,
     system: opts.system,
     fetch: opts.fetch,
+    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'llama3.2',
-    model: (c, model, f) => client(c, f)(model),
-    embedding: (c, model, f) => client(c, f).embedding(model),
+    model: async (c, model, f) => (await client(c, f))(model),
+    embedding: async (c, model, f) => (await client(c, f)).embedding(model),
     secrets: (c) => [c.api_key],
     declared: (c) => c.models ?? [],
     providerOptions: (m) => (m.reasoning ? { ollama: { think: true } } : undefined),

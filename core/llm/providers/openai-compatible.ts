@@ -7,12 +7,14 @@
  * — else the defaults of catalogue/openai-compatible.json (text only, tools on). Credentials come from the
  * tenant (`{base_url, api_key?, models?}`, unbilled) or from OPENAI_COMPATIBLE_* (system-hosted, billed).
  */
-import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
 import { BUILTIN_CATALOGUE, DeclaredModel, type ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
 import { modelInfoOf } from '../provider.js';
+
+/** Imported on first use. */
+const sdk = () => import('@ai-sdk/openai-compatible');
 
 export const OPENAI_COMPATIBLE_PROVIDER = 'openai_compatible';
 
@@ -34,6 +36,7 @@ export interface OpenAiCompatibleOptions {
   catalogue?: ModelCatalogue;
   /** Injected for tests. */
   fetch?: typeof fetch;
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }
 
@@ -42,8 +45,8 @@ const MODEL_NAME = /^[\w.:/@+-]{1,200}$/;
 
 export function createOpenAiCompatibleProvider(opts: OpenAiCompatibleOptions = {}): LlmProvider {
   const catalogue = opts.catalogue ?? BUILTIN_CATALOGUE;
-  const client = (c: OpenAiCompatibleCredentials, f?: typeof fetch) =>
-    createOpenAICompatible({
+  const client = async (c: OpenAiCompatibleCredentials, f?: typeof fetch) =>
+    (await sdk()).createOpenAICompatible({
       name: OPENAI_COMPATIBLE_PROVIDER,
       baseURL: c.base_url.replace(/\/+$/, ''),
       apiKey: c.api_key || undefined,
@@ -56,10 +59,11 @@ export function createOpenAiCompatibleProvider(opts: OpenAiCompatibleOptions = {
     credentials: OpenAiCompatibleCredentials,
     system: opts.baseUrl ? { base_url: opts.baseUrl, ...(opts.apiKey ? { api_key: opts.apiKey } : {}) } : undefined,
     fetch: opts.fetch,
+    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: opts.model,
-    model: (c, model, f) => client(c, f).chatModel(model),
-    embedding: (c, model, f) => client(c, f).embeddingModel(model),
+    model: async (c, model, f) => (await client(c, f)).chatModel(model),
+    embedding: async (c, model, f) => (await client(c, f)).embeddingModel(model),
     secrets: (c) => [c.api_key],
     declared: (c) => c.models ?? [],
   });

@@ -3,11 +3,13 @@
  * (reasoning summaries, cached-token usage), chat completions with `api: "chat"`. Tenant credentials
  * `{api_key, base_url?, organization?, api?}`; system-hosted with OPENAI_API_KEY (+ OPENAI_BASE_URL).
  */
-import { createOpenAI } from '@ai-sdk/openai';
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
 import type { ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
+
+/** Imported on first use. */
+const sdk = () => import('@ai-sdk/openai');
 
 export const OPENAI_PROVIDER = 'openai';
 
@@ -26,20 +28,22 @@ export function createOpenAiProvider(opts: {
   catalogue: ModelCatalogue;
   system?: OpenAiCredentials;
   fetch?: typeof fetch;
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
 }): LlmProvider {
-  const client = (c: OpenAiCredentials, fetchImpl?: typeof fetch) =>
-    createOpenAI({ apiKey: c.api_key, baseURL: c.base_url, organization: c.organization, fetch: fetchImpl });
+  const client = async (c: OpenAiCredentials, fetchImpl?: typeof fetch) =>
+    (await sdk()).createOpenAI({ apiKey: c.api_key, baseURL: c.base_url, organization: c.organization, fetch: fetchImpl });
   return createAiSdkProvider({
     name: OPENAI_PROVIDER,
     catalogue: opts.catalogue,
     credentials: OpenAiCredentials,
     system: opts.system,
     fetch: opts.fetch,
+    tenantFetch: opts.tenantFetch,
     retry: opts.retry,
     probeModel: 'gpt-4o-mini',
-    model: (c, model, f) => (c.api === 'chat' ? client(c, f).chat(model) : client(c, f).responses(model)),
-    embedding: (c, model, f) => client(c, f).embedding(model),
+    model: async (c, model, f) => (c.api === 'chat' ? (await client(c, f)).chat(model) : (await client(c, f)).responses(model)),
+    embedding: async (c, model, f) => (await client(c, f)).embedding(model),
     secrets: (c) => [c.api_key],
     providerOptions: (m) => (m.reasoning ? { openai: { reasoningSummary: 'auto' } } : undefined),
   });
