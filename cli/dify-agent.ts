@@ -7,6 +7,8 @@
  *                                               absolute path
  *   dify-agent config prompt push [PATH|-]      replace the prompt with PATH (default the same file;
  *                                               `-` reads stdin); print {"prompt": "saved text"}
+ *   dify-agent config manifest [--to PATH]      print the saved configuration without the prompt (JSON:
+ *                                               {source, manifest}), or write it to PATH and print its path
  *
  * It talks to the agent backend's stub with DIFY_AGENT_STUB_TOKEN (the run's stub token), over the unix socket
  * DIFY_AGENT_STUB_SOCKET (what the sandbox provides: the stub's own listener, bind-mounted in) or else at
@@ -24,6 +26,7 @@ export const DEFAULT_PROMPT_PATH = path.join('.dify_conf', 'prompt.md');
 const USAGE = `usage:
   dify-agent config prompt pull [--to PATH]
   dify-agent config prompt push [PATH|-]
+  dify-agent config manifest [--to PATH]
 
 environment:
   DIFY_AGENT_STUB_SOCKET  unix socket of the agent stub (set inside the sandbox)
@@ -65,6 +68,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
 async function dispatch(argv: string[], io: CliIo): Promise<void> {
   const [group, noun, verb, ...rest] = argv;
   if (argv.length === 0 || argv[0] === '--help' || argv[0] === '-h') throw new CliError('dify-agent: missing command', 2);
+  if (group === 'config' && noun === 'manifest') return manifestCommand(io, argv.slice(2));
   if (group !== 'config' || noun !== 'prompt' || (verb !== 'pull' && verb !== 'push')) {
     throw new CliError(`dify-agent: unknown command '${argv.slice(0, 3).join(' ')}'`, 2);
   }
@@ -121,6 +125,29 @@ async function push(io: CliIo, from: string): Promise<void> {
 }
 
 const STUB_PATH = '/agent-stub/config/prompt';
+const MANIFEST_PATH = '/agent-stub/config/manifest';
+
+/**
+ * `dify-agent config manifest [--to PATH]` (issue 31, docs/seeds/004 "the config manifest"): the saved config of the
+ * run's own scope without the prompt, as the stub answers it (`{source, manifest}`), pretty-printed.
+ */
+async function manifestCommand(io: CliIo, rest: string[]): Promise<void> {
+  let to: string | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    if (rest[i] === '--to' && rest[i + 1] !== undefined) to = rest[++i];
+    else if (rest[i].startsWith('--to=')) to = rest[i].slice(5);
+    else throw new CliError(`dify-agent config manifest: unexpected argument '${rest[i]}'`, 2);
+  }
+  const answer = await stubJson(io, 'GET', MANIFEST_PATH);
+  if (!('manifest' in answer) || !answer.manifest || typeof answer.manifest !== 'object')
+    throw new CliError('the agent stub answer has no manifest object');
+  const text = `${JSON.stringify(answer, null, 2)}\n`;
+  if (to === undefined) return io.stdout(text);
+  const abs = path.resolve(io.cwd, to);
+  fs.mkdirSync(path.dirname(abs), { recursive: true });
+  fs.writeFileSync(abs, text, 'utf8');
+  io.stdout(`${abs}\n`);
+}
 
 /** One request over a unix socket (node:http; fetch has no socket option). */
 function viaSocket(
@@ -128,9 +155,10 @@ function viaSocket(
   method: string,
   headers: Record<string, string>,
   body?: string,
+  stubPath = STUB_PATH,
 ): Promise<{ status: number; statusText: string; raw: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ socketPath, path: STUB_PATH, method, headers: { host: 'agent-stub', ...headers } }, (res) => {
+    const req = http.request({ socketPath, path: stubPath, method, headers: { host: 'agent-stub', ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () =>
@@ -145,18 +173,27 @@ function viaSocket(
 
 /** Calls the agent stub and returns the `prompt` string of its answer. */
 async function callStub(io: CliIo, method: 'GET' | 'PUT', prompt?: string): Promise<string> {
+  const answer = await stubJson(io, method, STUB_PATH, method === 'PUT' ? JSON.stringify({ prompt }) : undefined);
+  if (!('prompt' in answer)) throw new CliError('the agent stub answer has no prompt field');
+  const value = (answer as { prompt: unknown }).prompt;
+  if (value === null) throw new CliError('the agent stub answered a null prompt');
+  if (typeof value !== 'string') throw new CliError('the agent stub answered a prompt that is not a string');
+  return value;
+}
+
+/** One stub request; its JSON object answer (an HTTP or stub error, or anything but an object, is a CliError). */
+async function stubJson(io: CliIo, method: 'GET' | 'PUT', stubPath: string, body?: string): Promise<Record<string, unknown>> {
   const socket = io.env.DIFY_AGENT_STUB_SOCKET;
   const base = io.env.DIFY_AGENT_STUB_URL;
   const token = io.env.DIFY_AGENT_STUB_TOKEN;
   if (!socket && !base) throw new CliError('neither DIFY_AGENT_STUB_SOCKET nor DIFY_AGENT_STUB_URL is set');
   if (!token) throw new CliError('DIFY_AGENT_STUB_TOKEN is not set');
   const headers = { authorization: `Bearer ${token}`, ...(method === 'PUT' ? { 'content-type': 'application/json' } : {}) };
-  const body = method === 'PUT' ? JSON.stringify({ prompt }) : undefined;
   let res: { status: number; statusText: string; raw: string };
   try {
-    if (socket) res = await viaSocket(socket, method, headers, body);
+    if (socket) res = await viaSocket(socket, method, headers, body, stubPath);
     else {
-      const r = await (io.fetch ?? fetch)(`${base!.replace(/\/+$/, '')}${STUB_PATH}`, { method, headers, body });
+      const r = await (io.fetch ?? fetch)(`${base!.replace(/\/+$/, '')}${stubPath}`, { method, headers, body });
       res = { status: r.status, statusText: r.statusText, raw: await r.text() };
     }
   } catch (err) {
@@ -178,11 +215,7 @@ async function callStub(io: CliIo, method: 'GET' | 'PUT', prompt?: string): Prom
   const answer = parsed;
   if (!answer || typeof answer !== 'object' || Array.isArray(answer))
     throw new CliError('the agent stub answered something that is not a JSON object');
-  if (!('prompt' in answer)) throw new CliError('the agent stub answer has no prompt field');
-  const value = (answer as { prompt: unknown }).prompt;
-  if (value === null) throw new CliError('the agent stub answered a null prompt');
-  if (typeof value !== 'string') throw new CliError('the agent stub answered a prompt that is not a string');
-  return value;
+  return answer as Record<string, unknown>;
 }
 
 const invokedDirectly = process.argv[1] !== undefined && import.meta.url === pathToFileURL(fs.realpathSync(process.argv[1])).href;

@@ -1,5 +1,6 @@
 /**
- * The agent stub (docs/PROTOCOL.md §4, docs/seeds/004): `GET|PUT /agent-stub/config/prompt`, called by the
+ * The agent stub (docs/PROTOCOL.md §4, docs/seeds/004): `GET|PUT /agent-stub/config/prompt` and
+ * `GET /agent-stub/config/manifest` (the config without the prompt), called by the
  * `dify-agent` CLI inside the agent's sandbox with the run's stub token. It forwards to the api's
  * inner agent-config endpoint with the run's signed execution context; the api derives tenant, agent,
  * user and version scope from that context alone.
@@ -36,9 +37,9 @@ export function stubRoutes(deps: StubRoutesDeps): Router {
   });
   router.use('/agent-stub', jsonBody({ limit: STUB_MAX_BODY_BYTES, maxDepth: deps.maxJsonDepth, rejectNul: true }));
 
-  const forward = async (req: Request, method: 'GET' | 'PUT', body?: string) => {
+  const forward = async (req: Request, method: 'GET' | 'PUT', body?: string, what: 'prompt' | 'manifest' = 'prompt') => {
     const { context, runId } = await contextOf(deps, req);
-    const url = `${deps.apiUrl.replace(/\/+$/, '')}/inner/api/agent-config/${encodeURIComponent(context.agent_id)}/prompt`;
+    const url = `${deps.apiUrl.replace(/\/+$/, '')}/inner/api/agent-config/${encodeURIComponent(context.agent_id)}/${what}`;
     let upstream: globalThis.Response;
     try {
       upstream = await doFetch(url, {
@@ -62,6 +63,12 @@ export function stubRoutes(deps: StubRoutesDeps): Router {
 
   router.get('/agent-stub/config/prompt', async (req, res) => {
     const r = await forward(req, 'GET');
+    res.status(r.status).type(r.type).send(r.text);
+  });
+
+  // The config manifest (issue 31): the saved config without the prompt, same scope rules (the api applies them).
+  router.get('/agent-stub/config/manifest', async (req, res) => {
+    const r = await forward(req, 'GET', undefined, 'manifest');
     res.status(r.status).type(r.type).send(r.text);
   });
 

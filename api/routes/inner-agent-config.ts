@@ -1,5 +1,6 @@
 /**
  * GET|PUT /inner/api/agent-config/{agent_id}/prompt (docs/PROTOCOL.md §3, docs/seeds/004): the Agent Soul system prompt,
+ * and GET …/manifest: the rest of the saved config (without the prompt).
  * raw (mention markers unexpanded). Scope comes only from the signed execution context the agent stub
  * forwards: reads follow the run's own scope (snapshot, shared draft or build draft); writes go only to the
  * calling account's own BUILD_DRAFT and replace only `prompt.system_prompt`.
@@ -33,6 +34,9 @@ type RunCtx = Ctx & { buildDraftOf: string | null };
 export const AGENT_RUN_ID_HEADER = 'x-agent-run-id';
 
 const IN_PROGRESS = new Set(['pending', 'running']);
+
+/** Where a run's config is read from: its build draft, the shared draft, or a published version. */
+type ConfigSource = { kind: 'build_draft' | 'draft'; id: string } | { kind: 'version'; id: string; version: number };
 
 export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
   const r = express.Router();
@@ -87,26 +91,37 @@ export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
    * their pinned version. A build draft gone since the run started reads as the shared draft, which a push would
    * start it from again.
    */
-  async function readable(ctx: RunCtx) {
+  async function readable(ctx: RunCtx): Promise<{ config: unknown; source: ConfigSource }> {
     const agent = await agentOf(ctx);
     if (ctx.invoke_from === 'debugger') {
       if (ctx.buildDraftOf) {
         const own = await findBuildDraft(db, agent.id, ctx.buildDraftOf);
-        if (own) return own.config;
+        if (own) return { config: own.config, source: { kind: 'build_draft', id: own.id } };
       }
       const shared = await findSharedDraft(db, agent.id);
       if (!shared) throw new HttpError(404, 'agent_draft_not_found', 'The agent has no draft.');
-      return shared.config;
+      return { config: shared.config, source: { kind: 'draft', id: shared.id } };
     }
     const versionId = ctx.agent_config_version_id ?? agent.active_config_snapshot_id;
     const version = versionId ? await findVersion(db, agent.id, versionId) : null;
     if (!version) throw new HttpError(404, 'agent_config_not_found', 'No configuration for this run.');
-    return version.config_snapshot;
+    return { config: version.config_snapshot, source: { kind: 'version', id: version.id, version: version.version } };
   }
 
   r.get('/:agent_id/prompt', async (req, res) => {
-    const config = AgentSoulConfig.parse(await readable(await context(req)));
+    const config = AgentSoulConfig.parse((await readable(await context(req))).config);
     res.json({ prompt: config.prompt.system_prompt });
+  });
+
+  /**
+   * The config manifest (issue 31, docs/seeds/004 "The prompt is fetched separately and is not included in the config
+   * manifest"): the saved AgentSoulConfig of the run's own scope, read by the same rules as the prompt, without
+   * `prompt`. Nothing in a soul config is a credential (provider secrets live with the providers).
+   */
+  r.get('/:agent_id/manifest', async (req, res) => {
+    const { config, source } = await readable(await context(req));
+    const { prompt: _prompt, ...manifest } = AgentSoulConfig.parse(config);
+    res.json({ source, manifest });
   });
 
   r.put('/:agent_id/prompt', async (req, res) => {
@@ -114,6 +129,17 @@ export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
     const { prompt } = parseOr400(PromptBody, req.body);
     if (ctx.user_from !== 'account')
       throw new HttpError(403, 'agent_config_write_forbidden', 'Only an account may edit its own build draft.');
+    // Issue 31 item 6: a write goes only to the account's build draft, and reads follow the run's scope; a run that
+    // does not read that build draft (the shared DRAFT, a published version) would pull its own scope right after the
+    // push and see the edit lost. So only a run on the account's build draft may push.
+    if (ctx.invoke_from !== 'debugger' || ctx.buildDraftOf !== ctx.user_id)
+      throw new HttpError(
+        403,
+        'agent_config_write_forbidden',
+        'This run uses the shared draft, not your build draft: dify-agent saves prompt edits only to your personal build ' +
+          'draft, which this run does not read. Edit the shared draft in the studio, or run the debugger on your build ' +
+          'draft (draft: build) and push from there.',
+      );
     const agent = await agentOf(ctx);
     const saved = await db.$transaction(async (tx) => {
       const own = await findBuildDraft(tx, agent.id, ctx.user_id);
