@@ -56,6 +56,8 @@ export function planRun(body: unknown, registry: ModuleRegistry, defaults: RunLi
     byName.set(spec.name, spec);
   }
 
+  checkResourceOrder(specs);
+
   const layers: PlannedLayer[] = [];
   for (const spec of specs) {
     const module = registry.get(spec.type);
@@ -128,6 +130,30 @@ export function planRun(body: unknown, registry: ModuleRegistry, defaults: RunLi
   };
 
   return { request, layers, limits };
+}
+
+/** The resource scopes of seed 004, outermost first: layers enter in composition order and are released in reverse. */
+const RESOURCE_ORDER: readonly string[] = ['runtime', 'shell', 'config'];
+
+/**
+ * Runtime → Shell → Config (docs/seeds/004 "Native capability ordering preserves Runtime → Shell → Config resource
+ * scopes"): a shell entered before its runtime, or a config scope outside the shell, would release in the wrong
+ * order. Checked on the module types, before anything else about them (a refusal that names the order, not
+ * whatever the misplaced layer lacks). Only the relative order of the resource layers present matters.
+ */
+function checkResourceOrder(specs: readonly LayerSpec[]): void {
+  let last: LayerSpec | undefined;
+  for (const spec of specs) {
+    const rank = RESOURCE_ORDER.indexOf(spec.type);
+    if (rank === -1) continue;
+    if (last && RESOURCE_ORDER.indexOf(last.type) > rank)
+      throw invalid(
+        `layer '${spec.name}' (${spec.type}) comes after layer '${last.name}' (${last.type}): resource layers must be ` +
+          `in Runtime → Shell → Config order (entered in composition order, released in reverse)`,
+        'invalid_layer_order',
+      );
+    last = spec;
+  }
 }
 
 /** Fresh instances for one run, each with its own copy of the state. */
