@@ -21,6 +21,8 @@ import path from 'node:path';
 import { maxBytes, type Kind, uploadsDir } from '../core/uploads.js';
 import { fetchPinned, RemoteFetchError, safeName, type FetchOptions } from '../turn/steps/workspace-files.js';
 import { RemoteUrlRefused, type Lookup } from './ssrf.js';
+import { reachableFileKinds } from './routes/app-info.js';
+import { createDefaultProviders } from '../core/llm/providers/index.js';
 
 export interface PreparedMessageFile {
   type: string;
@@ -35,17 +37,32 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Validates the request's files against the app's file_upload feature, ownership and the SSRF guard. */
 export async function prepareMessageFiles(
-  deps: { db: Db; config: Config; lookup?: Lookup; remoteFetch?: Omit<FetchOptions, 'maxBytes'> },
+  deps: {
+    db: Db;
+    config: Config;
+    lookup?: Lookup;
+    remoteFetch?: Omit<FetchOptions, 'maxBytes'>;
+    modelSupportsVision?: (provider: string, model: string) => boolean;
+  },
   app: AppContext,
   endUserId: string,
   files: ChatRequest['files'],
 ): Promise<PreparedMessageFile[]> {
   if (!files?.length) return [];
   const { db, config } = deps;
-  const features = await fileUploadFeature(db, app);
+  const { features, reach } = await fileUploadFeature(db, app, deps.modelSupportsVision ?? defaultVision(config));
   if (!features.enabled) throw new HttpError(400, 'invalid_param', 'files: file upload is disabled for this app.');
   if (files.length > features.max_files)
     throw new HttpError(400, 'invalid_param', `files: at most ${features.max_files} files per message.`);
+  // Files follow /v1/parameters (issue 31): a kind it does not offer would reach no one (a document without a
+  // workspace to open it in, an image the model cannot see), so it is refused, naming the file.
+  const notOffered = (i: number, name: string, kind: Kind) =>
+    new HttpError(
+      400,
+      'invalid_param',
+      `files.${i} (${name}): ${kind === 'image' ? 'images' : 'documents'} are not accepted by this app (GET /v1/parameters ` +
+        `does not offer them: ${kind === 'image' ? 'its model does not take images' : 'its agent has no workspace and shell to open documents in'}).`,
+    );
 
   const baseUrl = config.API_INTERNAL_URL ?? currentRequest()?.selfUrl ?? config.apiUrl;
   const out: PreparedMessageFile[] = [];
@@ -62,12 +79,14 @@ export async function prepareMessageFiles(
       const kind = FILE_TYPES[upload.extension]?.kind ?? 'document';
       if (kind === 'image' && !features.image_enabled)
         throw new HttpError(400, 'invalid_param', `files.${i}: image upload is disabled for this app.`);
+      if (!reach[kind]) throw notOffered(i, upload.name, kind);
       out.push({ type: kind, transfer_method: 'local_file', url: signedFileUrl(config, baseUrl, upload.id), upload_file_id: upload.id });
     } else {
       if (!f.url) throw new HttpError(400, 'invalid_param', `files.${i}.url: is required for remote_url.`);
       if (f.type === 'image' && !features.image_enabled)
         throw new HttpError(400, 'invalid_param', `files.${i}: image upload is disabled for this app.`);
       const kind: Kind = f.type === 'image' ? 'image' : 'document';
+      if (!reach[kind]) throw notOffered(i, remoteName(f.url), kind);
       const left = remoteDeadline - Date.now();
       if (left < 500) throw new RemoteUrlRefused(`files.${i}.url: no time left to download it with this message.`);
       const copy = await downloadRemoteFile(deps, app, endUserId, f.url, kind, `files.${i}.url`, Math.min(REMOTE_FETCH_TIMEOUT_MS, left));
@@ -150,8 +169,33 @@ function decodeURIComponentSafe(s: string): string {
   }
 }
 
-async function fileUploadFeature(db: Db, app: AppContext) {
+async function fileUploadFeature(db: Db, app: AppContext, vision: (provider: string, model: string) => boolean) {
   const agent = app.agentId ? await db.agent.findUnique({ where: { id: app.agentId }, include: { active_config_snapshot: true } }) : null;
   const soul = AgentSoulConfig.safeParse(agent?.active_config_snapshot?.config_snapshot ?? null);
-  return soul.success ? soul.data.features.file_upload : { enabled: false, image_enabled: false, max_files: 0 };
+  if (!soul.success) return { features: { enabled: false, image_enabled: false, max_files: 0 }, reach: { image: false, document: false } };
+  return {
+    features: soul.data.features.file_upload,
+    reach: reachableFileKinds(soul.data, vision(soul.data.model.provider, soul.data.model.model)),
+  };
+}
+
+/** The deployment's model providers' word on vision (as GET /v1/parameters asks them), built once per config. */
+const visionByConfig = new WeakMap<Config, (provider: string, model: string) => boolean>();
+function defaultVision(config: Config) {
+  let v = visionByConfig.get(config);
+  if (!v) {
+    let providers: ReturnType<typeof createDefaultProviders> | undefined;
+    v = (p, m) => (providers ??= createDefaultProviders(config)).get(p)?.resolveModel(m)?.supports_vision ?? false;
+    visionByConfig.set(config, v);
+  }
+  return v;
+}
+
+/** The file name a remote URL names (for messages). */
+function remoteName(raw: string): string {
+  try {
+    return safeName(decodeURIComponentSafe(new URL(raw).pathname), 'remote file');
+  } catch {
+    return 'remote file';
+  }
 }

@@ -223,7 +223,7 @@ describe('the agent workspace through real turns', () => {
       (l) => l.name === 'agent_app_user_prompt',
     )!;
     expect(prompt.config.text).toBe(
-      `/sh cat uploads/*/report.txt\n\nAttached files (in your workspace; open them with the shell):\n- uploads/${messageId}/report.txt`,
+      `/sh cat uploads/*/report.txt\n\nAttached files (in your workspace; open them with the shell):\n- uploads/${messageId}/report.txt (document, text/plain)`,
     );
   });
 
