@@ -180,7 +180,6 @@ export function agentAppComposition(o: CompositionOptions = {}) {
     { name: 'agent_app_user_prompt', type: 'agent_app_user_prompt', config: { text: o.query ?? 'Hello?', files: o.files ?? [] } },
     { name: 'execution_context', type: 'execution_context', config: { ...EXECUTION_CONTEXT } },
   ];
-  if (o.config) layers.push({ name: 'config', type: 'config', config: {} });
   if (o.history !== false) layers.push({ name: 'history', type: 'history', config: typeof o.history === 'object' ? o.history : {} });
   layers.push({
     name: 'llm',
@@ -192,6 +191,8 @@ export function agentAppComposition(o: CompositionOptions = {}) {
   if (o.coreTools) layers.push({ name: 'core_tools', type: 'core_tools', config: { tools: o.coreTools } });
   if (o.askHuman) layers.push({ name: 'ask_human', type: 'ask_human', config: typeof o.askHuman === 'object' ? o.askHuman : {} });
   layers.push(...(o.extraLayers ?? []));
+  // After any runtime/shell of extraLayers: resource layers go Runtime → Shell → Config (the planner refuses others).
+  if (o.config) layers.push({ name: 'config', type: 'config', config: {} });
   layers.push({ name: 'output', type: 'output', config: {} });
   return { schema_version: 1 as const, layers };
 }
