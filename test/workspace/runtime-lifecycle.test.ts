@@ -34,6 +34,7 @@ beforeAll(async () => {
   await backend('notoken', {});
   await backend('nolandlock', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_LANDLOCK: '1' });
   await backend('off', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_LANDLOCK: '1', SHELL_ISOLATION: 'off' });
+  await backend('small', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELL_LIMIT_MEMORY_BYTES: 128 * 1024 * 1024 });
   await backend('nons', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_NAMESPACES: true });
   await backend('weak', {
     SHELLCTL_AUTH_TOKEN: 'runtime-test-token',
@@ -166,6 +167,20 @@ describe('runtime and shell on the agent backend', () => {
     const ready = (await (await fetch(`${b.url}/readyz`)).json()) as { isolation: Record<string, unknown> };
     expect(ready.isolation).toMatchObject({ shell: 'refused', isolation: 'on', namespaces: false });
     expect(ready.isolation.missing).toEqual(['Linux namespaces (mount, PID, network, IPC, UTS)']);
+  });
+
+  it('node runs under the default limits; a command over its memory limit is told so in words it can act on', async () => {
+    const ok = await shellRun(backends.on!, 'node -e "console.log(6 * 7)"');
+    expect(toolResult(await backends.on!.client.untilTerminal(ok.runId))).toMatchObject({
+      is_error: false,
+      result: { exit_code: 0, stdout: '42\n' },
+    });
+    const b = backends.small!;
+    const { runId } = await shellRun(b, 'node -e "const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))"');
+    const r = toolResult(await b.client.untilTerminal(runId))!;
+    expect(r.is_error).toBe(true);
+    expect(r.result).toMatchObject({ error: 'limit_exceeded', limit: 'memory' });
+    expect((r.result as { message: string }).message).toContain('ran out of memory');
   });
 
   it('/readyz reports the isolation in force', async () => {

@@ -1,0 +1,78 @@
+/**
+ * Issue 27 pieces without a kernel: the limit observations the model gets, the isolation a probe lacks, the stub
+ * socket's path (sun_path is 108 bytes), and shellctl statuses with and without the new fields.
+ */
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { shellObservation } from '../../agent-backend/modules/context.js';
+import { stubSocketPath } from '../../agent-backend/stub-server.js';
+import { ShellctlStatus, type ShellResult } from '../../agent-backend/workspace/exec.js';
+import { missingIsolation, ShellctlProbe } from '../../agent-backend/workspace/sandbox.js';
+
+const result = (r: Partial<ShellResult>): ShellResult => ({
+  status: 'exited',
+  exitCode: 0,
+  stdout: 'out',
+  stderr: 'err',
+  stdoutTruncated: false,
+  stderrTruncated: false,
+  isolated: true,
+  ...r,
+});
+
+describe('limit observations', () => {
+  it.each([
+    ['memory', 'ran out of memory'],
+    ['procs', 'start fewer processes'],
+    ['cpu', 'CPU time'],
+    ['file_size', 'write smaller files'],
+    ['workspace_quota', 'delete files you no longer need'],
+    ['something_new', 'hit a resource limit (something_new)'],
+  ])('%s', (limit, words) => {
+    const o = shellObservation(result({ status: 'exited', exitCode: 137, limit }));
+    expect(o).toMatchObject({ kind: 'result', isError: true, result: { error: 'limit_exceeded', limit, exit_code: 137, stdout: 'out' } });
+    expect((o as { result: { message: string } }).result.message).toContain(words);
+  });
+
+  it('a wall-clock limit stays the timeout observation; no limit, the plain result', () => {
+    expect(shellObservation(result({ status: 'timeout', exitCode: null, limit: 'wall_clock', message: 'too slow' }))).toMatchObject({
+      isError: true,
+      result: { error: 'timeout', message: 'too slow' },
+    });
+    expect(shellObservation(result({}))).toEqual({ kind: 'result', result: { exit_code: 0, stdout: 'out', stderr: 'err' } });
+  });
+});
+
+describe('isolation a probe lacks', () => {
+  it('names Landlock and namespaces; an older shellctl probe ({abi}) lacks namespaces', () => {
+    const full = { abi: 7, namespaces: true, user_namespace: false, seccomp: true, limits: 'cgroup-v2', uid_switch: true };
+    expect(missingIsolation(ShellctlProbe.parse(full))).toEqual([]);
+    expect(missingIsolation(ShellctlProbe.parse({ ...full, abi: 0 }))).toEqual(['Landlock (the kernel offers none)']);
+    expect(missingIsolation(ShellctlProbe.parse({ ...full, abi: 3 }))).toEqual(['Landlock ABI >= 4 (the kernel offers 3)']);
+    expect(missingIsolation(ShellctlProbe.parse({ abi: 6 }))).toEqual(['Linux namespaces (mount, PID, network, IPC, UTS)']);
+  });
+
+  it('statuses parse with and without the isolation and limit fields', () => {
+    expect(ShellctlStatus.parse({ status: 'exited', exit_code: 0, abi: 6, isolated: true }).isolation).toBeUndefined();
+    const s = ShellctlStatus.parse({
+      status: 'exited',
+      exit_code: 137,
+      abi: 7,
+      isolated: true,
+      isolation: { landlock_abi: 7, namespaces: true, user_namespace: false, seccomp: true, limits: 'cgroup-v1', uid: 212345 },
+      limit: 'memory',
+    });
+    expect(s).toMatchObject({ limit: 'memory', isolation: { uid: 212345 } });
+  });
+});
+
+describe('the stub socket path', () => {
+  it('defaults under the data dir per port, honours AGENT_STUB_SOCKET, and moves a too-long default to tmp', () => {
+    expect(stubSocketPath({ dataDir: '/srv/data', port: 5002 })).toBe('/srv/data/sandbox/stub-5002.sock');
+    expect(stubSocketPath({ explicit: 'rel/s.sock', dataDir: '/srv/data', port: 5002 })).toBe(path.resolve('rel/s.sock'));
+    const long = stubSocketPath({ dataDir: `/srv/${'d'.repeat(120)}`, port: 5002 });
+    expect(long.startsWith(path.join(os.tmpdir(), 'dify-agent-stub-'))).toBe(true);
+    expect(Buffer.byteLength(long)).toBeLessThanOrEqual(107);
+  });
+});
