@@ -15,8 +15,18 @@ export function invalidAgentConfig(issues: SoulIssue[]): HttpError {
 }
 
 /** The config parsed, once every check passed; else the 400 above. */
-export async function validatedSoul(deps: SoulValidationDeps, input: SoulValidationInput): Promise<AgentSoulConfig> {
+export async function validatedSoul(
+  deps: SoulValidationDeps & { signingKeyIsDefault?: boolean },
+  input: SoulValidationInput,
+): Promise<AgentSoulConfig> {
   const issues = await validateSoul(deps, input);
+  // The api authorizes no workspace while EXECUTION_CONTEXT_SIGNING_KEY is the public default (issue 27).
+  if (deps.signingKeyIsDefault && parseSoul(input.soul).soul?.runtime.enabled)
+    issues.push({
+      path: ['runtime'],
+      message:
+        'EXECUTION_CONTEXT_SIGNING_KEY holds its public development default, so no workspace is authorized: set your own (npm start generates it into DATA_DIR/secrets.json)',
+    });
   // A prompt mention the turn's resolver would not understand (issue 31): named, and nothing is saved.
   const parsed = parseSoul(input.soul);
   if (parsed.soul) issues.push(...mentionIssues(parsed.soul));

@@ -16,6 +16,7 @@ import {
   saveBuildDraft,
   updateDraft,
 } from '../../core/agent-configs.js';
+import { devDefaultSecrets } from '../../core/config.js';
 import { jsonBody } from '../../core/json-guard.js';
 import type { AgentBackendClient } from '../../core/backend-client.js';
 import { validatedSoul } from '../agent-config-validation.js';
@@ -57,7 +58,13 @@ export function consoleRoutes(
 ): Router {
   const { db } = deps;
   const r = Router();
-  const soulDeps = { db, backend: deps.backend, logger: deps.logger };
+  const soulDeps = {
+    db,
+    backend: deps.backend,
+    logger: deps.logger,
+    // Issue 27: no workspace is authorized on the public signing key, so a config with a runtime would not run.
+    signingKeyIsDefault: devDefaultSecrets(deps.config).includes('EXECUTION_CONTEXT_SIGNING_KEY'),
+  };
   r.use(consoleAuth(db));
   // Bodies are read only once the console key is known: 1 MB, JSON_MAX_DEPTH deep, no NUL anywhere.
   r.use(jsonBody({ limit: '1mb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true }));
