@@ -22,7 +22,9 @@ export function parseOr400<T extends z.ZodType>(schema: T, value: unknown, where
   const r = schema.safeParse(value);
   if (r.success) return r.data;
   const issue = r.error.issues[0]!;
-  const field = issue.path.length ? issue.path.join('.') : where;
+  const path = issue.path.length ? issue.path.join('.') : where;
+  // A key can be as long as the body: the answer names at most 200 characters of its path.
+  const field = path.length > 200 ? `${path.slice(0, 200)}…` : path;
   throw new HttpError(400, 'invalid_param', `${field}: ${issue.message}`);
 }
 

@@ -22,7 +22,7 @@ const Dataset = z.object({
 });
 const IndexingStatus = z
   .enum(['waiting', 'parsing', 'indexing', 'completed', 'error'])
-  .describe('Dify\'s indexing_status: the job goes waiting → parsing → indexing → completed, or error.');
+  .describe("Dify's indexing_status: the job goes waiting → parsing → indexing → completed, or error.");
 const Document = z.object({
   id: z.string(),
   dataset_id: z.string(),
@@ -33,7 +33,12 @@ const Document = z.object({
   status: IndexingStatus.describe('Same as indexing_status.'),
   indexing_status: IndexingStatus,
   error: z.string().nullable(),
-  error_code: z.string().nullable().describe('Why indexing ended in `error`: `document_unreadable`, `document_empty`, `document_too_large`, `embedding_failed`, `indexing_failed`.'),
+  error_code: z
+    .string()
+    .nullable()
+    .describe(
+      'Why indexing ended in `error`: `document_unreadable`, `document_empty`, `document_too_large`, `embedding_failed`, `indexing_failed`.',
+    ),
   chunk_count: z.number().int(),
   created_at: z.number().int(),
   completed_at: z.number().int().nullable(),
@@ -61,7 +66,9 @@ export const KNOWLEDGE_RESPONSES = {
   DatasetResponse: Dataset,
   DatasetListResponse: pageSchema(Dataset),
   DocumentResponse: Document,
-  DocumentUploadResponse: Document.extend({ batch: z.string().describe('The upload batch (here the document id) of GET …/documents/{batch}/indexing-status.') }),
+  DocumentUploadResponse: Document.extend({
+    batch: z.string().describe('The upload batch (here the document id) of GET …/documents/{batch}/indexing-status.'),
+  }),
   DocumentListResponse: pageSchema(Document),
   IndexingStatusResponse: z.object({ data: z.array(IndexingProgress) }),
   HitTestResponse: z.object({ query: z.string(), chunks: z.array(RetrievedChunk) }),

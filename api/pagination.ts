@@ -25,7 +25,13 @@ export function pageJson<T>(p: PageQuery, total: number, data: T[]) {
 
 /** The OpenAPI pieces of a paginated list: its two query parameters and the envelope around `item`. */
 export const PAGE_PARAMETERS = [
-  { name: 'page', in: 'query', required: false, description: 'Page number, from 1 (default 1).', schema: { type: 'integer', minimum: 1, default: 1 } },
+  {
+    name: 'page',
+    in: 'query',
+    required: false,
+    description: 'Page number, from 1 (default 1).',
+    schema: { type: 'integer', minimum: 1, default: 1 },
+  },
   {
     name: 'limit',
     in: 'query',

@@ -101,12 +101,17 @@ export const EnvSchema = z.object({
   // --- knowledge: parsing, indexing, quotas (README "Knowledge", "Security") --------------------------
   /** Document parsing (HTML, PDF) runs in a child process with these limits; a limit hit is 400 `document_unreadable`. */
   KNOWLEDGE_PARSE_TIMEOUT_MS: int(60_000),
-  /** Address space (RLIMIT_AS) of the parse process, MB; its V8 heap gets a quarter of it. */
-  KNOWLEDGE_PARSE_MEMORY_MB: z.coerce.number().int().min(256).default(2_048),
+  /** Address space (RLIMIT_AS) of the parse process, MB; its V8 heap gets a quarter of it. Node itself reserves ~0.8 GB
+   * of it (from sources, under tsx, ~1.2 GB): below ~1.5 GB little is left for the document. */
+  KNOWLEDGE_PARSE_MEMORY_MB: z.coerce.number().int().min(1_024).default(2_048),
   /** Most pages of a PDF. */
   KNOWLEDGE_PARSE_MAX_PAGES: z.coerce.number().int().min(1).default(5_000),
   /** Most text one document may decode to, bytes (UTF-8). */
-  KNOWLEDGE_PARSE_MAX_TEXT_BYTES: z.coerce.number().int().min(1_024).default(20 * 1024 * 1024),
+  KNOWLEDGE_PARSE_MAX_TEXT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .default(20 * 1024 * 1024),
   /** How long an upload waits for its document's indexing before answering 202 with the document still indexing, ms. */
   KNOWLEDGE_INDEX_WAIT_MS: z.coerce.number().int().min(0).default(2_000),
   /** Documents one api process indexes at once. */
@@ -115,7 +120,11 @@ export const EnvSchema = z.object({
    * documents (413 `storage_quota_exceeded`). 0: no limit. */
   TENANT_MAX_DATASETS: z.coerce.number().int().min(0).default(100),
   TENANT_MAX_DOCUMENTS: z.coerce.number().int().min(0).default(10_000),
-  TENANT_MAX_DOCUMENT_BYTES: z.coerce.number().int().min(0).default(2 * 1024 * 1024 * 1024),
+  TENANT_MAX_DOCUMENT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(2 * 1024 * 1024 * 1024),
 
   // --- worker ---------------------------------------------------------------------------------
   /** The worker's HTTP port: `GET /healthz` ({temporal, database}), `/readyz` (+ polling) and `/metrics`. A standalone

@@ -21,7 +21,8 @@ export class JsonGuardError extends Error {
     readonly field: string,
     message: string,
   ) {
-    super(`${field}: ${message}`);
+    // A key can be as long as the body: the answer names at most 200 characters of its path.
+    super(`${field.length > 200 ? `${field.slice(0, 200)}…` : field}: ${message}`);
   }
 }
 
@@ -102,8 +103,7 @@ function badString(s: string): BadString | null {
 function printable(key: string): string {
   return key.replace(/\u0000/g, '\\u0000').replace(/[\ud800-\udfff]/g, (c, i: number, s: string) => {
     const code = c.charCodeAt(0);
-    const paired =
-      code < 0xdc00 ? /[\udc00-\udfff]/.test(s[i + 1] ?? '') : i > 0 && /[\ud800-\udbff]/.test(s[i - 1] ?? '');
+    const paired = code < 0xdc00 ? /[\udc00-\udfff]/.test(s[i + 1] ?? '') : i > 0 && /[\ud800-\udbff]/.test(s[i - 1] ?? '');
     return paired ? c : `\\u${code.toString(16)}`;
   });
 }
@@ -197,7 +197,8 @@ export function jsonBody(opts: JsonBodyOptions): RequestHandler[] {
     if (!mayHoldNul.has(req)) return next();
     const bad = findBadString(req.body);
     if (bad?.why === 'nul') return next(new JsonGuardError('entity.nul', bad.path, 'must not contain NUL characters'));
-    if (bad) return next(new JsonGuardError('entity.surrogate', bad.path, 'must not contain lone UTF-16 surrogates (not valid Unicode text)'));
+    if (bad)
+      return next(new JsonGuardError('entity.surrogate', bad.path, 'must not contain lone UTF-16 surrogates (not valid Unicode text)'));
     next();
   };
   return [parse, nul];

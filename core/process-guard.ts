@@ -41,8 +41,7 @@ function errorClass(err: unknown): string {
 }
 
 function describe(err: unknown): Record<string, unknown> {
-  if (err instanceof Error)
-    return { message: err.message, stack: err.stack, code: (err as { code?: unknown }).code, name: err.name };
+  if (err instanceof Error) return { message: err.message, stack: err.stack, code: (err as { code?: unknown }).code, name: err.name };
   return { value: String(err) };
 }
 

@@ -35,7 +35,11 @@ export async function startBalancer(opts: { port: number; upstreams: number[]; h
     next = (next + 1) % opts.upstreams.length;
     const upstream = net.connect({ port: opts.upstreams[i]!, host });
     track(upstream);
-    upstream.once('error', () => {
+    // `on`, not `once`: a second error event on a socket without a listener would end this process (issue 28).
+    let failed = false;
+    upstream.on('error', () => {
+      if (failed) return;
+      failed = true;
       upstream.destroy();
       if (!connected) connect(client, tried + 1);
       else client.destroy();
@@ -45,7 +49,7 @@ export async function startBalancer(opts: { port: number; upstreams: number[]; h
       connected = true;
       counts[i]!++;
       client.pipe(upstream).pipe(client);
-      client.once('error', () => upstream.destroy());
+      client.on('error', () => upstream.destroy());
       client.once('close', () => upstream.destroy());
       upstream.once('close', () => client.destroy());
       client.resume();
@@ -53,7 +57,7 @@ export async function startBalancer(opts: { port: number; upstreams: number[]; h
   };
   const server = net.createServer({ pauseOnConnect: true }, (client) => {
     track(client);
-    client.once('error', () => client.destroy());
+    client.on('error', () => client.destroy());
     connect(client);
   });
   await new Promise<void>((resolve, reject) => {

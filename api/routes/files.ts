@@ -154,7 +154,11 @@ function receive(req: Request, tmpDir: string): Promise<Received> {
     bb.on('fieldsLimit', () => fail(new HttpError(400, 'invalid_param', 'Too many form fields.')));
     bb.on('partsLimit', () => fail(new HttpError(400, 'invalid_param', 'Too many form parts.')));
     bb.on('error', (err: Error) =>
-      fail(/end of form/i.test(err?.message ?? '') ? truncated() : new HttpError(400, 'invalid_multipart', 'The multipart body could not be parsed.')),
+      fail(
+        /end of form/i.test(err?.message ?? '')
+          ? truncated()
+          : new HttpError(400, 'invalid_multipart', 'The multipart body could not be parsed.'),
+      ),
     );
     bb.on('close', async () => {
       if (settled) return;

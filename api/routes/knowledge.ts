@@ -130,7 +130,11 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
       if (config.TENANT_MAX_DATASETS) {
         const n = await tx.dataset.count({ where: { tenant_id: tenantId } });
         if (n >= config.TENANT_MAX_DATASETS)
-          throw new HttpError(403, 'dataset_quota_exceeded', `The workspace has ${n} datasets; at most ${config.TENANT_MAX_DATASETS} are allowed.`);
+          throw new HttpError(
+            403,
+            'dataset_quota_exceeded',
+            `The workspace has ${n} datasets; at most ${config.TENANT_MAX_DATASETS} are allowed.`,
+          );
       }
       return tx.dataset.create({
         data: {
@@ -160,7 +164,13 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
         include: { _count: { select: { documents: true } } },
       }),
     ]);
-    res.json(pageJson(page, total, rows.map((d) => datasetJson(d, d._count.documents))));
+    res.json(
+      pageJson(
+        page,
+        total,
+        rows.map((d) => datasetJson(d, d._count.documents)),
+      ),
+    );
   });
 
   r.get('/datasets/:dataset_id', async (req, res) => {
@@ -183,7 +193,10 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     if (accepted.queued) indexer.kick();
     let doc = accepted.document;
     if (isInProgress(doc.status) && config.KNOWLEDGE_INDEX_WAIT_MS > 0)
-      doc = (await indexer.waitFor(doc.id, config.KNOWLEDGE_INDEX_WAIT_MS)) ?? (await db.datasetDocument.findUnique({ where: { id: doc.id } })) ?? doc;
+      doc =
+        (await indexer.waitFor(doc.id, config.KNOWLEDGE_INDEX_WAIT_MS)) ??
+        (await db.datasetDocument.findUnique({ where: { id: doc.id } })) ??
+        doc;
     if (doc.status === 'error' && accepted.queued) {
       // Refused within the wait: the client gets the refusal, as before indexing was a job; a new document is not kept.
       if (accepted.created) await db.datasetDocument.deleteMany({ where: { id: doc.id, status: 'error' } });
@@ -301,7 +314,9 @@ function receiveDocument(req: Request): Promise<DocumentInput> {
       });
     });
     bb.on('error', (err: Error) =>
-      fail(/end of form/i.test(err?.message ?? '') ? truncated() : new HttpError(400, 'invalid_multipart', 'The multipart body is malformed.')),
+      fail(
+        /end of form/i.test(err?.message ?? '') ? truncated() : new HttpError(400, 'invalid_multipart', 'The multipart body is malformed.'),
+      ),
     );
     req.on('error', () => fail(new HttpError(400, 'request_aborted', 'The upload was interrupted.')));
     bb.on('close', () => {

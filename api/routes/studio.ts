@@ -79,7 +79,13 @@ export function studioRoutes(deps: { db: Db; config: Pick<Config, 'TEMPORAL_NAME
     const where = { tenant_id: tenantId, agent: { isNot: null } };
     const [total, apps] = await Promise.all([
       db.app.count({ where }),
-      db.app.findMany({ where, include: { agent: true }, orderBy: [{ created_at: 'asc' }, { id: 'asc' }], skip: page.skip, take: page.take }),
+      db.app.findMany({
+        where,
+        include: { agent: true },
+        orderBy: [{ created_at: 'asc' }, { id: 'asc' }],
+        skip: page.skip,
+        take: page.take,
+      }),
     ]);
     res.json(
       StudioAppList.parse({
@@ -117,7 +123,12 @@ export function studioRoutes(deps: { db: Db; config: Pick<Config, 'TEMPORAL_NAME
     const page = pageOf(req.query);
     const [total, rows] = await Promise.all([
       db.annotation.count({ where: { app_id: app.id } }),
-      db.annotation.findMany({ where: { app_id: app.id }, orderBy: [{ created_at: 'desc' }, { id: 'desc' }], skip: page.skip, take: page.take }),
+      db.annotation.findMany({
+        where: { app_id: app.id },
+        orderBy: [{ created_at: 'desc' }, { id: 'desc' }],
+        skip: page.skip,
+        take: page.take,
+      }),
     ]);
     res.json({
       ...pageJson(page, total, []),

@@ -115,7 +115,13 @@ export function toolProviderRoutes(deps: ToolProviderRouteDeps): Router {
       db.toolProvider.count({ where }),
       db.toolProvider.findMany({ where, orderBy: { name: 'asc' }, skip: page.skip, take: page.take }),
     ]);
-    res.json(pageJson(page, total, rows.map((row) => providerView(key, row))));
+    res.json(
+      pageJson(
+        page,
+        total,
+        rows.map((row) => providerView(key, row)),
+      ),
+    );
   });
 
   r.post('/', async (req, res) => {

@@ -189,7 +189,10 @@ export class DocumentIndexer {
         return;
       }
       // Not the document's fault (the database, a bug): back in the queue; the attempts bound it.
-      this.opts.logger?.error({ err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, document_id: job.id }, 'knowledge indexer: job failed');
+      this.opts.logger?.error(
+        { err: { message: (err as Error)?.message, stack: (err as Error)?.stack }, document_id: job.id },
+        'knowledge indexer: job failed',
+      );
       await db.$executeRaw`
         update dataset_documents set status = 'waiting', lease_owner = null, lease_until = null, updated_at = now()
          where id = ${job.id}::uuid and lease_owner = ${this.owner}::uuid`.catch(() => undefined);
@@ -214,7 +217,9 @@ export class DocumentIndexer {
     this.events.emit(id);
     const ds = doc.dataset;
     const embeddings =
-      ds.embedding_provider && ds.embedding_model ? await this.opts.embed({ provider: ds.embedding_provider, model: ds.embedding_model }, chunks) : null;
+      ds.embedding_provider && ds.embedding_model
+        ? await this.opts.embed({ provider: ds.embedding_provider, model: ds.embedding_model }, chunks)
+        : null;
     const positions = chunks.map((_, i) => i);
     const vectors = chunks.map((_, i) => vectorLiteral(embeddings?.[i]));
     await db.$transaction(

@@ -54,7 +54,11 @@ export async function checkDocumentQuotas(
   const n = Number(row?.n ?? 0);
   const bytes = Number(row?.bytes ?? 0);
   if (quotas.maxDocuments && n + adding.documents > quotas.maxDocuments)
-    throw new KnowledgeError(403, 'document_quota_exceeded', `The workspace has ${n} documents; at most ${quotas.maxDocuments} are allowed.`);
+    throw new KnowledgeError(
+      403,
+      'document_quota_exceeded',
+      `The workspace has ${n} documents; at most ${quotas.maxDocuments} are allowed.`,
+    );
   if (quotas.maxDocumentBytes && bytes + adding.bytes > quotas.maxDocumentBytes)
     throw new KnowledgeError(
       413,

@@ -95,7 +95,9 @@ function runChild(kind: DocumentKind, bytes: Uint8Array, limits: SandboxLimits):
       if (answer?.ok && Array.isArray(answer.chunks) && Array.isArray(answer.tokens))
         return resolve({ chunks: answer.chunks, tokens: answer.tokens });
       if (answer && !answer.ok)
-        return reject(new KnowledgeError((answer.status ?? 400) as 400, answer.code ?? 'document_unreadable', answer.message ?? 'unreadable'));
+        return reject(
+          new KnowledgeError((answer.status ?? 400) as 400, answer.code ?? 'document_unreadable', answer.message ?? 'unreadable'),
+        );
       // No answer: the child died. Out of memory shows as an allocation failure or a V8 fatal error (SIGABRT/SIGTRAP).
       // Under `ulimit -v` a failed allocation may also surface as SIGSEGV.
       const oom = /out of memory|allocation failed|heap limit|Cannot allocate|ENOMEM|reserve virtual memory/i.test(err);

@@ -109,9 +109,7 @@ async function pdfText(bytes: Uint8Array, limits: ParseLimits): Promise<string> 
     for (let n = 1; n <= pdf.numPages; n++) {
       const page = await pdf.getPage(n);
       const content = await page.getTextContent();
-      const text = content.items
-        .map((item) => ('str' in item && item.str != null ? item.str + (item.hasEOL ? '\n' : '') : ''))
-        .join('');
+      const text = content.items.map((item) => ('str' in item && item.str != null ? item.str + (item.hasEOL ? '\n' : '') : '')).join('');
       page.cleanup();
       size += Buffer.byteLength(text, 'utf8') + 1;
       if (size > limits.maxTextBytes) throw tooMuchText(limits);

@@ -243,7 +243,8 @@ export function resolveLocalRefs(root: Record<string, unknown>, node: unknown): 
   const walk = (n: unknown, stack: string[]): unknown => {
     if (--budget < 0) throw new OpenApiError('the document is too large once its $refs are expanded');
     if (!Array.isArray(n) && !isRecord(n)) return n;
-    if (++depth > MAX_RESOLVED_DEPTH) throw new OpenApiError(`the document nests deeper than ${MAX_RESOLVED_DEPTH} levels once its $refs are expanded`);
+    if (++depth > MAX_RESOLVED_DEPTH)
+      throw new OpenApiError(`the document nests deeper than ${MAX_RESOLVED_DEPTH} levels once its $refs are expanded`);
     try {
       return walkObject(n, stack);
     } finally {

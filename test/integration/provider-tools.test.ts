@@ -258,7 +258,13 @@ describe('the tool-provider console API', () => {
     const key = await issueConsoleKey(stack.db, { tenantId: tenant.id, accountId: account.id });
     expect((await consoleCall('/tool-providers/weather', 'GET', undefined, key)).status).toBe(404);
     expect((await consoleCall('/tool-providers/weather', 'DELETE', undefined, key)).status).toBe(404);
-    expect(await (await consoleCall('/tool-providers', 'GET', undefined, key)).json()).toEqual({ data: [] });
+    expect(await (await consoleCall('/tool-providers', 'GET', undefined, key)).json()).toEqual({
+      data: [],
+      has_more: false,
+      limit: 20,
+      total: 0,
+      page: 1,
+    });
   });
 
   it('a provider in use by an agent config cannot be deleted', async () => {

@@ -77,6 +77,7 @@ function expectedType(f: DmmfField): string {
     Float: 'float8',
     Boolean: 'bool',
     Json: 'jsonb',
+    Bytes: 'bytea',
     DateTime: 'timestamp(3)',
     Decimal: 'numeric(65,30)',
   };

@@ -82,7 +82,9 @@ describe('indexing jobs', () => {
       }
       await new Promise((r) => setTimeout(r, 40));
     }
-    console.log(`2,000-page PDF (${pdf.length} bytes): upload ${uploadMs.toFixed(0)} ms, ${polls} /healthz polls, slowest ${slowest.toFixed(0)} ms, steps ${[...seen].join(' → ')}`);
+    console.log(
+      `2,000-page PDF (${pdf.length} bytes): upload ${uploadMs.toFixed(0)} ms, ${polls} /healthz polls, slowest ${slowest.toFixed(0)} ms, steps ${[...seen].join(' → ')}`,
+    );
     expect(last?.indexing_status, JSON.stringify(last)).toBe('completed');
     expect(seen.has('parsing') || seen.has('indexing'), 'polled while it was indexing').toBe(true);
     expect(polls).toBeGreaterThan(10);
@@ -104,7 +106,7 @@ describe('indexing jobs', () => {
     expect(up.status).toBe(202);
     const id = (up.body as { id: string }).id;
     let s = await status(id);
-    for (let i = 0; i < 300 && (s.indexing_status !== 'error' && s.indexing_status !== 'completed'); i++) {
+    for (let i = 0; i < 300 && s.indexing_status !== 'error' && s.indexing_status !== 'completed'; i++) {
       await new Promise((r) => setTimeout(r, 200));
       s = await status(id);
     }

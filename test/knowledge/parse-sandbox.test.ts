@@ -32,7 +32,9 @@ describe('parse sandbox', () => {
       message: expect.stringContaining('more than 500 bytes of text'),
     });
     const html = Buffer.from(`<p>${'word '.repeat(100_000)}</p>`);
-    await expect(prepareInSandbox('html', html, { ...limits, maxTextBytes: 10_000 })).rejects.toMatchObject({ code: 'document_unreadable' });
+    await expect(prepareInSandbox('html', html, { ...limits, maxTextBytes: 10_000 })).rejects.toMatchObject({
+      code: 'document_unreadable',
+    });
   }, 60_000);
 
   it('kills a parse that takes longer than the wall-clock limit', async () => {

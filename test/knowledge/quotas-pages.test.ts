@@ -106,7 +106,15 @@ describe('pagination of the other lists', () => {
   it('tool providers', async () => {
     for (let i = 0; i < 3; i++)
       await stack.db.toolProvider.create({
-        data: { tenant_id: stack.demo!.tenantId, name: `paged_${i}`, kind: 'mcp', description: '', server_url: 'http://example.com/mcp', auth: { headers: [] }, tools: [] },
+        data: {
+          tenant_id: stack.demo!.tenantId,
+          name: `paged_${i}`,
+          kind: 'mcp',
+          description: '',
+          server_url: 'http://example.com/mcp',
+          auth: { headers: [] },
+          tools: [],
+        },
       });
     const p = (await api(stack.apiUrl, consoleKey, 'GET', '/console/api/tool-providers?limit=2&page=2')).body as Page<{ name: string }>;
     expect(p).toMatchObject({ limit: 2, page: 2, total: 3, has_more: false });

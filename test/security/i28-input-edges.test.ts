@@ -30,7 +30,9 @@ function truncatedMultipart(path: string, bearer: string, filename: string, byte
   const boundary = '----i28boundary';
   const body = Buffer.concat([
     Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="user"\r\n\r\nalice\r\n`),
-    Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`),
+    Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    ),
     bytes, // ... and no `\r\n--boundary--`: the body ends inside the file part
   ]);
   const url = new URL(path, stack.apiUrl);
@@ -128,7 +130,10 @@ describe('issue 28 item 5: lone surrogates are 400 naming the field', () => {
   });
 
   it('form submit', async () => {
-    expect400(await raw('/v1/form/human_input/abcdefghijkl', key, `{"inputs":{"answer":${LONE}},"action":"ok","user":"u1"}`), 'inputs.answer');
+    expect400(
+      await raw('/v1/form/human_input/abcdefghijkl', key, `{"inputs":{"answer":${LONE}},"action":"ok","user":"u1"}`),
+      'inputs.answer',
+    );
   });
 
   it('draft save', async () => {
@@ -141,7 +146,11 @@ describe('issue 28 item 5: lone surrogates are 400 naming the field', () => {
 
   it('tool-provider create', async () => {
     expect400(
-      await raw('/console/api/tool-providers', consoleKey, `{"kind":"mcp","name":"p1","server_url":"http://example.com","description":${LONE}}`),
+      await raw(
+        '/console/api/tool-providers',
+        consoleKey,
+        `{"kind":"mcp","name":"p1","server_url":"http://example.com","description":${LONE}}`,
+      ),
       'description',
     );
   });
@@ -198,11 +207,18 @@ describe('issue 28 item 5: Last-Event-ID', () => {
 
   it('is 400 invalid_param naming the header or the query parameter when it is not an event id', async () => {
     for (const bad of ['abc', '-1', '1e5', '12345678901234567890123', '2147483648', '1.5', '0x10', ' 7 8']) {
-      const h = await api(stack.apiUrl, key, 'GET', `/v1/chat-messages/${messageId}/events?user=lei`, { headers: { 'last-event-id': bad } });
+      const h = await api(stack.apiUrl, key, 'GET', `/v1/chat-messages/${messageId}/events?user=lei`, {
+        headers: { 'last-event-id': bad },
+      });
       expect(h.status, bad).toBe(400);
       expect(h.body, bad).toMatchObject({ code: 'invalid_param' });
       expect((h.body as { message: string }).message, bad).toMatch(/^Last-Event-ID:/);
-      const q = await api(stack.apiUrl, key, 'GET', `/v1/chat-messages/${messageId}/events?user=lei&last_event_id=${encodeURIComponent(bad)}`);
+      const q = await api(
+        stack.apiUrl,
+        key,
+        'GET',
+        `/v1/chat-messages/${messageId}/events?user=lei&last_event_id=${encodeURIComponent(bad)}`,
+      );
       expect(q.status, bad).toBe(400);
       expect((q.body as { message: string }).message, bad).toMatch(/^last_event_id:/);
     }

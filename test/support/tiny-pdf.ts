@@ -40,10 +40,18 @@ export function manyPagePdf(pages: string[][], opts: { bomb?: Buffer } = {}): Bu
   );
   pages.forEach((lines, i) => {
     objects.push(
-      Buffer.from(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${5 + 2 * i} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`),
+      Buffer.from(
+        `<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents ${5 + 2 * i} 0 R /Resources << /Font << /F1 3 0 R >> >> >>`,
+      ),
     );
     if (i === 0 && opts.bomb) {
-      objects.push(Buffer.concat([Buffer.from(`<< /Length ${opts.bomb.length} /Filter /FlateDecode >>\nstream\n`), opts.bomb, Buffer.from('\nendstream')]));
+      objects.push(
+        Buffer.concat([
+          Buffer.from(`<< /Length ${opts.bomb.length} /Filter /FlateDecode >>\nstream\n`),
+          opts.bomb,
+          Buffer.from('\nendstream'),
+        ]),
+      );
     } else {
       const stream = ['BT', '/F1 12 Tf', '72 720 Td', '14 TL', ...lines.map((l) => `(${esc(l)}) Tj T*`), 'ET'].join('\n');
       objects.push(Buffer.from(`<< /Length ${Buffer.byteLength(stream, 'latin1')} >>\nstream\n${stream}\nendstream`, 'latin1'));

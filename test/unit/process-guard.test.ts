@@ -4,7 +4,8 @@ import { handleUncaught, uncaughtErrors } from '../../core/process-guard.js';
 
 describe('process guard', () => {
   it('counts an uncaught error by kind and class and keeps the process (policy log)', async () => {
-    const before = (await uncaughtErrors.get()).values.find((v) => v.labels.kind === 'uncaught_exception' && v.labels.error === 'TypeError')?.value ?? 0;
+    const before =
+      (await uncaughtErrors.get()).values.find((v) => v.labels.kind === 'uncaught_exception' && v.labels.error === 'TypeError')?.value ?? 0;
     const spy = vi.spyOn(console, 'error').mockImplementation(() => undefined);
     const exit = vi.spyOn(process, 'exit').mockImplementation((() => undefined) as never);
     try {
