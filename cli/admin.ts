@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { loadConfig, type Config } from '../core/config.js';
 import { createDb, type Db } from '../core/db.js';
 import { createDefaultProviders, demoAgentModel } from '../core/llm/providers/index.js';
+import { redactSecrets } from '../core/llm/redact.js';
 import {
   appKeyIsActive,
   consoleKeyIsActive,
@@ -38,8 +39,11 @@ const HELP = `admin <command> [options]   (DATABASE_URL; ENCRYPTION_KEY for cred
   app          --tenant T --name N [--config F.json] [--description D] [--created-by EMAIL]
                                                           ensure an agent app, its agent and a first published config
   app-key      --tenant T --app A [--name N] [KEY]        an app API key
-  credentials  --tenant T --provider P (--file F.json | --env VAR)
-                                                          store or rotate provider credentials (encrypted)
+  credentials  --tenant T --provider P (--file F.json | --env VAR) [--validate]
+                                                          store or rotate provider credentials (encrypted); with
+                                                          --validate a real one-word call checks them first
+  providers                                               the model providers, which ones this deployment hosts
+                                                          (billed through credit pools: README "Models")
   credit-pool  --tenant T --limit CREDITS                 set the tenant's credit pool limit
   provision    --file spec.json [--key-dir DIR]           all of the above from one file (docs/operations.md)
   secrets      --dir DIR                                  docker-compose.yml's secret files, random, where missing
@@ -68,6 +72,7 @@ const OPTIONS = {
   'key-dir': { type: 'string' },
   dir: { type: 'string' },
   'if-none': { type: 'boolean' },
+  validate: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -145,10 +150,25 @@ async function appKey(db: Db, tenantId: string, appId: string, mode: KeyMode, na
   return { app_id: appId, api_key: r.key, created: r.created };
 }
 
-async function credentials(db: Db, config: Config, tenantId: string, provider: string, raw: unknown) {
+async function credentials(db: Db, config: Config, tenantId: string, provider: string, raw: unknown, validate = false) {
+  const providers = createDefaultProviders(config);
+  const p = providers.get(provider);
+  if (validate && p?.checkCredentials) {
+    let parsed;
+    try {
+      parsed = p.parseCredentials(raw);
+    } catch (err) {
+      throw new ProvisionError(`invalid credentials for ${provider}: ${(err as Error).message}`);
+    }
+    try {
+      await p.checkCredentials(parsed, { signal: AbortSignal.timeout(30_000) });
+    } catch (err) {
+      throw new ProvisionError(`the ${provider} credentials did not work: ${redactSecrets((err as Error).message)}`);
+    }
+  }
   await storeProviderCredentials(db, {
     encryptionKey: config.ENCRYPTION_KEY,
-    providers: createDefaultProviders(config),
+    providers,
     tenantId,
     provider,
     credentials: raw,
@@ -321,6 +341,7 @@ async function run(db: Db, config: Config, command: string, opts: Opts, env: Nod
         await tenant(),
         need(opts, 'provider'),
         credentialsFrom({ file: opts.file as string | undefined, env: opts.env as string | undefined }, env),
+        opts.validate === true,
       );
     case 'credit-pool': {
       const pool = await setCreditPool(db, await tenant(), creditLimit(need(opts, 'limit')));
@@ -364,6 +385,14 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   } catch (err) {
     console.error(`admin: ${(err as Error).message}`);
     return 2;
+  }
+  if (command === 'providers') {
+    // No database needed: what this deployment's environment hosts.
+    const data = createDefaultProviders(config)
+      .list()
+      .map((p) => ({ provider: p.name, system_hosted: p.hasSystemCredentials(), models: p.models().map((m) => m.model) }));
+    console.log(JSON.stringify({ providers: data }));
+    return 0;
   }
   if (!config.DATABASE_URL) {
     console.error('admin: DATABASE_URL is not set');

@@ -55,6 +55,17 @@ describe('admin CLI', () => {
 
   let tenantId: string;
 
+  it('providers: which model providers this deployment hosts (README "Models")', () => {
+    const r = admin(['providers'], { ANTHROPIC_API_KEY: 'sk-ant-test-0123456789' });
+    expect(r.status).toBe(0);
+    const by = Object.fromEntries(
+      (r.json!.providers as { provider: string; system_hosted: boolean; models: string[] }[]).map((p) => [p.provider, p]),
+    );
+    expect(by.anthropic).toMatchObject({ system_hosted: true, models: expect.arrayContaining(['claude-3-5-haiku-20241022']) });
+    expect(by.openai!.system_hosted).toBe(false);
+    expect(r.stdout).not.toContain('sk-ant-test');
+  });
+
   it('tenant and account: created once, found again', () => {
     const first = admin(['tenant', '--name', 'Acme']).json!;
     expect(first.created).toBe(true);
