@@ -155,6 +155,8 @@ export async function startTurn(
           { key: SA.MessageId, value: messageId },
           { key: SA.MessageIds, value: [messageId] },
           { key: SA.InvokeFrom, value: invokeFrom },
+          // The workflow updates it as the turn ends (TurnStatus, ErrorCode: docs/operations.md).
+          { key: SA.TurnStatus, value: 'running' },
         ],
         // The Temporal UI renders both as Markdown: what users and app builders wrote goes in as plain text (issue 17 L4).
         staticSummary: `Agent turn · ${markdownText(app.appName)} · "${markdownText(conversationName(body.query))}"`,

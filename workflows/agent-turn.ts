@@ -92,6 +92,18 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     setCurrentDetails(`phase: ${phase}${extra}`);
   };
 
+  // The outcome as search attributes (TurnStatus, ErrorCode: docs/operations.md), so ops find failed turns with one
+  // query. Only where the turn was started with TurnStatus (a namespace that lacks it would fail every workflow task);
+  // patched: workflows started before replay without the upserts.
+  const recordOutcome = (status: string, errorCode?: string) => {
+    if (workflowInfo().typedSearchAttributes.get(TURN_SEARCH_ATTRIBUTES.TurnStatus) === undefined || !patched('turn-outcome-attributes'))
+      return;
+    upsertSearchAttributes([
+      { key: TURN_SEARCH_ATTRIBUTES.TurnStatus, value: status },
+      ...(errorCode ? [{ key: TURN_SEARCH_ATTRIBUTES.ErrorCode, value: errorCode }] : []),
+    ]);
+  };
+
   // The turn's preparation runs inside runAgent, so the first workflow task only schedules it (issue 21 direction 2:
   // one activation and the local activity's dispatch less before the first token). Turns started before keep the
   // local activity for their whole life, continuations included.
@@ -117,18 +129,22 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       }
       if (outcome.status === 'answered_by_guard') {
         enter('completed', ` · answered by ${outcome.guard}`);
+        recordOutcome('answered_by_guard');
         return { status: 'answered_by_guard', messageId };
       }
       if (outcome.status === 'succeeded') {
         enter('completed');
+        recordOutcome('succeeded');
         return { status: 'succeeded', messageId };
       }
       if (outcome.status === 'failed') {
         enter('failed');
+        recordOutcome('failed', outcome.errorCode);
         return { status: 'failed', messageId, errorCode: outcome.errorCode };
       }
       if (outcome.status === 'stopped') {
         enter('stopped');
+        recordOutcome('stopped');
         // A user stop: the cancel request is in history before the run's end, so end Cancelled.
         if (CancellationScope.current().consideredCancelled) throw new CancelledFailure('turn stopped');
         return { status: 'stopped', messageId };
@@ -139,6 +155,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       submitted = early.get(outcome.formId) ?? null;
       early.clear();
       enter('waiting_for_human', ` · form ${outcome.formId}`);
+      recordOutcome('waiting_for_human');
       const waitMs = Math.max(0, new Date(outcome.expiresAt).getTime() - Date.now());
       // The timer's summary names the form (the UI showed a bare timer id); metadata is not replayed.
       const got = await condition(() => submitted !== null, waitMs, { summary: `form ${outcome.formId} expires` });
@@ -155,6 +172,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
         }
       }
       resumeFormId = outcome.formId;
+      recordOutcome('running');
       state.pendingFormId = null;
       state.pendingFormToken = null;
       messageId = resumeMessageId;
@@ -172,6 +190,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
   } catch (err) {
     if (isCancellation(err)) {
       enter('stopped');
+      recordOutcome('stopped');
       const formId = state.pendingFormId;
       await CancellationScope.nonCancellable(async () => {
         if (formId) await steps.cancelPendingForm({ formId, messageId });
@@ -181,6 +200,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     }
     const details = errorDetails(err);
     enter('failed');
+    recordOutcome('failed', details.code);
     await CancellationScope.nonCancellable(() => steps.failTurn({ messageId, ...details }));
     return { status: 'failed', messageId, errorCode: details.code };
   } finally {

@@ -13,6 +13,14 @@ export const TURN_SEARCH_ATTRIBUTES = {
   InvokeFrom: defineSearchAttributeKey('InvokeFrom', SearchAttributeType.KEYWORD),
   /** Every message the turn worked on: its own, then each ask_human continuation's (MessageId is the first). */
   MessageIds: defineSearchAttributeKey('MessageIds', SearchAttributeType.KEYWORD_LIST),
+  /**
+   * The turn's outcome, for ops (docs/operations.md): `running` from the start, then `waiting_for_human`, `succeeded`,
+   * `answered_by_guard`, `failed` or `stopped`. A failed turn's workflow still completes (its result says failed: the
+   * turn ended as designed, the message carries the error), so `ExecutionStatus = 'Failed'` does not find it — this does.
+   */
+  TurnStatus: defineSearchAttributeKey('TurnStatus', SearchAttributeType.KEYWORD),
+  /** A failed turn's error code (the message's error_code: `model_rate_limited`, `backend_restarted`, …). */
+  ErrorCode: defineSearchAttributeKey('ErrorCode', SearchAttributeType.KEYWORD),
 } as const;
 
 export type TurnSearchAttributeName = keyof typeof TURN_SEARCH_ATTRIBUTES;
