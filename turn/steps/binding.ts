@@ -41,6 +41,7 @@ export async function retireBinding(
   workspacesDir: string,
   bindingId: string,
   reason: RetireReason = 'generation_mismatch',
+  opts: { keepFiles?: boolean } = {},
 ): Promise<void> {
   const b = await db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, select: { workspace_id: true } });
   if (!b) return;
@@ -52,6 +53,7 @@ export async function retireBinding(
   const shared = await db.agentWorkspaceBinding.count({ where: { workspace_id: b.workspace_id, retired_at: null } });
   if (shared > 0) return;
   await db.agentWorkspace.updateMany({ where: { id: b.workspace_id, status: 'active' }, data: { status: 'retired', retired_at: now } });
+  if (opts.keepFiles) return;
   await fs.promises.rm(path.join(workspacesDir, b.workspace_id), { recursive: true, force: true });
 }
 
@@ -242,6 +244,11 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
 export async function retireBuildDraftBinding(db: ActivityDeps['db'], workspacesDir: string, draftId: string): Promise<boolean> {
   const draft = await db.agentConfigDraft.findUnique({ where: { id: draftId }, select: { agent_workspace_binding_id: true } });
   if (!draft?.agent_workspace_binding_id) return false;
-  await retireBinding(db, workspacesDir, draft.agent_workspace_binding_id, 'build_draft_lifecycle');
+  // A turn still on it (running, or waiting for a human) keeps its files until it ends: the binding is retired for the
+  // draft's next turn, but commands of this one are not pulled out from under them.
+  const inFlight = await db.$queryRaw<unknown[]>`
+    select 1 from agent_backend_runs r join messages m on m.id = r.message_id
+     where r.binding_id = ${draft.agent_workspace_binding_id}::uuid and m.status in ('pending', 'running', 'paused') limit 1`;
+  await retireBinding(db, workspacesDir, draft.agent_workspace_binding_id, 'build_draft_lifecycle', { keepFiles: inFlight.length > 0 });
   return true;
 }
