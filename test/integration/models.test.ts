@@ -217,6 +217,20 @@ describe('fail fast: the model section is checked at save, publish and before a 
     expect((await draft(ok)).status).toBe(200);
   });
 
+  it('refuses to publish a draft stored before the checks (its provider has no credentials)', async () => {
+    const app = await createAgentApp(stack.db, stack.demo!.tenantId, { name: `pub-${crypto.randomUUID().slice(0, 8)}` });
+    const stale = { ...demoSoulConfig(), model: { provider: 'azure', model: 'gpt-4o', model_settings: {} } };
+    await stack.db.agentConfigDraft.updateMany({
+      where: { agent_id: app.agentId, draft_type: 'DRAFT' },
+      data: { config: stale as object },
+    });
+    const res = await consoleApi('POST', `/apps/${app.appId}/agent/publish`, {});
+    expect(res.status).toBe(400);
+    expect(res.body.issues).toEqual([
+      expect.objectContaining({ path: 'model.provider', message: expect.stringMatching(/no credentials/) }),
+    ]);
+  });
+
   it('a text-only model refuses image uploads at save, and /v1/parameters offers none', async () => {
     const s = base();
     s.model = { provider: 'ollama', model: 'llama3.2' };
