@@ -2,8 +2,10 @@
  * The api: public service API (/v1, app keys), inner API (/inner/api, X-Inner-Api-Key), ops endpoints.
  * Stateless: any number of replicas; turn streams come from the event log, not from memory.
  */
+import fs from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../core/project-root.js';
+import { fileURLToPath } from 'node:url';
+import { isCompiled, projectRoot } from '../core/project-root.js';
 import express, { type Router } from 'express';
 import type { Client } from '@temporalio/client';
 import type { AgentBackendClient } from '../core/backend-client.js';
@@ -37,7 +39,13 @@ import { knowledgeRoutes } from './routes/knowledge.js';
 import { createEmbedder, type Embedder } from '../core/knowledge/embed.js';
 import { createDefaultProviders } from '../core/llm/providers/index.js';
 
-const WEB_DIR = path.join(projectRoot(import.meta.url), 'web');
+/**
+ * The pages as built by scripts/build-web.ts (Vite: web/ sources and their npm modules bundled): <dist>/web next to
+ * the compiled api (npm run build), .cache/web from TypeScript (built by prestart/pretest and the test setup).
+ */
+const WEB_DIR = isCompiled(import.meta.url)
+  ? path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'web')
+  : path.join(projectRoot(import.meta.url), '.cache', 'web');
 
 export interface ApiDeps {
   db: Db;
@@ -85,6 +93,11 @@ export function createApiApp(deps: ApiDeps): express.Express {
 
   // The chat page (web/): static files, strict CSP; the app key travels only in the URL fragment.
   app.get('/', (_req, res) => res.redirect(302, '/chat/'));
+  // Not built (an api started without prestart): say how, instead of a bare 404.
+  app.get(['/chat/', '/studio/'], (_req, res, next) => {
+    if (fs.existsSync(path.join(WEB_DIR, 'index.html'))) return next();
+    res.status(503).type('text/plain').send('The pages are not built: run `npm run build:web` (npm start and npm test build them).');
+  });
   app.use('/chat', strictPage, express.static(WEB_DIR, { index: 'index.html', maxAge: 0 }));
   // The studio (web/studio.html, issue 19): the same files and the same policy; the console key stays in sessionStorage.
   app.use('/studio', strictPage, express.static(WEB_DIR, { index: 'studio.html', maxAge: 0 }));

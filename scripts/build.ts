@@ -4,7 +4,8 @@
  * from the compiled workflows/ into dist/workflow-bundle.js, which a compiled worker loads instead of bundling at
  * start (worker.ts). Why tsc and not a bundler: the output keeps the source layout module for module, so stack
  * traces, source maps and the project-root lookups (core/project-root.ts) work unchanged, and the Prisma client
- * and the Temporal native bridge stay ordinary node_modules imports.
+ * and the Temporal native bridge stay ordinary node_modules imports. The pages (web/) are built by Vite into
+ * <dist>/web (scripts/build-web.ts), where the compiled api serves them from.
  *
  * Options: `--out-dir DIR` (default dist/; must be inside the project so node_modules and package.json are found
  * above it) and `--no-check` (emit without type checking — `npm run typecheck` is the check; the compiled-entry
@@ -17,6 +18,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectRoot } from '../core/project-root.js';
+import { buildWeb } from './build-web.js';
 
 const ROOT = projectRoot(import.meta.url);
 const { values: args } = parseArgs({ options: { 'out-dir': { type: 'string' }, 'no-check': { type: 'boolean' } } });
@@ -50,6 +52,8 @@ const started = Date.now();
 fs.rmSync(DIST, { recursive: true, force: true });
 compile();
 const bytes = await bundleWorkflows();
+// The chat page and the studio (scripts/build-web.ts): the compiled api serves <dist>/web.
+const webBytes = await buildWeb(path.join(DIST, 'web'));
 console.log(
-  `built ${path.relative(ROOT, DIST)}/ in ${((Date.now() - started) / 1000).toFixed(1)} s (workflow bundle ${(bytes / 1024).toFixed(0)} KiB)`,
+  `built ${path.relative(ROOT, DIST)}/ in ${((Date.now() - started) / 1000).toFixed(1)} s (workflow bundle ${(bytes / 1024).toFixed(0)} KiB, web pages ${(webBytes / 1024).toFixed(0)} KiB)`,
 );

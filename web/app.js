@@ -1,13 +1,34 @@
-// The chat page: a Dify service-API client in the browser. It streams turns over SSE (fetch + a small
-// parser, since the turn starts with a POST), re-attaches by Last-Event-ID when a stream breaks, renders
-// agent thoughts, stops turns, and renders ask_human forms whose submission continues the turn.
-// The app key comes from the URL fragment (#key=..., never sent to a server) or the settings box and
-// stays in this tab's sessionStorage.
+// The chat page: a Dify service-API client in the browser (the app key comes from the URL fragment #key=... — never
+// sent to a server — or the settings box, and stays in this tab's sessionStorage).
+//
+// One turn at a time (`state.turn`): Enter and Send do nothing while it runs, Stop works from the first byte (a stop
+// asked for before the task id is known is sent when it arrives), and New chat / opening another conversation
+// detaches the running stream first (the turn goes on on the server; its conversation shows it when opened), so the
+// next message never lands in the old conversation. The view follows a streaming answer unless the reader scrolled
+// up. Answers are sanitised Markdown with the agent's files as attachments (turn-view.js); uploads, feedback, copy,
+// ask again, rename and delete use the service API (docs/PROTOCOL.md §1).
 
-import { consumeTurn, el, markAnswered, messageBox, renderForm, renderThought } from './turn-view.js';
+import { createApi } from './lib/api.js';
+import { icon } from './lib/icons.js';
+import { copyText } from './lib/markdown.js';
+import { consumeTurn, el, markAnswered, messageBox, paintAnswer, renderFile, renderForm, renderThought } from './turn-view.js';
 
 const $ = (id) => document.getElementById(id);
-const state = { key: '', user: '', conversationId: '', taskId: '', abort: null, app: null };
+const state = {
+  key: '',
+  user: '',
+  conversationId: '',
+  /** The running turn: {abort, taskId, stopRequested, box, conversationId}; null when idle. */
+  turn: null,
+  app: null,
+  /** Files picked for the next message: {localId, name, type, id?, error?}. */
+  files: [],
+  conversations: [],
+};
+const api = createApi({ key: () => state.key });
+const q = (s) => encodeURIComponent(s);
+
+// --- settings --------------------------------------------------------------------------------------------------
 
 function loadSettings() {
   const hash = new URLSearchParams(location.hash.slice(1));
@@ -23,212 +44,562 @@ function loadSettings() {
   if (!state.key) $('settings').open = true;
 }
 
-async function api(path, init = {}) {
-  const res = await fetch(path, {
-    ...init,
-    headers: { authorization: `Bearer ${state.key}`, 'content-type': 'application/json', ...(init.headers || {}) },
-  });
-  if (!res.ok && !(res.headers.get('content-type') || '').includes('text/event-stream')) {
-    const body = await res.json().catch(() => ({}));
-    const err = new Error(body.message || `HTTP ${res.status}`);
-    err.code = body.code;
-    err.body = body;
-    throw err;
+const say = (text) => ($('status').textContent = text);
+
+// --- scrolling: follow the stream unless the reader scrolled up --------------------------------------------------
+
+const scroller = $('messages');
+let follow = true;
+let lastTop = 0;
+const atBottom = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 48;
+// The reader's own moves up release the view at once (a smooth wheel scroll's first event is still near the bottom).
+const release = () => {
+  follow = false;
+};
+scroller.addEventListener('wheel', (ev) => ev.deltaY < 0 && release(), { passive: true });
+scroller.addEventListener('touchmove', release, { passive: true });
+scroller.addEventListener('keydown', (ev) => ['PageUp', 'ArrowUp', 'Home'].includes(ev.key) && release());
+scroller.addEventListener('scroll', () => {
+  // A move up away from the end (the scrollbar dragged) releases too; reaching the end again resumes following.
+  if (scroller.scrollTop < lastTop - 2 && !atBottom()) follow = false;
+  else if (scroller.scrollTop >= lastTop && atBottom()) follow = true;
+  lastTop = scroller.scrollTop;
+  $('to-latest').hidden = follow || atBottom();
+});
+function toBottom(force = false) {
+  if (force) follow = true;
+  if (!follow) {
+    $('to-latest').hidden = atBottom();
+    return;
   }
-  return res;
+  scroller.scrollTop = scroller.scrollHeight;
+  lastTop = scroller.scrollTop;
+  $('to-latest').hidden = true;
+}
+new MutationObserver(() => toBottom()).observe(scroller, { childList: true, subtree: true, characterData: true });
+$('to-latest').addEventListener('click', () => toBottom(true));
+
+// --- the one busy state ------------------------------------------------------------------------------------------
+
+const uploading = () => state.files.some((f) => !f.id && !f.error);
+function renderBusy() {
+  const busy = !!state.turn;
+  $('send').disabled = busy || uploading();
+  $('stop').disabled = !busy;
+  document.body.classList.toggle('busy', busy);
+  if (busy) say(state.turn.stopRequested ? 'Stopping…' : 'The agent is working…');
 }
 
+const eventsUrl = (taskId) => `/v1/chat-messages/${taskId}/events?user=${q(state.user)}`;
+
+/**
+ * Runs one turn into `box`: `open(signal)` is the first response (the POST's stream or the events of a turn still
+ * running). The turn owns its conversation id: a detached turn never changes the page's.
+ */
+async function runTurn(box, open, { query, files } = {}) {
+  const turn = { abort: new AbortController(), taskId: '', stopRequested: false, box, conversationId: state.conversationId };
+  state.turn = turn;
+  box.classList.add('pending');
+  renderBusy();
+  const current = () => state.turn === turn;
+  try {
+    const res = await open(turn.abort.signal);
+    const result = await consumeTurn(box, res, {
+      signal: turn.abort.signal,
+      onTask: (id) => {
+        if (turn.taskId) return;
+        turn.taskId = id;
+        box.dataset.messageId = id;
+        if (turn.stopRequested) void sendStop(turn);
+      },
+      onConversation: (id) => {
+        if (turn.conversationId) return;
+        turn.conversationId = id;
+        if (current()) {
+          state.conversationId = id;
+          void loadConversations();
+        }
+      },
+      onForm: showForm,
+      reattach: (lastId) =>
+        turn.taskId
+          ? api.request(eventsUrl(turn.taskId), { headers: { 'last-event-id': String(lastId) }, signal: turn.abort.signal })
+          : Promise.reject(new Error('The stream broke before the turn started.')),
+    });
+    if (!result.aborted && current()) say('');
+  } catch (err) {
+    if (err.name !== 'AbortError') {
+      box.classList.add('error');
+      box._error = err.message;
+      paintAnswer(box);
+      if (err.code === 'conversation_waiting_for_human') say('Answer the open form first.');
+      else say(err.message);
+    }
+  } finally {
+    box.classList.remove('pending');
+    if (query !== undefined) box._query = { query, files };
+    if (box.isConnected) addActions(box);
+    if (current()) {
+      state.turn = null;
+      renderBusy();
+      void loadConversations();
+    }
+  }
+}
+
+/** Ends the running stream's hold on the page (New chat, another conversation): the turn goes on on the server. */
+function detach() {
+  const turn = state.turn;
+  if (!turn) return;
+  state.turn = null;
+  turn.abort.abort();
+  renderBusy();
+  say('');
+}
+
+async function sendStop(turn) {
+  try {
+    await api.post(`/v1/chat-messages/${turn.taskId}/stop`, { user: state.user });
+    turn.box.classList.add('stopped');
+  } catch (err) {
+    say(`Stop failed: ${err.message}`);
+  }
+}
+
+function stop() {
+  const turn = state.turn;
+  if (!turn) return;
+  turn.stopRequested = true;
+  renderBusy();
+  if (turn.taskId) void sendStop(turn);
+  // The stopped turn ends its stream with message_end; should that not come, the page lets go after 10 s.
+  setTimeout(() => {
+    if (state.turn === turn) {
+      detach();
+      say('Stopped (the stream did not end; the conversation shows the rest).');
+    }
+  }, 10_000);
+}
+
+// --- messages ----------------------------------------------------------------------------------------------------
+
 function addMessage(role, text) {
+  document.querySelector('.welcome')?.remove();
   const m = messageBox(role, text);
-  $('messages').append(m);
-  m.scrollIntoView({ block: 'end' });
+  scroller.append(m);
   return m;
 }
 
-const eventsUrl = (taskId) => `/v1/chat-messages/${taskId}/events?user=${encodeURIComponent(state.user)}`;
+function userMessage(query, files = []) {
+  const m = addMessage('user', query);
+  if (files.length) {
+    const list = el('div', 'sent-files');
+    for (const f of files) {
+      if (f.url && f.type === 'image') renderFile(m, f);
+      else list.append(el('span', '', f.name || f.type || 'file'));
+    }
+    if (list.childElementCount) m.append(list);
+  }
+  return m;
+}
+
+function actionButton(label, onClick, extra = {}) {
+  const b = el('button', extra.cls || '', extra.icon ? undefined : label);
+  if (extra.icon) b.append(icon(extra.icon), ...(extra.text ? [el('span', '', extra.text)] : []));
+  b.type = 'button';
+  if (extra.title) b.title = extra.title;
+  if (extra.aria) b.setAttribute('aria-label', extra.aria);
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+/** Copy, like/dislike and (on the last answer) ask again, under an answer that has a message id. */
+function addActions(box) {
+  box.querySelector('.actions')?.remove();
+  const bar = el('div', 'actions');
+  bar.append(
+    actionButton(
+      'Copy',
+      async (ev) => {
+        const label = ev.currentTarget.querySelector('span');
+        const ok = await copyText(box._answer || box.querySelector('.text').textContent);
+        label.textContent = ok ? 'Copied' : 'Copy failed';
+        setTimeout(() => (label.textContent = 'Copy'), 1500);
+      },
+      { cls: 'copy-answer', icon: 'copy', text: 'Copy' },
+    ),
+  );
+  const id = box.dataset.messageId;
+  if (id) {
+    for (const rating of ['like', 'dislike']) {
+      const b = actionButton(rating, () => void rate(box, rating), {
+        cls: `rate ${rating}`,
+        icon: rating,
+        aria: rating === 'like' ? 'Good answer' : 'Bad answer',
+      });
+      b.title = rating === 'like' ? 'Good answer' : 'Bad answer';
+      b.setAttribute('aria-pressed', String(box.dataset.rating === rating));
+      bar.append(b);
+    }
+  }
+  if (box._query) {
+    bar.append(
+      actionButton('Ask again', () => void askAgain(box), {
+        cls: 'again',
+        icon: 'again',
+        text: 'Ask again',
+        title: 'Sends the same question again as a new message (a regenerate in place is not in the API yet)',
+      }),
+    );
+  }
+  box.append(bar);
+  // Only the last answer offers to ask again.
+  for (const b of scroller.querySelectorAll('.msg.agent .again')) if (b.closest('.msg') !== lastAgentBox()) b.remove();
+}
+
+const lastAgentBox = () => [...scroller.querySelectorAll('.msg.agent')].pop();
+
+async function rate(box, rating) {
+  const next = box.dataset.rating === rating ? null : rating;
+  try {
+    await api.post(`/v1/messages/${box.dataset.messageId}/feedbacks`, { rating: next, user: state.user });
+    box.dataset.rating = next || '';
+    for (const b of box.querySelectorAll('.rate')) b.setAttribute('aria-pressed', String(b.classList.contains(next || '-')));
+    say(next ? 'Thanks for the feedback.' : 'Feedback removed.');
+  } catch (err) {
+    say(`Feedback failed: ${err.message}`);
+  }
+}
+
+function askAgain(box) {
+  if (state.turn || !box._query) return;
+  send(box._query.query, box._query.files);
+}
 
 /** Renders an ask_human form whose submission continues the turn in a new agent message. */
 function showForm(box, form) {
   renderForm(box, form, async (inputs, action) => {
-    try {
-      const res = await api(`/v1/form/human_input/${form.form_token}`, {
-        method: 'POST',
-        body: JSON.stringify({ inputs, action, user: state.user }),
-      });
-      const cont = await res.json();
-      await follow(addMessage('agent', ''), eventsUrl(cont.task_id));
-    } catch (err) {
-      $('status').textContent = err.message;
-    }
-  });
-}
-
-/** Consumes a turn's stream into a message box; re-attaches with Last-Event-ID if the stream breaks. */
-function consume(box, res, attachUrl) {
-  let url = attachUrl;
-  return consumeTurn(box, res, {
-    onTask: (taskId) => {
-      state.taskId = taskId;
-      url = eventsUrl(taskId);
-    },
-    onConversation: (id) => {
-      if (!state.conversationId) state.conversationId = id;
-    },
-    onForm: showForm,
-    reattach: (lastId) => (url ? api(url, { headers: { 'last-event-id': String(lastId) } }) : Promise.reject(new Error('stream lost'))),
-  });
-}
-
-async function follow(box, url) {
-  setBusy(true);
-  try {
-    await consume(box, await api(url), url);
-  } finally {
-    setBusy(false);
-    await loadConversations();
-  }
-}
-
-function setBusy(busy) {
-  $('send').disabled = busy;
-  $('stop').disabled = !busy;
-  $('status').textContent = busy ? 'The agent is working…' : '';
-}
-
-async function send(query) {
-  document.querySelector('.welcome')?.remove();
-  addMessage('user', query);
-  const box = addMessage('agent', '');
-  setBusy(true);
-  state.abort = new AbortController();
-  try {
-    const res = await api('/v1/chat-messages', {
-      method: 'POST',
-      body: JSON.stringify({
-        inputs: {},
-        query,
-        user: state.user,
-        response_mode: 'streaming',
-        conversation_id: state.conversationId || undefined,
-      }),
-      signal: state.abort.signal,
+    if (state.turn) detach();
+    const next = addMessage('agent', '');
+    await runTurn(next, async (signal) => {
+      const cont = await api.post(`/v1/form/human_input/${form.form_token}`, { inputs, action, user: state.user }, { signal });
+      return api.request(eventsUrl(cont.task_id), { signal });
     });
-    await consume(box, res, null);
-  } catch (err) {
-    box.classList.add('error');
-    box.querySelector('.text').textContent = `Error: ${err.message}`;
-    if (err.body && err.body.form_token) $('status').textContent = 'Answer the open form first.';
-  } finally {
-    setBusy(false);
-    await loadConversations();
-  }
+  });
+  toBottom(true);
 }
 
-async function stop() {
-  if (!state.taskId) return;
-  await api(`/v1/chat-messages/${state.taskId}/stop`, { method: 'POST', body: JSON.stringify({ user: state.user }) });
-  const last = [...document.querySelectorAll('.msg.agent')].pop();
-  if (last) last.classList.add('stopped');
+function send(query, files = state.files.filter((f) => f.id)) {
+  if (state.turn) {
+    say('The agent is still answering: wait for it, or Stop it.');
+    return false;
+  }
+  if (uploading()) {
+    say('Wait for the upload to finish.');
+    return false;
+  }
+  const sent = files.map((f) => ({ id: f.id, name: f.name, type: f.type }));
+  userMessage(query, sent);
+  state.files = [];
+  renderFiles();
+  const box = addMessage('agent', '');
+  toBottom(true);
+  const conversationId = state.conversationId;
+  void runTurn(
+    box,
+    (signal) =>
+      api.request('/v1/chat-messages', {
+        json: {
+          inputs: {},
+          query,
+          user: state.user,
+          response_mode: 'streaming',
+          conversation_id: conversationId || undefined,
+          files: sent.map((f) => ({ type: f.type, transfer_method: 'local_file', upload_file_id: f.id })),
+        },
+        signal,
+      }),
+    { query, files: sent },
+  );
+  return true;
 }
+
+// --- uploads -----------------------------------------------------------------------------------------------------
+
+function kindOf(name) {
+  const ext = `.${(name.split('.').pop() || '').toLowerCase()}`;
+  const upload = state.app?.upload;
+  if (!upload || !upload.extensions.includes(ext)) return null;
+  return ['.png', '.jpg', '.jpeg', '.webp', '.gif'].includes(ext) ? 'image' : 'document';
+}
+
+function renderFiles() {
+  const box = $('attachments');
+  box.textContent = '';
+  for (const f of state.files) {
+    const chip = el('span', `chip${f.id ? '' : f.error ? ' failed' : ' uploading'}`, f.error ? `${f.name}: ${f.error}` : f.name);
+    chip.dataset.name = f.name;
+    const x = actionButton('×', () => {
+      state.files = state.files.filter((g) => g !== f);
+      renderFiles();
+    });
+    x.setAttribute('aria-label', `Remove ${f.name}`);
+    chip.append(x);
+    box.append(chip);
+  }
+  renderBusy();
+}
+
+async function upload(file) {
+  const type = kindOf(file.name);
+  const entry = { name: file.name, type };
+  if (!type) {
+    entry.error = 'this app does not take that kind of file';
+    state.files.push(entry);
+    return renderFiles();
+  }
+  const limit = state.app.upload.max;
+  if (state.files.filter((f) => !f.error).length >= limit) {
+    say(`At most ${limit} files per message.`);
+    return;
+  }
+  state.files.push(entry);
+  renderFiles();
+  try {
+    const form = new FormData();
+    form.append('file', file);
+    form.append('user', state.user);
+    const res = await api.request('/v1/files/upload', { method: 'POST', body: form });
+    entry.id = (await res.json()).id;
+  } catch (err) {
+    entry.error = err.message;
+  }
+  renderFiles();
+}
+
+$('file').addEventListener('change', async (ev) => {
+  const files = [...ev.target.files];
+  ev.target.value = '';
+  await Promise.all(files.map(upload));
+});
+
+// --- conversations -----------------------------------------------------------------------------------------------
 
 async function loadConversations() {
   if (!state.key) return;
   try {
-    const res = await api(`/v1/conversations?user=${encodeURIComponent(state.user)}&limit=50`);
-    const { data } = await res.json();
-    const ul = $('conversations');
-    ul.textContent = '';
-    for (const c of data) {
-      const li = el('li', c.id === state.conversationId ? 'active' : '', c.name);
-      li.addEventListener('click', () => openConversation(c.id));
-      ul.append(li);
-    }
+    const { data } = await api.get(`/v1/conversations?user=${q(state.user)}&limit=50`);
+    state.conversations = data;
+    renderConversations();
   } catch (err) {
-    $('status').textContent = err.message;
+    say(err.message);
   }
 }
 
-async function openConversation(id) {
-  state.conversationId = id;
-  $('messages').textContent = '';
-  const res = await api(`/v1/messages?conversation_id=${id}&user=${encodeURIComponent(state.user)}&limit=100`);
-  const { data } = await res.json();
-  const boxes = new Map();
-  for (const m of data) {
-    // An ask_human continuation carries the paused message's query: show the question once.
-    if (!m.resumed_from_message_id) addMessage('user', m.query);
-    else if (boxes.has(m.resumed_from_message_id)) markAnswered(boxes.get(m.resumed_from_message_id));
-    const box = addMessage('agent', m.answer);
-    boxes.set(m.id, box);
-    for (const t of m.agent_thoughts) renderThought(box, t);
-    if (m.turn_status === 'stopped') box.classList.add('stopped');
-    if (m.turn_status === 'failed' && m.error) {
-      box.classList.add('error');
-      box.querySelector('.text').textContent = `${m.answer}${m.answer ? '\n' : ''}Error: ${m.error}`;
-    }
+function renderConversations() {
+  const ul = $('conversations');
+  ul.textContent = '';
+  for (const c of state.conversations) {
+    const li = el('li', c.id === state.conversationId ? 'active' : '');
+    li.dataset.id = c.id;
+    const open = actionButton(c.name || 'New conversation', () => void openConversation(c.id), { cls: 'open' });
+    if (c.id === state.conversationId) open.setAttribute('aria-current', 'true');
+    li.append(
+      open,
+      actionButton('Rename', () => startRename(li, c), { cls: 'act rename', icon: 'edit', aria: `Rename ${c.name}` }),
+      actionButton('Delete', (ev) => void remove(ev.currentTarget, c), { cls: 'act delete', icon: 'trash', aria: `Delete ${c.name}` }),
+    );
+    ul.append(li);
   }
-  // A turn still waiting for its form (or still running): re-attach to show the form or the rest of the answer.
-  const last = data.at(-1);
-  if (last && ['paused', 'running', 'pending'].includes(last.turn_status) && !data.some((m) => m.resumed_from_message_id === last.id)) {
-    const box = $('messages').lastElementChild;
-    box.querySelector('.text').textContent = '';
-    void follow(box, eventsUrl(last.id));
+}
+
+function startRename(li, c) {
+  const input = el('input');
+  input.value = c.name;
+  input.setAttribute('aria-label', 'Conversation name');
+  li.replaceChildren(input);
+  input.focus();
+  input.select();
+  let done = false;
+  const finish = async (save) => {
+    if (done) return;
+    done = true;
+    const name = input.value.trim();
+    if (save && name && name !== c.name) {
+      try {
+        await api.post(`/v1/conversations/${c.id}/name`, { name, user: state.user });
+        c.name = name;
+      } catch (err) {
+        say(`Rename failed: ${err.message}`);
+      }
+    }
+    renderConversations();
+  };
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') void finish(true);
+    if (ev.key === 'Escape') void finish(false);
+  });
+  input.addEventListener('blur', () => void finish(true));
+}
+
+/** Delete asks once more in place: the button turns into "Delete?" for a few seconds. */
+async function remove(button, c) {
+  if (!button.classList.contains('confirm')) {
+    button.classList.add('confirm');
+    button.replaceChildren('Delete?');
+    setTimeout(() => {
+      if (button.isConnected) {
+        button.classList.remove('confirm');
+        button.replaceChildren(icon('trash'));
+      }
+    }, 4000);
+    return;
+  }
+  try {
+    if (state.turn?.conversationId === c.id) detach();
+    await api.del(`/v1/conversations/${c.id}`, { user: state.user });
+    if (state.conversationId === c.id) newChat();
+    say('Conversation deleted.');
+  } catch (err) {
+    say(`Delete failed: ${err.message}`);
   }
   await loadConversations();
 }
 
-/** The app's name, opening statement and suggested questions (GET /v1/info and /v1/parameters). */
+async function openConversation(id) {
+  detach();
+  closeDrawer();
+  state.conversationId = id;
+  renderConversations();
+  scroller.textContent = '';
+  let data;
+  try {
+    ({ data } = await api.get(`/v1/messages?conversation_id=${id}&user=${q(state.user)}&limit=100`));
+  } catch (err) {
+    say(err.message);
+    return;
+  }
+  if (state.conversationId !== id) return; // another conversation was opened meanwhile
+  const boxes = new Map();
+  for (const m of data) {
+    // An ask_human continuation carries the paused message's query: show the question once.
+    if (!m.resumed_from_message_id)
+      userMessage(
+        m.query,
+        m.message_files.filter((f) => f.belongs_to === 'user'),
+      );
+    else if (boxes.has(m.resumed_from_message_id)) markAnswered(boxes.get(m.resumed_from_message_id));
+    const box = addMessage('agent', m.answer);
+    box.dataset.messageId = m.id;
+    box.dataset.rating = m.feedback?.rating || '';
+    box._query = m.resumed_from_message_id ? undefined : { query: m.query, files: [] };
+    boxes.set(m.id, box);
+    for (const t of m.agent_thoughts) renderThought(box, t);
+    for (const f of m.message_files) if (f.belongs_to !== 'user') renderFile(box, f);
+    if (m.turn_status === 'stopped') box.classList.add('stopped');
+    if (m.turn_status === 'failed' && m.error) {
+      box.classList.add('error');
+      box._error = m.error;
+      paintAnswer(box);
+    }
+    addActions(box);
+  }
+  toBottom(true);
+  // A turn still waiting for its form (or still running): re-attach to show the form or the rest of the answer.
+  const last = data.at(-1);
+  if (last && ['paused', 'running', 'pending'].includes(last.turn_status) && !data.some((m) => m.resumed_from_message_id === last.id)) {
+    const box = lastAgentBox();
+    box._answer = '';
+    paintAnswer(box);
+    void runTurn(box, (signal) => api.request(eventsUrl(last.id), { signal }));
+  }
+}
+
+function newChat() {
+  detach();
+  closeDrawer();
+  state.conversationId = '';
+  showWelcome();
+  renderConversations();
+  $('query').focus();
+}
+
+// --- the app -----------------------------------------------------------------------------------------------------
+
+/** The app's name, opening statement, suggested questions and file upload (GET /v1/info and /v1/parameters). */
 async function loadApp() {
   if (!state.key) return;
   try {
-    const [info, params] = await Promise.all([api('/v1/info').then((r) => r.json()), api('/v1/parameters').then((r) => r.json())]);
-    state.app = { name: info.name, opening: params.opening_statement || '', suggested: params.suggested_questions || [] };
+    const [info, params] = await Promise.all([api.get('/v1/info'), api.get(`/v1/parameters?user=${q(state.user)}`)]);
+    const fu = params.file_upload || {};
+    state.app = {
+      name: info.name,
+      opening: params.opening_statement || '',
+      suggested: params.suggested_questions || [],
+      upload: fu.enabled ? { extensions: fu.allowed_file_extensions || [], max: fu.number_limits || 1 } : null,
+    };
     $('app-name').textContent = info.name;
+    $('app-title').textContent = info.name;
     document.title = info.name;
+    $('attach').hidden = !state.app.upload;
+    if (state.app.upload) $('file').accept = state.app.upload.extensions.join(',');
     if (!state.conversationId) showWelcome();
   } catch (err) {
-    $('status').textContent = err.message;
+    say(err.message);
   }
 }
 
 /** The first screen of a new chat: what the agent says first and questions to start with. */
 function showWelcome() {
-  $('messages').textContent = '';
+  scroller.textContent = '';
   if (!state.app) return;
   const w = el('div', 'welcome');
   w.append(el('h1', '', state.app.name));
-  if (state.app.opening) w.append(el('p', 'opening', state.app.opening));
-  for (const q of state.app.suggested) {
-    const b = el('button', 'suggested', q);
-    b.type = 'button';
-    b.addEventListener('click', () => {
-      w.remove();
-      void send(q);
-    });
-    w.append(b);
+  if (state.app.opening) {
+    const p = el('div', 'opening msg-md');
+    p.append(messageBox('agent', state.app.opening).querySelector('.text'));
+    w.append(p);
   }
-  $('messages').append(w);
+  for (const s of state.app.suggested) w.append(actionButton(s, () => send(s), { cls: 'suggested' }));
+  scroller.append(w);
 }
+
+// --- the drawer (phones) -----------------------------------------------------------------------------------------
+
+function openDrawer() {
+  document.body.classList.add('drawer-open');
+  $('backdrop').hidden = false;
+  $('menu').setAttribute('aria-expanded', 'true');
+  $('sidebar').querySelector('button')?.focus();
+}
+function closeDrawer() {
+  if (!document.body.classList.contains('drawer-open')) return;
+  document.body.classList.remove('drawer-open');
+  $('backdrop').hidden = true;
+  $('menu').setAttribute('aria-expanded', 'false');
+}
+$('menu').addEventListener('click', () => (document.body.classList.contains('drawer-open') ? closeDrawer() : openDrawer()));
+$('backdrop').addEventListener('click', closeDrawer);
+document.addEventListener('keydown', (ev) => {
+  if (ev.key === 'Escape') closeDrawer();
+});
+
+// --- the composer ------------------------------------------------------------------------------------------------
 
 $('composer').addEventListener('submit', (ev) => {
   ev.preventDefault();
-  const q = $('query').value.trim();
-  if (!q) return;
-  $('query').value = '';
-  void send(q);
+  const text = $('query').value.trim();
+  if (!text) return;
+  if (send(text)) $('query').value = '';
 });
 $('query').addEventListener('keydown', (ev) => {
-  if (ev.key === 'Enter' && !ev.shiftKey) {
+  if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
     ev.preventDefault();
     $('composer').requestSubmit();
   }
 });
-$('stop').addEventListener('click', () => void stop());
-$('new-chat').addEventListener('click', () => {
-  state.conversationId = '';
-  showWelcome();
-  void loadConversations();
-});
+$('stop').addEventListener('click', stop);
+for (const b of document.querySelectorAll('.new-chat')) b.addEventListener('click', newChat);
 $('save-settings').addEventListener('click', () => {
   state.key = $('api-key').value.trim();
   state.user = $('user').value.trim() || state.user;

@@ -1,36 +1,18 @@
-// How a turn looks in the browser, shared by every page that shows turns: the SSE frame parser, thoughts as
-// readable tool cards, ask_human forms, and a stream consumer that re-attaches by Last-Event-ID when a stream
-// breaks. Everything is rendered as text (textContent), never as HTML.
+// How a turn looks in the browser, the one message renderer of every page that shows turns: answers as sanitised
+// Markdown (lib/markdown.js), thoughts as readable tool cards, the agent's files as attachments (images inline),
+// ask_human forms, and a consumer of the one stream client (lib/stream.js). Everything but the sanitised Markdown
+// is rendered as text (textContent), never as HTML.
+import './lib/messages.css';
+import { renderMarkdown } from './lib/markdown.js';
+import { followTurn } from './lib/stream.js';
+
+export { frames } from './lib/stream.js';
 
 export function el(tag, cls, text) {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
   if (text !== undefined) e.textContent = text;
   return e;
-}
-
-/** Yields `{id, event, data}` for each SSE frame of a fetch response. */
-export async function* frames(res) {
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let buf = '';
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return;
-    buf += decoder.decode(value, { stream: true });
-    let i;
-    while ((i = buf.indexOf('\n\n')) >= 0) {
-      const raw = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      const f = { id: undefined, event: undefined, data: '' };
-      for (const line of raw.split('\n')) {
-        if (line.startsWith('id:')) f.id = line.slice(3).trim();
-        else if (line.startsWith('event:')) f.event = line.slice(6).trim();
-        else if (line.startsWith('data:')) f.data += line.slice(5).trim();
-      }
-      if (f.data) yield { ...f, data: JSON.parse(f.data) };
-    }
-  }
 }
 
 function parseJson(text) {
@@ -146,43 +128,124 @@ export function renderForm(box, form, onSubmit) {
   box.append(f);
 }
 
+/** Where a link the api signed points, on this page's origin (the CSP allows only 'self'; the api may name another host). */
+export function sameOrigin(url) {
+  try {
+    const u = new URL(url, location.href);
+    return `${u.pathname}${u.search}`;
+  } catch {
+    return url;
+  }
+}
+
+/** The file name a signed link serves (its Content-Disposition), read once per file with a HEAD request. */
+async function fileName(url) {
+  try {
+    const res = await fetch(url, { method: 'HEAD' });
+    const cd = res.headers.get('content-disposition') || '';
+    const m = /filename\*=UTF-8''([^;]+)/i.exec(cd) || /filename="?([^";]+)"?/i.exec(cd);
+    return m ? decodeURIComponent(m[1]) : '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Shows one file attached to a message (`{id, type, url}`: a message_file event or history's message_files): an
+ * image inline, every file as a download link named by its file name. Once per file id.
+ */
+export function renderFile(box, file) {
+  let list = box.querySelector('.files');
+  if (!list) {
+    list = el('div', 'files');
+    box.querySelector('.text').after(list);
+  }
+  if (list.querySelector(`[data-file="${CSS.escape(file.id)}"]`)) return;
+  const url = sameOrigin(file.url);
+  const item = el('div', `file ${file.type === 'image' ? 'image' : 'document'}`);
+  item.dataset.file = file.id;
+  const link = el('a', 'download', file.type === 'image' ? 'image' : 'file');
+  link.href = `${url}${url.includes('?') ? '&' : '?'}as_attachment=true`;
+  link.setAttribute('download', '');
+  if (file.type === 'image') {
+    const img = el('img');
+    img.src = url;
+    img.alt = 'Image the agent attached';
+    img.loading = 'lazy';
+    item.append(img);
+  }
+  item.append(link);
+  list.append(item);
+  void fileName(url).then((name) => {
+    if (!name) return;
+    link.textContent = `Download ${name}`;
+    link.setAttribute('download', name);
+    const img = item.querySelector('img');
+    if (img) img.alt = name;
+  });
+}
+
+/** Sets a message's answer (Markdown), re-rendered at most once a frame while it streams. */
+export function setAnswer(box, answer, error) {
+  box._answer = answer;
+  box._error = error;
+  if (box._pending) return;
+  box._pending = requestAnimationFrame(() => {
+    box._pending = 0;
+    paintAnswer(box);
+  });
+}
+
+/** Renders the answer now (history, the end of a stream). */
+export function paintAnswer(box) {
+  if (box._pending) cancelAnimationFrame(box._pending);
+  box._pending = 0;
+  const text = box.querySelector('.text');
+  renderMarkdown(text, box._answer || '');
+  if (box._error) text.append(el('p', 'error-line', `Error: ${box._error}`));
+  box.dispatchEvent(new CustomEvent('rendered', { bubbles: true }));
+}
+
 /**
  * Consumes a turn's stream into a message box until its terminal event, re-attaching with Last-Event-ID if the
- * stream breaks. `hooks`: reattach(lastId) → a new response, onTask(taskId), onConversation(id), onForm(box, form).
+ * stream breaks. `hooks`: reattach(lastId) → a new response, onTask(taskId), onConversation(id), onForm(box, form),
+ * onMessageId(id), onEnd(data), signal (detaches). Resolves followTurn's `{ended, aborted}`.
  */
 export async function consumeTurn(box, res, hooks) {
-  let lastId = 0;
   let answer = '';
-  let ended = false;
-  const text = box.querySelector('.text');
-  for (let attempt = 0; attempt < 5 && !ended; attempt++) {
-    try {
-      for await (const f of frames(res)) {
-        if (f.id) lastId = Number(f.id);
-        const d = f.data;
-        if (d.task_id) hooks.onTask?.(d.task_id);
-        if (d.conversation_id) hooks.onConversation?.(d.conversation_id);
-        if (f.event === 'agent_message') text.textContent = answer += d.answer;
-        else if (f.event === 'message' || f.event === 'message_replace') text.textContent = answer = d.answer;
-        else if (f.event === 'agent_thought') renderThought(box, d);
-        else if (f.event === 'human_input_required') hooks.onForm?.(box, d.data);
-        else if (f.event === 'error') {
-          box.classList.add('error');
-          text.textContent = `${answer}${answer ? '\n' : ''}Error: ${d.message}`;
-          ended = true;
-        } else if (f.event === 'message_end') ended = true;
+  const result = await followTurn(res, {
+    reattach: hooks.reattach,
+    signal: hooks.signal,
+    onEvent: (event, d) => {
+      if (d.task_id) hooks.onTask?.(d.task_id);
+      if (d.conversation_id) hooks.onConversation?.(d.conversation_id);
+      if (d.message_id || (event === 'message_end' && d.id)) hooks.onMessageId?.(d.message_id || d.id);
+      if (event === 'agent_message') setAnswer(box, (answer += d.answer));
+      else if (event === 'message' || event === 'message_replace') setAnswer(box, (answer = d.answer));
+      else if (event === 'agent_thought') renderThought(box, d);
+      else if (event === 'message_file') renderFile(box, d);
+      else if (event === 'human_input_required') hooks.onForm?.(box, d.data);
+      else if (event === 'error') {
+        box.classList.add('error');
+        setAnswer(box, answer, d.message);
+        paintAnswer(box);
+      } else if (event === 'message_end') {
+        paintAnswer(box);
+        hooks.onEnd?.(d);
       }
-    } catch (err) {
-      if (err.name === 'AbortError') return;
-    }
-    if (!ended && hooks.reattach) res = await hooks.reattach(lastId);
-    else if (!ended) return;
-  }
+    },
+  });
+  if (box._pending) paintAnswer(box);
+  return result;
 }
 
 /** A message bubble with a place for thoughts and its text. */
 export function messageBox(role, text) {
   const m = el('div', `msg ${role}`);
-  m.append(el('div', 'who', role === 'user' ? 'You' : 'Agent'), el('div', 'thoughts'), el('div', 'text', text));
+  m.append(el('div', 'who', role === 'user' ? 'You' : 'Agent'), el('div', 'thoughts'), el('div', 'text', role === 'user' ? text : ''));
+  if (role !== 'user' && text) {
+    m._answer = text;
+    paintAnswer(m);
+  }
   return m;
 }

@@ -1,13 +1,19 @@
 /**
- * A person chatting in the browser: headless Chromium on the chat page served by the api, against the
- * real stack. Multi-turn memory, a tool call shown as a thought, and an ask_human form answered in the page.
- * Needs Chromium (`apt-get install chromium`, or CHROMIUM_PATH); CI installs it, elsewhere the test says
- * how and is skipped.
+ * A person chatting in the browser: headless Chromium on the chat page served by the api, against the real stack
+ * (issue 34). Multi-turn memory, a tool call shown as a thought, an ask_human form answered in the page; Markdown
+ * answers rendered safely (a <script> or onerror in an answer never runs); the view follows a 1,500-token stream
+ * unless the reader scrolls up; one busy state (Enter during a turn sends nothing, Stop works, New chat during a
+ * stream starts a new conversation); the agent's outputs/ files as attachments that download; an upload that reaches
+ * the turn; feedback, copy, ask again, rename, delete; the phone layout (the conversations in a drawer); an axe-core
+ * scan of each layout with no serious violation. Screenshots of each: test-results/screenshots (CI artifacts).
+ * Needs Chromium (`apt-get install chromium`, or CHROMIUM_PATH); CI installs it, elsewhere the test says how and is
+ * skipped.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 import { screenshotDir } from '../support/artifacts.js';
@@ -20,15 +26,80 @@ if (!executable) {
   console.warn('[e2e] Chromium not found: install it (apt-get install chromium) or set CHROMIUM_PATH to run the browser test.');
 }
 
+const AXE = fs.readFileSync(path.join(import.meta.dirname, '../../node_modules/axe-core/axe.min.js'), 'utf8');
+/** A 1x1 PNG. */
+const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+
 let stack: Stack;
 let browser: Browser;
+let desktop: BrowserContext;
 let page: Page;
-/** Every response the page got with a 4xx/5xx status (the favicon, a missing script, a failed call). */
+/** Every response the page got with a 4xx/5xx status, every console error and uncaught page error. */
 const failures: string[] = [];
+
+function watch(p: Page) {
+  p.on('response', (r) => {
+    if (r.status() >= 400) failures.push(`${r.status()} ${r.url()}`);
+  });
+  p.on('console', (m) => {
+    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) failures.push(`console: ${m.text()}`);
+  });
+  p.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
+}
+
+async function shot(p: Page, name: string, fullPage = false) {
+  const file = path.join(inject('testDataDir'), name);
+  await p.screenshot({ path: file, fullPage });
+  expect(fs.statSync(file).size).toBeGreaterThan(1000);
+  // Kept beyond the run as the run's artifact (test-results/screenshots, git-ignored); E2E_SCREENSHOT: chat-page.png also there.
+  fs.mkdirSync(screenshotDir(), { recursive: true });
+  fs.copyFileSync(file, path.join(screenshotDir(), name));
+  if (name === 'chat-page.png' && process.env.E2E_SCREENSHOT) fs.copyFileSync(file, process.env.E2E_SCREENSHOT);
+}
+
+/** axe-core's serious and critical violations on the page as it is (run through the DevTools protocol: the CSP allows no injected script tag). */
+async function axeViolations(p: Page): Promise<string[]> {
+  await p.evaluate(AXE);
+  const result = await p.evaluate(async () => {
+    const axe = (
+      window as unknown as {
+        axe: {
+          run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
+        };
+      }
+    ).axe;
+    const r = await axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
+  });
+  return result.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.targets.join(', ')}`);
+}
+
+const api = async (p: string, init: RequestInit = {}) => {
+  const res = await fetch(`${stack.apiUrl}${p}`, {
+    ...init,
+    headers: { authorization: `Bearer ${stack.demo!.apiKey}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
+  });
+  return res.status === 204 ? null : ((await res.json()) as Record<string, unknown>);
+};
+const userOf = (p: Page) => p.evaluate(() => localStorage.getItem('agent-chat-user')!);
+const conversations = async (user: string) =>
+  (await api(`/v1/conversations?user=${user}&limit=100`))!.data as { id: string; name: string }[];
 
 describe.runIf(executable)('the chat page in a browser', () => {
   beforeAll(async () => {
-    stack = await startTestStack('chat_page');
+    // The agent's shell on (outputs/ files), as in test/workspace/output-files-turns.test.ts.
+    stack = await startTestStack('chat_page', { env: { SHELLCTL_AUTH_TOKEN: 'test-shellctl-token' } });
+    const soul = demoSoulConfig();
+    soul.runtime = { enabled: true };
+    soul.shell = { enabled: true, timeout_ms: 20_000 };
+    const consoleFetch = (p: string, method: string, body: unknown) =>
+      fetch(`${stack.apiUrl}/console/api/apps/${stack.demo!.appId}${p}`, {
+        method,
+        headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect((await consoleFetch('/agent/draft', 'PUT', { config: AgentSoulConfig.parse(soul) })).status).toBe(200);
+    expect((await consoleFetch('/agent/publish', 'POST', { from: 'draft' })).status).toBe(201);
     browser = await chromium.launch({
       executablePath: executable,
       args: [
@@ -42,18 +113,20 @@ describe.runIf(executable)('the chat page in a browser', () => {
         '--disable-sync',
       ],
     });
-    page = await browser.newPage();
-    page.on('response', (r) => {
-      if (r.status() >= 400) failures.push(`${r.status()} ${r.url()}`);
-    });
+    desktop = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true });
+    await desktop.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.apiUrl });
+    page = await desktop.newPage();
+    watch(page);
     await page.goto(`${stack.apiUrl}/chat/#key=${stack.demo!.apiKey}`);
-  });
+  }, 300_000);
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
   });
 
+  const lastAgent = () => page.locator('.msg.agent').last();
   const lastAgentText = () => page.locator('.msg.agent .text').last();
+  const idle = () => expect.poll(() => page.locator('#stop').isDisabled(), { timeout: 30_000 }).toBe(true);
 
   async function send(text: string) {
     await page.fill('#query', text);
@@ -67,6 +140,7 @@ describe.runIf(executable)('the chat page in a browser', () => {
     await expect.poll(() => page.locator('#app-name').textContent()).toBe('Demo Agent');
     await expect.poll(() => page.locator('.welcome .opening').textContent()).toContain('I am the demo agent');
     expect(await page.locator('.welcome .suggested').allTextContents()).toContain('/calc 6*7');
+    await shot(page, 'chat-desktop-welcome.png');
 
     await send('My name is Ada.');
     await expect.poll(() => lastAgentText().textContent(), { timeout: 20_000 }).toContain('My name is Ada.');
@@ -96,7 +170,7 @@ describe.runIf(executable)('the chat page in a browser', () => {
 
     // After a reload the history shows the /ask question once (the continuation carries the same query).
     await page.reload();
-    await page.locator('#conversations li').first().click();
+    await page.locator('#conversations li .open').first().click();
     await expect
       .poll(() => page.locator('.msg.agent .text').last().textContent(), { timeout: 20_000 })
       .toContain('You answered: "Countess"');
@@ -107,12 +181,258 @@ describe.runIf(executable)('the chat page in a browser', () => {
     expect(await page.locator('.thought.tool .tool-state').allTextContents()).not.toContain('waiting for your answer');
     expect(await page.locator('.thought.tool .kv dd').allTextContents()).toContain('Countess');
     expect(failures).toEqual([]);
-    const shot = path.join(inject('testDataDir'), 'chat-page.png');
-    await page.screenshot({ path: shot, fullPage: true });
-    expect(fs.statSync(shot).size).toBeGreaterThan(1000);
-    // Kept beyond the run as the run's artifact (test-results/screenshots, git-ignored); E2E_SCREENSHOT: also there.
-    fs.mkdirSync(screenshotDir(), { recursive: true });
-    fs.copyFileSync(shot, path.join(screenshotDir(), 'chat-page.png'));
-    if (process.env.E2E_SCREENSHOT) fs.copyFileSync(shot, process.env.E2E_SCREENSHOT);
-  });
+    await shot(page, 'chat-page.png', true);
+  }, 120_000);
+
+  it('renders a Markdown answer (heading, list, code block with copy, table, safe links) and runs none of its HTML', async () => {
+    await page.click('#new-chat');
+    const md = [
+      '/echo ## Release notes',
+      '',
+      '- first item',
+      '- second **bold** item',
+      '',
+      '```js',
+      'const answer = 42;',
+      '```',
+      '',
+      '| name | value |',
+      '| ---- | ----- |',
+      '| alpha | 1 |',
+      '| bravo | 2 |',
+      '',
+      'See [the docs](https://example.com/docs) and [this](javascript:window.__xss=3).',
+      '',
+      '<script>window.__xss = 1</script><img src=x onerror="window.__xss=2"><b onmouseover="window.__xss=4">hover</b>',
+      '<iframe src="https://example.com"></iframe><style>body{display:none}</style>',
+    ].join('\n');
+    // Shift+Enter makes a new line in the composer; Enter sends.
+    await page.fill('#query', md);
+    await page.press('#query', 'Enter');
+    const text = lastAgentText();
+    await expect.poll(() => text.locator('h2').textContent(), { timeout: 20_000 }).toBe('Release notes');
+    await idle();
+    expect(await text.locator('ul > li').allTextContents()).toEqual(['first item', 'second bold item']);
+    expect(await text.locator('li strong').textContent()).toBe('bold');
+    expect(await text.locator('.code-block pre code').textContent()).toBe('const answer = 42;\n');
+    expect(await text.locator('.code-block .code-head').textContent()).toContain('js');
+    expect(await text.locator('table th').allTextContents()).toEqual(['name', 'value']);
+    expect(await text.locator('table td').allTextContents()).toEqual(['alpha', '1', 'bravo', '2']);
+    const link = text.locator('a', { hasText: 'the docs' });
+    expect(await link.getAttribute('href')).toBe('https://example.com/docs');
+    expect(await link.getAttribute('target')).toBe('_blank');
+    expect(await link.getAttribute('rel')).toContain('noopener');
+    // Raw HTML is shown as the text it is, never parsed: no script, handler, frame, style or image, no javascript: URL.
+    expect(await text.textContent()).toContain('<script>window.__xss = 1</script>');
+    expect(await text.textContent()).toContain('<img src=x onerror="window.__xss=2">');
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    expect(await text.locator('script, iframe, style, img, b, [onerror], [onmouseover]').count()).toBe(0);
+    await text.locator('a', { hasText: 'this' }).click();
+    expect(await text.locator('a', { hasText: 'this' }).getAttribute('href')).toBeNull();
+    expect(await page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).toBeUndefined();
+    expect(await page.locator('body').isVisible()).toBe(true);
+    // Copy code and copy answer put the text on the clipboard.
+    await text.locator('.code-block .copy').click();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe('const answer = 42;\n');
+    await lastAgent().locator('.actions button', { hasText: 'Copy' }).click();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toContain('## Release notes');
+    expect(failures).toEqual([]);
+    await shot(page, 'chat-desktop-markdown.png');
+  }, 60_000);
+
+  it('follows a 1,500-token stream to its end, and stays where the reader scrolled up to', async () => {
+    await page.click('#new-chat');
+    const gap = () =>
+      page.evaluate(() => {
+        const m = document.getElementById('messages')!;
+        return m.scrollHeight - m.scrollTop - m.clientHeight;
+      });
+    const height = () => page.evaluate(() => document.getElementById('messages')!.scrollHeight);
+    await send('/slow 15 /long 1500');
+    // While it streams the view keeps the end of the answer in sight.
+    await expect.poll(height, { timeout: 20_000 }).toBeGreaterThan(700);
+    for (let i = 0; i < 3; i++) {
+      expect(await gap()).toBeLessThan(60);
+      await page.waitForTimeout(300);
+    }
+    // The reader scrolls up: the view stays there while the answer grows, and offers a way back.
+    await page.mouse.move(700, 300);
+    await page.mouse.wheel(0, -800);
+    await page.waitForTimeout(600);
+    const top = await page.evaluate(() => document.getElementById('messages')!.scrollTop);
+    const h0 = await height();
+    await expect.poll(height, { timeout: 20_000 }).toBeGreaterThan(h0 + 150);
+    expect(Math.abs((await page.evaluate(() => document.getElementById('messages')!.scrollTop)) - top)).toBeLessThan(5);
+    expect(await page.locator('#to-latest').isVisible()).toBe(true);
+    await page.click('#to-latest');
+    await idle();
+    expect(await gap()).toBeLessThan(60);
+    expect((await lastAgentText().textContent())!.split(/\s+/).filter(Boolean)).toHaveLength(1500);
+  }, 90_000);
+
+  it('sends nothing on Enter while a turn runs, stops it, and New chat during a stream starts a new conversation', async () => {
+    await page.click('#new-chat');
+    const user = await userOf(page);
+    await send('/slow 40 /long 300');
+    await expect.poll(() => lastAgentText().textContent(), { timeout: 20_000 }).toContain('alpha');
+    const users = await page.locator('.msg.user').count();
+    await page.fill('#query', 'not now');
+    await page.press('#query', 'Enter');
+    // Send gives way to Stop while the turn runs; a submit by any other path sends nothing either.
+    expect(await page.locator('#send').isVisible()).toBe(false);
+    await page.evaluate(() => (document.getElementById('composer') as HTMLFormElement).requestSubmit());
+    expect(await page.locator('.msg.user').count()).toBe(users);
+    expect(await page.inputValue('#query')).toBe('not now');
+    expect(await page.locator('#stop').isEnabled()).toBe(true);
+    await page.click('#stop');
+    await idle();
+    await expect.poll(() => lastAgent().getAttribute('class')).toContain('stopped');
+    expect((await lastAgentText().textContent())!.split(/\s+/).length).toBeLessThan(300);
+
+    // New chat while the first answer still streams: the next message starts a conversation of its own.
+    await page.fill('#query', '/slow 40 /long 400');
+    await page.press('#query', 'Enter');
+    await expect.poll(() => lastAgentText().textContent(), { timeout: 20_000 }).toContain('alpha');
+    await expect.poll(() => page.locator('#conversations li.active').count()).toBe(1);
+    const old = (await page.locator('#conversations li.active').getAttribute('data-id'))!;
+    await page.click('#new-chat');
+    expect(await page.locator('#stop').isDisabled()).toBe(true);
+    expect(await page.locator('#conversations li.active').count()).toBe(0);
+    await send('Hello from a new chat');
+    await expect.poll(() => lastAgentText().textContent(), { timeout: 20_000 }).toContain('This is the first message I remember');
+    await idle();
+    await expect.poll(() => page.locator('#conversations li.active').count()).toBe(1);
+    const fresh = (await page.locator('#conversations li.active').getAttribute('data-id'))!;
+    expect(fresh).not.toBe(old);
+    const queries = async (id: string) =>
+      ((await api(`/v1/messages?conversation_id=${id}&user=${user}`))!.data as { query: string }[]).map((m) => m.query);
+    expect(await queries(fresh)).toEqual(['Hello from a new chat']);
+    // The stopped turn's conversation goes on with the next message; the new chat's does not.
+    expect(await queries(old)).toEqual(['/slow 40 /long 300', '/slow 40 /long 400']);
+    // The detached turn went on on the server: opening its conversation follows it to its end.
+    await page.locator(`#conversations li[data-id="${old}"] .open`).click();
+    await expect.poll(() => lastAgentText().textContent(), { timeout: 30_000 }).toContain('alpha');
+    await idle();
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  it("shows the agent's outputs/ files as attachments (the image inline) that download, live and in the history", async () => {
+    await page.click('#new-chat');
+    await send(`/sh echo ${PNG_B64} | base64 -d > outputs/dot.png && echo hi > outputs/report.txt`);
+    await idle();
+    const files = lastAgent().locator('.files');
+    await expect.poll(() => files.locator('.file').count(), { timeout: 20_000 }).toBe(2);
+    await expect
+      .poll(() => files.locator('a.download').allTextContents())
+      .toEqual(expect.arrayContaining(['Download dot.png', 'Download report.txt']));
+    await expect.poll(() => files.locator('img').evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth)).toBe(1);
+    const [download] = await Promise.all([page.waitForEvent('download'), files.locator('a.download', { hasText: 'report.txt' }).click()]);
+    expect(download.suggestedFilename()).toBe('report.txt');
+    expect(fs.readFileSync((await download.path())!, 'utf8')).toBe('hi\n');
+    // The history hands out fresh links: the same attachments after a reload.
+    await page.reload();
+    await page.locator('#conversations li .open').first().click();
+    await expect.poll(() => page.locator('.msg.agent .files .file').count(), { timeout: 20_000 }).toBe(2);
+    await expect.poll(() => page.locator('.msg.agent .files img').evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth)).toBe(1);
+    expect(failures).toEqual([]);
+    await shot(page, 'chat-desktop-files.png');
+  }, 90_000);
+
+  it('uploads an image that reaches the turn, rates an answer, asks again, renames and deletes a conversation', async () => {
+    await page.click('#new-chat');
+    const user = await userOf(page);
+    expect(await page.locator('#attach').isVisible()).toBe(true);
+    await page.setInputFiles('#file', { name: 'dot.png', mimeType: 'image/png', buffer: Buffer.from(PNG_B64, 'base64') });
+    await expect.poll(() => page.locator('#attachments .chip').textContent()).toContain('dot.png');
+    await expect.poll(() => page.locator('#send').isEnabled()).toBe(true);
+    await send('What is in this picture?');
+    await expect.poll(() => lastAgentText().textContent(), { timeout: 20_000 }).toContain('I see 1 image');
+    await idle();
+    expect(await page.locator('#attachments .chip').count()).toBe(0);
+    expect(await page.locator('.msg.user').last().textContent()).toContain('dot.png');
+
+    // Feedback: like, then the API has it; a second click takes it back.
+    const like = lastAgent().locator('button.rate.like');
+    await like.click();
+    await expect.poll(() => like.getAttribute('aria-pressed')).toBe('true');
+    const conv = (await conversations(user)).find((c) => c.name.startsWith('What is in this picture?'))!;
+    const rated = async () =>
+      ((await api(`/v1/messages?conversation_id=${conv.id}&user=${user}`))!.data as { feedback: { rating: string } | null }[]).map(
+        (m) => m.feedback?.rating ?? null,
+      );
+    expect(await rated()).toEqual(['like']);
+    await lastAgent().locator('button.rate.dislike').click();
+    await expect.poll(rated).toEqual(['dislike']);
+    await lastAgent().locator('button.rate.dislike').click();
+    await expect.poll(rated).toEqual([null]);
+
+    // Ask again: the same question as a new message (labelled so), answered.
+    await lastAgent().locator('button.again').click();
+    await expect
+      .poll(() => page.locator('.msg.user .text').allTextContents())
+      .toEqual(['What is in this picture?', 'What is in this picture?']);
+    await idle();
+    expect(await page.locator('.msg.agent .again').count()).toBe(1);
+
+    // Rename in place, then delete (the button asks once more).
+    const item = page.locator('#conversations li', { hasText: 'What is in this picture?' });
+    await item.locator('.rename').click();
+    await page.fill('#conversations input', 'Picture chat');
+    await page.press('#conversations input', 'Enter');
+    await expect.poll(() => page.locator('#conversations li .open').allTextContents()).toContain('Picture chat');
+    expect((await conversations(user)).find((c) => c.id === conv.id)!.name).toBe('Picture chat');
+    await shot(page, 'chat-desktop-actions.png');
+    const renamed = page.locator('#conversations li', { hasText: 'Picture chat' });
+    await renamed.locator('.delete').click();
+    await renamed.locator('.delete', { hasText: 'Delete?' }).click();
+    await expect.poll(() => page.locator('#conversations li .open').allTextContents()).not.toContain('Picture chat');
+    expect((await conversations(user)).some((c) => c.id === conv.id)).toBe(false);
+    await expect.poll(() => page.locator('.welcome').count()).toBe(1);
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  it('has no serious accessibility violation (axe-core) on the desktop layout', async () => {
+    await page.locator('#conversations li .open').first().click();
+    await expect.poll(() => page.locator('.msg.agent').count(), { timeout: 20_000 }).toBeGreaterThan(0);
+    expect(await axeViolations(page)).toEqual([]);
+  }, 60_000);
+
+  it('works on a phone: the conversations in a drawer, nothing wider than the screen, no serious axe violation', async () => {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+    // The same end user as the desktop page (its conversations in the drawer).
+    await phone.addInitScript((u) => localStorage.setItem('agent-chat-user', u), await userOf(page));
+    const p = await phone.newPage();
+    watch(p);
+    await p.goto(`${stack.apiUrl}/chat/#key=${stack.demo!.apiKey}`);
+    await expect.poll(() => p.locator('#app-title').textContent()).toBe('Demo Agent');
+    const sidebarX = async () => (await p.locator('#sidebar').boundingBox())!.x;
+    expect(await sidebarX()).toBeLessThan(0);
+    expect(await p.locator('#menu').isVisible()).toBe(true);
+    const overflow = () => p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await shot(p, 'chat-phone-welcome.png');
+    expect(await axeViolations(p)).toEqual([]);
+
+    await p.fill(
+      '#query',
+      '/echo # Phone\n\n| a | b | c | d | e |\n|---|---|---|---|---|\n| long cell one | long cell two | long cell three | long cell four | long cell five |\n\n```\na very long line of code that is much wider than the screen of a phone, scrolled inside its block\n```',
+    );
+    await p.press('#query', 'Enter');
+    await expect.poll(() => p.locator('.msg.agent .text h1').textContent(), { timeout: 20_000 }).toBe('Phone');
+    await expect.poll(() => p.locator('#stop').isDisabled(), { timeout: 20_000 }).toBe(true);
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await shot(p, 'chat-phone-answer.png');
+    expect(await axeViolations(p)).toEqual([]);
+
+    await p.tap('#menu');
+    await expect.poll(sidebarX).toBe(0);
+    await expect.poll(() => p.locator('#conversations li').count()).toBeGreaterThan(0);
+    await shot(p, 'chat-phone-drawer.png');
+    await p.locator('#conversations li .open', { hasText: 'My name is Ada.' }).tap();
+    await expect.poll(sidebarX).toBeLessThan(0);
+    await expect.poll(() => p.locator('.msg.agent .text').last().textContent(), { timeout: 20_000 }).toContain('You answered: "Countess"');
+    await shot(p, 'chat-phone-history.png');
+    await phone.close();
+    expect(failures).toEqual([]);
+  }, 90_000);
 });

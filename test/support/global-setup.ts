@@ -9,6 +9,7 @@ import type { TestProject } from 'vitest/node';
 import { startEmbeddedPg } from '../../core/embedded-pg.js';
 import { locateTemporal, startTemporalDevServer } from '../../stack/temporal.js';
 import { freePort } from '../../stack/ports.js';
+import { ensureWebBuild } from '../../scripts/build-web.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 // Per run, so a developer's `npm start` or a second test run never collides with this one.
@@ -29,6 +30,8 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   fs.rmSync(TEST_DATA_DIR, { recursive: true, force: true });
   fs.mkdirSync(TEST_DATA_DIR, { recursive: true });
+  // The pages the api serves (.cache/web): built when web/ changed since the last build (a single-file run skips pretest).
+  await ensureWebBuild();
   const pgPort = await freePort();
   const temporalPort = await freePort();
   const temporalUiPort = await freePort();
