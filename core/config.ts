@@ -244,6 +244,8 @@ export const EnvSchema = z.object({
   BEDROCK_BASE_URL: z.string().optional(),
   /** Ollama's native API, e.g. http://127.0.0.1:11434/api. */
   OLLAMA_BASE_URL: z.string().optional(),
+  /** Let a workspace's own model credentials point at loopback/private addresses (a tenant's Ollama on this host); off: public only. */
+  MODEL_ALLOW_PRIVATE_NETWORK: bool.default(false),
   /** Catalogue overrides and custom models (core/llm/catalogue/index.ts): JSON text or `@/path/file.json`. */
   MODEL_CATALOGUE_OVERRIDES: z.string().optional(),
   /** The demo agent's model on first start, `provider/model` (default: the first configured provider's, else demo). */

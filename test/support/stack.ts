@@ -34,6 +34,8 @@ export async function startTestStack(
       STREAMS_PER_USER: 1_000_000,
       TURNS_PER_KEY: 1_000_000,
       TURNS_PER_USER: 1_000_000,
+      // The fake model providers of the tests listen on loopback (a workspace's own base_url is guarded otherwise).
+      MODEL_ALLOW_PRIVATE_NETWORK: true,
       AGENT_BACKEND_TOKEN: `test-backend-${crypto.randomBytes(12).toString('hex')}`,
       INNER_API_KEY: `test-inner-${crypto.randomBytes(12).toString('hex')}`,
       EXECUTION_CONTEXT_SIGNING_KEY: `test-context-${crypto.randomBytes(12).toString('hex')}`,

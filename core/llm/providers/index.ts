@@ -7,6 +7,7 @@
 import type { Config } from '../../config.js';
 import type { RetryOptions } from '../ai-sdk/adapter.js';
 import { loadCatalogue, type ModelCatalogue } from '../catalogue/index.js';
+import { createGuardedFetch } from '../../net/guarded-fetch.js';
 import { ProviderRegistry } from '../provider.js';
 import { setActiveProviders } from '../model-check.js';
 import { createAnthropicProvider } from './anthropic.js';
@@ -36,7 +37,8 @@ type SystemKeys =
   | 'BEDROCK_BASE_URL'
   | 'OLLAMA_BASE_URL'
   | 'MODEL_CATALOGUE_OVERRIDES'
-  | 'ENCRYPTION_KEY';
+  | 'ENCRYPTION_KEY'
+  | 'MODEL_ALLOW_PRIVATE_NETWORK';
 
 export type ProviderConfig = Pick<
   Config,
@@ -47,6 +49,8 @@ export type ProviderConfig = Pick<
 export interface ProviderWiring {
   /** Injected into every AI SDK provider (tests). */
   fetch?: typeof fetch;
+  /** For calls on a tenant's own credentials; default the SSRF guard when MODEL_ALLOW_PRIVATE_NETWORK is false. */
+  tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
   catalogue?: ModelCatalogue;
 }
@@ -118,7 +122,12 @@ export function demoAgentModel(
 export function createDefaultProviders(config: ProviderConfig, wiring: ProviderWiring = {}): ProviderRegistry {
   const catalogue = wiring.catalogue ?? loadCatalogue(config.MODEL_CATALOGUE_OVERRIDES);
   const sys = systemCredentials(config);
-  const common = { catalogue, fetch: wiring.fetch, retry: wiring.retry };
+  // A tenant's base_url must not reach the deployment's own network (loopback, private ranges, metadata endpoints)
+  // unless the deployment allows it; the deployment's own endpoints (the variables above) are trusted.
+  const tenantFetch =
+    wiring.tenantFetch ??
+    (config.MODEL_ALLOW_PRIVATE_NETWORK === false ? (createGuardedFetch({ allowPrivate: false }) as typeof fetch) : undefined);
+  const common = { catalogue, fetch: wiring.fetch, tenantFetch, retry: wiring.retry };
   const registry = new ProviderRegistry([
     createDemoProvider({ tokenDelayMs: config.DEMO_MODEL_TOKEN_DELAY_MS }),
     createOpenAiCompatibleProvider({

@@ -277,6 +277,58 @@ describe('embeddings through the providers (knowledge datasets)', () => {
   });
 });
 
+describe('a workspace’s own base_url', () => {
+  it('may not reach loopback or private addresses unless MODEL_ALLOW_PRIVATE_NETWORK', async () => {
+    const strict = createDefaultProviders({
+      DEMO_MODEL_TOKEN_DELAY_MS: 0,
+      OPENAI_COMPATIBLE_BASE_URL: undefined,
+      OPENAI_COMPATIBLE_API_KEY: undefined,
+      OPENAI_COMPATIBLE_MODEL: undefined,
+      MODEL_ALLOW_PRIVATE_NETWORK: false,
+    });
+    const fake = fakes.get('openai_compatible')!;
+    const before = fake.requests.length;
+    const p = strict.get('openai_compatible')!;
+    const run = async () => {
+      for await (const ev of p.invoke({
+        model: 'm',
+        prompt_messages: [{ role: 'user', content: 'SCN:hello' }],
+        tools: [],
+        model_parameters: {},
+        credentials: { base_url: `${fake.url}/v1` },
+        signal: AbortSignal.timeout(5_000),
+      }))
+        void ev;
+    };
+    await expect(run()).rejects.toMatchObject({ errorType: 'InvokeBadRequestError', message: expect.stringContaining('base_url refused') });
+    await expect(
+      p.checkCredentials!({ base_url: 'http://169.254.169.254/v1' }, { model: 'm', signal: AbortSignal.timeout(5_000) }),
+    ).rejects.toMatchObject({
+      message: expect.stringContaining('base_url refused'),
+    });
+    expect(fake.requests.length).toBe(before);
+    // The deployment's own endpoints are trusted: system-hosted calls on loopback still work.
+    const hosted = createDefaultProviders({
+      DEMO_MODEL_TOKEN_DELAY_MS: 0,
+      OPENAI_COMPATIBLE_BASE_URL: `${fake.url}/v1`,
+      OPENAI_COMPATIBLE_API_KEY: undefined,
+      OPENAI_COMPATIBLE_MODEL: 'm',
+      MODEL_ALLOW_PRIVATE_NETWORK: false,
+    }).get('openai_compatible')!;
+    const events = [];
+    for await (const ev of hosted.invoke({
+      model: 'm',
+      prompt_messages: [{ role: 'user', content: 'SCN:hello' }],
+      tools: [],
+      model_parameters: {},
+      credentials: null,
+      signal: AbortSignal.timeout(5_000),
+    }))
+      events.push(ev);
+    expect(events.at(-1)).toMatchObject({ type: 'finish', finish_reason: 'stop' });
+  });
+});
+
 it('never logs a provider secret', () => {
   expect(logs.text()).not.toContain(SECRET);
 });
