@@ -175,6 +175,11 @@ export function consoleAgentPaths(errors: (...statuses: number[]) => Record<stri
         requestBody: { required: true, content: json(ref('AgentBuildDraftRequest')) },
         responses: checked('The saved build draft.', 'AgentDraftResponse'),
       }),
+      delete: op({
+        operationId: 'deleteAgentBuildDraft',
+        summary: "Discard the caller's build draft; its binding (session and workspace) is retired.",
+        responses: { '204': { description: 'Discarded.' }, ...errors() },
+      }),
     },
     '/console/api/apps/{app_id}/agent/build-draft/merge': {
       post: op({
@@ -182,7 +187,7 @@ export function consoleAgentPaths(errors: (...statuses: number[]) => Record<stri
         summary:
           "Merge the caller's build draft into the shared draft (its config replaces the shared draft's, validated again). Clean when the " +
           'shared draft is still at the build draft’s `base_revision`; otherwise nothing changes and the answer is 409 ' +
-          '`agent_draft_conflict`, unless `force`. The build draft stays (it keeps its session), based on the merged revision.',
+          '`agent_draft_conflict`, unless `force`. The build draft stays, based on the merged revision; its session ends (binding and workspace retired).',
         requestBody: { required: false, content: json(ref('MergeBuildDraftRequest')) },
         responses: {
           ...checked('Merged.', 'MergeBuildDraftResponse'),
