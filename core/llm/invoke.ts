@@ -16,7 +16,7 @@ import { publicInvokeMessage, redactSecrets } from './redact.js';
 import { priceUsage } from './pricing.js';
 import type { FinishReason, LlmProvider, ModelInfo, ProviderCredentials, ProviderRegistry, ProviderUsage } from './provider.js';
 import { sleep } from './provider.js';
-import { estimatedTokens } from './tokens.js';
+import { estimatedTokens, warmTokenizer } from './tokens.js';
 
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -62,6 +62,8 @@ const refuse = (status: 400 | 429, code: InvokeRefusal['code'], message: string)
 
 export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
   const clock = deps.clock ?? systemClock;
+  // Ready before the first cut call must be recorded (tokens.ts warmTokenizer).
+  warmTokenizer();
 
   return {
     async prepare(req) {

@@ -18,6 +18,16 @@ export function countTokens(text: string): number {
   return encoder.encode(text).length;
 }
 
+/**
+ * Builds the encoder soon, off the request path: a call cut by its caller is recorded with tokenizer counts, and the
+ * first build takes seconds on a busy machine — long enough for a reaped run's terminal to read the ledger before
+ * that row is in (issue 30: the turn's usage is its ledger rows). Unref'd: it never keeps a process alive.
+ */
+export function warmTokenizer(): void {
+  if (encoder) return;
+  setTimeout(() => void (encoder ??= new Tiktoken(o200kBase)), 0).unref();
+}
+
 /** OpenAI's chat framing: each message costs a few tokens beyond its content, and the reply is primed. */
 const PER_MESSAGE = 3;
 const REPLY_PRIMING = 3;

@@ -17,7 +17,7 @@ import { ensureDemoData, type DemoData } from '../../core/seed.js';
 import { stablePort } from '../../stack/ports.js';
 import { logTail as tail, ServiceProcess } from '../../stack/service-process.js';
 import { locateTemporal, portOpen, startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
-import { PgProxy } from './pg-proxy.js';
+import { FailoverFront, PgProxy } from './pg-proxy.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const RUN_DIR = path.join(ROOT, '.data', `faults-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
@@ -64,6 +64,11 @@ export interface FaultStackOptions {
   env?: Record<string, string>;
   /** The agent backend reaches PostgreSQL through a TCP proxy the test can cut (`stack.backendPg`, pg-proxy.ts). */
   backendPgProxy?: boolean;
+  /**
+   * A second agent backend replica (`stack.backendPeer`, its own port) behind one front address with the first
+   * (`FailoverFront`: the first replica while it accepts connections): the api and the worker use the front.
+   */
+  backendPeer?: boolean;
 }
 
 /** PostgreSQL, Temporal, api, worker and agent backend as separate processes on fixed ports. */
@@ -84,6 +89,10 @@ export class FaultStack {
   backend!: ServiceProcess;
   /** With `backendPgProxy`: the agent backend's way to PostgreSQL. */
   backendPg: PgProxy | null = null;
+  /** With `backendPeer`: the second replica, and the front both are reached through. */
+  backendPeer: ServiceProcess | null = null;
+  private backendFront: FailoverFront | null = null;
+  backendPeerPort = 0;
 
   private constructor(
     readonly name: string,
@@ -118,10 +127,16 @@ export class FaultStack {
     s.temporalUiPort = await stablePort();
     s.apiPort = await stablePort();
     s.backendPort = await stablePort();
-    s.temporalBin = await locateTemporal({ explicit: process.env.TEMPORAL_CLI_PATH });
+    s.temporalBin = await locateTemporal({
+      explicit: process.env.TEMPORAL_CLI_PATH,
+    });
     // Never leave processes behind if the test runner dies (the dev server has its own hook).
     process.once('exit', () => s.killAllNow());
-    const envFor = (extra: Record<string, string>) => () => ({ ...s.baseEnv(), ...extra, ...(s.opts.env ?? {}) });
+    const envFor = (extra: Record<string, string>) => () => ({
+      ...s.baseEnv(),
+      ...extra,
+      ...(s.opts.env ?? {}),
+    });
     s.api = new ServiceProcess(
       'api',
       ['--import', 'tsx', 'api/main.ts'],
@@ -134,8 +149,28 @@ export class FaultStack {
       await s.backendPg.start(await stablePort());
     }
     const backendEnv: Record<string, string> = s.backendPg
-      ? { DATABASE_URL: `postgresql://postgres:postgres@127.0.0.1:${s.backendPg.port}/dify_agent` }
+      ? {
+          DATABASE_URL: `postgresql://postgres:postgres@127.0.0.1:${s.backendPg.port}/dify_agent`,
+        }
       : {};
+    if (opts.backendPeer) {
+      s.backendPeerPort = await stablePort();
+      s.backendFront = new FailoverFront(() => [s.backendPort, s.backendPeerPort]);
+      await s.backendFront.start(await stablePort());
+      const peerUrl = `http://127.0.0.1:${s.backendPeerPort}`;
+      s.backendPeer = new ServiceProcess(
+        'agent-backend-peer',
+        ['--import', 'tsx', 'agent-backend/main.ts'],
+        envFor({ AGENT_BACKEND_PORT: String(s.backendPeerPort) }),
+        async () =>
+          void (await waitFor(
+            'agent backend peer /healthz',
+            async () => ((await httpOk(`${peerUrl}/healthz`)) ? true : undefined),
+            90_000,
+          )),
+        s.dir,
+      );
+    }
     s.backend = new ServiceProcess(
       'agent-backend',
       ['--import', 'tsx', 'agent-backend/main.ts'],
@@ -174,7 +209,7 @@ export class FaultStack {
       step(`${name}: starting Temporal on ${s.temporalPort}`);
       await s.startTemporal();
       step(`${name}: starting agent backend, api, worker`);
-      await Promise.all([s.backend.start(), s.api.start(), s.worker.start()]);
+      await Promise.all([s.backend.start(), s.api.start(), s.worker.start(), ...(s.backendPeer ? [s.backendPeer.start()] : [])]);
       step(`${name}: stack up (logs in ${s.dir})`);
     } catch (err) {
       await s.stop();
@@ -213,7 +248,7 @@ export class FaultStack {
       API_INTERNAL_URL: this.apiUrl,
       AGENT_BACKEND_HOST: '127.0.0.1',
       AGENT_BACKEND_PORT: String(this.backendPort),
-      AGENT_BACKEND_URL: this.backendUrl,
+      AGENT_BACKEND_URL: this.backendFront ? `http://127.0.0.1:${this.backendFront.port}` : this.backendUrl,
       DEMO_MODEL_TOKEN_DELAY_MS: '5',
     };
   }
@@ -226,9 +261,16 @@ export class FaultStack {
 
   async startPg(): Promise<void> {
     if (this.pg) throw new Error('PostgreSQL is already running');
-    const log = fs.createWriteStream(path.join(this.dir, 'postgres.log'), { flags: 'a' });
+    const log = fs.createWriteStream(path.join(this.dir, 'postgres.log'), {
+      flags: 'a',
+    });
     // Durable like production: a crash must lose nothing that was committed.
-    this.pg = await startEmbeddedPg({ dir: path.join(this.dir, 'pg'), port: this.pgPort, durable: true, log: (l) => log.write(l + '\n') });
+    this.pg = await startEmbeddedPg({
+      dir: path.join(this.dir, 'pg'),
+      port: this.pgPort,
+      durable: true,
+      log: (l) => log.write(l + '\n'),
+    });
   }
 
   /**
@@ -286,7 +328,10 @@ export class FaultStack {
 
   /** A fresh Temporal client (a new connection: after a restart an old channel may sit in its backoff). */
   async withTemporal<T>(fn: (client: Client) => Promise<T>): Promise<T> {
-    const connection = await Connection.connect({ address: this.temporalAddress, connectTimeout: '5 seconds' });
+    const connection = await Connection.connect({
+      address: this.temporalAddress,
+      connectTimeout: '5 seconds',
+    });
     try {
       return await fn(new Client({ connection }));
     } finally {
@@ -302,6 +347,7 @@ export class FaultStack {
     if (!this.temporalUp) await this.startTemporal();
     const starts: Promise<void>[] = [];
     if (!this.backend.up) starts.push(this.backend.start());
+    if (this.backendPeer && !this.backendPeer.up) starts.push(this.backendPeer.start());
     if (!this.api.up) starts.push(this.api.start());
     if (!this.worker.up) starts.push(this.worker.start());
     await Promise.all(starts);
@@ -309,7 +355,7 @@ export class FaultStack {
 
   /** Synchronous last resort on exit: SIGKILL the services, immediate shutdown of PostgreSQL. */
   private killAllNow(): void {
-    for (const svc of [this.api, this.worker, this.backend]) if (svc?.up) svc.child!.kill('SIGKILL');
+    for (const svc of [this.api, this.worker, this.backend, this.backendPeer]) if (svc?.up) svc.child!.kill('SIGKILL');
     if (this.pg) {
       try {
         process.kill(Number(fs.readFileSync(path.join(this.dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]), 'SIGQUIT');
@@ -320,8 +366,9 @@ export class FaultStack {
   }
 
   async stop(): Promise<void> {
-    for (const svc of [this.api, this.worker, this.backend]) await svc?.kill('SIGTERM').catch(() => undefined);
+    for (const svc of [this.api, this.worker, this.backend, this.backendPeer]) await svc?.kill('SIGTERM').catch(() => undefined);
     await this.backendPg?.stop();
+    await this.backendFront?.stop();
     await this.temporalServer?.stop().catch(() => undefined);
     this.temporalServer = null;
     await this.pg?.stop().catch(() => undefined);

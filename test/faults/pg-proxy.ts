@@ -67,3 +67,53 @@ export class PgProxy {
     this.server = null;
   }
 }
+
+/**
+ * The agent backend replicas behind one address, as a load balancer with health-by-connect puts them: each connection
+ * goes to the first replica that accepts it (the primary while it is up, else the next). A killed replica's clients
+ * reconnect to a live one, which serves the run's events from the shared database.
+ */
+export class FailoverFront {
+  private server: net.Server | null = null;
+  private readonly sockets = new Set<net.Socket>();
+  port = 0;
+
+  constructor(private readonly targets: () => number[]) {}
+
+  async start(port: number): Promise<void> {
+    this.server = net.createServer((client) => {
+      client.pause();
+      this.sockets.add(client);
+      client.on('close', () => this.sockets.delete(client));
+      client.on('error', () => client.destroy());
+      const attempt = (i: number) => {
+        const ports = this.targets();
+        if (i >= ports.length) return client.destroy();
+        const upstream = net.connect(ports[i]!, '127.0.0.1');
+        upstream.once('error', () => (upstream.destroy(), attempt(i + 1)));
+        upstream.once('connect', () => {
+          upstream.removeAllListeners('error');
+          this.sockets.add(upstream);
+          upstream.on('error', () => client.destroy());
+          upstream.on('close', () => (this.sockets.delete(upstream), client.destroy()));
+          client.on('close', () => upstream.destroy());
+          client.pipe(upstream);
+          upstream.pipe(client);
+          client.resume();
+        });
+      };
+      attempt(0);
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(port, '127.0.0.1', () => resolve());
+    });
+    this.port = port;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server = null;
+  }
+}

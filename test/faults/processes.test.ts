@@ -32,8 +32,10 @@ async function messageRow(databaseUrl: string, id: string) {
 describe('a process killed mid-turn', () => {
   it('worker SIGKILLed twice while two answers stream: both turns succeed exactly once with the whole answer', async () => {
     const { stack, track, recovery } = ctx;
-    const a = track(await TurnStream.start(stack, { query: '/slow 40 /long 400', user: 'worker-kill-a' }));
-    const b = track(await TurnStream.start(stack, { query: '/slow 40 /long 300', user: 'worker-kill-b' }));
+    // 36 s and 27 s answers: each still streams after two worker restarts (a tsx worker bundles its workflows at start,
+    // 10+ s on a loaded two-core machine; a 16 s answer could end before the second kill).
+    const a = track(await TurnStream.start(stack, { query: '/slow 60 /long 600', user: 'worker-kill-a' }));
+    const b = track(await TurnStream.start(stack, { query: '/slow 60 /long 450', user: 'worker-kill-b' }));
     let back = 0;
     for (const round of [1, 2]) {
       let n = 0;
@@ -51,8 +53,8 @@ describe('a process killed mid-turn', () => {
     recovery('worker SIGKILL mid-answer (2nd of 2), worker restarted → both turns done', Date.now() - back);
     recovery('worker SIGKILL mid-answer: longest silence of a client stream', Math.max(a.longestSilenceMs(), b.longestSilenceMs()));
     for (const [s, expected] of [
-      [a, 400],
-      [b, 300],
+      [a, 600],
+      [b, 450],
     ] as const) {
       expect(s.terminal!.event, JSON.stringify(s.terminal!.data)).toBe('message_end');
       expect(wordCount(s.answer)).toBe(expected);
