@@ -177,7 +177,9 @@ function httpGet(url: URL, headers: Record<string, string>, signal: AbortSignal)
   return new Promise((resolve, reject) => {
     const req = (url.protocol === 'https:' ? https : http).request(url, { method: 'GET', headers, signal });
     req.once('response', resolve);
-    req.once('error', reject);
+    // `on`: the request can fail again after its response began (a reset mid-stream); an error event without a
+    // listener would end the process (issue 28). The stream's own reader sees that failure as its error.
+    req.on('error', reject);
     req.end();
   });
 }

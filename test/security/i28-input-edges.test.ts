@@ -99,7 +99,7 @@ describe('issue 28 item 1: a truncated multipart body is a 400, and the process 
     expect(await stack.db.datasetDocument.count({ where: { dataset_id: id } })).toBe(0);
     const form = new FormData();
     form.append('file', new Blob(['# fine\n\nA whole document.'], { type: 'text/markdown' }), 'fine.md');
-    const ok = await api(stack.apiUrl, consoleKey, 'POST', `/console/api/datasets/${id}/documents`, { body: form });
+    const ok = await api(stack.apiUrl, consoleKey, 'POST', `/console/api/datasets/${id}/documents`, { body: form, timeoutMs: 30_000 });
     expect(ok.status, JSON.stringify(ok.body)).toBe(201);
     expect((await api(stack.apiUrl, null, 'GET', '/healthz')).status).toBe(200);
   });
