@@ -20,10 +20,11 @@
 // its PID namespace. Any failure before exec is reported on a private pipe (exit 242). The network
 // namespace has only lo: nothing outside is reachable except through the bound unix sockets.
 //
-// The supervisor then waits: on exit, time limit, SIGTERM/SIGINT/SIGHUP or the death of the backend
-// (PDEATHSIG) it kills the command's process group and every remaining descendant (the PID namespace
-// dies with its pid 1; subreaper + killTree is the backstop), removes the cgroup, and writes one JSON
-// status line to --status-fd, with the isolation it got and the limit that was evidently hit.
+// The supervisor then waits: on exit, time limit, the workspace over its quota (quotaWatch, while the
+// command runs), SIGTERM/SIGINT/SIGHUP or the death of the backend (PDEATHSIG) it kills the
+// command's process group and every remaining descendant (the PID namespace dies with its pid 1;
+// subreaper + killTree is the backstop), removes the cgroup, and writes one JSON status line to
+// --status-fd, with the isolation it got and the limit that was evidently hit.
 //
 // Forcing hooks (shellctl's own env; SHELLCTL_* never reaches the command): SHELLCTL_FORCE_ABI=N caps
 // the Landlock ABI (0 = none), SHELLCTL_FORCE_NO_LANDLOCK=1, SHELLCTL_FORCE_NO_NAMESPACES=1,
@@ -401,12 +402,23 @@ func supervise(args []string) int {
 	}
 
 	// Limits: the quota turns into the file-size limit; procs and memory go to a cgroup if there is one.
+	// While the command runs, quotaWatch stops it once the workspace grows past watchLimit: the quota,
+	// or (over it already) what it held at the start plus a little, for metadata such as a mkdir loop.
 	fsize, fsizeSet, quotaBound, overQuota := lim.fileBytes, lim.fileBytes > 0, false, false
+	var watchLimit int64
+	var firstWalk wsUsage
 	if lim.quota > 0 {
-		used := workspaceBytes(sp.Workspace)
-		if used >= lim.quota {
+		u := measureWorkspace(sp.Workspace, nil, 0)
+		used := u.bytes
+		watchLimit, firstWalk = lim.quota, u
+		if used >= lim.quota || u.tooDeep {
 			fsize, fsizeSet, overQuota = 0, true, true
-			notes = append(notes, fmt.Sprintf("the workspace is over its quota (%d of %d bytes used): the command ran with a file size limit of 0, it can read and delete but not write files", used, lim.quota))
+			watchLimit = used + 1<<20
+			if u.tooDeep {
+				notes = append(notes, fmt.Sprintf("the workspace nests directories deeper than %d levels, so its disk use cannot be measured against its quota: the command ran with a file size limit of 0, it can read and delete but not write files (flatten the deep directories)", maxWalkDepth))
+			} else {
+				notes = append(notes, fmt.Sprintf("the workspace is over its quota (%d of %d bytes used): the command ran with a file size limit of 0, it can read and delete but not write files", used, lim.quota))
+			}
 		} else if rem := lim.quota - used; !fsizeSet || rem < fsize {
 			fsize, fsizeSet, quotaBound = rem, true, true
 		}
@@ -543,6 +555,13 @@ func supervise(args []string) int {
 	if timeoutMs > 0 {
 		timer = time.After(time.Duration(timeoutMs) * time.Millisecond)
 	}
+	var overQuotaNow chan wsUsage
+	if lim.quota > 0 {
+		stopWatch := make(chan struct{})
+		defer close(stopWatch)
+		overQuotaNow = make(chan wsUsage, 1)
+		go quotaWatch(sp.Workspace, watchLimit, firstWalk, stopWatch, overQuotaNow)
+	}
 	select {
 	case e := <-done:
 		// Nothing outlives the command: background jobs it left are killed too.
@@ -572,6 +591,39 @@ func supervise(args []string) int {
 			}
 		}
 		s.Message = strings.Join(notes, "; ")
+		report(s)
+		return code
+	case u := <-overQuotaNow:
+		// Many files, each under the file-size limit: stopped like a time limit, reported like the
+		// memory limit's kill (the command's own status, SIGKILL, the limit).
+		killTree(pgid)
+		if u.bytes > watchLimit {
+			u = measureWorkspace(sp.Workspace, nil, 0) // the watch stopped counting once over
+		}
+		s := base
+		s.Status, s.Limit, s.Signal = "exited", "workspace_quota", "SIGKILL"
+		code := 128 + int(syscall.SIGKILL)
+		select {
+		case e := <-done:
+			if e.ws.Signaled() {
+				code, s.Signal = 128+int(e.ws.Signal()), unix.SignalName(e.ws.Signal())
+			} else {
+				code, s.Signal = e.ws.ExitStatus(), ""
+			}
+		case <-time.After(5 * time.Second):
+		}
+		s.ExitCode = &code
+		switch {
+		case u.tooDeep && !firstWalk.tooDeep:
+			s.Message = fmt.Sprintf("the workspace nests directories deeper than %d levels, so its disk use cannot be measured against its quota of %d bytes; the command was stopped — flatten or delete the deep directories to continue", maxWalkDepth, lim.quota)
+		case overQuota:
+			s.Message = fmt.Sprintf("the workspace is over its disk quota of %d bytes (%d used) and the command kept growing it; the command was stopped — delete files to continue", lim.quota, u.bytes)
+		default:
+			s.Message = fmt.Sprintf("the workspace is over its disk quota of %d bytes (%d used); the command was stopped — delete files to continue", lim.quota, u.bytes)
+		}
+		if len(notes) > 0 {
+			s.Message += "; " + strings.Join(notes, "; ")
+		}
 		report(s)
 		return code
 	case <-timer:

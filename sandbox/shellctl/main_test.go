@@ -361,6 +361,67 @@ func TestLargeWritesAreBoundedByFileSizeAndQuota(t *testing.T) {
 	}
 }
 
+func TestManyFilesAreStoppedAtTheWorkspaceQuota(t *testing.T) {
+	const quota = 64 << 20
+	flags := []string{"--uid", "200011", "--limit-file-bytes", strconv.Itoa(32 << 20), "--workspace-quota-bytes", strconv.Itoa(quota), "--timeout-ms", "60000"}
+	for _, c := range []struct {
+		name, command string
+		slack         int64
+	}{
+		// 100 files of 4 MB, each far under what is left: RLIMIT_FSIZE alone lets all 400 MB through.
+		{"one writer", "for i in $(seq 1 100); do head -c 4000000 /dev/zero > fill$i.bin || break; sleep 0.05; done; echo wrote $i", 32 << 20},
+		// 16 writers as fast as the page cache takes them (2.5 GB unbounded): stopped within about 100 ms.
+		{"16 parallel writers", "for j in $(seq 1 16); do (for i in $(seq 1 40); do dd if=/dev/zero of=w$j-$i bs=1M count=4 status=none || exit; done) & done; wait", 256 << 20},
+	} {
+		a, _ := workspaces(t)
+		r := run(t, a, opts{flags: flags, command: c.command})
+		used := workspaceBytes(a)
+		t.Logf("%s: %d bytes used, %d MiB over the quota, %s", c.name, used, (used-quota)>>20, r.elapsed)
+		if r.status.Status != "exited" || r.status.Limit != "workspace_quota" || r.code != 137 || r.status.Signal != "SIGKILL" {
+			t.Fatalf("%s: not stopped at the quota: %d %+v\n%s", c.name, r.code, r.status, r.stdout)
+		}
+		contains(t, r.status.Message, "over its disk quota of 67108864 bytes", "the command was stopped", "delete files to continue")
+		if used <= quota || used > quota+c.slack {
+			t.Errorf("%s: %d bytes used, want just over %d (within %d)", c.name, used, quota, c.slack)
+		}
+		if pids := hostPids("fill"); len(pids) > 0 {
+			t.Errorf("%s: pids %v outlived the quota kill", c.name, pids)
+		}
+		// The model deletes and carries on: the next command in the same workspace runs.
+		mustExit0(t, run(t, a, opts{flags: flags, command: "rm -f fill*.bin w*-*; echo cleaned"}))
+	}
+}
+
+func TestSparseFilesCountWhatTheyUseAndKeepSizeFallocateIsRefused(t *testing.T) {
+	a, _ := workspaces(t)
+	flags := []string{"--uid", "200012", "--workspace-quota-bytes", strconv.Itoa(16 << 20), "--timeout-ms", "30000"}
+	// A 1 GB apparent size holding one block is not over a 16 MiB quota; allocating past the end
+	// without growing the size (fallocate -n) would slip past RLIMIT_FSIZE, so it is refused.
+	r := run(t, a, opts{flags: flags, command: "truncate -s 1000000000 sparse && echo x >> sparse; sleep 0.5; touch pre && fallocate -n -l 200000000 pre; echo fallocate=$?; sleep 0.5; echo done"})
+	mustExit0(t, r)
+	contains(t, r.stdout, "fallocate=1", "done")
+	contains(t, r.stderr, "Operation not permitted")
+	if used := workspaceBytes(a); used > 1<<20 {
+		t.Errorf("%d bytes allocated", used)
+	}
+}
+
+func TestNestingTooDeeplyToMeasureIsStoppedThenOnlyDeletable(t *testing.T) {
+	a, _ := workspaces(t)
+	flags := []string{"--uid", "200013", "--workspace-quota-bytes", strconv.Itoa(64 << 20), "--timeout-ms", "30000"}
+	deep := "p=.; for i in $(seq 1 1005); do p=$p/d; done; mkdir -p $p"
+	r := run(t, a, opts{flags: flags, command: deep + "; sleep 10; echo survived"})
+	if r.status.Limit != "workspace_quota" || strings.Contains(r.stdout, "survived") {
+		t.Fatalf("%d %+v %s", r.code, r.status, r.stdout)
+	}
+	contains(t, r.status.Message, "deeper than 1000 levels", "the command was stopped")
+	r = run(t, a, opts{flags: flags, command: "(echo more > new.txt); echo write=$?; rm -rf d && echo flattened"})
+	mustExit0(t, r)
+	contains(t, r.stdout, "write=153", "flattened")
+	contains(t, r.status.Message, "deeper than 1000 levels")
+	mustExit0(t, run(t, a, opts{flags: flags, command: "echo fine > new.txt"}))
+}
+
 func TestOverQuotaWorkspaceCanOnlyReadAndDelete(t *testing.T) {
 	a, _ := workspaces(t)
 	os.WriteFile(filepath.Join(a, "fat"), bytes.Repeat([]byte("x"), 2<<20), 0o644)

@@ -67,6 +67,10 @@ func seccompPolicy() (*seccomp.Policy, *arch.Info, error) {
 		{Name: "unshare", Conditions: bits(0, cloneNewFlags|unix.CLONE_NEWTIME)},
 		// clone's flags are argument 0 on x86_64 and arm64 (the architectures this is built for).
 		{Name: "clone", Conditions: bits(0, cloneNewFlags)},
+		// FALLOC_FL_KEEP_SIZE allocates blocks past the end without growing the file, i.e. without
+		// RLIMIT_FSIZE: one call could fill the disk before the quota watch sees it (plain
+		// fallocate/posix_fallocate grow the size and stay bounded). Hole punching needs the bit too.
+		{Name: "fallocate", Conditions: bits(1, unix.FALLOC_FL_KEEP_SIZE)},
 	}
 	p := &seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
