@@ -80,7 +80,7 @@ export async function startStubServer(opts: {
     next(new HttpError(404, 'not_found', 'the agent stub serves /agent-stub/config/prompt only')),
   );
   app.use((err: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const x = err as { status?: number; type?: string; message?: string };
+    const x = err as { type?: string } | null;
     const e =
       err instanceof HttpError
         ? err
@@ -88,9 +88,7 @@ export async function startStubServer(opts: {
           ? new HttpError(400, 'invalid_request', 'the request body is not valid JSON')
           : x?.type === 'entity.too.large'
             ? new HttpError(413, 'payload_too_large', 'the request body is too large')
-            : typeof x?.status === 'number' && x.status >= 400 && x.status < 500
-              ? new HttpError(x.status, 'invalid_request', x.message ?? 'bad request')
-              : new HttpError(500, 'internal_error', 'internal error');
+            : (clientError(err) ?? new HttpError(500, 'internal_error', 'internal error'));
     if (e.status >= 500) opts.logger.error({ err }, 'agent stub: request failed');
     if (res.headersSent) return void res.end();
     res.status(e.status).json({ code: e.code, message: e.message, status: e.status });
