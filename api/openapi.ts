@@ -17,6 +17,7 @@ import { CONSOLE_REQUESTS, CONSOLE_RESPONSES, consoleAgentPaths } from './openap
 import { CONSOLE_DEBUGGER_REQUESTS, CONSOLE_DEBUGGER_RESPONSES, consoleDebuggerPaths } from './openapi-console-debugger.js';
 import { KNOWLEDGE_REQUESTS, KNOWLEDGE_RESPONSES, knowledgePaths } from './openapi-knowledge.js';
 import { TOOL_REQUESTS, TOOL_RESPONSES, toolProviderPaths } from './openapi-tools.js';
+import { MODEL_REQUESTS, MODEL_RESPONSES, modelProviderPaths } from './openapi-models.js';
 import { STUDIO_REQUESTS, STUDIO_RESPONSES, studioPaths } from './openapi-studio.js';
 import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
 
@@ -37,6 +38,7 @@ const REQUESTS = {
   ...CONSOLE_DEBUGGER_REQUESTS,
   ...KNOWLEDGE_REQUESTS,
   ...TOOL_REQUESTS,
+  ...MODEL_REQUESTS,
   ...STUDIO_REQUESTS,
 };
 const RESPONSES = {
@@ -60,6 +62,7 @@ const RESPONSES = {
   ...CONSOLE_DEBUGGER_RESPONSES,
   ...KNOWLEDGE_RESPONSES,
   ...TOOL_RESPONSES,
+  ...MODEL_RESPONSES,
   ...STUDIO_RESPONSES,
 };
 
@@ -290,6 +293,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
     ...consoleDebuggerPaths(errors, { description: SSE_DESCRIPTION, content: sse }),
     ...knowledgePaths(errors),
     ...toolProviderPaths(errors),
+    ...modelProviderPaths(errors),
     ...studioPaths(errors),
     '/healthz': {
       get: {

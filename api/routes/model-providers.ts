@@ -29,7 +29,7 @@ export interface ModelProviderRouteDeps {
   providers?: ProviderRegistry;
 }
 
-const SaveBody = z
+export const SaveModelCredentialsBody = z
   .object({
     credentials: z.record(z.string(), z.unknown()),
     /** Check with a real minimal call before saving (default true). */
@@ -38,7 +38,7 @@ const SaveBody = z
     model: z.string().min(1).max(200).optional(),
   })
   .strict();
-const CheckBody = z
+export const CheckModelCredentialsBody = z
   .object({ credentials: z.record(z.string(), z.unknown()).optional(), model: z.string().min(1).max(200).optional() })
   .strict();
 
@@ -137,7 +137,7 @@ export function modelProviderRoutes(deps: ModelProviderRouteDeps): Router {
   /** Add or rotate the workspace's credentials (replaces what was saved). */
   r.put('/:provider/credentials', async (req, res) => {
     const p = providerOf(req);
-    const body = parseOr400(SaveBody, req.body);
+    const body = parseOr400(SaveModelCredentialsBody, req.body);
     const credentials = parseCredentials(p, body.credentials);
     if (body.validate) {
       const failed = await check(p, credentials, body.model);
@@ -153,7 +153,7 @@ export function modelProviderRoutes(deps: ModelProviderRouteDeps): Router {
   /** Check credentials (the given ones, else the saved ones) with a real minimal call; nothing is saved. */
   r.post('/:provider/credentials/validate', async (req, res) => {
     const p = providerOf(req);
-    const body = parseOr400(CheckBody, req.body ?? {});
+    const body = parseOr400(CheckModelCredentialsBody, req.body ?? {});
     const tenantId = req.consoleCtx!.tenantId;
     const credentials = body.credentials
       ? parseCredentials(p, body.credentials)
