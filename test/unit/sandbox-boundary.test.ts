@@ -2,11 +2,16 @@
  * Issue 27 pieces without a kernel: the limit observations the model gets, the isolation a probe lacks, the stub
  * socket's path (sun_path is 108 bytes), and shellctl statuses with and without the new fields.
  */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { shellObservation } from '../../agent-backend/modules/context.js';
-import { stubSocketPath } from '../../agent-backend/stub-server.js';
+import { startStubServer, stubSocketPath } from '../../agent-backend/stub-server.js';
+import { createLogger } from '../../core/logger.js';
+import { socketRequest } from '../support/stub-socket.js';
 import { ShellctlStatus, type ShellResult } from '../../agent-backend/workspace/exec.js';
 import { missingIsolation, ShellctlProbe } from '../../agent-backend/workspace/sandbox.js';
 
@@ -74,5 +79,37 @@ describe('the stub socket path', () => {
     const long = stubSocketPath({ dataDir: `/srv/${'d'.repeat(120)}`, port: 5002 });
     expect(long.startsWith(path.join(os.tmpdir(), 'dify-agent-stub-'))).toBe(true);
     expect(Buffer.byteLength(long)).toBeLessThanOrEqual(107);
+  });
+});
+
+describe('the stub server', () => {
+  const logger = createLogger('test', 'silent');
+  const router = () => express.Router().get('/agent-stub/config/prompt', (_req, res) => void res.json({ prompt: 'p' }));
+
+  it('replaces a stale socket (a crashed backend left it), refuses a live one, 404s the rest and removes its socket on close', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stub-srv-'));
+    const sock = path.join(dir, 'own', 'stub-1.sock');
+    fs.mkdirSync(path.dirname(sock));
+    // A socket file nobody listens on: bound, never unlinked.
+    execFileSync('python3', ['-c', `import socket; socket.socket(socket.AF_UNIX).bind(${JSON.stringify(sock)})`]);
+    expect(fs.statSync(sock).isSocket()).toBe(true);
+    const server = await startStubServer({ router: router(), socketPath: sock, logger, privateDir: true });
+    expect(fs.statSync(sock).mode & 0o777).toBe(0o666);
+    expect(fs.statSync(path.dirname(sock)).mode & 0o777).toBe(0o700);
+    expect((await socketRequest(sock, '/agent-stub/config/prompt')).json()).toEqual({ prompt: 'p' });
+    expect((await socketRequest(sock, '/runs', { method: 'POST' })).status).toBe(404);
+    await expect(startStubServer({ router: router(), socketPath: sock, logger, privateDir: true })).rejects.toThrow(
+      /another process listens/,
+    );
+    await server.close();
+    expect(fs.existsSync(sock)).toBe(false);
+  });
+
+  it("leaves an explicit socket's directory as it is (a shared /tmp stays 1777)", async () => {
+    const shared = fs.mkdtempSync(path.join(os.tmpdir(), 'stub-shared-'));
+    fs.chmodSync(shared, 0o1777);
+    const server = await startStubServer({ router: router(), socketPath: path.join(shared, 's.sock'), logger, privateDir: false });
+    expect(fs.statSync(shared).mode & 0o7777).toBe(0o1777);
+    await server.close();
   });
 });
