@@ -116,11 +116,14 @@ export class RunManager {
     const mine = run.owner_id === this.options.instanceId;
     // Another owner's lease is judged like the reaper judges it: only after a full grace of reaching the database.
     if (!mine && this.store.reachableForMs() < this.options.staleAfterMs) return false;
-    const adopted = await this.store.adoptUnstartedRun(run.run_id, this.options.instanceId, this.options.staleAfterMs);
-    if (!adopted || this.active.has(run.run_id)) return false;
-    this.logger.warn({ runId: run.run_id, previous_owner: run.owner_id }, 'agent backend: started a run whose create answer was lost');
-    this.start(run.run_id, plan);
-    return true;
+    // Two repeated creates here at once: one adopts (the statement fences other processes, this set this one).
+    return this.creatingRun(run.run_id, async () => {
+      const adopted = await this.store.adoptUnstartedRun(run.run_id, this.options.instanceId, this.options.staleAfterMs);
+      if (!adopted || this.active.has(run.run_id)) return false;
+      this.logger.warn({ runId: run.run_id, previous_owner: run.owner_id }, 'agent backend: started a run whose create answer was lost');
+      this.start(run.run_id, plan);
+      return true;
+    });
   }
 
   /** Aborts a run this process owns; false when it runs elsewhere (or not at all). */

@@ -55,13 +55,21 @@ export function runRoutes(deps: RunRoutesDeps): Router {
     starting += 1;
     try {
       const runId = crypto.randomUUID();
-      const { run, created } = await runs.creatingRun(runId, () =>
-        store.createRun({ runId, idempotencyKey, purpose: plan.request.purpose, request: plan.request, ownerId: deps.instanceId }),
-      );
-      if (created) runs.start(run.run_id, plan);
+      // Started inside the creating scope: a repeated create racing this one never sees the run neither creating nor active.
+      const { run, created } = await runs.creatingRun(runId, async () => {
+        const r = await store.createRun({
+          runId,
+          idempotencyKey,
+          purpose: plan.request.purpose,
+          request: plan.request,
+          ownerId: deps.instanceId,
+        });
+        if (r.created) runs.start(r.run.run_id, plan);
+        return r;
+      });
       // The same key again: a create whose insert committed but whose answer was lost left a run nobody executes;
       // it starts now (issue 30) rather than waiting for the reaper to fail it.
-      else await runs.adoptIfUnstarted(run, plan);
+      if (!created) await runs.adoptIfUnstarted(run, plan);
       res.status(202).json({ run_id: run.run_id, status: run.status });
     } finally {
       starting -= 1;

@@ -101,6 +101,30 @@ describe('a create whose insert committed but whose answer was lost', () => {
     }
   });
 
+  it('two repeated creates at once start it once', async () => {
+    const a = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url });
+    try {
+      const req = runRequest({ idempotency_key: 'lost-answer-3' });
+      await a.store.createRun({
+        runId: 'orphan-3',
+        idempotencyKey: 'lost-answer-3',
+        purpose: 'agent_app',
+        request: req,
+        ownerId: a.instanceId,
+      });
+      fake.script({ text: ['once'] });
+      const calls = fake.calls.length;
+      const [x, y] = await Promise.all([a.client.createRun(req), a.client.createRun(req)]);
+      expect([x.run_id, y.run_id]).toEqual(['orphan-3', 'orphan-3']);
+      const events = await a.client.untilTerminal('orphan-3');
+      expect(events.filter((e) => e.type === 'run_started')).toHaveLength(1);
+      expect(textOf(events)).toBe('once');
+      expect(fake.calls.length - calls).toBe(1);
+    } finally {
+      await a.stop();
+    }
+  });
+
   it("is taken over by another replica once its creator's lease lapsed, and never while it is fresh or started", async () => {
     const b = await startBackend({ databaseUrl: dbUrl, apiUrl: fake.url });
     try {
