@@ -598,6 +598,9 @@ $('new-debug').addEventListener('click', () => {
   $('messages').textContent = '';
 });
 $('close-inspector').addEventListener('click', () => ($('inspector').hidden = true));
+// The logs section (studio-logs.js) opens a turn in this inspector and refreshes the annotations it added.
+document.addEventListener('studio:inspect', (ev) => void inspect(ev.detail));
+document.addEventListener('studio:annotations-changed', () => void loadAnnotations().catch((err) => say(err.message)));
 
 loadKey();
 void loadApps();
