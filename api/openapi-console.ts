@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { AgentSoulConfig } from '../core/soul.js';
+import { PAGE_PARAMETERS, pageSchema } from './pagination.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -55,17 +56,15 @@ const AgentDraftResponse = z.object({
 export const CONSOLE_RESPONSES = {
   AgentDraftResponse,
   PublishResponse: z.object({ id: z.string(), version: z.number().int(), created_at: z.number().int() }),
-  AgentVersionListResponse: z.object({
-    data: z.array(
-      z.object({
-        id: z.string(),
-        version: z.number().int(),
-        active: z.boolean(),
-        created_by: z.string().nullable(),
-        created_at: z.number().int(),
-      }),
-    ),
-  }),
+  AgentVersionListResponse: pageSchema(
+    z.object({
+      id: z.string(),
+      version: z.number().int(),
+      active: z.boolean(),
+      created_by: z.string().nullable(),
+      created_at: z.number().int(),
+    }),
+  ),
   AgentLogResponse: z.object({
     meta: z.object({
       status: z.string().describe('`success`, `failed`, or the turn status while it runs (`running`, `paused`, `stopped`).'),
@@ -212,7 +211,8 @@ export function consoleAgentPaths(errors: (...statuses: number[]) => Record<stri
     '/console/api/apps/{app_id}/agent/versions': {
       get: op({
         operationId: 'listAgentVersions',
-        summary: "The agent's published versions, newest first.",
+        summary: "The agent's published versions, newest first, a page at a time.",
+        parameters: [appId, ...PAGE_PARAMETERS],
         responses: { '200': { description: 'The versions.', content: json(ref('AgentVersionListResponse')) }, ...errors() },
       }),
     },

@@ -121,8 +121,9 @@ export async function publishVersion(
   return v;
 }
 
-export function listVersions(q: Q, agentId: string) {
-  return q.agentConfigVersion.findMany({ where: { agent_id: agentId }, orderBy: { version: 'desc' } });
+/** Newest first; `page` (skip/take) for the paginated console list. */
+export function listVersions(q: Q, agentId: string, page: { skip?: number; take?: number } = {}) {
+  return q.agentConfigVersion.findMany({ where: { agent_id: agentId }, orderBy: { version: 'desc' }, ...page });
 }
 
 export function findVersion(q: Q, agentId: string, versionId: string) {

@@ -258,7 +258,7 @@ function suggestMentions() {
 // --- versions and their diff ---------------------------------------------------------------------------------
 
 async function loadVersions() {
-  const { data } = await getJson(appPath('/agent/versions'));
+  const { data } = await getJson(appPath('/agent/versions?limit=100'));
   const ul = $('versions');
   ul.textContent = '';
   for (const s of [$('diff-a'), $('diff-b')]) s.textContent = '';
@@ -598,9 +598,6 @@ $('new-debug').addEventListener('click', () => {
   $('messages').textContent = '';
 });
 $('close-inspector').addEventListener('click', () => ($('inspector').hidden = true));
-// The logs section (studio-logs.js) opens a turn in this inspector and refreshes the annotations it added.
-document.addEventListener('studio:inspect', (ev) => void inspect(ev.detail));
-document.addEventListener('studio:annotations-changed', () => void loadAnnotations().catch((err) => say(err.message)));
 
 loadKey();
 void loadApps();

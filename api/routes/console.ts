@@ -32,6 +32,7 @@ import { streamTurn } from '../stream.js';
 import { consoleDebuggerRoutes, DebugChat, type ConsoleDebuggerDeps } from './console-debugger.js';
 import { startTurn, type TurnServiceDeps } from '../turns.js';
 import { unixSeconds } from '../../core/time.js';
+import { pageJson, pageOf } from '../pagination.js';
 
 interface ConsoleCtx {
   tenantId: string;
@@ -194,8 +195,13 @@ export function consoleRoutes(
 
   r.get('/apps/:app_id/agent/versions', async (req, res) => {
     const { agent } = await appOf(req);
-    const rows = await listVersions(db, agent.id);
+    const page = pageOf(req.query);
+    const [total, rows] = await Promise.all([
+      db.agentConfigVersion.count({ where: { agent_id: agent.id } }),
+      listVersions(db, agent.id, { skip: page.skip, take: page.take }),
+    ]);
     res.json({
+      ...pageJson(page, total, []),
       data: rows.map((v) => ({
         id: v.id,
         version: v.version,
