@@ -69,6 +69,15 @@ describe('npm start secrets', () => {
     expect(ensureLocalSecrets({ dataDir: tmpDir(), names: ['ENCRYPTION_KEY'] }).values.ENCRYPTION_KEY).not.toBe(defaults.ENCRYPTION_KEY);
   });
 
+  it('adopts the shellctl token file an earlier start wrote (SHELLCTL_AUTH_TOKEN set by hand then), so both still match', () => {
+    const dataDir = tmpDir();
+    fs.mkdirSync(path.join(dataDir, 'sandbox'));
+    fs.writeFileSync(path.join(dataDir, 'sandbox', 'shellctl.token'), 'old-hand-made-token\n', { mode: 0o600 });
+    const { config } = loadConfigWithLocalSecrets({ DATA_DIR: dataDir });
+    expect(config.SHELLCTL_AUTH_TOKEN).toBe('old-hand-made-token');
+    expect(loadConfigWithLocalSecrets({ DATA_DIR: dataDir }).config.SHELLCTL_AUTH_TOKEN).toBe('old-hand-made-token');
+  });
+
   it('an added secret (a cluster file without the shell token) is generated and the rest kept', () => {
     const dataDir = tmpDir();
     const cluster = ensureLocalSecrets({ dataDir, names: ['INNER_API_KEY', 'AGENT_BACKEND_TOKEN'] });
