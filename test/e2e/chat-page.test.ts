@@ -126,7 +126,7 @@ describe.runIf(executable)('the chat page in a browser', () => {
 
   const lastAgent = () => page.locator('.msg.agent').last();
   const lastAgentText = () => page.locator('.msg.agent .text').last();
-  const idle = () => expect.poll(() => page.locator('#stop').isDisabled(), { timeout: 30_000 }).toBe(true);
+  const idle = () => expect.poll(() => page.locator('#stop').isDisabled(), { timeout: 60_000 }).toBe(true);
 
   async function send(text: string) {
     await page.fill('#query', text);
@@ -137,8 +137,8 @@ describe.runIf(executable)('the chat page in a browser', () => {
     // The key moved from the URL fragment to session storage; the fragment is gone.
     expect(page.url()).not.toContain('key=');
     // The first screen introduces the app (GET /v1/info, /v1/parameters): name, opening statement, suggestions.
-    await expect.poll(() => page.locator('#app-name').textContent()).toBe('Demo Agent');
-    await expect.poll(() => page.locator('.welcome .opening').textContent()).toContain('I am the demo agent');
+    await expect.poll(() => page.locator('#app-name').textContent(), { timeout: 20_000 }).toBe('Demo Agent');
+    await expect.poll(() => page.locator('.welcome .opening').textContent(), { timeout: 20_000 }).toContain('I am the demo agent');
     expect(await page.locator('.welcome .suggested').allTextContents()).toContain('/calc 6*7');
     await shot(page, 'chat-desktop-welcome.png');
 
@@ -248,7 +248,7 @@ describe.runIf(executable)('the chat page in a browser', () => {
         return m.scrollHeight - m.scrollTop - m.clientHeight;
       });
     const height = () => page.evaluate(() => document.getElementById('messages')!.scrollHeight);
-    await send('/slow 15 /long 1500');
+    await send('/slow 10 /long 1500');
     // While it streams the view keeps the end of the answer in sight.
     await expect.poll(height, { timeout: 20_000 }).toBeGreaterThan(700);
     for (let i = 0; i < 3; i++) {
@@ -268,7 +268,7 @@ describe.runIf(executable)('the chat page in a browser', () => {
     await idle();
     expect(await gap()).toBeLessThan(60);
     expect((await lastAgentText().textContent())!.split(/\s+/).filter(Boolean)).toHaveLength(1500);
-  }, 90_000);
+  }, 150_000);
 
   it('sends nothing on Enter while a turn runs, stops it, and New chat during a stream starts a new conversation', async () => {
     await page.click('#new-chat');
@@ -404,7 +404,7 @@ describe.runIf(executable)('the chat page in a browser', () => {
     const p = await phone.newPage();
     watch(p);
     await p.goto(`${stack.apiUrl}/chat/#key=${stack.demo!.apiKey}`);
-    await expect.poll(() => p.locator('#app-title').textContent()).toBe('Demo Agent');
+    await expect.poll(() => p.locator('#app-title').textContent(), { timeout: 20_000 }).toBe('Demo Agent');
     const sidebarX = async () => (await p.locator('#sidebar').boundingBox())!.x;
     expect(await sidebarX()).toBeLessThan(0);
     expect(await p.locator('#menu').isVisible()).toBe(true);
