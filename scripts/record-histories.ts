@@ -18,6 +18,7 @@ import type { RunAgentOutcome } from '../activities/index.js';
 import { freePort } from '../stack/ports.js';
 import { scriptedActivities } from './scripted-activities.js';
 import { locateTemporal, startTemporalDevServer } from '../stack/temporal.js';
+import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const outDir = path.resolve(process.argv[2] ?? '');
@@ -99,6 +100,11 @@ try {
         workflowId,
         args: [
           { tenantId: 't', appId: 'a', agentId: 'g', conversationId: `c-${sc.name}`, messageId: `m-${sc.name}`, invokeFrom: 'service-api' },
+        ],
+        // As api/turns.ts starts a turn: the attributes the workflow upserts (MessageIds, TurnStatus) are present from the start.
+        typedSearchAttributes: [
+          { key: SA.MessageIds, value: [`m-${sc.name}`] },
+          { key: SA.TurnStatus, value: 'running' },
         ],
       });
       await sc.drive?.(client.workflow.getHandle(workflowId));
