@@ -5,6 +5,7 @@
  * The steps are the provisioning steps of core/provision.ts, the ones the admin CLI runs in production.
  */
 import path from 'node:path';
+import { findSharedDraft, findVersion, publishVersion, updateDraft } from './agent-configs.js';
 import type { Db } from './db.js';
 import {
   appKeyIsActive,
@@ -18,7 +19,7 @@ import {
   issueConsoleKey,
   setCreditPool,
 } from './provision.js';
-import { demoSoulConfig, type AgentSoulConfig } from './soul.js';
+import { AgentSoulConfig, demoSoulConfig } from './soul.js';
 
 export interface DemoData {
   tenantId: string;
@@ -64,6 +65,27 @@ export async function ensureDemoData(db: Db, opts: { dataDir: string; soul?: Age
     apiKey,
     consoleKey,
   };
+}
+
+/**
+ * A demo agent created before its hands were on by default (issue 27): when its active version and shared draft are
+ * still exactly the seeded `untouched` config (nobody edited them), `withHands` is published and becomes the draft, so
+ * new conversations get runtime and shell; an edited agent is left alone. True when it published.
+ */
+export async function enableDemoHands(db: Db, demo: DemoData, souls: { untouched: AgentSoulConfig; withHands: AgentSoulConfig }) {
+  const same = (a: unknown, b: AgentSoulConfig) => {
+    const parsed = AgentSoulConfig.safeParse(a);
+    return parsed.success && JSON.stringify(parsed.data) === JSON.stringify(AgentSoulConfig.parse(b));
+  };
+  return db.$transaction(async (tx) => {
+    const agent = await tx.agent.findUnique({ where: { id: demo.agentId } });
+    const active = agent?.active_config_snapshot_id ? await findVersion(tx, demo.agentId, agent.active_config_snapshot_id) : null;
+    const draft = await findSharedDraft(tx, demo.agentId);
+    if (!active || !draft || !same(active.config_snapshot, souls.untouched) || !same(draft.config, souls.untouched)) return false;
+    await updateDraft(tx, draft.id, souls.withHands);
+    await publishVersion(tx, { tenantId: demo.tenantId, agentId: demo.agentId, createdBy: null, fromDraftId: draft.id }, souls.withHands);
+    return true;
+  });
 }
 
 /** Creates one more agent app with its own key (tests: isolation, fresh configs). */

@@ -22,7 +22,7 @@ import type { Logger } from '../core/logger.js';
 import type { OutboxDispatcher } from '../core/outbox.js';
 import { temporalSecurity } from '../core/temporal-connection.js';
 import { applyMigrations } from '../core/migrate.js';
-import { ensureDemoData, type DemoData } from '../core/seed.js';
+import { enableDemoHands, ensureDemoData, type DemoData } from '../core/seed.js';
 import { demoSoulConfig } from '../core/soul.js';
 import { demoAgentModel } from '../core/llm/providers/index.js';
 import { installRuntimeLogger, startWorker, type RunningWorker } from '../worker.js';
@@ -131,6 +131,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       if (!realModel) demoSoul.features.suggested_questions = ['/sh ls -la', ...demoSoul.features.suggested_questions];
     }
     const demo = opts.seed === false ? null : await ensureDemoData(db, { dataDir: config.dataDir, soul: demoSoul });
+    // A demo agent seeded before hands were on by default, and never edited since, gets them now.
+    if (demo && opts.demoHands && (await enableDemoHands(db, demo, { untouched: demoSoulConfig(realModel), withHands: demoSoul })))
+      logger.info({ agentId: demo.agentId }, 'demo agent: runtime and shell turned on (a new version published)');
 
     // Temporal
     let dev: DevServer | null = null;
