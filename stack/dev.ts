@@ -122,7 +122,7 @@ async function runStack(): Promise<void> {
   worker         ${stack.workerHttpUrl ?? '-'}   (/metrics, /readyz; the api and the agent backend serve them too)
   Temporal UI    ${stack.temporalUiUrl ?? `(external Temporal at ${stack.temporalAddress})`}
   database       ${config.DATABASE_URL ? 'DATABASE_URL' : `embedded PostgreSQL under ${config.dataDir}/pg`}
-  agent shell    ${hands.ok ? 'isolated (shellctl); a new demo agent has runtime and shell on: try "/sh ls -la"' : `off: ${hands.why}`}
+  agent shell    ${hands.ok ? 'isolated (shellctl): the demo agent has runtime and shell on (unless you edited it), try "/sh ls -la"' : `off: ${hands.why}`}
 
 Chat with the agent (every turn is a Temporal workflow):
 
