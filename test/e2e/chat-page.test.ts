@@ -429,7 +429,10 @@ describe.runIf(executable)('the chat page in a browser', () => {
     await expect.poll(() => p.locator('#conversations li').count()).toBeGreaterThan(0);
     await shot(p, 'chat-phone-drawer.png');
     await p.locator('#conversations li .open', { hasText: 'My name is Ada.' }).tap();
-    await expect.poll(sidebarX).toBeLessThan(0);
+    // Closed: wholly off the screen once its slide ends.
+    await expect
+      .poll(async () => sidebarX().then(async (x) => x + (await p.locator('#sidebar').boundingBox())!.width))
+      .toBeLessThanOrEqual(0);
     await expect.poll(() => p.locator('.msg.agent .text').last().textContent(), { timeout: 20_000 }).toContain('You answered: "Countess"');
     await shot(p, 'chat-phone-history.png');
     await phone.close();
