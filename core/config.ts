@@ -193,15 +193,27 @@ export const EnvSchema = z.object({
   /** Processes (tasks) one command may run at once. */
   SHELL_LIMIT_PROCS: z.coerce.number().int().min(8).default(256),
   /** Memory of one command's process tree, bytes (cgroup memory.max; under rlimits the address space per process). */
-  SHELL_LIMIT_MEMORY_BYTES: z.coerce.number().int().min(64 * 1024 * 1024).default(1024 * 1024 * 1024),
+  SHELL_LIMIT_MEMORY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024 * 1024)
+    .default(1024 * 1024 * 1024),
   /** CPU time of one command, seconds (the wall-clock limit is SHELL_TIMEOUT_MS). */
   SHELL_LIMIT_CPU_SECONDS: z.coerce.number().int().min(1).default(60),
   /** Largest file a command may write, bytes. */
-  SHELL_LIMIT_FILE_BYTES: z.coerce.number().int().min(1024 * 1024).default(256 * 1024 * 1024),
+  SHELL_LIMIT_FILE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(256 * 1024 * 1024),
   /** Open files per process. */
   SHELL_LIMIT_OPEN_FILES: z.coerce.number().int().min(64).default(1024),
   /** Bytes one workspace may hold; a command that grows it beyond is stopped (`limit: workspace_quota`). */
-  WORKSPACE_QUOTA_BYTES: z.coerce.number().int().min(1024 * 1024).default(1024 * 1024 * 1024),
+  WORKSPACE_QUOTA_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(1024 * 1024 * 1024),
   /** Commands run as uid/gid SHELL_UID_BASE + FNV-1a(workspace id) % SHELL_UID_RANGE (core/workspace-uid.ts). */
   SHELL_UID_BASE: z.coerce.number().int().min(1000).default(200_000),
   SHELL_UID_RANGE: z.coerce.number().int().min(1).default(100_000),
