@@ -254,7 +254,7 @@ const FIELDS = [
 
 const { node } = fc.letrec<{ node: Node }>((tie) => ({
   node: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
+    { depthSize: 'xsmall', withCrossShrink: true },
     str,
     num,
     fc.constantFrom<Node>(true, false, null),
