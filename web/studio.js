@@ -5,6 +5,7 @@
 // turn's workflow in the Temporal UI. The console key comes from the URL fragment (#key=…) or the key box and stays
 // in this tab's sessionStorage.
 
+import { createApi } from './lib/api.js';
 import { consumeTurn, el, markAnswered, messageBox, renderForm, renderThought } from './turn-view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -12,19 +13,10 @@ const $ = (id) => document.getElementById(id);
 const BUILTIN_TOOLS = ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'];
 const state = { key: '', appId: '', config: null, conversationId: '', taskId: '', abort: null };
 
-async function api(path, init = {}) {
-  const res = await fetch(`/console/api${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${state.key}`, 'content-type': 'application/json', ...(init.headers || {}) },
-  });
-  if (!res.ok && !(res.headers.get('content-type') || '').includes('text/event-stream')) {
-    const body = await res.json().catch(() => ({}));
-    const err = new Error(body.message || `HTTP ${res.status}`);
-    Object.assign(err, { code: body.code, status: res.status, body });
-    throw err;
-  }
-  return res;
-}
+// The pages' one API client (lib/api.js): the console key, Dify's error body as an error with code/status/body.
+const client = createApi({ base: '/console/api', key: () => state.key });
+const api = (path, init = {}) =>
+  client.request(path, { ...init, headers: { 'content-type': 'application/json', ...(init.headers || {}) } });
 const getJson = async (path) => (await api(path)).json();
 const send = (path, body, method = 'POST') => api(path, { method, body: JSON.stringify(body ?? {}) }).then((r) => r.json());
 const appPath = (p) => `/apps/${state.appId}${p}`;
@@ -598,6 +590,9 @@ $('new-debug').addEventListener('click', () => {
   $('messages').textContent = '';
 });
 $('close-inspector').addEventListener('click', () => ($('inspector').hidden = true));
+// The logs section (studio-logs.js) opens a turn in this inspector and refreshes the annotations it added.
+document.addEventListener('studio:inspect', (ev) => void inspect(ev.detail));
+document.addEventListener('studio:annotations-changed', () => void loadAnnotations().catch((err) => say(err.message)));
 
 loadKey();
 void loadApps();
