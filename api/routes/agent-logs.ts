@@ -7,7 +7,9 @@
  */
 import { Router, type Request } from 'express';
 import { z } from 'zod';
+import type { Config } from '../../core/config.js';
 import type { Db } from '../../core/db.js';
+import { unixSeconds } from '../../core/time.js';
 import type {
   MessageAgentThought as MessageAgentThoughtModel,
   MessageModelCall as MessageModelCallModel,
@@ -15,12 +17,114 @@ import type {
 import { consoleApp, consoleAuth } from '../console-auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { Uuid } from '../schemas.js';
+import { messageJson } from './messages.js';
 
 const LogsQuery = z.object({ conversation_id: Uuid, message_id: Uuid });
 
-export function agentLogRoutes(deps: { db: Db }): Router {
+const TURN_STATUSES = ['pending', 'running', 'paused', 'succeeded', 'failed', 'stopped'] as const;
+/** Filters of the app's logs (issue 34 item 4): end user, when, a turn's status, an answer's feedback, where from. */
+const ConversationsQuery = z.object({
+  user: z.string().min(1).max(255).optional(),
+  status: z.enum(TURN_STATUSES).optional(),
+  feedback: z.enum(['like', 'dislike', 'any']).optional(),
+  invoke_from: z.enum(['service-api', 'debugger', 'web-app', 'explore']).optional(),
+  from: z.coerce.date().optional(),
+  to: z.coerce.date().optional(),
+  page: z.coerce.number().int().min(1).max(10_000).default(1),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+});
+
+export function agentLogRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'> }): Router {
   const { db } = deps;
   const r = Router();
+
+  /**
+   * GET /console/api/apps/{app_id}/agent/conversations: every conversation of the app — end users' and the debugger's,
+   * newest activity first — filtered by `user` (the end user's id as the service API names it), `from`/`to` (created,
+   * ISO dates), `status` (a turn of it has that status), `feedback` (an answer of it was rated like/dislike/any),
+   * `invoke_from`. Each row: its end user, message count, last turn status, failed turns, likes and dislikes.
+   */
+  r.get('/apps/:app_id/agent/conversations', consoleAuth(db), async (req: Request, res) => {
+    const { app } = await consoleApp(db, req);
+    const q = parseOr400(ConversationsQuery, req.query, 'query');
+    let endUserIds: string[] | undefined;
+    if (q.user)
+      endUserIds = (await db.endUser.findMany({ where: { app_id: app.id, session_id: q.user }, select: { id: true } })).map((u) => u.id);
+    const messageFilters = [
+      ...(q.status ? [{ messages: { some: { status: q.status } } }] : []),
+      ...(q.feedback ? [{ messages: { some: { feedbacks: { some: q.feedback === 'any' ? {} : { rating: q.feedback } } } } }] : []),
+    ];
+    const where = {
+      app_id: app.id,
+      deleted_at: null,
+      ...(endUserIds ? { end_user_id: { in: endUserIds } } : {}),
+      ...(q.invoke_from ? { invoke_from: q.invoke_from } : {}),
+      ...(q.from || q.to ? { created_at: { ...(q.from ? { gte: q.from } : {}), ...(q.to ? { lte: q.to } : {}) } } : {}),
+      ...(messageFilters.length ? { AND: messageFilters } : {}),
+    };
+    const [total, rows] = await Promise.all([
+      db.conversation.count({ where }),
+      db.conversation.findMany({
+        where,
+        orderBy: [{ updated_at: 'desc' }, { id: 'desc' }],
+        skip: (q.page - 1) * q.limit,
+        take: q.limit,
+        include: {
+          messages: {
+            orderBy: { created_at: 'asc' },
+            select: { status: true, query: true, feedbacks: { select: { rating: true } } },
+          },
+        },
+      }),
+    ]);
+    const userIds = [...new Set(rows.map((c) => c.end_user_id).filter((id): id is string => !!id))];
+    const sessions = new Map(
+      (await db.endUser.findMany({ where: { id: { in: userIds } }, select: { id: true, session_id: true } })).map((u) => [
+        u.id,
+        u.session_id,
+      ]),
+    );
+    res.json({
+      page: q.page,
+      limit: q.limit,
+      total,
+      has_more: q.page * q.limit < total,
+      data: rows.map((c) => {
+        const ratings = c.messages.flatMap((m) => m.feedbacks.map((f) => f.rating));
+        return {
+          id: c.id,
+          name: c.name,
+          invoke_from: c.invoke_from,
+          from_end_user_session_id: c.end_user_id ? (sessions.get(c.end_user_id) ?? null) : null,
+          from_account_id: c.account_id,
+          first_query: c.messages[0]?.query ?? null,
+          message_count: c.messages.length,
+          last_status: c.messages.at(-1)?.status ?? null,
+          failed_count: c.messages.filter((m) => m.status === 'failed').length,
+          like_count: ratings.filter((x) => x === 'like').length,
+          dislike_count: ratings.filter((x) => x === 'dislike').length,
+          created_at: unixSeconds(c.created_at),
+          updated_at: unixSeconds(c.updated_at),
+        };
+      }),
+    });
+  });
+
+  /** GET /console/api/apps/{app_id}/agent/conversations/{conversation_id}/messages: its turns, oldest first, as the service API shows them. */
+  r.get('/apps/:app_id/agent/conversations/:conversation_id/messages', consoleAuth(db), async (req: Request, res) => {
+    const { app } = await consoleApp(db, req);
+    const conversationId = parseOr400(Uuid, req.params.conversation_id, 'conversation_id');
+    const conversation = await db.conversation.findFirst({ where: { id: conversationId, app_id: app.id, deleted_at: null } });
+    if (!conversation) throw new HttpError(404, 'conversation_not_exists', 'Conversation not found.');
+    const rows = await db.message.findMany({
+      where: { conversation_id: conversationId },
+      orderBy: { created_at: 'asc' },
+      take: 500,
+      include: { thoughts: { orderBy: { position: 'asc' } }, files: true, feedbacks: { select: { rating: true } } },
+    });
+    res.json({ data: rows.map((m) => ({ ...messageJson(m, deps.config), error_code: m.error_code })) });
+  });
+
   r.get('/apps/:app_id/agent/logs', consoleAuth(db), async (req: Request, res) => {
     const { app } = await consoleApp(db, req);
     const q = parseOr400(LogsQuery, req.query);
