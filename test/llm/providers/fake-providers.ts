@@ -9,7 +9,7 @@
  * "Hello there!"), `SCN:tool` (a calculator call with streamed arguments; once the request carries
  * `TOOLRESULT-42`, the answer "The answer is 42."), `SCN:401`, `SCN:429` (always, Retry-After 0),
  * `SCN:429once` (first call 429 with Retry-After 1, then hello), `SCN:overflow` (the provider's context-length
- * error), `SCN:hang` (one token, then nothing until the client closes: `closed` resolves). A credential containing
+ * error), `SCN:filter` (Azure's content-filter 400; Gemini's SAFETY finish), `SCN:hang` (one token, then nothing until the client closes: `closed` resolves). A credential containing
  * `bad` gets the 401 whatever the prompt.
  */
 import http from 'node:http';
@@ -492,6 +492,21 @@ export async function startFakeProvider(wire: Wire): Promise<FakeProvider> {
           return stream(HELLO);
         case 'overflow':
           return fail(400, 'overflow');
+        case 'filter':
+          // Azure's content management refuses the prompt with a 400; Gemini ends the stream with finishReason SAFETY.
+          if (wire === 'gemini') {
+            res.writeHead(200, { 'content-type': enc.contentType });
+            return res.end(sse({ candidates: [{ content: { role: 'model', parts: [{ text: '' }] }, finishReason: 'SAFETY', index: 0 }] }));
+          }
+          return res.writeHead(400, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              error: {
+                code: 'content_filter',
+                message: "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.",
+                innererror: { code: 'ResponsibleAIPolicyViolation' },
+              },
+            }),
+          );
         case 'tool':
           return stream(body.includes('TOOLRESULT-42') ? AFTER_TOOL : TOOL);
         case 'hang':

@@ -258,6 +258,26 @@ describe.each(CASES)('$provider ($wire) through the gateway', (c) => {
   });
 });
 
+describe('content filters', () => {
+  it('Azure’s content-filter refusal is content_filtered; Gemini’s SAFETY stop is finish_reason content_filter', async () => {
+    const tenant = await createTenant(tdb.db);
+    const azure = await readChunks(
+      await post(
+        api.url,
+        invokeBody(tenant, { provider: 'azure', model: 'gpt-4o', prompt_messages: [{ role: 'user', content: 'SCN:filter' }] }),
+      ),
+    );
+    expect(last(azure)).toMatchObject({ code: -400, data: { error_type: 'InvokeBadRequestError', code: 'content_filtered' } });
+    const gemini = await readChunks(
+      await post(
+        api.url,
+        invokeBody(tenant, { provider: 'google', model: 'gemini-2.0-flash', prompt_messages: [{ role: 'user', content: 'SCN:filter' }] }),
+      ),
+    );
+    expect(last(gemini)).toMatchObject({ code: 0, data: { delta: { finish_reason: 'content_filter' } } });
+  });
+});
+
 describe('embeddings through the providers (knowledge datasets)', () => {
   it.each([
     ['openai', 'text-embedding-3-small', /^\/v1\/embeddings$/],
