@@ -28,6 +28,7 @@ import { chatRoutes } from './routes/chat.js';
 import { agentLogRoutes } from './routes/agent-logs.js';
 import { consoleRoutes } from './routes/console.js';
 import { studioRoutes } from './routes/studio.js';
+import { consoleAdminRoutes } from './routes/console-admin.js';
 import { conversationRoutes } from './routes/conversations.js';
 import { feedbackRoutes } from './routes/feedbacks.js';
 import { fileRoutes, signedFileRoutes } from './routes/files.js';
@@ -137,6 +138,8 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.use('/console/api', agentLogRoutes(deps));
   // The studio's reads (api/routes/studio.ts): apps list, one version, a turn's run facts; its own auth.
   app.use('/console/api', studioRoutes(deps));
+  // An app's API keys (create, revoke) and version restore (api/routes/console-admin.ts); its own auth.
+  app.use('/console/api', consoleAdminRoutes(deps));
   app.use('/console/api', consoleRoutes(deps));
 
   app.use(unknownRoute);

@@ -17,8 +17,15 @@ declare module 'express-serve-static-core' {
   }
 }
 
+/** Every appKeyAuth's 5 s cache in this process, so a revoke here takes effect at once (other replicas: within 5 s). */
+const caches = new Set<Map<string, unknown>>();
+export function evictAppKey(tokenHash: string): void {
+  for (const c of caches) c.delete(tokenHash);
+}
+
 export function appKeyAuth(db: Db) {
   const cache = new Map<string, { ctx: AppContext; at: number }>();
+  caches.add(cache);
   return async (req: Request, _res: Response, next: NextFunction) => {
     try {
       const header = req.headers.authorization ?? '';

@@ -19,6 +19,7 @@ import { KNOWLEDGE_REQUESTS, KNOWLEDGE_RESPONSES, knowledgePaths } from './opena
 import { TOOL_REQUESTS, TOOL_RESPONSES, toolProviderPaths } from './openapi-tools.js';
 import { MODEL_REQUESTS, MODEL_RESPONSES, modelProviderPaths } from './openapi-models.js';
 import { STUDIO_REQUESTS, STUDIO_RESPONSES, studioPaths } from './openapi-studio.js';
+import { CONSOLE_ADMIN_REQUESTS, CONSOLE_ADMIN_RESPONSES, consoleAdminPaths } from './openapi-console-admin.js';
 import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -40,6 +41,7 @@ const REQUESTS = {
   ...TOOL_REQUESTS,
   ...MODEL_REQUESTS,
   ...STUDIO_REQUESTS,
+  ...CONSOLE_ADMIN_REQUESTS,
 };
 const RESPONSES = {
   ErrorResponse: S.ErrorResponse,
@@ -64,6 +66,7 @@ const RESPONSES = {
   ...TOOL_RESPONSES,
   ...MODEL_RESPONSES,
   ...STUDIO_RESPONSES,
+  ...CONSOLE_ADMIN_RESPONSES,
 };
 
 function components(schemas: Record<string, z.ZodType>, io: 'input' | 'output'): Record<string, JsonSchema> {
@@ -295,6 +298,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
     ...toolProviderPaths(errors),
     ...modelProviderPaths(errors),
     ...studioPaths(errors),
+    ...consoleAdminPaths(errors),
     '/healthz': {
       get: {
         operationId: 'healthz',
