@@ -39,6 +39,12 @@ export interface SoulValidationInput {
   /** Real ids where the caller has them; placeholders otherwise (the composition's shape does not depend on them). */
   appId?: string;
   agentId?: string;
+  /**
+   * The config comes from storage (a draft at merge or publish): its defaults were filled in when it was saved, so
+   * a default reads as an explicit request. Checks of what the user asked for (image uploads on a text-only model)
+   * ran at that save and are skipped here.
+   */
+  stored?: boolean;
 }
 
 /** Every problem found, in check order; empty when the config can run. Schema problems stop the later checks. */
@@ -49,7 +55,7 @@ export async function validateSoul(deps: SoulValidationDeps, input: SoulValidati
     soulDbIssues(deps.db, input.tenantId, parsed.soul),
     deps.backend ? backendIssues(deps, parsed.soul, input) : Promise.resolve([]),
   ]);
-  return [...imageUploadIssues(input.soul, parsed.soul), ...db, ...backend];
+  return [...(input.stored ? [] : imageUploadIssues(input.soul, parsed.soul)), ...db, ...backend];
 }
 
 /** One line naming each field: `tools.core[0]: …; knowledge.dataset_ids: …`. */
