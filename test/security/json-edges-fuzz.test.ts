@@ -12,8 +12,8 @@ import { signExecutionContext } from '../../core/exec-context.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
-
 import { socketRequest } from '../support/stub-socket.js';
+
 const INNER_KEY = 'fuzz-inner-key';
 const BACKEND_TOKEN = 'fuzz-backend-token';
 let stack: Stack;
@@ -109,6 +109,8 @@ interface Edge {
   url: () => string;
   headers: () => Record<string, string>;
   base: () => Record<string, unknown>;
+  /** The unix socket the edge listens on instead (the agent stub has no TCP listener); `url`'s path is used. */
+  socket?: () => string;
 }
 
 const app = () => stack.demo!.appId;
@@ -116,8 +118,6 @@ const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 const EDGES: Edge[] = [
   {
     name: 'public chat',
-  /** The unix socket the edge listens on instead (the agent stub has no TCP listener); `url`'s path is used. */
-  socket?: () => string;
     method: 'POST',
     url: () => `${stack.apiUrl}/v1/chat-messages`,
     headers: () => bearer(stack.demo!.apiKey),
@@ -249,6 +249,7 @@ const EDGES: Edge[] = [
   },
 ];
 
+async function send(edge: Edge, body: string): Promise<number> {
   if (edge.socket)
     return (
       await socketRequest(edge.socket(), new URL(edge.url()).pathname, {
@@ -257,7 +258,6 @@ const EDGES: Edge[] = [
         body,
       })
     ).status;
-async function send(edge: Edge, body: string): Promise<number> {
   const res = await fetch(edge.url(), {
     method: edge.method,
     headers: { 'content-type': 'application/json', ...edge.headers() },
