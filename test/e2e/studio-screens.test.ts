@@ -1,0 +1,300 @@
+/**
+ * The studio's screens in a browser (issue 34 item 2): real Chromium on /studio against the real stack and the demo
+ * model, at a desktop and a phone size. The agent screen puts config and debugger side by side (desktop) or stacks
+ * them (phone). Datasets: create one, upload a document (with its progress bar), see it indexed, hit-test it with
+ * scores, attach it to the agent, and the debugger answers from it (/kb). Tools: import an OpenAPI provider served by
+ * a local HTTP server in this test (its operations previewed first; TOOL_ALLOW_PRIVATE_NETWORK lets tools reach
+ * loopback here), tick its tool for the agent, and the debugger calls it. Versions: restore a past one into the draft
+ * and publish it again. API keys: create one, revoke it, and /v1 then answers 401 for it. Models: add a credential
+ * for a fake OpenAI server (test/llm/providers), validate it, pick its model with its features shown. axe-core finds
+ * no serious violation on any screen; screenshots of each go to test-results/screenshots (CI artifacts).
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Stack } from '../../stack/start-stack.js';
+import { startFakeProvider, type FakeProvider } from '../llm/providers/fake-providers.js';
+import { startTestStack } from '../support/stack.js';
+import { screenshotDir } from '../support/artifacts.js';
+
+const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(
+  (p) => p && fs.existsSync(p),
+);
+if (!executable) {
+  if (process.env.CI) throw new Error('Chromium is required in CI: apt-get install -y chromium (see .ci/run)');
+  console.warn('[e2e] Chromium not found: install it (apt-get install chromium) or set CHROMIUM_PATH to run the browser test.');
+}
+
+const AXE = fs.readFileSync(path.join(import.meta.dirname, '../../node_modules/axe-core/axe.min.js'), 'utf8');
+const OPENAI_KEY = 'sk-studio-openai-0123456789';
+
+let stack: Stack;
+let browser: Browser;
+let page: Page;
+let toolServer: http.Server;
+let toolUrl = '';
+let openai: FakeProvider;
+const toolCalls: string[] = [];
+const failures: string[] = [];
+
+async function shot(name: string) {
+  const file = path.join(inject('testDataDir'), name);
+  await page.screenshot({ path: file, fullPage: true });
+  expect(fs.statSync(file).size).toBeGreaterThan(1000);
+  const dir = screenshotDir();
+  fs.mkdirSync(dir, { recursive: true });
+  fs.copyFileSync(file, path.join(dir, name));
+}
+
+/** axe-core's serious and critical violations; the logs section is scanned by its own test (test/e2e/studio-logs.test.ts). */
+async function axeViolations(): Promise<string[]> {
+  await page.evaluate(AXE);
+  const result = await page.evaluate(async () => {
+    const axe = (
+      window as unknown as {
+        axe: {
+          run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
+        };
+      }
+    ).axe;
+    const r = await axe.run({ exclude: [['#logs']] }, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
+  });
+  return result.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.targets.join(', ')}`);
+}
+
+/** The inventory API the OpenAPI tool calls (loopback, this process). */
+const INVENTORY_OPENAPI = () => ({
+  openapi: '3.0.0',
+  info: { title: 'Inventory', version: '1' },
+  servers: [{ url: toolUrl }],
+  paths: {
+    '/stock': {
+      get: {
+        operationId: 'getStock',
+        summary: 'How many of an item are in stock',
+        parameters: [{ name: 'item', in: 'query', required: true, schema: { type: 'string' } }],
+        responses: { '200': { description: 'The count.' } },
+      },
+    },
+  },
+});
+
+const status = () => page.locator('#status').textContent();
+const lastAgent = () => page.locator('.msg.agent').last();
+const idle = () => expect.poll(() => page.locator('#send').isEnabled(), { timeout: 30_000 }).toBe(true);
+const screen = (name: string) => page.click(`#screens button[data-screen="${name}"]`);
+async function ask(text: string) {
+  await screen('agent');
+  // A new conversation: the draft's layers changed since the last one (a retained session would refuse them).
+  await page.click('#new-debug');
+  await page.fill('#query', text);
+  await page.click('#send');
+  await expect.poll(() => lastAgent().locator('.text').textContent(), { timeout: 30_000 }).not.toBe('');
+  await idle();
+  return (await lastAgent().locator('.text').textContent()) ?? '';
+}
+
+describe.runIf(executable)('the studio’s screens in a browser', () => {
+  beforeAll(async () => {
+    toolServer = http.createServer((req, res) => {
+      const u = new URL(req.url ?? '/', 'http://x');
+      toolCalls.push(u.pathname + u.search);
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ result: `${u.searchParams.get('item')}: 17 in stock` }));
+    });
+    await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
+    toolUrl = `http://127.0.0.1:${(toolServer.address() as { port: number }).port}`;
+    openai = await startFakeProvider('openai-responses');
+    stack = await startTestStack('studio_screens', { env: { TOOL_ALLOW_PRIVATE_NETWORK: true, DEMO_MODEL_TOKEN_DELAY_MS: 0 } });
+    browser = await chromium.launch({
+      executablePath: executable,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-sync',
+      ],
+    });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) failures.push(`console: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
+    page.on('response', (r) => {
+      const ok = r.status() === 404 && r.url().endsWith('/agent/build-draft');
+      if (r.status() >= 400 && !ok) failures.push(`${r.status()} ${r.url()}`);
+    });
+    page.on('dialog', (d) => void d.accept());
+    await page.goto(`${stack.apiUrl}/studio/#key=${stack.demo!.consoleKey}`);
+    await page.locator('#apps li.active').waitFor({ timeout: 30_000 });
+  }, 180_000);
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+    await openai?.close();
+    await new Promise((r) => toolServer?.close(r));
+  });
+
+  it('the agent screen: config and debugger side by side on a desktop', async () => {
+    await expect.poll(() => page.inputValue('#f-prompt')).not.toBe('');
+    const editor = (await page.locator('#editor').boundingBox())!;
+    const debug = (await page.locator('#debugger').boundingBox())!;
+    expect(debug.x).toBeGreaterThan(editor.x + editor.width - 1);
+    expect(Math.abs(debug.y - editor.y)).toBeLessThan(40);
+    expect(await axeViolations()).toEqual([]);
+    await shot('studio-screens-agent-desktop.png');
+  });
+
+  it('datasets: creates one, uploads a document with progress, sees it indexed, hit-tests it, attaches it; the debugger answers from it', async () => {
+    await screen('datasets');
+    await page.fill('#ds-new-name', 'Handbook');
+    await page.click('#ds-create button[type="submit"]');
+    await expect.poll(status).toBe('Created the dataset Handbook.');
+    await page.setInputFiles('#ds-file', {
+      name: 'handbook.md',
+      mimeType: 'text/markdown',
+      buffer: Buffer.from('# Office\n\nThe office parrot is called Captain Zebulon and sings every Tuesday morning.\n'),
+    });
+    await page.click('#ds-upload button');
+    await expect.poll(() => page.locator('#ds-upload-status').textContent(), { timeout: 30_000 }).toMatch(/handbook\.md(:| uploaded)/);
+    expect(await page.locator('#ds-progress').getAttribute('value')).toBe('100');
+    const row = page.locator('#ds-docs tbody tr', { hasText: 'handbook.md' });
+    await expect.poll(() => row.locator('.badge').textContent(), { timeout: 30_000 }).toBe('completed');
+    expect(await page.locator('#ds-pager').textContent()).toContain('(1 document)');
+
+    await page.fill('#ds-hit-query', 'What is the parrot called?');
+    await page.click('#ds-hit button[type="submit"]');
+    const hit = page.locator('#ds-hits li').first();
+    await expect.poll(() => hit.textContent()).toContain('Captain Zebulon');
+    expect(Number(await hit.locator('.score').textContent())).toBeGreaterThan(0);
+
+    await page.click('#ds-actions button:has-text("Attach to the agent")');
+    await expect.poll(status).toBe('Attached Handbook to the agent’s draft.');
+    expect(await axeViolations()).toEqual([]);
+    await shot('studio-screens-datasets-desktop.png');
+    // The agent screen's form shows the saved draft.
+    await expect.poll(() => page.isChecked('#f-knowledge')).toBe(true);
+
+    const answer = await ask('/kb What is the parrot called?');
+    expect(answer).toContain('From the knowledge base:');
+    expect(answer).toContain('Captain Zebulon');
+  }, 120_000);
+
+  it('tools: imports an OpenAPI provider from a preview of its operations, picks its tool for the agent; the debugger calls it', async () => {
+    await screen('tools');
+    await page.fill('#tp-oa-name', 'inventory');
+    await page.fill('#tp-oa-doc', JSON.stringify(INVENTORY_OPENAPI(), null, 2));
+    await expect.poll(() => page.locator('#tp-oa-preview li').textContent()).toContain('getStock GET /stock');
+    await page.selectOption('#tp-oa-auth', 'bearer');
+    await page.fill('#tp-oa-secret', 'inv-secret-123456789');
+    await page.click('#tp-openapi button[type="submit"]');
+    await expect.poll(status).toBe('Imported inventory: 1 tools.');
+    const card = page.locator('#tp-list article[data-provider="inventory"]');
+    const masked = (await card.locator('.masked').textContent()) ?? '';
+    expect(masked).toContain('bearer');
+    expect(masked).not.toContain('inv-secret-123456789');
+    await card.locator('input[data-tool="inventory__getStock"]').check();
+    await expect.poll(status).toBe('The agent’s draft may call inventory__getStock.');
+    expect(await axeViolations()).toEqual([]);
+    await shot('studio-screens-tools-desktop.png');
+
+    const answer = await ask('/tool inventory__getStock {"item":"widgets"}');
+    expect(answer).toContain('widgets: 17 in stock');
+    expect(toolCalls).toContain('/stock?item=widgets');
+  }, 120_000);
+
+  it('versions: loads a past version into the draft and publishes it again', async () => {
+    // Publish the draft (knowledge + tool) as a new version; v1 is the seeded one.
+    await screen('agent');
+    await page.click('#publish');
+    await expect.poll(status).toMatch(/^Published version \d+\.$/);
+    await screen('versions');
+    const v1 = page.locator('#ver-table tbody tr[data-version="1"]');
+    await v1.waitFor();
+    expect(await page.locator('#ver-table tbody tr.active').getAttribute('data-version')).toBe('2');
+    await v1.locator('button:has-text("Load into draft")').click();
+    await expect.poll(status).toBe('Loaded v1 into the shared draft.');
+    await expect.poll(() => page.isChecked('#f-knowledge')).toBe(false);
+    await v1.locator('button:has-text("Publish again")').click();
+    await expect.poll(status).toBe('Published v1 again as v3.');
+    await expect.poll(() => page.locator('#ver-table tbody tr.active').getAttribute('data-version')).toBe('3');
+    const agent = await stack.db.agent.findUniqueOrThrow({ where: { id: stack.demo!.agentId }, include: { active_config_snapshot: true } });
+    const v1Row = await stack.db.agentConfigVersion.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, version: 1 } });
+    expect(agent.active_config_snapshot!.config_snapshot).toEqual(v1Row.config_snapshot);
+    expect(await axeViolations()).toEqual([]);
+    await shot('studio-screens-versions-desktop.png');
+  }, 60_000);
+
+  it('API keys: creates one (shown once), revokes it; the key then gets 401', async () => {
+    await screen('keys');
+    await page.fill('#key-name', 'ci');
+    await page.click('#key-create button[type="submit"]');
+    const key = ((await page.locator('#key-new code').textContent({ timeout: 10_000 })) ?? '').trim();
+    expect(key).toMatch(/^app-/);
+    const v1 = () => fetch(`${stack.apiUrl}/v1/parameters`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status);
+    expect(await v1()).toBe(200);
+    const row = page.locator('#key-table tbody tr', { hasText: 'ci' });
+    expect(await row.textContent()).not.toContain(key);
+    await row.locator('button:has-text("Revoke")').click();
+    await expect.poll(() => row.locator('.badge').textContent()).toContain('revoked');
+    expect(await v1()).toBe(401);
+    // The seeded key still works.
+    expect((await fetch(`${stack.apiUrl}/v1/parameters`, { headers: { authorization: `Bearer ${stack.demo!.apiKey}` } })).status).toBe(200);
+    expect(await axeViolations()).toEqual([]);
+    await shot('studio-screens-keys-desktop.png');
+  });
+
+  it('models: adds a credential for a provider (validated), sees it masked, picks its model with its features', async () => {
+    await screen('models');
+    const card = page.locator('#mp-list article[data-provider="openai"]');
+    await card.locator('input[aria-label="openai API key"]').fill(OPENAI_KEY);
+    await card.locator('input[aria-label="openai base URL"]').fill(`${openai.url}/v1`);
+    await card.locator('button:has-text("Validate")').click();
+    await expect.poll(() => card.locator('[role="status"]').textContent()).toBe('Valid: a real call worked.');
+    await card.locator('button:has-text("Add")').click();
+    await expect.poll(status).toBe('Saved the openai credentials (checked with a real call).');
+    const saved = page.locator('#mp-list article[data-provider="openai"]');
+    await expect.poll(() => saved.locator('.masked').textContent()).toContain('sk-…6789');
+    expect(await saved.textContent()).not.toContain(OPENAI_KEY);
+    expect(await saved.locator('.badge').textContent()).toBe('usable');
+
+    await page.selectOption('#mp-provider', 'openai');
+    await expect.poll(() => page.locator('#mp-model option').count()).toBeGreaterThan(0);
+    await page.selectOption('#mp-model', 'gpt-4o-mini');
+    await expect.poll(() => page.locator('#mp-features').textContent()).toContain('tool calls');
+    await page.click('#mp-pick button[type="submit"]');
+    await expect.poll(status).toBe('The agent’s draft now uses openai / gpt-4o-mini.');
+    await expect.poll(() => page.inputValue('#f-model')).toBe('gpt-4o-mini');
+    expect(await axeViolations()).toEqual([]);
+    await shot('studio-screens-models-desktop.png');
+
+    // Rotate (a new key) and delete.
+    await saved.locator('input[aria-label="openai API key"]').fill('sk-studio-rotated-99999');
+    await saved.locator('input[aria-label="openai base URL"]').fill(`${openai.url}/v1`);
+    await saved.locator('button:has-text("Rotate")').click();
+    await expect.poll(() => page.locator('#mp-list article[data-provider="openai"] .masked').textContent()).toContain('9999');
+  }, 60_000);
+
+  it('the phone layout: one column, every screen scanned by axe', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const name of ['agent', 'datasets', 'tools', 'models', 'keys', 'versions']) {
+      await screen(name);
+      await page.waitForTimeout(300);
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      expect(width, `${name} fits the phone`).toBeLessThanOrEqual(400);
+      expect(await axeViolations(), name).toEqual([]);
+      await shot(`studio-screens-${name}-phone.png`);
+    }
+    await screen('agent');
+    const editor = (await page.locator('#editor').boundingBox())!;
+    const debug = (await page.locator('#debugger').boundingBox())!;
+    expect(debug.y).toBeGreaterThanOrEqual(editor.y + editor.height - 1);
+    expect(failures).toEqual([]);
+  }, 120_000);
+});
