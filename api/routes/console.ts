@@ -160,7 +160,13 @@ export function consoleRoutes(
     const build = await findBuildDraft(db, agent.id, ctx.accountId);
     if (!build) throw new HttpError(404, 'agent_build_draft_not_found', 'You have no build draft for this agent.');
     // Checked like a save of the shared draft (outside the transaction: the backend's verdict is an HTTP call).
-    const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: build.config, appId: app.id, agentId: agent.id, stored: true });
+    const config = await validatedSoul(soulDeps, {
+      tenantId: ctx.tenantId,
+      soul: build.config,
+      appId: app.id,
+      agentId: agent.id,
+      stored: true,
+    });
     const out = await db.$transaction(async (tx) => mergeBuildDraft(tx, { shared: await sharedDraft(agent.id), build, config, force }));
     if (out.status === 'conflict') {
       throw new HttpError(
@@ -184,7 +190,13 @@ export function consoleRoutes(
     if (!draft) throw new HttpError(404, 'agent_draft_not_found', 'Nothing to publish.');
     // Checked again (a draft saved before these checks, a dataset deleted since), outside the transaction: the
     // backend's verdict is an HTTP call. What was checked is what is published.
-    const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: draft.config, appId: app.id, agentId: agent.id, stored: true });
+    const config = await validatedSoul(soulDeps, {
+      tenantId: ctx.tenantId,
+      soul: draft.config,
+      appId: app.id,
+      agentId: agent.id,
+      stored: true,
+    });
     const version = await db.$transaction((tx) =>
       publishVersion(tx, { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId, fromDraftId: draft.id }, config),
     );
