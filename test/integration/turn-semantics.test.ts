@@ -151,6 +151,17 @@ describe('config resolution', () => {
     const failed = await stack.db.message.findUniqueOrThrow({ where: { id: endOf(t3).data.message_id as string } });
     expect(failed.status).toBe('failed');
     expect(await stack.db.agentBackendRun.findUnique({ where: { message_id: failed.id } })).toBeNull();
+    // Only an existing conversation can see it (issue 34 item 3): a new conversation on the changed draft runs.
+    const fresh = await debugChat({ query: 'topology four' });
+    expect(endOf(fresh).event).toBe('message_end');
+    // And a build draft whose topology changes gets a fresh binding: its next turn runs too (test/workspace/issue31.test.ts item 7).
+    expect(
+      (await consoleFetch('/agent/build-draft', 'PUT', { config: soulWith((s) => (s.prompt.system_prompt = 'Build, with ask_human.')) }))
+        .status,
+    ).toBe(200);
+    expect(endOf(await debugChat({ query: 'build one', draft: 'build' })).event).toBe('message_end');
+    expect((await consoleFetch('/agent/build-draft', 'PUT', { config: soulWith((s) => (s.ask_human.enabled = false)) })).status).toBe(200);
+    expect(endOf(await debugChat({ query: 'build two', draft: 'build' })).event).toBe('message_end');
     await consoleFetch('/agent/draft', 'PUT', { config: demoSoulConfig() });
   });
 });
