@@ -105,7 +105,7 @@ async function runStack(): Promise<void> {
   const hands = await sandboxAvailableHere(config, (m) => console.log(m));
   if (config.SHELL_ISOLATION === 'off')
     console.warn('WARNING: SHELL_ISOLATION=off: agent shell commands run WITHOUT isolation, with the access of this process.');
-  starting = startStack({ config, logger, demoHands: hands.ok });
+  starting = startStack({ config, logger, demoHands: hands.ok, sweeper: true });
   const stack = await starting;
   if (!stack || stopping) return; // stopping: shutdown() has it
   const key = stack.demo?.apiKey ?? '<your app api key>';

@@ -20,6 +20,7 @@ import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
 import { EventNotifier } from '../core/event-log.js';
 import type { Logger } from '../core/logger.js';
 import type { OutboxDispatcher } from '../core/outbox.js';
+import { TurnSweeper } from '../turn/sweeper.js';
 import { temporalSecurity } from '../core/temporal-connection.js';
 import { applyMigrations } from '../core/migrate.js';
 import { enableDemoHands, ensureDemoData, type DemoData } from '../core/seed.js';
@@ -45,6 +46,12 @@ export interface StackOptions {
   headlessTemporal?: boolean;
   /** A demo agent created now gets runtime and shell on (npm start, when this host can isolate commands: issue 27). */
   demoHands?: boolean;
+  /**
+   * Run the turn sweeper (turn/sweeper.ts) beside the worker, as a standalone worker does: `npm start`. Test stacks
+   * leave it off so a test's deliberately stranded rows stay as the test left them (test/unit/turn-sweeper.test.ts
+   * and the faults suite run it themselves).
+   */
+  sweeper?: boolean;
 }
 
 export interface Stack {
@@ -288,6 +295,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       );
       stops.push(() => http.close());
       stack.workerHttpUrl = http.url;
+      if (opts.sweeper) {
+        const sweeper = new TurnSweeper({ db, temporal: () => temporal, logger: logger.child({ component: 'sweeper' }) });
+        sweeper.start();
+        stops.push(() => sweeper.stop());
+      }
     } else if (opts.worker === 'child') {
       await startWorkerChild();
       stops.push(async () => {
