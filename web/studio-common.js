@@ -51,6 +51,8 @@ export function button(text, onClick, cls = '') {
   b.addEventListener('click', () => void Promise.resolve(onClick(b)).catch((err) => say(err.message)));
   return b;
 }
+/** `1 tool`, `2 tools`. */
+export const count = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 export const when = (s) => (s ? new Date(s * 1000).toLocaleString() : '—');
 
 /** The screens' registry: `register(name, {title, el, show})`; studio-screens.js builds the navigation from it. */

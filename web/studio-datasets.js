@@ -58,7 +58,11 @@ async function loadDatasets() {
   const ul = section.querySelector('#ds-list');
   ul.textContent = '';
   for (const d of page.data) {
-    const b = el('button', d.id === state.current?.id ? 'link active' : 'link', `${d.name} (${d.document_count ?? 0} ${d.document_count === 1 ? 'document' : 'documents'})`);
+    const b = el(
+      'button',
+      d.id === state.current?.id ? 'link active' : 'link',
+      `${d.name} (${d.document_count ?? 0} ${d.document_count === 1 ? 'document' : 'documents'})`,
+    );
     b.type = 'button';
     b.addEventListener('click', () => void open(d).catch((err) => say(err.message)));
     const li = el('li');
@@ -141,7 +145,11 @@ async function loadDocuments() {
   prev.disabled = page.page <= 1;
   const next = button('Next', () => ((state.page += 1), loadDocuments()));
   next.disabled = !page.has_more;
-  pager.append(prev, el('span', 'hint', ` page ${page.page} of ${pages} (${page.total} ${page.total === 1 ? 'document' : 'documents'}) `), next);
+  pager.append(
+    prev,
+    el('span', 'hint', ` page ${page.page} of ${pages} (${page.total} ${page.total === 1 ? 'document' : 'documents'}) `),
+    next,
+  );
 }
 
 const polling = new Set();

@@ -3,7 +3,7 @@
 // a provider the workspace can use (its own credentials, or the deployment's) and a model from its catalogue with
 // the model's features, set as the open agent's model (its draft's model.provider / model.model).
 
-import { button, console$, editDraft, el, field, input, readDraft, register, say, when } from './studio-common.js';
+import { button, console$, count, editDraft, el, field, input, readDraft, register, say, when } from './studio-common.js';
 
 const section = el('section', 'screen');
 section.id = 'models-screen';
@@ -144,7 +144,7 @@ async function load() {
       el(
         'div',
         'masked',
-        `Workspace credentials: ${masked(p.credentials)}${p.credentials_updated_at ? ` · updated ${when(p.credentials_updated_at)}` : ''} · ${p.models} models`,
+        `Workspace credentials: ${masked(p.credentials)}${p.credentials_updated_at ? ` · updated ${when(p.credentials_updated_at)}` : ''} · ${count(p.models, 'model')}`,
       ),
     );
     card.append(credentialsForm(p));

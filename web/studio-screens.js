@@ -34,7 +34,11 @@ for (const t of tabs) {
 
 async function show(name) {
   const tab = tabs.find((t) => t.name === name) ?? tabs[0];
-  if (document.body.dataset.screen !== tab.name) main.scrollTo(0, 0);
+  if (document.body.dataset.screen !== tab.name) {
+    main.scrollTo(0, 0);
+    // The status line spoke of the screen left behind.
+    if (document.body.dataset.screen) status.textContent = '';
+  }
   document.body.dataset.screen = tab.name;
   for (const b of nav.children) b.setAttribute('aria-current', b.dataset.screen === tab.name ? 'page' : 'false');
   if (location.hash.slice(1) !== tab.name && !location.hash.includes('key=')) history.replaceState(null, '', `#${tab.name}`);

@@ -3,7 +3,7 @@
 // an MCP server (its tools listed; refresh lists them again), each provider's credentials shown masked and replaced,
 // and the tools the open agent uses chosen per tool (its draft's tools.plugin).
 
-import { button, console$, editDraft, el, field, input, readDraft, register, say } from './studio-common.js';
+import { button, console$, count, editDraft, el, field, input, readDraft, register, say } from './studio-common.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 
@@ -115,7 +115,7 @@ section.querySelector('#tp-openapi').addEventListener('submit', (ev) => {
       auth: authBody(),
     })
     .then(async (p) => {
-      say(`Imported ${p.name}: ${p.tools.length} tools.`);
+      say(`Imported ${p.name}: ${count(p.tools.length, 'tool')}.`);
       oaSecret.value = '';
       await loadProviders();
     })
@@ -142,7 +142,7 @@ section.querySelector('#tp-mcp').addEventListener('submit', (ev) => {
       headers: mcpAuth.value ? { Authorization: mcpAuth.value } : {},
     })
     .then(async (p) => {
-      say(`Connected ${p.name}: ${p.tools.length} tools.`);
+      say(`Connected ${p.name}: ${count(p.tools.length, 'tool')}.`);
       mcpAuth.value = '';
       await loadProviders();
     })
@@ -189,7 +189,7 @@ async function loadProviders() {
       cred.append(
         button('Refresh tools', async () => {
           const r = await console$.post(`/tool-providers/${p.name}/refresh`, {});
-          say(`${p.name}: ${r.tools.length} tools.`);
+          say(`${p.name}: ${count(r.tools.length, 'tool')}.`);
           await loadProviders();
         }),
       );

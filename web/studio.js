@@ -593,6 +593,8 @@ $('close-inspector').addEventListener('click', () => ($('inspector').hidden = tr
 // The logs section (studio-logs.js) opens a turn in this inspector and refreshes the annotations it added.
 document.addEventListener('studio:inspect', (ev) => void inspect(ev.detail));
 document.addEventListener('studio:annotations-changed', () => void loadAnnotations().catch((err) => say(err.message)));
+// The versions screen (studio-versions.js) published a past version again: the versions list and its diff pickers follow.
+document.addEventListener('studio:versions-changed', () => void loadVersions().catch((err) => say(err.message)));
 
 loadKey();
 void loadApps();

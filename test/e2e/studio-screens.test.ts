@@ -4,7 +4,7 @@
  * them (phone). Datasets: create one, upload a document (with its progress bar), see it indexed, hit-test it with
  * scores, attach it to the agent, and the debugger answers from it (/kb). Tools: import an OpenAPI provider served by
  * a local HTTP server in this test (its operations previewed first; TOOL_ALLOW_PRIVATE_NETWORK lets tools reach
- * loopback here), tick its tool for the agent, and the debugger calls it. Versions: restore a past one into the draft
+ * loopback here), tick its tool for the agent, and the debugger calls it; connect an MCP server and refresh its tools. Versions: restore a past one into the draft
  * and publish it again. API keys: create one, revoke it, and /v1 then answers 401 for it. Models: add a credential
  * for a fake OpenAI server (test/llm/providers), validate it, pick its model with its features shown. axe-core finds
  * no serious violation on any screen; screenshots of each go to test-results/screenshots (CI artifacts).
@@ -13,7 +13,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { z } from 'zod';
 import type { Stack } from '../../stack/start-stack.js';
 import { startFakeProvider, type FakeProvider } from '../llm/providers/fake-providers.js';
 import { startTestStack } from '../support/stack.js';
@@ -36,6 +39,11 @@ let page: Page;
 let toolServer: http.Server;
 let toolUrl = '';
 let openai: FakeProvider;
+let mcpServer: http.Server;
+let mcpUrl = '';
+/** The MCP server's tools: `subtract` appears once the test adds it (then a refresh lists it). */
+let mcpHasSubtract = false;
+const mcpAuth: (string | undefined)[] = [];
 const toolCalls: string[] = [];
 const failures: string[] = [];
 
@@ -108,6 +116,26 @@ describe.runIf(executable)('the studio’s screens in a browser', () => {
     await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
     toolUrl = `http://127.0.0.1:${(toolServer.address() as { port: number }).port}`;
     openai = await startFakeProvider('openai-responses');
+    // A stateless MCP server over streamable HTTP (as test/integration/provider-tools.test.ts runs it).
+    mcpServer = http.createServer(async (req, res) => {
+      mcpAuth.push(req.headers.authorization);
+      const server = new McpServer({ name: 'studio-calc', version: '1.0.0' });
+      server.registerTool('add', { description: 'Add two numbers', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
+        content: [{ type: 'text', text: `sum is ${a + b}` }],
+      }));
+      if (mcpHasSubtract)
+        server.registerTool('subtract', { description: 'Subtract', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
+          content: [{ type: 'text', text: `difference is ${a - b}` }],
+        }));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on('close', () => void transport.close().then(() => server.close()));
+      await server.connect(transport);
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      await transport.handleRequest(req, res, chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined);
+    });
+    await new Promise<void>((r) => mcpServer.listen(0, '127.0.0.1', r));
+    mcpUrl = `http://127.0.0.1:${(mcpServer.address() as { port: number }).port}/mcp`;
     stack = await startTestStack('studio_screens', { env: { TOOL_ALLOW_PRIVATE_NETWORK: true, DEMO_MODEL_TOKEN_DELAY_MS: 0 } });
     browser = await chromium.launch({
       executablePath: executable,
@@ -139,6 +167,8 @@ describe.runIf(executable)('the studio’s screens in a browser', () => {
     await stack?.stop();
     await openai?.close();
     await new Promise((r) => toolServer?.close(r));
+    mcpServer?.closeAllConnections();
+    await new Promise((r) => mcpServer?.close(r));
   });
 
   it('the agent screen: config and debugger side by side on a desktop', async () => {
@@ -194,7 +224,7 @@ describe.runIf(executable)('the studio’s screens in a browser', () => {
     await page.selectOption('#tp-oa-auth', 'bearer');
     await page.fill('#tp-oa-secret', 'inv-secret-123456789');
     await page.click('#tp-openapi button[type="submit"]');
-    await expect.poll(status).toBe('Imported inventory: 1 tools.');
+    await expect.poll(status).toBe('Imported inventory: 1 tool.');
     const card = page.locator('#tp-list article[data-provider="inventory"]');
     const masked = (await card.locator('.masked').textContent()) ?? '';
     expect(masked).toContain('bearer');
@@ -208,6 +238,27 @@ describe.runIf(executable)('the studio’s screens in a browser', () => {
     expect(answer).toContain('widgets: 17 in stock');
     expect(toolCalls).toContain('/stock?item=widgets');
   }, 120_000);
+
+  it('tools: connects an MCP server (its header masked) and refreshes its tools', async () => {
+    await screen('tools');
+    await page.fill('#tp-mcp-name', 'calc');
+    await page.fill('#tp-mcp-url', mcpUrl);
+    await page.fill('#tp-mcp-auth', 'Bearer mcp-secret-987654321');
+    await page.click('#tp-mcp button[type="submit"]');
+    await expect.poll(status).toBe('Connected calc: 1 tool.');
+    expect(mcpAuth).toContain('Bearer mcp-secret-987654321');
+    const card = page.locator('#tp-list article[data-provider="calc"]');
+    await expect
+      .poll(() => card.locator('input[data-tool]').evaluateAll((boxes) => boxes.map((b) => (b as HTMLInputElement).dataset.tool)))
+      .toEqual(['calc__add']);
+    const masked = (await card.locator('.masked').textContent()) ?? '';
+    expect(masked).toContain('Authorization');
+    expect(masked).not.toContain('mcp-secret-987654321');
+    mcpHasSubtract = true;
+    await card.locator('button:has-text("Refresh tools")').click();
+    await expect.poll(status).toBe('calc: 2 tools.');
+    await expect.poll(() => page.locator('#tp-list article[data-provider="calc"] input[data-tool="calc__subtract"]').count()).toBe(1);
+  }, 60_000);
 
   it('versions: loads a past version into the draft and publishes it again', async () => {
     // Publish the draft (knowledge + tool) as a new version; v1 is the seeded one.
@@ -224,6 +275,9 @@ describe.runIf(executable)('the studio’s screens in a browser', () => {
     await v1.locator('button:has-text("Publish again")').click();
     await expect.poll(status).toBe('Published v1 again as v3.');
     await expect.poll(() => page.locator('#ver-table tbody tr.active').getAttribute('data-version')).toBe('3');
+    // The agent screen's versions list follows.
+    await expect.poll(() => page.locator('#versions li.active').textContent()).toContain('v3 (active)');
+    expect(await page.locator('#ver-table tbody tr[data-version="2"]').textContent()).toContain('knowledge on (1 dataset)');
     const agent = await stack.db.agent.findUniqueOrThrow({ where: { id: stack.demo!.agentId }, include: { active_config_snapshot: true } });
     const v1Row = await stack.db.agentConfigVersion.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, version: 1 } });
     expect(agent.active_config_snapshot!.config_snapshot).toEqual(v1Row.config_snapshot);
