@@ -61,6 +61,8 @@ export class ModelCallError extends Error {
     readonly errorType: string,
     message: string,
     readonly status?: number,
+    /** The gateway's actionable code (provider_auth_failed, …): the run's failure reason when present. */
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'ModelCallError';

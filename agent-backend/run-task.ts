@@ -166,7 +166,8 @@ export async function executeRun(input: RunTaskInput): Promise<void> {
     reason = failure.reason;
   } else if (failure instanceof ModelCallError) {
     error = failure.message;
-    reason = failure.errorType;
+    // The gateway's actionable code when it sent one (provider_auth_failed, …), else the Dify kind.
+    reason = failure.code ?? failure.errorType;
   } else {
     error = (failure as Error)?.message ?? String(failure);
     reason = 'internal_error';

@@ -28,6 +28,11 @@ const BY_REASON: Readonly<Record<string, { code: string; status: number; message
   InvokeServerUnavailableError: { code: 'completion_request_error', status: 400 },
   InvokeError: { code: 'completion_request_error', status: 400 },
   agent_llm_quota_exceeded: { code: 'provider_quota_exceeded', status: 400 },
+  // What the gateway says a user can act on (issue 29; core/llm/errors.ts InvokeErrorReason).
+  provider_auth_failed: { code: 'provider_auth_failed', status: 400 },
+  provider_rate_limited: { code: 'provider_rate_limited', status: 429 },
+  context_window_exceeded: { code: 'context_window_exceeded', status: 400 },
+  content_filtered: { code: 'content_filtered', status: 400 },
   run_timeout: { code: 'agent_run_timeout', status: 504 },
   // Seed 001: the backend lost the binding's working environment (its workspace is gone).
   binding_lost: { code: 'completion_request_error', status: 400, message: BINDING_LOST_MESSAGE },

@@ -115,8 +115,8 @@ export function toPartStream(
     if (!parsed.success) throw new ModelCallError('InvokeError', 'inner LLM endpoint sent a chunk that does not match the protocol');
     const chunk = parsed.data;
     if (chunk.code !== 0) {
-      const d = chunk.data as { error_type: string; message: string };
-      throw new ModelCallError(d.error_type || 'InvokeError', redactSecrets(d.message || chunk.message));
+      const d = chunk.data as { error_type: string; message: string; code?: string };
+      throw new ModelCallError(d.error_type || 'InvokeError', redactSecrets(d.message || chunk.message), undefined, d.code);
     }
     const { message, usage: u, finish_reason } = (chunk.data as ChunkData).delta;
     if (message.reasoning_content) {

@@ -99,7 +99,8 @@ export const InvokeChunk = z.union([
   z.object({
     code: z.number().int().negative(),
     message: z.string(),
-    data: z.object({ error_type: z.string(), message: z.string() }),
+    // `code`: what a user can act on (core/llm/errors.ts InvokeErrorReason), beside the Dify kind.
+    data: z.object({ error_type: z.string(), message: z.string(), code: z.string().max(64).optional() }),
   }),
 ]);
 export type InvokeChunk = z.infer<typeof InvokeChunk>;

@@ -187,6 +187,25 @@ describe('fail fast: the model section is checked at save, publish and before a 
   };
   const base = () => structuredClone(demoSoulConfig()) as unknown as Record<string, Record<string, unknown>>;
 
+  it('a turn whose provider refuses ends with the code a user can act on, not a generic completion error', async () => {
+    const app = await createAgentApp(stack.db, stack.demo!.tenantId, {
+      name: 'Refused by Claude',
+      soul: soulOn('anthropic', 'claude-3-5-haiku-20241022'),
+    });
+    for (const [scenario, code, status] of [
+      ['SCN:401', 'provider_auth_failed', 400],
+      ['SCN:429', 'provider_rate_limited', 429],
+      ['SCN:overflow', 'context_window_exceeded', 400],
+    ] as const) {
+      const { frames } = await chat(stack.apiUrl, app.apiKey, { query: `${scenario} Hi!`, user: 'models-refused' });
+      const error = frames.find((f) => f.event === 'error')?.data;
+      expect(error, `${scenario}: ${JSON.stringify(frames.at(-1))}`).toMatchObject({ code, status });
+      const msg = await stack.db.message.findUniqueOrThrow({ where: { id: error!.message_id as string } });
+      expect(msg.status).toBe('failed');
+      expect(JSON.stringify(msg.error)).not.toContain(HOSTED_KEY);
+    }
+  });
+
   it('refuses an unknown provider, a model not in the catalogue, a provider without credentials, settings out of bounds', async () => {
     const cases: [Record<string, unknown>, string, RegExp][] = [
       [{ provider: 'openai-ish', model: 'gpt-4o' }, 'model.provider', /unknown model provider 'openai-ish'/],

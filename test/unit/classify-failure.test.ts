@@ -12,6 +12,10 @@ describe('classifyFailure', () => {
     ['InvokeError', 'completion_request_error', 400],
     ['agent_llm_quota_exceeded', 'provider_quota_exceeded', 400],
     ['run_timeout', 'agent_run_timeout', 504],
+    ['provider_auth_failed', 'provider_auth_failed', 400],
+    ['provider_rate_limited', 'provider_rate_limited', 429],
+    ['context_window_exceeded', 'context_window_exceeded', 400],
+    ['content_filtered', 'content_filtered', 400],
   ])('maps the reason %s to %s (%i) and keeps the run error as the message', (reason, code, status) => {
     expect(classifyFailure({ error: 'the run said why', reason })).toEqual({ code, status, message: 'the run said why' });
   });
