@@ -59,14 +59,28 @@ export function markdownText(text: string, max = 200): string {
 /** Who a turn belongs to: a service-API end user, or a console account debugging a draft. */
 export type TurnCaller = { kind: 'end-user' } | { kind: 'account'; accountId: string; draftType: 'DRAFT' | 'BUILD_DRAFT' };
 
-export async function startTurn(
-  deps: TurnServiceDeps,
+export interface TurnRecords {
+  messageId: string;
+  conversationId: string;
+  workflowId: string;
+  createdAt: number;
+  input: AgentTurnInput;
+}
+
+/**
+ * The rows of a turn, without its workflow: admission, the end user, the conversation (new, or its lock taken) and the
+ * Message with its files, in one transaction. startTurn then starts `agentTurn`; a scheduled turn
+ * (activities/scheduled-turn.ts) passes its own deterministic `messageId` and starts it as a child workflow.
+ */
+export async function createTurnRecords(
+  deps: Pick<TurnServiceDeps, 'db' | 'config'>,
   app: AppContext,
   body: ChatRequest,
-  invokeFrom: InvokeFrom = 'service-api',
-  caller: TurnCaller = { kind: 'end-user' },
-): Promise<StartedTurn> {
-  const { db, temporal, config, logger } = deps;
+  invokeFrom: InvokeFrom,
+  caller: TurnCaller,
+  opts: { messageId?: string; metadata?: Record<string, string> } = {},
+): Promise<TurnRecords> {
+  const { db, config } = deps;
   if (!app.agentId) throw new HttpError(400, 'app_unavailable', 'This app has no agent configured.');
   // Before the end user's row or anything else is written: a refused turn leaves nothing behind. A returning end
   // user is read alongside (one round trip for both); a new one is inserted only once the turn is admitted.
@@ -74,7 +88,7 @@ export async function startTurn(
   const endUser = caller.kind === 'end-user' ? (known ?? (await upsertEndUser(db, app, body.user))) : null;
   const accountId = caller.kind === 'account' ? caller.accountId : null;
   const owner = endUser ? { end_user_id: endUser.id } : { account_id: accountId };
-  const messageId = crypto.randomUUID();
+  const messageId = opts.messageId ?? crypto.randomUUID();
   const workflowId = workflowIdForMessage(messageId);
   const files = endUser ? await prepareMessageFiles(deps, app, endUser.id, body.files) : [];
 
@@ -130,7 +144,7 @@ export async function startTurn(
         query: body.query,
         inputs: body.inputs as object,
         workflow_id: workflowId,
-        metadata: caller.kind === 'account' ? { draft_type: caller.draftType } : {},
+        metadata: { ...opts.metadata, ...(caller.kind === 'account' ? { draft_type: caller.draftType } : {}) },
       },
     });
     await createMessageFiles(tx, messageId, files);
@@ -139,6 +153,18 @@ export async function startTurn(
   });
 
   const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
+  return { messageId, conversationId, workflowId, createdAt, input };
+}
+
+export async function startTurn(
+  deps: TurnServiceDeps,
+  app: AppContext,
+  body: ChatRequest,
+  invokeFrom: InvokeFrom = 'service-api',
+  caller: TurnCaller = { kind: 'end-user' },
+): Promise<StartedTurn> {
+  const { db, temporal, config, logger } = deps;
+  const { messageId, conversationId, workflowId, createdAt, input } = await createTurnRecords(deps, app, body, invokeFrom, caller);
   try {
     // Bounded: a start that hangs (a blackholed Temporal) must end well inside the turn sweeper's grace (turn/sweeper.ts).
     const handle = await temporal.withDeadline(Date.now() + START_DEADLINE_MS, () =>
