@@ -8,6 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from './activities/index.js';
+import { createScheduleActivities } from './activities/scheduled-turn.js';
+import { createWebhookActivities } from './activities/webhooks.js';
+import { WebhookDispatcher } from './core/webhooks/dispatcher.js';
 import { AgentBackendClient } from './core/backend-client.js';
 import { loadConfig, type Config } from './core/config.js';
 import { createDb, type Db } from './core/db.js';
@@ -102,13 +105,18 @@ export async function startWorker(opts: {
     ...workflowCode(),
     // Turn counts (metrics) and the turn's trace through workflow and activities (tracing), when on.
     ...workerTelemetryOptions({ prebuiltBundle: compiled }),
-    activities: createActivities({
-      db,
-      backend,
-      config,
-      logger: logger.child({ component: 'activities' }),
-      modelSupportsVision: (provider, model) => providers.get(provider)?.resolveModel(model)?.supports_vision ?? false,
-    }),
+    activities: {
+      ...createActivities({
+        db,
+        backend,
+        config,
+        logger: logger.child({ component: 'activities' }),
+        modelSupportsVision: (provider, model) => providers.get(provider)?.resolveModel(model)?.supports_vision ?? false,
+      }),
+      // Scheduled turns and webhook deliveries (issue 35: workflows/scheduled-turn.ts, workflows/deliver-webhook.ts).
+      ...createScheduleActivities({ db, config, logger: logger.child({ component: 'schedules' }) }),
+      ...createWebhookActivities({ db, config, logger: logger.child({ component: 'webhooks' }) }),
+    },
     // Slots (README "Configuration"): a turn in flight holds one activity slot (runAgent) for its whole run, so the
     // activity slots of all workers are also the default admission cap of the api (api/admission.ts).
     maxConcurrentActivityTaskExecutions: config.WORKER_MAX_CONCURRENT_ACTIVITIES,
@@ -119,10 +127,19 @@ export async function startWorker(opts: {
     shutdownGraceTime: '3 seconds',
   });
   const run = worker.run();
+  // Every worker starts the deliverWebhook workflows of the deliveries turn outcomes wrote (core/webhooks/dispatcher.ts).
+  const webhooks = new WebhookDispatcher({
+    db,
+    client: new Client({ connection, namespace: config.TEMPORAL_NAMESPACE }),
+    config,
+    logger: logger.child({ component: 'webhook-dispatcher' }),
+  });
+  webhooks.start();
   return {
     worker,
     run,
     shutdown: async () => {
+      await webhooks.stop();
       if (worker.getState() === 'RUNNING') worker.shutdown();
       await run.catch(() => undefined);
       if (!opts.connection) await connection.close().catch(() => undefined);

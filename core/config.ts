@@ -228,6 +228,19 @@ export const EnvSchema = z.object({
   /** Let tool providers reach loopback/private addresses (tests, trusted on-premise tools); off: public only. */
   TOOL_ALLOW_PRIVATE_NETWORK: bool.default(false),
 
+  // --- webhooks (issue 35 item 4: core/webhooks/) ------------------------------------------------
+  /** Let webhook URLs reach loopback/private addresses (tests, receivers on a trusted network); off: public only. Its own
+   * switch, not TOOL_ALLOW_PRIVATE_NETWORK: an app builder's webhook and a tool server are trusted separately. */
+  WEBHOOK_ALLOW_PRIVATE_NETWORK: bool.default(false),
+  /** A delivery's retries: first backoff, its cap (doubling in between), and how long a delivery keeps trying. */
+  WEBHOOK_RETRY_INITIAL_MS: int(10_000),
+  WEBHOOK_RETRY_MAX_INTERVAL_MS: int(3_600_000),
+  WEBHOOK_RETRY_FOR_MS: int(86_400_000),
+  /** One delivery attempt's deadline (connect to full response). */
+  WEBHOOK_TIMEOUT_MS: int(10_000),
+  /** How often the worker's webhook dispatcher looks for deliveries to start. */
+  WEBHOOK_DISPATCH_POLL_MS: int(1_000),
+
   // --- models -----------------------------------------------------------------------------------
   /** Per-token delay of the deterministic demo model, in ms. */
   DEMO_MODEL_TOKEN_DELAY_MS: int(15),

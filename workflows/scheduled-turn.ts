@@ -1,0 +1,55 @@
+/**
+ * scheduledTurn: one run of an app's schedule (docs/ARCHITECTURE.md "Scheduled turns and webhooks"). One activity
+ * creates the turn's rows through startTurn's own code path (admission, end user, conversation lock, Message), under a
+ * message id drawn here — uuid4() is recorded by replay, so a retried activity finds the rows its earlier attempt
+ * committed instead of creating a second turn. The turn itself is an ordinary `agentTurn`, started as a child under
+ * its usual id `agent-turn-<message id>`: the start is a command in this history (never issued twice), the child
+ * outlives this workflow if it is terminated (ABANDON), and this workflow stays open as long as the turn does, so the
+ * schedule's overlap policy sees a run in progress until its turn has ended.
+ */
+import { ParentClosePolicy, executeChild, proxyActivities, uuid4 } from '@temporalio/workflow';
+import type { ScheduleActivities } from '../activities/scheduled-turn.js';
+import { agentTurn } from './agent-turn.js';
+import type { ScheduledTurnInput, ScheduledTurnResult } from './automation-definitions.js';
+import { workflowIdForMessage } from './definitions.js';
+import { TURN_SEARCH_ATTRIBUTES as SA } from './search-attributes.js';
+
+const steps = proxyActivities<ScheduleActivities>({
+  startToCloseTimeout: '30 seconds',
+  scheduleToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+});
+
+export async function scheduledTurn(input: ScheduledTurnInput): Promise<ScheduledTurnResult> {
+  const messageId = uuid4();
+  const started = await steps.startScheduledTurn({ scheduleId: input.scheduleId, messageId });
+  if (started.kind === 'refused') {
+    await steps.recordScheduleRun({ scheduleId: input.scheduleId, messageId: null, status: 'not_started', error: started.error });
+    return { scheduleId: input.scheduleId, messageId: null, status: 'not_started' };
+  }
+  const turn = started.input;
+  const result = await executeChild(agentTurn, {
+    workflowId: workflowIdForMessage(turn.messageId),
+    args: [turn],
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    typedSearchAttributes: [
+      { key: SA.TenantId, value: turn.tenantId },
+      { key: SA.AppId, value: turn.appId },
+      { key: SA.AgentId, value: turn.agentId },
+      { key: SA.ConversationId, value: turn.conversationId },
+      { key: SA.MessageId, value: turn.messageId },
+      { key: SA.MessageIds, value: [turn.messageId] },
+      { key: SA.InvokeFrom, value: turn.invokeFrom },
+      { key: SA.TurnStatus, value: 'running' },
+    ],
+    staticSummary: started.summary,
+    staticDetails: started.details,
+  });
+  await steps.recordScheduleRun({
+    scheduleId: input.scheduleId,
+    messageId: turn.messageId,
+    status: result.status,
+    error: result.errorCode ?? null,
+  });
+  return { scheduleId: input.scheduleId, messageId: turn.messageId, status: result.status };
+}
