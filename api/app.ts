@@ -37,6 +37,8 @@ import { messageRoutes } from './routes/messages.js';
 import { toolProviderRoutes } from './routes/tool-providers.js';
 import { modelProviderRoutes } from './routes/model-providers.js';
 import { knowledgeRoutes } from './routes/knowledge.js';
+import { scheduleRoutes } from './routes/schedules.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { createEmbedder, type Embedder } from '../core/knowledge/embed.js';
 import { createDefaultProviders } from '../core/llm/providers/index.js';
 
@@ -128,6 +130,9 @@ export function createApiApp(deps: ApiDeps): express.Express {
   v1.use(appInfoRoutes(deps));
   v1.use(fileRoutes(deps));
   app.use('/v1', v1);
+  // An app's scheduled turns and webhooks (issue 35: api/routes/schedules.ts, api/routes/webhooks.ts); console-key auth.
+  app.use('/console/api', scheduleRoutes(deps));
+  app.use('/console/api', webhookRoutes(deps));
   // Its own path and auth (api/console-auth.ts): the console router's middleware never runs for it.
   app.use('/console/api/tool-providers', toolProviderRoutes(deps));
   // Model providers and the workspace's credentials for them (README "Models"): its own path and auth.

@@ -19,6 +19,7 @@ import { KNOWLEDGE_REQUESTS, KNOWLEDGE_RESPONSES, knowledgePaths } from './opena
 import { TOOL_REQUESTS, TOOL_RESPONSES, toolProviderPaths } from './openapi-tools.js';
 import { MODEL_REQUESTS, MODEL_RESPONSES, modelProviderPaths } from './openapi-models.js';
 import { STUDIO_REQUESTS, STUDIO_RESPONSES, studioPaths } from './openapi-studio.js';
+import { AUTOMATION_REQUESTS, AUTOMATION_RESPONSES, automationPaths } from './openapi-automation.js';
 import { CONSOLE_ADMIN_REQUESTS, CONSOLE_ADMIN_RESPONSES, consoleAdminPaths } from './openapi-console-admin.js';
 import { SSE_EVENTS, SseEvent } from '../core/client-events.js';
 
@@ -41,6 +42,7 @@ const REQUESTS = {
   ...TOOL_REQUESTS,
   ...MODEL_REQUESTS,
   ...STUDIO_REQUESTS,
+  ...AUTOMATION_REQUESTS,
   ...CONSOLE_ADMIN_REQUESTS,
 };
 const RESPONSES = {
@@ -66,6 +68,7 @@ const RESPONSES = {
   ...TOOL_RESPONSES,
   ...MODEL_RESPONSES,
   ...STUDIO_RESPONSES,
+  ...AUTOMATION_RESPONSES,
   ...CONSOLE_ADMIN_RESPONSES,
 };
 
@@ -298,6 +301,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
     ...toolProviderPaths(errors),
     ...modelProviderPaths(errors),
     ...studioPaths(errors),
+    ...automationPaths(errors),
     ...consoleAdminPaths(errors),
     '/healthz': {
       get: {
