@@ -105,6 +105,12 @@ describe('scheduled turns', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await turnsOf(s.id)).toHaveLength(0);
 
+    // Schedule results are webhook events too (docs/PROTOCOL.md "Webhooks").
+    const hook = await api('/webhooks', {
+      method: 'POST',
+      body: { url: 'https://hooks.example.invalid/dify', events: ['schedule.run_completed'] },
+    });
+    expect(hook.status).toBe(201);
     expect((await api(`/schedules/${s.id}/trigger`, { method: 'POST' })).status).toBe(202);
     const [turn] = await waitFor('the triggered turn', async () => {
       const rows = await turnsOf(s.id);
@@ -121,6 +127,13 @@ describe('scheduled turns', () => {
       const one = (await (await api(`/schedules/${s.id}`)).json()) as { last_run: { status: string; message_id: string } | null };
       return one.last_run?.message_id === turn!.id && one.last_run.status === 'succeeded';
     });
+    const result = await stack.db.webhookDelivery.findFirstOrThrow({ where: { event: 'schedule.run_completed' } });
+    expect(result.payload).toMatchObject({
+      event: 'schedule.run_completed',
+      data: { schedule_id: s.id, message_id: turn!.id, status: 'succeeded', error: null },
+    });
+    // Only the subscribed event: the turn's own turn.succeeded went to no webhook.
+    expect(await stack.db.webhookDelivery.count()).toBe(1);
     expect((await api(`/schedules/${s.id}`, { method: 'DELETE' })).status).toBe(204);
   }, 60_000);
 
