@@ -58,7 +58,7 @@ describe('config resolution', () => {
     expect(await systemPromptOf(endOf(first.frames).data.message_id as string)).toBe(demoSoulConfig().prompt.system_prompt);
 
     const put = await consoleFetch('/agent/draft', 'PUT', {
-      config: soulWith((s) => (s.prompt.system_prompt = 'Version two. Cite [§dataset:d1:Handbook§] please.')),
+      config: soulWith((s) => (s.prompt.system_prompt = 'Version two. Use [§tool:calculator:the calculator§] please.')),
     });
     expect(put.status).toBe(200);
     const pub = await consoleFetch('/agent/publish', 'POST', {});
@@ -81,7 +81,7 @@ describe('config resolution', () => {
     const fresh = await chat(stack.apiUrl, key, { query: 'new conversation', user: 'pin' });
     const freshId = endOf(fresh.frames).data.message_id as string;
     // Mentions are expanded before the prompt reaches the model.
-    expect(await systemPromptOf(freshId)).toBe('Version two. Cite Handbook please.');
+    expect(await systemPromptOf(freshId)).toBe('Version two. Use calculator please.');
     expect((await stack.db.message.findUniqueOrThrow({ where: { id: freshId } })).agent_config_version_id).toBe(v2.id);
   });
 
