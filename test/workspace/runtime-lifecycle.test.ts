@@ -6,6 +6,7 @@
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -36,6 +37,8 @@ beforeAll(async () => {
   await backend('off', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_LANDLOCK: '1', SHELL_ISOLATION: 'off' });
   await backend('small', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELL_LIMIT_MEMORY_BYTES: 128 * 1024 * 1024 });
   await backend('nons', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_NO_NAMESPACES: true });
+  // A Debian 12 / Ubuntu 22.04 kernel: Landlock ABI 2 (no network rules).
+  await backend('oldkernel', { SHELLCTL_AUTH_TOKEN: 'runtime-test-token', SHELLCTL_FORCE_ABI: 2 });
   await backend('weak', {
     SHELLCTL_AUTH_TOKEN: 'runtime-test-token',
     AGENT_BACKEND_TOKEN: 'dev-backend-token-change-me',
@@ -167,6 +170,31 @@ describe('runtime and shell on the agent backend', () => {
     const ready = (await (await fetch(`${b.url}/readyz`)).json()) as { isolation: Record<string, unknown> };
     expect(ready.isolation).toMatchObject({ shell: 'refused', isolation: 'on', namespaces: false });
     expect(ready.isolation.missing).toEqual(['Linux namespaces (mount, PID, network, IPC, UTS)']);
+  });
+
+  it('an older kernel (Landlock ABI 2, no network rules) still runs commands: files by Landlock, network by the namespace', async () => {
+    const b = backends.oldkernel!;
+    const listener = net.createServer((s) => s.end('ESCAPED\n'));
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', r));
+    const port = (listener.address() as net.AddressInfo).port;
+    try {
+      const probe =
+        `echo inside > note.txt; cat note.txt; touch ${REPO}/escaped-by-old-kernel 2>&1; ` +
+        `/usr/bin/python3 -c "import socket; s = socket.create_connection(('127.0.0.1', ${port}), 2); print(s.recv(16))" 2>&1 | tail -1`;
+      const { runId, dir } = await shellRun(b, probe);
+      const r = toolResult(await b.client.untilTerminal(runId))!;
+      expect(r.is_error).toBe(false);
+      const out = (r.result as { stdout: string }).stdout;
+      expect(out).toContain('inside');
+      expect(fs.readFileSync(path.join(dir, 'note.txt'), 'utf8')).toBe('inside\n');
+      expect(fs.existsSync(path.join(REPO, 'escaped-by-old-kernel'))).toBe(false);
+      expect(out).not.toContain('ESCAPED');
+      expect(out).toMatch(/Network is unreachable|Connection refused/);
+    } finally {
+      listener.close();
+    }
+    const ready = (await (await fetch(`${b.url}/readyz`)).json()) as { isolation: Record<string, unknown> };
+    expect(ready.isolation).toMatchObject({ shell: 'available', landlock_abi: 2, namespaces: true, missing: [] });
   });
 
   it('node runs under the default limits; a command over its memory limit is told so in words it can act on', async () => {
