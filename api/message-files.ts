@@ -23,6 +23,7 @@ import { fetchPinned, RemoteFetchError, safeName, type FetchOptions } from '../t
 import { RemoteUrlRefused, type Lookup } from './ssrf.js';
 import { reachableFileKinds } from './routes/app-info.js';
 import { createDefaultProviders } from '../core/llm/providers/index.js';
+import { checkUploadQuota, storeUnderQuota, UploadQuotaExceeded } from '../core/upload-quota.js';
 
 export interface PreparedMessageFile {
   type: string;
@@ -124,6 +125,15 @@ async function downloadRemoteFile(
   field: string,
   timeoutMs: number,
 ): Promise<{ id: string }> {
+  // The copy is an upload of the tenant: under TENANT_MAX_UPLOAD_BYTES like POST /v1/files/upload (413).
+  const maxUpload = deps.config.TENANT_MAX_UPLOAD_BYTES;
+  const quota413 = (err: unknown) =>
+    err instanceof UploadQuotaExceeded ? new HttpError(413, 'storage_quota_exceeded', `${field}: ${err.message}`) : err;
+  try {
+    await checkUploadQuota(deps.db, app.tenantId, maxUpload, 1);
+  } catch (err) {
+    throw quota413(err);
+  }
   let bytes: Buffer;
   try {
     new URL(raw);
@@ -142,22 +152,30 @@ async function downloadRemoteFile(
   const target = path.join(uploadsDir(deps.config), storageKey);
   await fs.promises.mkdir(path.dirname(target), { recursive: true });
   await fs.promises.writeFile(`${target}.part`, bytes, { mode: 0o600 });
-  await fs.promises.rename(`${target}.part`, target);
   const name = safeName(decodeURIComponentSafe(new URL(raw).pathname), `remote.${ext}`);
-  await deps.db.uploadFile.create({
-    data: {
-      id,
-      tenant_id: app.tenantId,
-      app_id: app.appId,
-      end_user_id: endUserId,
-      name: name.endsWith(`.${ext}`) ? name : `${name}.${ext}`,
-      size: bytes.length,
-      extension: ext,
-      mime_type: type.mime,
-      storage_key: storageKey,
-      hash: crypto.createHash('sha256').update(bytes).digest('hex'),
-    },
-  });
+  try {
+    await storeUnderQuota(deps.db, app.tenantId, maxUpload, bytes.length, async (tx) => {
+      await tx.uploadFile.create({
+        data: {
+          id,
+          tenant_id: app.tenantId,
+          app_id: app.appId,
+          end_user_id: endUserId,
+          name: name.endsWith(`.${ext}`) ? name : `${name}.${ext}`,
+          size: bytes.length,
+          extension: ext,
+          mime_type: type.mime,
+          storage_key: storageKey,
+          hash: crypto.createHash('sha256').update(bytes).digest('hex'),
+        },
+      });
+      await fs.promises.rename(`${target}.part`, target);
+    });
+  } catch (err) {
+    await fs.promises.rm(`${target}.part`, { force: true });
+    await fs.promises.rm(target, { force: true });
+    throw quota413(err);
+  }
   return { id };
 }
 

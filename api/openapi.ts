@@ -103,7 +103,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   404: 'Not found, or not visible to this app and user.',
   409: '`conversation_busy`, `conversation_waiting_for_human` or `agent_session_configuration_changed`.',
   412: '`human_input_form_submitted`, `human_input_form_expired` or `human_input_form_cancelled`.',
-  413: "Body or file too large (`request_entity_too_large`, `file_too_large`, `document_too_large`), or the tenant's stored documents would exceed their quota (`storage_quota_exceeded`).",
+  413: "Body or file too large (`request_entity_too_large`, `file_too_large`, `document_too_large`), or the tenant's stored documents or uploads would exceed their quota (`storage_quota_exceeded`: TENANT_MAX_DOCUMENT_BYTES, TENANT_MAX_UPLOAD_BYTES).",
   415: '`unsupported_file_type`.',
   429: '`rate_limit_error`.',
   503: 'A dependency is unavailable (`service_unavailable`), or the deployment is at its cap of turns in flight (`server_busy`, nothing written); retry after `Retry-After`.',

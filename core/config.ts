@@ -125,6 +125,13 @@ export const EnvSchema = z.object({
     .int()
     .min(0)
     .default(2 * 1024 * 1024 * 1024),
+  /** Per tenant: bytes of stored uploads (POST /v1/files/upload and remote_url files of chat requests, counted from
+   * upload_files under a per-tenant lock; 413 `storage_quota_exceeded`, core/upload-quota.ts). Default 5 GiB; 0: no limit. */
+  TENANT_MAX_UPLOAD_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(5 * 1024 * 1024 * 1024),
 
   // --- worker ---------------------------------------------------------------------------------
   /** The worker's HTTP port: `GET /healthz` ({temporal, database}), `/readyz` (+ polling) and `/metrics`. A standalone

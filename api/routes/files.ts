@@ -28,6 +28,7 @@ import {
   type FileType,
   type Kind,
 } from '../../core/uploads.js';
+import { checkUploadQuota, storeUnderQuota, uploadBytesLeft, UploadQuotaExceeded } from '../../core/upload-quota.js';
 
 const tooLarge = (kind?: Kind) =>
   new HttpError(
@@ -38,6 +39,22 @@ const tooLarge = (kind?: Kind) =>
 /** A multipart body that ends before its closing boundary (the client stopped sending, or cut the body short). */
 export const truncated = () =>
   new HttpError(400, 'invalid_multipart', 'The multipart body ended before its closing boundary (a truncated upload).');
+/** The tenant's stored uploads past TENANT_MAX_UPLOAD_BYTES (core/upload-quota.ts). */
+export const quotaExceeded = (err: UploadQuotaExceeded) => new HttpError(413, 'storage_quota_exceeded', err.message);
+const quotaExceededWhileStreaming = (left: number, max: number) =>
+  new HttpError(
+    413,
+    'storage_quota_exceeded',
+    `The workspace's uploads would exceed their quota: ${left} of ${max} bytes left (TENANT_MAX_UPLOAD_BYTES).`,
+  );
+/** UploadQuotaExceeded as its 413; anything else as it is. */
+export async function orQuota413<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    throw err instanceof UploadQuotaExceeded ? quotaExceeded(err) : err;
+  }
+}
 const unsupported = (why: string) =>
   new HttpError(415, 'unsupported_file_type', `File type not allowed: ${why} Allowed: ${ALLOWED_EXTENSIONS.join(', ')}.`);
 
@@ -66,8 +83,9 @@ interface Received {
   user: string | undefined;
 }
 
-/** Streams the one `file` part to a temp file, enforcing type and size as bytes arrive. */
-function receive(req: Request, tmpDir: string): Promise<Received> {
+/** Streams the one `file` part to a temp file, enforcing type, size and the tenant's upload quota (`quota.left`
+ * bytes) as bytes arrive. */
+function receive(req: Request, tmpDir: string, quota: { left: number; max: number }): Promise<Received> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const tmpPath = path.join(tmpDir, crypto.randomUUID());
@@ -127,6 +145,10 @@ function receive(req: Request, tmpDir: string): Promise<Received> {
         size += chunk.length;
         if (size > limit) {
           fail(tooLarge(type.kind));
+          return;
+        }
+        if (size > quota.left) {
+          fail(quotaExceededWhileStreaming(quota.left, quota.max));
           return;
         }
         if (head.length < 4096) head = Buffer.concat([head, chunk.subarray(0, 4096 - head.length)]);
@@ -218,9 +240,22 @@ export function fileRoutes(deps: FileRouteDeps): Router {
       req.resume();
       throw tooLarge();
     }
+    // The tenant's upload quota, before anything is stored: by the declared size (less the multipart framing), then
+    // on the bytes as they arrive, then under the tenant's lock when the row is written (concurrent uploads).
+    const max = config.TENANT_MAX_UPLOAD_BYTES;
+    if (max) {
+      const declaredFile = Number.isFinite(declared) ? Math.max(1, declared - UPLOAD_LIMITS.overheadBytes) : 1;
+      try {
+        await checkUploadQuota(db, app.tenantId, max, declaredFile);
+      } catch (err) {
+        req.resume();
+        throw err instanceof UploadQuotaExceeded ? quotaExceeded(err) : err;
+      }
+    }
+    const left = await uploadBytesLeft(db, app.tenantId, max);
     const tmpDir = path.join(uploadsDir(config), 'tmp');
     await fs.promises.mkdir(tmpDir, { recursive: true });
-    const got = await receive(req, tmpDir);
+    const got = await receive(req, tmpDir, { left, max });
     try {
       const user = parseOr400(UserId, got.user, 'user');
       const endUser = await db.endUser.upsert({
@@ -230,21 +265,30 @@ export function fileRoutes(deps: FileRouteDeps): Router {
       });
       const id = crypto.randomUUID();
       const storageKey = `${app.tenantId}/${id}.${got.ext}`;
+      const target = path.join(uploadsDir(config), storageKey);
       await fs.promises.mkdir(path.join(uploadsDir(config), app.tenantId), { recursive: true });
-      await fs.promises.rename(got.tmpPath, path.join(uploadsDir(config), storageKey));
-      const row = await db.uploadFile.create({
-        data: {
-          id,
-          tenant_id: app.tenantId,
-          app_id: app.appId,
-          end_user_id: endUser.id,
-          name: got.name,
-          size: got.size,
-          extension: got.ext,
-          mime_type: got.type.mime,
-          storage_key: storageKey,
-          hash: got.hash,
-        },
+      const row = await orQuota413(
+        storeUnderQuota(db, app.tenantId, max, got.size, async (tx) => {
+          const created = await tx.uploadFile.create({
+            data: {
+              id,
+              tenant_id: app.tenantId,
+              app_id: app.appId,
+              end_user_id: endUser.id,
+              name: got.name,
+              size: got.size,
+              extension: got.ext,
+              mime_type: got.type.mime,
+              storage_key: storageKey,
+              hash: got.hash,
+            },
+          });
+          await fs.promises.rename(got.tmpPath, target);
+          return created;
+        }),
+      ).catch(async (err: unknown) => {
+        await fs.promises.rm(target, { force: true }); // a commit that failed after the rename
+        throw err;
       });
       res.status(201).json({
         id: row.id,
