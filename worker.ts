@@ -18,7 +18,7 @@ import { createDefaultProviders } from './core/llm/providers/index.js';
 import { ensureTurnSearchAttributes } from './core/search-attribute-registry.js';
 import { createLogger, type Logger } from './core/logger.js';
 import { OutboxDispatcher } from './core/outbox.js';
-import { TurnSweeper } from './turn/sweeper.js';
+import { sweeperTimings, TurnSweeper } from './turn/sweeper.js';
 import { isCompiled } from './core/project-root.js';
 import { temporalSecurity } from './core/temporal-connection.js';
 import { pickTemporalMetricsAddress, temporalTelemetryOptions } from './core/metrics/temporal.js';
@@ -177,7 +177,12 @@ async function main(): Promise<void> {
   const outbox = new OutboxDispatcher({ db, temporal: () => client, logger });
   outbox.start();
   // What an outage left behind (a pending message without a workflow, a lock held by an ended turn): turn/sweeper.ts.
-  const sweeper = new TurnSweeper({ db, temporal: () => client, logger: logger.child({ component: 'sweeper' }) });
+  const sweeper = new TurnSweeper({
+    db,
+    temporal: () => client,
+    logger: logger.child({ component: 'sweeper' }),
+    ...sweeperTimings(config),
+  });
   sweeper.start();
   const health = config.WORKER_HEALTH_PORT
     ? await startWorkerHttp(

@@ -32,9 +32,11 @@ import { isConnectionError, type PgRunStore } from './store.js';
 export interface AgentBackendOptions {
   /** Identifies this process as the owner of the runs it starts. */
   instanceId: string;
+  /** How often the owner renews its runs' lease (default AGENT_RUN_LEASE_RENEW_MS). */
   heartbeatMs: number;
-  /** A running run whose owner has not heartbeated for this long fails with `backend_restarted`. */
+  /** A running run whose owner has not heartbeated for this long fails with `backend_restarted` (AGENT_RUN_LEASE_TTL_MS). */
   staleAfterMs: number;
+  /** How often this replica looks for lapsed leases (AGENT_RUN_REAP_INTERVAL_MS). */
   reapIntervalMs: number;
   retentionIntervalMs: number;
   /** SSE poll fallback when no NOTIFY arrives. */
@@ -70,12 +72,13 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   const { config, logger, store } = deps;
   const options: AgentBackendOptions = {
     instanceId: `${process.pid}-${crypto.randomUUID()}`,
-    // The run lease (issue 30): renewed every second on the lease's own connection, lapsed after 5 s, checked every
-    // second by every replica: a dead backend's runs fail within ~6 s of its last renewal. A slow owner (a long model
-    // call, a GC pause, a busy pool) keeps renewing; a database outage suspends the judgement (run-manager.ts).
-    heartbeatMs: 1_000,
-    staleAfterMs: 5_000,
-    reapIntervalMs: 1_000,
+    // The run lease (issue 30; AGENT_RUN_LEASE_*, core/config.ts): by default renewed every second on the lease's own
+    // connection, lapsed after 5 s, checked every second by every replica: a dead backend's runs fail within ~6 s of
+    // its last renewal. A slow owner (a long model call, a GC pause, a busy pool) keeps renewing; a database outage
+    // suspends the judgement (run-manager.ts).
+    heartbeatMs: config.AGENT_RUN_LEASE_RENEW_MS,
+    staleAfterMs: config.AGENT_RUN_LEASE_TTL_MS,
+    reapIntervalMs: config.AGENT_RUN_REAP_INTERVAL_MS,
     retentionIntervalMs: 3_600_000,
     pollMs: 1_000,
     keepAliveMs: config.SSE_PING_MS,

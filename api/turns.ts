@@ -21,7 +21,7 @@ import { unixSeconds } from '../core/time.js';
 import { recordTurnStarted } from '../core/metrics/index.js';
 import { heldByFirstTurn, releaseTurnLock, takeTurnLock } from '../turn/turn-lock.js';
 
-/** How long a workflow start may take before the turn counts as not started (well inside SWEEP_GRACE_MS). */
+/** How long a workflow start may take before the turn counts as not started (well inside TURN_SWEEP_MIN_AGE_MS, at least 15 s). */
 const START_DEADLINE_MS = 10_000;
 
 export interface StartedTurn {

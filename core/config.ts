@@ -147,6 +147,16 @@ export const EnvSchema = z.object({
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).optional(),
   /** How many workers serve the task queue: with WORKER_MAX_CONCURRENT_ACTIVITIES, the default MAX_TURNS_IN_FLIGHT. */
   WORKER_COUNT: z.coerce.number().int().min(1).default(1),
+  /** The turn sweeper (turn/sweeper.ts, issue 30) of every worker: a pass every INTERVAL ms over at most BATCH messages
+   * (and BATCH locks) untouched for MIN_AGE ms. MIN_AGE stays above a turn start's 10 s bound (api/turns.ts), so a start
+   * in flight is never taken for an orphan. */
+  TURN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).default(5_000),
+  TURN_SWEEP_MIN_AGE_MS: z.coerce
+    .number()
+    .int()
+    .min(15_000, 'must be at least 15000: a turn start may take 10 s (api/turns.ts) and is not an orphan')
+    .default(20_000),
+  TURN_SWEEP_BATCH: z.coerce.number().int().min(1).max(10_000).default(100),
 
   // --- agent backend ----------------------------------------------------------------------------
   AGENT_BACKEND_HOST: z.string().default('127.0.0.1'),
@@ -169,6 +179,13 @@ export const EnvSchema = z.object({
   /** Runs one agent backend process executes at once; POST /runs beyond it answers 503 `backend_busy` + Retry-After
    * (runAgent retries it). 0: no cap. */
   MAX_RUNS_PER_BACKEND: z.coerce.number().int().min(0).default(200),
+  /** The run lease (issue 30, README "Failure modes"): its owner renews it every RENEW ms on a connection of its own;
+   * unrenewed for TTL ms it has lapsed, and every replica's reaper, every REAP_INTERVAL ms, fails the run
+   * `backend_restarted`. A dead backend's runs fail within about TTL + REAP_INTERVAL of its last renewal. TTL is at
+   * least 3× RENEW (a late renewal or two is no death) and REAP_INTERVAL at most TTL (checkLease). */
+  AGENT_RUN_LEASE_RENEW_MS: z.coerce.number().int().min(50).default(1_000),
+  AGENT_RUN_LEASE_TTL_MS: z.coerce.number().int().min(150).default(5_000),
+  AGENT_RUN_REAP_INTERVAL_MS: z.coerce.number().int().min(50).default(1_000),
 
   // --- agent workspace: runtime + shell (README "Agent workspace") ------------------------------
   /** Where workspaces live (one directory per workspace id); default DATA_DIR/workspaces. */
@@ -347,7 +364,9 @@ export function envSets(env: NodeJS.ProcessEnv, key: string): boolean {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Env> = {}): Config {
-  const parsed = EnvSchema.superRefine(checkTemporalTls).safeParse({ ...pick(env), ...overrides });
+  const parsed = EnvSchema.superRefine(checkTemporalTls)
+    .superRefine(checkLease)
+    .safeParse({ ...pick(env), ...overrides });
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n');
     throw new Error(`Invalid configuration:\n${lines}`);
@@ -381,6 +400,23 @@ function checkTemporalTls(e: Env, ctx: z.RefinementCtx): void {
       code: 'custom',
       path: ['TEMPORAL_TLS_CERT_FILE'],
       message: 'set TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE together (mTLS)',
+    });
+}
+
+/** The run lease's timings agree: a TTL of under 3 renewals reaps a merely slow owner; a reaper checking less often
+ * than the TTL lets a dead one's runs hang for longer than the lease promises. */
+export function checkLease(e: Env, ctx: z.RefinementCtx): void {
+  if (e.AGENT_RUN_LEASE_TTL_MS < 3 * e.AGENT_RUN_LEASE_RENEW_MS)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['AGENT_RUN_LEASE_TTL_MS'],
+      message: `must be at least 3× AGENT_RUN_LEASE_RENEW_MS (${3 * e.AGENT_RUN_LEASE_RENEW_MS}): a lease lapsing after fewer than 3 missed renewals reaps a slow owner`,
+    });
+  if (e.AGENT_RUN_REAP_INTERVAL_MS > e.AGENT_RUN_LEASE_TTL_MS)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['AGENT_RUN_REAP_INTERVAL_MS'],
+      message: `must be at most AGENT_RUN_LEASE_TTL_MS (${e.AGENT_RUN_LEASE_TTL_MS}): a lapsed lease would wait longer than the lease itself`,
     });
 }
 

@@ -20,7 +20,7 @@ import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
 import { EventNotifier } from '../core/event-log.js';
 import type { Logger } from '../core/logger.js';
 import type { OutboxDispatcher } from '../core/outbox.js';
-import { TurnSweeper } from '../turn/sweeper.js';
+import { sweeperTimings, TurnSweeper } from '../turn/sweeper.js';
 import { temporalSecurity } from '../core/temporal-connection.js';
 import { applyMigrations } from '../core/migrate.js';
 import { enableDemoHands, ensureDemoData, type DemoData } from '../core/seed.js';
@@ -296,7 +296,12 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       stops.push(() => http.close());
       stack.workerHttpUrl = http.url;
       if (opts.sweeper) {
-        const sweeper = new TurnSweeper({ db, temporal: () => temporal, logger: logger.child({ component: 'sweeper' }) });
+        const sweeper = new TurnSweeper({
+          db,
+          temporal: () => temporal,
+          logger: logger.child({ component: 'sweeper' }),
+          ...sweeperTimings(config),
+        });
         sweeper.start();
         stops.push(() => sweeper.stop());
       }

@@ -1,6 +1,6 @@
 /**
  * The turn sweeper (issue 30): what an outage can leave behind that no workflow will ever clean up, found and ended
- * with the outcome recorded. Runs in every standalone worker (worker.ts), every `SWEEP_EVERY_MS`; concurrent sweepers
+ * with the outcome recorded. Runs in every standalone worker (worker.ts), every TURN_SWEEP_INTERVAL_MS (core/config.ts); concurrent sweepers
  * are harmless (every write is conditional on the state it read).
  *
  * - A message `pending` or `running` whose workflow does not exist (the api's transaction committed, then Temporal
@@ -11,10 +11,11 @@
  * - A conversation lock held by a message that already ended (its workflow died between the terminal and its
  *   `releaseTurn`, or a release met an outage): released, and the release noted on the message.
  *
- * Only rows untouched for `SWEEP_GRACE_MS` are judged: a turn start in flight (bounded at 10 s, api/turns.ts) is never
+ * Only rows untouched for TURN_SWEEP_MIN_AGE_MS are judged, TURN_SWEEP_BATCH of each kind a pass: a turn start in flight (bounded at 10 s, api/turns.ts) is never
  * mistaken for an orphan. Temporal unreachable: the pass stops (nothing can be judged without it).
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { EnvSchema, type Env } from '../core/config.js';
 import type { Db, Prisma } from '../core/db.js';
 import { isDependencyUnavailable } from '../core/dependency-errors.js';
 import { appendEvents } from '../core/event-log.js';
@@ -23,9 +24,8 @@ import { errorEvents } from './final-events.js';
 import { ledgerUsage, usageColumns } from './ledger-usage.js';
 import { releaseTurnLock } from './turn-lock.js';
 
-export const SWEEP_EVERY_MS = 5_000;
-export const SWEEP_GRACE_MS = 20_000;
-const BATCH = 100;
+/** Unset options: the settings' documented defaults (the worker and the stack pass the configured ones). */
+const DEFAULTS = EnvSchema.parse({});
 
 export interface SweepResult {
   /** Messages ended by the sweeper (no workflow, or a closed one). */
@@ -39,8 +39,19 @@ export interface TurnSweeperOptions {
   /** The Temporal client once connected (null: not yet; the pass is skipped). */
   temporal: () => Client | null;
   logger: Logger;
+  /** TURN_SWEEP_INTERVAL_MS. */
   everyMs?: number;
+  /** TURN_SWEEP_MIN_AGE_MS. */
   graceMs?: number;
+  /** TURN_SWEEP_BATCH. */
+  batch?: number;
+}
+
+/** The sweeper's timings as configured (TURN_SWEEP_*). */
+export function sweeperTimings(
+  c: Pick<Env, 'TURN_SWEEP_INTERVAL_MS' | 'TURN_SWEEP_MIN_AGE_MS' | 'TURN_SWEEP_BATCH'>,
+): Pick<TurnSweeperOptions, 'everyMs' | 'graceMs' | 'batch'> {
+  return { everyMs: c.TURN_SWEEP_INTERVAL_MS, graceMs: c.TURN_SWEEP_MIN_AGE_MS, batch: c.TURN_SWEEP_BATCH };
 }
 
 const NOT_STARTED = { code: 'temporal_unavailable', status: 503, message: 'The turn could not be started.' };
@@ -51,10 +62,12 @@ export class TurnSweeper {
   private running: Promise<unknown> | null = null;
   private readonly everyMs: number;
   private readonly graceMs: number;
+  private readonly batch: number;
 
   constructor(private readonly opts: TurnSweeperOptions) {
-    this.everyMs = opts.everyMs ?? SWEEP_EVERY_MS;
-    this.graceMs = opts.graceMs ?? SWEEP_GRACE_MS;
+    this.everyMs = opts.everyMs ?? DEFAULTS.TURN_SWEEP_INTERVAL_MS;
+    this.graceMs = opts.graceMs ?? DEFAULTS.TURN_SWEEP_MIN_AGE_MS;
+    this.batch = opts.batch ?? DEFAULTS.TURN_SWEEP_BATCH;
   }
 
   start(): void {
@@ -92,7 +105,7 @@ export class TurnSweeper {
     const candidates = await db.$queryRaw<{ id: string; workflow_id: string; status: string }[]>`
       select id::text, workflow_id, status::text from messages
        where status in ('pending', 'running') and updated_at < now() - make_interval(secs => ${this.graceMs / 1000}::float8)
-       order by updated_at limit ${BATCH}`;
+       order by updated_at limit ${this.batch}`;
     const ended: string[] = [];
     for (const m of candidates) {
       let verdict: typeof NOT_STARTED | null;
@@ -146,7 +159,7 @@ export class TurnSweeper {
         from conversations c join messages m on m.id = c.active_message_id
        where m.status in ('succeeded', 'failed', 'stopped')
          and m.updated_at < now() - make_interval(secs => ${this.graceMs / 1000}::float8)
-       limit ${BATCH}`;
+       limit ${this.batch}`;
     const released: string[] = [];
     for (const h of held) {
       const ok = await db.$transaction(async (tx) => {
