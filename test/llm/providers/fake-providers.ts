@@ -7,7 +7,7 @@
  *
  * The scenario is chosen by a marker in the request body (the prompt text): `SCN:hello` (reasoning, then
  * "Hello there!"), `SCN:tool` (a calculator call with streamed arguments; once the request carries
- * `TOOLRESULT-42`, the answer "The answer is 42."), `SCN:401`, `SCN:429` (always, Retry-After 0),
+ * `TOOLRESULT-42` or the call's id, the answer "The answer is 42."), `SCN:401`, `SCN:429` (always, Retry-After 0),
  * `SCN:429once` (first call 429 with Retry-After 1, then hello), `SCN:overflow` (the provider's context-length
  * error), `SCN:filter` (Azure's content-filter 400; Gemini's SAFETY finish), `SCN:hang` (one token, then nothing until the client closes: `closed` resolves). A credential containing
  * `bad` gets the 401 whatever the prompt.
@@ -420,8 +420,10 @@ const HELLO: Step[] = [
   { kind: 'text', text: 'Hello there!' },
   { kind: 'finish', reason: 'stop' },
 ];
+/** The id of the scripted calculator call (echoed back by the client with the call's result). */
+export const TOOL_CALL_ID = 'call_calc_1';
 const TOOL: Step[] = [
-  { kind: 'tool', id: 'call_calc_1', name: 'calculator', args: ['{"expres', 'sion":"6*7"}'] },
+  { kind: 'tool', id: TOOL_CALL_ID, name: 'calculator', args: ['{"expres', 'sion":"6*7"}'] },
   { kind: 'finish', reason: 'tool' },
 ];
 const AFTER_TOOL: Step[] = [
@@ -508,7 +510,13 @@ export async function startFakeProvider(wire: Wire): Promise<FakeProvider> {
             }),
           );
         case 'tool':
-          return stream(body.includes('TOOLRESULT-42') ? AFTER_TOOL : TOOL);
+          // A follow-up carries the tool's result: `TOOLRESULT-42` from a unit test, or (on the real stack, where the
+          // calculator answers `42`) the call's id echoed back with it, or Ollama's id-less `tool` message.
+          return stream(
+            body.includes('TOOLRESULT-42') || body.includes(TOOL_CALL_ID) || (wire === 'ollama' && /"role"\s*:\s*"tool"/.test(body))
+              ? AFTER_TOOL
+              : TOOL,
+          );
         case 'hang':
           return stream(HELLO, true);
         default:
