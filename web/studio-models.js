@@ -4,6 +4,7 @@
 // the model's features, set as the open agent's model (its draft's model.provider / model.model).
 
 import { button, console$, count, editDraft, el, field, input, readDraft, register, say, when } from './studio-common.js';
+import { fieldsOf } from './studio-model-fields.js';
 
 const section = el('section', 'screen');
 section.id = 'models-screen';
@@ -74,20 +75,31 @@ function masked(c) {
 }
 
 function credentialsForm(p) {
-  const key = input({ type: 'password', autocomplete: 'off', 'aria-label': `${p.provider} API key` });
-  const base = input({ type: 'url', 'aria-label': `${p.provider} base URL`, placeholder: 'https://… (optional)' });
+  const inputs = fieldsOf(p.provider).map((f) => ({
+    f,
+    control: input({
+      type: f.secret ? 'password' : (f.type ?? 'text'),
+      autocomplete: 'off',
+      'aria-label': `${p.provider} ${f.label}`,
+      'data-field': f.key,
+      ...(f.placeholder ? { placeholder: f.placeholder } : {}),
+      ...(f.required ? { 'aria-required': 'true' } : {}),
+    }),
+  }));
   const verdict = el('span', 'hint');
   verdict.setAttribute('role', 'status');
+  // Only what was typed: secrets are never filled back in (the card shows them masked).
   const creds = () => {
     const c = {};
-    if (key.value) c.api_key = key.value;
-    if (base.value.trim()) c.base_url = base.value.trim();
+    for (const { f, control } of inputs) {
+      const v = f.secret ? control.value : control.value.trim();
+      if (v) c[f.key] = v;
+    }
     return c;
   };
   const form = el('div', 'row');
   form.append(
-    field('API key', key),
-    field('Base URL', base),
+    ...inputs.map(({ f, control }) => field(f.label, control)),
     button('Validate', async () => {
       const given = creds();
       const r = await console$.post(
@@ -147,7 +159,8 @@ async function load() {
         `Workspace credentials: ${masked(p.credentials)}${p.credentials_updated_at ? ` · updated ${when(p.credentials_updated_at)}` : ''} · ${count(p.models, 'model')}`,
       ),
     );
-    card.append(credentialsForm(p));
+    if (fieldsOf(p.provider).length) card.append(credentialsForm(p));
+    else card.append(el('p', 'hint no-credentials', 'Takes no credentials.'));
     list.append(card);
   }
   const current = config?.model ?? {};

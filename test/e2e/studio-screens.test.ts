@@ -19,6 +19,14 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
 import type { Stack } from '../../stack/start-stack.js';
 import { startFakeProvider, type FakeProvider } from '../llm/providers/fake-providers.js';
+import { pathToFileURL } from 'node:url';
+import { AnthropicCredentials } from '../../core/llm/providers/anthropic.js';
+import { AzureCredentials } from '../../core/llm/providers/azure.js';
+import { BedrockCredentials } from '../../core/llm/providers/bedrock.js';
+import { GoogleCredentials } from '../../core/llm/providers/google.js';
+import { OllamaCredentials } from '../../core/llm/providers/ollama.js';
+import { OpenAiCompatibleCredentials } from '../../core/llm/providers/openai-compatible.js';
+import { OpenAiCredentials } from '../../core/llm/providers/openai.js';
 import { startTestStack } from '../support/stack.js';
 import { screenshotDir } from '../support/artifacts.js';
 
@@ -56,10 +64,10 @@ async function shot(name: string) {
   fs.copyFileSync(file, path.join(dir, name));
 }
 
-/** axe-core's serious and critical violations; the logs section is scanned by its own test (test/e2e/studio-logs.test.ts). */
-async function axeViolations(): Promise<string[]> {
+/** axe-core's serious and critical violations of the page (or of the element `within` names), the logs section included. */
+async function axeViolations(within?: string): Promise<string[]> {
   await page.evaluate(AXE);
-  const result = await page.evaluate(async () => {
+  const result = await page.evaluate(async (within) => {
     const axe = (
       window as unknown as {
         axe: {
@@ -67,9 +75,9 @@ async function axeViolations(): Promise<string[]> {
         };
       }
     ).axe;
-    const r = await axe.run({ exclude: [['#logs']] }, { resultTypes: ['violations'] });
+    const r = await axe.run(within ? document.querySelector(within) : document, { resultTypes: ['violations'] });
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
-  });
+  }, within);
   return result.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.targets.join(', ')}`);
 }
 
@@ -308,7 +316,7 @@ describe.runIf(executable)('the studio’s screens in a browser', () => {
     await screen('models');
     const card = page.locator('#mp-list article[data-provider="openai"]');
     await card.locator('input[aria-label="openai API key"]').fill(OPENAI_KEY);
-    await card.locator('input[aria-label="openai base URL"]').fill(`${openai.url}/v1`);
+    await card.locator('input[aria-label="openai Base URL"]').fill(`${openai.url}/v1`);
     await card.locator('button:has-text("Validate")').click();
     await expect.poll(() => card.locator('[role="status"]').textContent()).toBe('Valid: a real call worked.');
     await card.locator('button:has-text("Add")').click();
@@ -330,9 +338,78 @@ describe.runIf(executable)('the studio’s screens in a browser', () => {
 
     // Rotate (a new key) and delete.
     await saved.locator('input[aria-label="openai API key"]').fill('sk-studio-rotated-99999');
-    await saved.locator('input[aria-label="openai base URL"]').fill(`${openai.url}/v1`);
+    await saved.locator('input[aria-label="openai Base URL"]').fill(`${openai.url}/v1`);
     await saved.locator('button:has-text("Rotate")').click();
     await expect.poll(() => page.locator('#mp-list article[data-provider="openai"] .masked').textContent()).toContain('9999');
+  }, 60_000);
+
+  it('models: each provider’s form asks for the fields its credential schema declares (demo: no form)', async () => {
+    const fieldsFile = pathToFileURL(path.join(import.meta.dirname, '../../web/studio-model-fields.js')).href;
+    const { CREDENTIAL_FIELDS } = (await import(fieldsFile)) as {
+      CREDENTIAL_FIELDS: Record<string, { key: string; secret?: boolean; required?: boolean }[]>;
+    };
+    // The page's table agrees with the server's schemas: every field it asks for is one the schema takes, and
+    // every field the schema requires is asked for (left out on purpose: `models`, openai's organization / api,
+    // Ollama's optional api_key: see web/studio-model-fields.js).
+    const schemas = {
+      openai: OpenAiCredentials,
+      anthropic: AnthropicCredentials,
+      google: GoogleCredentials,
+      azure: AzureCredentials,
+      bedrock: BedrockCredentials,
+      ollama: OllamaCredentials,
+      openai_compatible: OpenAiCompatibleCredentials,
+    };
+    expect(Object.keys(CREDENTIAL_FIELDS).sort()).toEqual(['demo', ...Object.keys(schemas)].sort());
+    expect(CREDENTIAL_FIELDS.demo).toEqual([]);
+    for (const [provider, schema] of Object.entries(schemas)) {
+      const shape = schema.shape as Record<string, { isOptional(): boolean }>;
+      const asked = CREDENTIAL_FIELDS[provider].map((f) => f.key);
+      for (const key of asked) expect(Object.keys(shape), `${provider}.${key}`).toContain(key);
+      for (const [key, t] of Object.entries(shape)) if (!t.isOptional()) expect(asked, `${provider} requires ${key}`).toContain(key);
+      for (const f of CREDENTIAL_FIELDS[provider])
+        expect(f.required ?? false, `${provider}.${f.key} required`).toBe(!shape[f.key].isOptional());
+    }
+
+    await screen('models');
+    const fieldsOf = (provider: string) =>
+      page
+        .locator(`#mp-list article[data-provider="${provider}"] input[data-field]`)
+        .evaluateAll((inputs) => inputs.map((i) => `${(i as HTMLInputElement).dataset.field}:${(i as HTMLInputElement).type}`));
+    await page.locator('#mp-list article[data-provider="demo"]').waitFor();
+    // demo: no credentials, no form.
+    const demo = page.locator('#mp-list article[data-provider="demo"]');
+    expect(await demo.locator('input, button').count()).toBe(0);
+    expect(await demo.textContent()).toContain('Takes no credentials.');
+    // Ollama: a base URL, no key.
+    expect(await fieldsOf('ollama')).toEqual(['base_url:url']);
+    expect(await page.locator('#mp-list article[data-provider="ollama"] input[aria-label="ollama API key"]').count()).toBe(0);
+    expect(await fieldsOf('azure')).toEqual(['api_key:password', 'resource_name:text', 'base_url:url', 'api_version:text']);
+    expect(await fieldsOf('bedrock')).toEqual([
+      'region:text',
+      'access_key_id:password',
+      'secret_access_key:password',
+      'session_token:password',
+      'base_url:url',
+    ]);
+    // A Bedrock save with a bad region is refused by the server's schema (it got the field names the schema takes).
+    const bedrock = page.locator('#mp-list article[data-provider="bedrock"]');
+    await bedrock.locator('input[data-field="region"]').fill('nowhere');
+    await bedrock.locator('input[data-field="access_key_id"]').fill('AKIAEXAMPLE0000');
+    await bedrock.locator('input[data-field="secret_access_key"]').fill('bedrock-secret-0123456789');
+    const put = page.waitForResponse((r) => r.url().endsWith('/model-providers/bedrock/credentials') && r.request().method() === 'PUT');
+    await bedrock.locator('button:has-text("Add")').click();
+    const res = await put;
+    expect(res.status()).toBe(400);
+    expect(res.request().postDataJSON()).toEqual({
+      credentials: { region: 'nowhere', access_key_id: 'AKIAEXAMPLE0000', secret_access_key: 'bedrock-secret-0123456789' },
+    });
+    await expect.poll(status).toContain('region');
+    // That 400 was the point: not a failure of the page.
+    const expected = failures.findIndex((f) => f.startsWith('400 ') && f.endsWith('/model-providers/bedrock/credentials'));
+    expect(expected).toBeGreaterThanOrEqual(0);
+    failures.splice(expected, 1);
+    expect(await axeViolations()).toEqual([]);
   }, 60_000);
 
   it('the phone layout: one column, every screen scanned by axe', async () => {
@@ -346,6 +423,9 @@ describe.runIf(executable)('the studio’s screens in a browser', () => {
       await shot(`studio-screens-${name}-phone.png`);
     }
     await screen('agent');
+    // The logs section at a phone size: its conversations table scrolls sideways in a focusable, named region.
+    expect(await page.locator('#logs').isVisible()).toBe(true);
+    expect(await axeViolations('#logs'), 'logs').toEqual([]);
     const editor = (await page.locator('#editor').boundingBox())!;
     const debug = (await page.locator('#debugger').boundingBox())!;
     expect(debug.y).toBeGreaterThanOrEqual(editor.y + editor.height - 1);
