@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client, ConnectionLike } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { createAgentBackend } from '../agent-backend/server.js';
-import { PgRunStore } from '../agent-backend/store.js';
+import { PgRunStore, StoreUnavailableError } from '../agent-backend/store.js';
 import { createWiredApi, lazyTemporalConnection } from '../api/wire.js';
 import { EnvSchema, type Config } from '../core/config.js';
 import { createDb, type Db } from '../core/db.js';
@@ -34,6 +34,9 @@ import { locateTemporal, startTemporalDevServer, type DevServer } from './tempor
 import { createHttpServer } from '../core/http-server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** How long a stack's agent backend waits for PostgreSQL to accept its first connections. */
+const STORE_INIT_WAIT_MS = 30_000;
 
 export interface StackOptions {
   config: Config;
@@ -216,7 +219,18 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     } | null = null;
     if (!agentBackendUrl) {
       const store = new PgRunStore(databaseUrl, logger.child({ component: 'agent-backend' }));
-      await store.init();
+      // A busy PostgreSQL may take longer than one connect timeout to accept (a loaded box, several stacks starting
+      // at once): wait for it like agent-backend/main.ts does, for up to STORE_INIT_WAIT_MS, rather than fail the start.
+      for (let delay = 250, deadline = Date.now() + STORE_INIT_WAIT_MS; ; delay = Math.min(delay * 2, 2_000)) {
+        try {
+          await store.init();
+          break;
+        } catch (err) {
+          if (!(err instanceof StoreUnavailableError) || Date.now() + delay > deadline) throw err;
+          logger.warn({ err: err.message, retry_in_ms: delay }, 'agent backend: PostgreSQL not accepting yet, waiting');
+          await new Promise((r) => setTimeout(r, delay));
+        }
+      }
       stops.push(() => store.close());
       const backend = createAgentBackend({ config, logger: logger.child({ component: 'agent-backend' }), store });
       const running = await backend.start(config.AGENT_BACKEND_PORT, config.AGENT_BACKEND_HOST);

@@ -87,6 +87,10 @@ describe('admission control: a deployment-wide cap on turns in flight', () => {
 
     // The backend holds one run at a time: a run beyond it is 503'd by the backend itself.
     await expect.poll(activeRuns, { timeout: 10_000, interval: 50 }).toBe(1);
+    // runAgent records the run id right after the backend answered its create: on a busy box that can trail the run's start.
+    await expect
+      .poll(() => stack.db.agentBackendRun.count({ where: { backend_run_id: { not: null } } }), { timeout: 10_000, interval: 50 })
+      .toBeGreaterThan(0);
     const captured = await stack.db.agentBackendRun.findFirstOrThrow({ where: { backend_run_id: { not: null } } });
     const direct = await fetch(`${stack.agentBackendUrl}/runs`, {
       method: 'POST',

@@ -120,6 +120,10 @@ describe('metrics of the api, the worker and the agent backend', () => {
     const [api, worker, backend] = await Promise.all([u.api, u.worker, u.backend].map((x) => fetch(`${x}/readyz`)));
     expect(api!.status).toBe(200);
     expect((await worker!.json()) as unknown).toEqual({ status: 'ok', checks: { temporal: true, database: true, polling: true } });
-    expect((await backend!.json()) as unknown).toEqual({ status: 'ok', checks: { database: true, inner_api: true } });
+    // The backend's readiness also reports the shell isolation in force (issue 27; test/workspace/runtime-lifecycle.test.ts).
+    const ready = (await backend!.json()) as { status: string; checks: unknown; isolation: { shell: string } };
+    expect(ready).toMatchObject({ status: 'ok', checks: { database: true, inner_api: true } });
+    expect(ready.checks).toEqual({ database: true, inner_api: true });
+    expect(['available', 'refused', 'unconfined', 'unavailable', 'unknown']).toContain(ready.isolation.shell);
   });
 });
