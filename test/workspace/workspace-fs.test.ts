@@ -137,24 +137,28 @@ describe('placing a file into the workspace', () => {
     expect(fs.readdirSync(outside)).toEqual(['secret.txt']);
   });
 
-  it('a race that swaps uploads/ for a symlink while files are placed never writes outside (400 placements)', async () => {
+  it('a race that swaps uploads/ for a symlink while files are placed never writes outside (400+ placements)', async () => {
     fs.mkdirSync(path.join(ws, 'uploads'));
-    const stop = new Int32Array(new SharedArrayBuffer(4));
+    // [0]: stop flag, [1]: swaps done. The placements start once the swapper runs, and go on (bounded) until the race
+    // has hit at least once: on a busy or a fast box alike the test exercises the race instead of passing by luck.
+    const shared = new Int32Array(new SharedArrayBuffer(8));
     const swapper = new Worker(
       `const fs = require('node:fs'); const { workerData: w } = require('node:worker_threads');
-       const flag = new Int32Array(w.stop); let n = 0;
+       const flag = new Int32Array(w.shared);
        while (Atomics.load(flag, 0) === 0) {
          try { fs.renameSync(w.uploads, w.uploads + '.real'); fs.symlinkSync(w.outside, w.uploads); } catch {}
          try { fs.unlinkSync(w.uploads); fs.renameSync(w.uploads + '.real', w.uploads); } catch {}
-         n++;
+         Atomics.add(flag, 1, 1);
        }
-       require('node:worker_threads').parentPort.postMessage(n);`,
-      { eval: true, workerData: { stop: stop.buffer, uploads: path.join(ws, 'uploads'), outside } },
+       require('node:worker_threads').parentPort.postMessage(Atomics.load(flag, 1));`,
+      { eval: true, workerData: { shared: shared.buffer, uploads: path.join(ws, 'uploads'), outside } },
     );
     const swaps = new Promise<number>((resolve) => swapper.once('message', resolve));
+    const started = Date.now();
+    while (Atomics.load(shared, 1) < 10 && Date.now() - started < 20_000) await new Promise((r) => setTimeout(r, 5));
     let placed = 0;
     let refused = 0;
-    for (let i = 0; i < 400; i++) {
+    for (let i = 0; i < 5_000 && (i < 400 || refused === 0 || placed === 0); i++) {
       try {
         await placeWorkspaceFile(ws, ['uploads', `m${i % 7}`], `f${i}.txt`, Buffer.from(`${i}`));
         placed++;
@@ -164,11 +168,11 @@ describe('placing a file into the workspace', () => {
         refused++;
       }
     }
-    Atomics.store(stop, 0, 1);
+    Atomics.store(shared, 0, 1);
     expect(await swaps).toBeGreaterThan(100);
     await swapper.terminate();
     expect(fs.readdirSync(outside)).toEqual(['secret.txt']);
-    expect(placed + refused).toBe(400);
+    expect(placed + refused).toBeGreaterThanOrEqual(400);
     expect(refused).toBeGreaterThan(0); // the race did hit
     expect(placed).toBeGreaterThan(0);
   }, 60_000);
