@@ -12,7 +12,7 @@ import net from 'node:net';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { pythonProbe, refusalOf, startSandboxStack, type SandboxStack } from './support.js';
+import { oneConversation, pythonProbe, refusalOf, startSandboxStack, type SandboxStack } from './support.js';
 
 let s: SandboxStack;
 beforeAll(async () => {
@@ -20,14 +20,8 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(async () => s?.stack.stop());
 
-const USER = 'net';
-let conversationId: string | undefined;
-async function run(command: string) {
-  const t = await s.sh(command, USER, { conversationId });
-  conversationId = t.conversationId;
-  expect(t.end.event, JSON.stringify(t.end.data)).toBe('message_end');
-  return t;
-}
+/** All probes of this file in one conversation (one workspace). */
+const run = oneConversation(() => s, 'net');
 
 /** The host's own non-loopback IPv4 addresses (a listener on 0.0.0.0 answers there too). */
 const hostIps = () =>

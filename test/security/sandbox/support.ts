@@ -98,6 +98,17 @@ export async function startSandboxStack(name: string, env: Partial<Env> = {}): P
  * A python3 probe as one shell command (a pipeline, so it composes with `;`): `probe(what, fn)` prints ESCAPED when `fn` returns, REFUSED with the errno
  * name when it raises OSError. `body` is python (one statement per line, using probe()).
  */
+/** A file's probes as turns of one conversation (one workspace): each must end with message_end. */
+export function oneConversation(stack: () => SandboxStack, user: string): (command: string) => Promise<Turn> {
+  let conversationId: string | undefined;
+  return async (command) => {
+    const t = await stack().sh(command, user, { conversationId });
+    conversationId = t.conversationId;
+    expect(t.end.event, JSON.stringify(t.end.data)).toBe('message_end');
+    return t;
+  };
+}
+
 export function pythonProbe(body: string): string {
   return pythonScript(
     [
