@@ -29,7 +29,7 @@ export const USAGE = `npm run bench -- [options]
   --turns N               turns per cell, at least 2×c    (BENCH_TURNS, default ${DEFAULT_OPTIONS.turns})
   --warmup N              warm-up turns per path          (BENCH_WARMUP, default ${DEFAULT_OPTIONS.warmup})
   --workloads a,b         ${WORKLOADS.map((w) => w.name).join(',')}            (BENCH_WORKLOADS)
-  --paths a,b             durable,direct,floor (default all; one alone: for profiling)  (BENCH_PATHS)
+  --paths a,b             durable,direct,floor,peer (default all; one alone: for profiling)  (BENCH_PATHS)
   --worker MODE           in-process | child              (BENCH_WORKER, default in-process)
   --temporal SERVER       dev (the Temporal dev server) | cluster (the real server on PostgreSQL, as npm run cluster)
                                                           (BENCH_TEMPORAL, default dev)
@@ -108,7 +108,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliOptions {
 }
 
 function parsePaths(names: string[]): PathName[] {
-  for (const n of names) if (n !== 'durable' && n !== 'direct' && n !== 'floor') throw new Error(`--paths: unknown path "${n}"`);
+  for (const n of names)
+    if (n !== 'durable' && n !== 'direct' && n !== 'floor' && n !== 'peer') throw new Error(`--paths: unknown path "${n}"`);
   return names as PathName[];
 }
 

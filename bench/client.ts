@@ -12,8 +12,8 @@
 import crypto from 'node:crypto';
 import { parseSse } from '../core/sse.js';
 
-/** floor: the bare Temporal workflow of a turn's shape (bench/floor.ts), no api, no backend. */
-export type PathName = 'durable' | 'direct' | 'floor';
+/** floor: the bare Temporal workflow of a turn's shape (bench/floor.ts), no api, no backend; peer: LangGraph.js (bench/peer.ts). */
+export type PathName = 'durable' | 'direct' | 'floor' | 'peer';
 
 export interface TurnSample {
   path: PathName;

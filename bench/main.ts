@@ -15,6 +15,7 @@ import { progressTo } from './progress.js';
 import { renderMarkdown } from './report.js';
 import { renderKnowledgeMarkdown, runKnowledgeBench } from './knowledge.js';
 import { runBench } from './runner.js';
+import { stepTargetsTable, summaryTable } from './summary.js';
 import { startBenchStack } from './stack.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -61,6 +62,10 @@ try {
   fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
   fs.writeFileSync(out.replace(/\.json$/, '') + '.md', markdown + '\n');
   log(`wrote ${path.relative(ROOT, out)}`);
+  // The table issue 33 asks for, last, so a terminal shows it without scrolling.
+  console.log(
+    `\nDurable, direct, floor and peer (load average before / after: ${result.loadAvg.before} / ${result.loadAvg.after}):\n\n${summaryTable(result)}\n\n${stepTargetsTable(result)}\n`,
+  );
   if (cli.record) {
     const readme = fs.readFileSync(README, 'utf8');
     const a = readme.indexOf(START);

@@ -123,7 +123,7 @@ export function statementCounter(): () => number {
 
 // ---- processes ---------------------------------------------------------------------------------
 
-export type Component = 'main' | 'worker' | 'postgres' | 'temporal' | 'other';
+export type Component = 'main' | 'worker' | 'postgres' | 'temporal' | 'peer' | 'other';
 
 interface ProcStat {
   pid: number;
@@ -179,7 +179,11 @@ function processTree(root: number): ProcStat[] {
 export type CpuSnapshot = Map<number, { component: Component; ticks: number }>;
 
 export class ProcessProbe {
-  constructor(private readonly workerPid: () => number | undefined) {}
+  constructor(
+    private readonly workerPid: () => number | undefined,
+    /** The peer's server process (bench/peer.ts), counted apart. */
+    private readonly peerPid: () => number | undefined = () => undefined,
+  ) {}
 
   get available(): boolean {
     return hasProc;
@@ -188,6 +192,7 @@ export class ProcessProbe {
   private classify(p: ProcStat): Component {
     if (p.pid === process.pid) return 'main';
     if (p.pid === this.workerPid()) return 'worker';
+    if (p.pid === this.peerPid()) return 'peer';
     if (p.comm.startsWith('postgres')) return 'postgres';
     if (p.comm.startsWith('temporal')) return 'temporal';
     return 'other';
@@ -201,7 +206,7 @@ export class ProcessProbe {
 
   /** CPU ms per component between two snapshots (processes that exited in between are not counted). */
   static cpuDelta(before: CpuSnapshot, after: CpuSnapshot): Record<Component, number> {
-    const out: Record<Component, number> = { main: 0, worker: 0, postgres: 0, temporal: 0, other: 0 };
+    const out: Record<Component, number> = { main: 0, worker: 0, postgres: 0, temporal: 0, peer: 0, other: 0 };
     for (const [pid, a] of after) {
       const b = before.get(pid)?.ticks ?? 0;
       out[a.component] += ((a.ticks - b) * 1000) / HZ;

@@ -6,6 +6,7 @@
 import type { PathName } from './client.js';
 import { KEY_TABLES } from './probes.js';
 import type { BenchResult, CellResult, WorkloadResult } from './runner.js';
+import { stepTargetsTable, summaryTable, cpuPerTurn } from './summary.js';
 import { DIRECT_SEGMENTS, DURABLE_SEGMENTS, FLOOR_SEGMENTS } from './timeline.js';
 
 type Getter = (c: CellResult) => number | null;
@@ -20,7 +21,7 @@ interface Metric {
   floor?: boolean;
 }
 
-const cpu = (k: 'main' | 'worker' | 'postgres' | 'temporal') => (c: CellResult) => c.cpuMsPerTurn?.[k] ?? null;
+const cpu = (k: 'main' | 'worker' | 'postgres' | 'temporal' | 'peer') => (c: CellResult) => c.cpuMsPerTurn?.[k] ?? null;
 const rows = (t: string) => (c: CellResult) => c.db.rowsPerTurn[t] ?? 0;
 
 function metrics(r: BenchResult): Metric[] {
@@ -41,11 +42,13 @@ function metrics(r: BenchResult): Metric[] {
   ];
   if (workerChild) list.push({ label: 'peak RSS worker child (MB)', get: (c) => c.peakRssMB.worker });
   list.push(
+    { label: 'CPU/turn: all processes (ms)', get: cpuPerTurn, floor: true },
     { label: 'CPU/turn: node main (ms)', get: cpu('main'), floor: true },
     // The direct path leaves the worker idle: a ratio would only divide by its idle noise.
     ...(workerChild ? [{ label: 'CPU/turn: worker child (ms)', get: cpu('worker'), noRatio: true }] : []),
     { label: 'CPU/turn: postgres (ms)', get: cpu('postgres') },
     { label: 'CPU/turn: temporal server (ms)', get: cpu('temporal'), noRatio: true, floor: true },
+    { label: 'CPU/turn: peer server (ms)', get: cpu('peer'), noRatio: true },
     { label: 'DB rows inserted/turn', get: (c) => c.db.rowsTotalPerTurn },
     ...KEY_TABLES.map((t) => ({ label: `  rows/turn ${t.replace('public.', '')}`, get: rows(t), noRatio: true })),
     { label: 'SQL statements/turn (this process)', get: (c) => c.db.statementsPerTurn },
@@ -81,21 +84,30 @@ export function extraOverFloor(w: WorkloadResult, c: number): number | null {
 }
 
 export function workloadTable(r: BenchResult, w: WorkloadResult): string {
-  const out = ['| metric | conc. | durable | direct | floor | durable/direct |', '|---|---:|---:|---:|---:|---:|'];
+  // The peer's column (bench/peer.ts) when it ran: every figure but the statements of this process.
+  const hasPeer = w.cells.some((x) => x.path === 'peer');
+  const pc = (v: string) => (hasPeer ? ` ${v} |` : '');
+  const out = [
+    `| metric | conc. | durable | direct | floor |${pc('peer')} durable/direct |`,
+    `|---|---:|---:|---:|---:|${pc('---:')}---:|`,
+  ];
   for (const m of metrics(r)) {
     for (const c of concurrencies(w)) {
       const d = cell(w, 'durable', c);
       const x = cell(w, 'direct', c);
       const f = m.floor ? cell(w, 'floor', c) : undefined;
+      const p = cell(w, 'peer', c);
       const dv = d ? m.get(d) : null;
       const xv = x ? m.get(x) : null;
       out.push(
-        `| ${m.label} | ${c} | ${num(dv, m.digits)} | ${num(xv, m.digits)} | ${f ? num(m.get(f), m.digits) : ''} | ${m.noRatio ? '' : ratio(dv, xv)} |`,
+        `| ${m.label} | ${c} | ${num(dv, m.digits)} | ${num(xv, m.digits)} | ${f ? num(m.get(f), m.digits) : ''} |${pc(p ? num(m.get(p), m.digits) : '')} ${m.noRatio ? '' : ratio(dv, xv)} |`,
       );
     }
     if (m.label === 'first token p50 (ms)') {
       for (const c of concurrencies(w))
-        out.push(`| first token p50: extra over floor, (durable − direct) − floor (ms) | ${c} | ${num(extraOverFloor(w, c))} | | | |`);
+        out.push(
+          `| first token p50: extra over floor, (durable − direct) − floor (ms) | ${c} | ${num(extraOverFloor(w, c))} | | |${pc('')} |`,
+        );
     }
   }
   return out.join('\n');
@@ -205,7 +217,13 @@ export function renderMarkdown(r: BenchResult): string {
           `${r.floor.eagerlyStarted}/${r.floor.started} starts eager.`
         : ''),
     '',
-    '### Targets',
+    '### Durable, direct, floor and peer (issue 33)',
+    '',
+    summaryTable(r),
+    '',
+    stepTargetsTable(r),
+    '',
+    '### Targets (issue 21)',
     '',
     targetsTable(r),
   ];

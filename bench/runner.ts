@@ -15,6 +15,8 @@ import type { ExecutionContextLayerConfig } from '../core/protocol/run.js';
 import type { Stack } from '../stack/start-stack.js';
 import { directTurn, durableTurn, nowMs, type PathName, type TurnSample } from './client.js';
 import { FLOOR_TASK_QUEUE, startFloor, type FloorHarness } from './floor.js';
+import { startPeer, type PeerHarness } from './peer.js';
+import { BENCH_TOKEN_DELAY_MS } from './stack.js';
 import {
   CommitRecorder,
   dbDelta,
@@ -51,18 +53,18 @@ export interface BenchOptions {
   timelineSample: number;
   /** Idle CPU is sampled this long before the first workload (0: skip). */
   idleSampleMs: number;
-  /** Which paths to run (all three by default; one alone is for profiling). floor: bench/floor.ts. */
+  /** Which paths to run (all four by default; one alone is for profiling). floor: bench/floor.ts; peer: bench/peer.ts. */
   paths: PathName[];
 }
 
 export const DEFAULT_OPTIONS: BenchOptions = {
-  workloads: ['plain', 'tool', 'zero'],
+  workloads: ['plain', 'long', 'tool', 'zero'],
   concurrency: [1, 8, 32, 64],
   turns: 30,
   warmup: 3,
   timelineSample: 40,
   idleSampleMs: 3000,
-  paths: ['durable', 'direct', 'floor'],
+  paths: ['durable', 'direct', 'floor', 'peer'],
 };
 
 /** `--quick`: a smoke run (< 60 s with the stack's start-up). */
@@ -73,7 +75,7 @@ export const QUICK_OPTIONS: BenchOptions = {
   warmup: 0,
   timelineSample: 8,
   idleSampleMs: 0,
-  paths: ['durable', 'direct', 'floor'],
+  paths: ['durable', 'direct', 'floor', 'peer'],
 };
 
 export interface CellResult {
@@ -151,8 +153,14 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
   const workloads = options.workloads.map(workloadByName);
   const probe = await DbProbe.connect(stack.databaseUrl);
   const commits = await CommitRecorder.start(stack.databaseUrl, nowMs);
-  const procs = new ProcessProbe(() => stack.workerChild?.pid);
   const floor = options.paths.includes('floor') ? await startFloorFor(stack) : null;
+  const peer = options.paths.includes('peer')
+    ? await startPeer({ databaseUrl: stack.databaseUrl, tokenDelayMs: BENCH_TOKEN_DELAY_MS })
+    : null;
+  const procs = new ProcessProbe(
+    () => stack.workerChild?.pid,
+    () => peer?.pid,
+  );
   const results: WorkloadResult[] = [];
   let idleCpuMsPerSec: BenchResult['idleCpuMsPerSec'] = null;
   try {
@@ -172,11 +180,11 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
     }
     for (const w of workloads) {
       log(`workload ${w.name}: ${w.description}`);
-      const { paths, directTurnOpen } = await preparePaths(stack, w, options.warmup, floor);
+      const { paths, directTurnOpen } = await preparePaths(stack, w, options.warmup, floor, peer);
       const cells: CellResult[] = [];
-      for (const [i, c] of options.concurrency.entries()) {
+      for (const [i, c] of workloadLevels(w, options.concurrency).entries()) {
         const n = Math.max(options.turns, 2 * c);
-        const order: PathName[] = i % 2 === 0 ? ['floor', 'durable', 'direct'] : ['direct', 'durable', 'floor'];
+        const order: PathName[] = i % 2 === 0 ? ['floor', 'peer', 'durable', 'direct'] : ['direct', 'durable', 'peer', 'floor'];
         for (const path of order.filter((p) => options.paths.includes(p))) {
           const progress = (ctx.progress ?? noProgress)(`${w.name} ${path} c=${c}`, n);
           if (path === 'direct') await directTurnOpen(true);
@@ -208,6 +216,7 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
     await probe.close();
     await commits.close();
     await floor?.stop();
+    await peer?.stop();
   }
   const workerPid = stack.workerChild?.pid;
   const mb = (b: number | null) => (b === null ? null : round1(b / 2 ** 20));
@@ -238,6 +247,13 @@ export async function runBench(ctx: BenchContext, options: BenchOptions): Promis
 
 type TurnFn = () => Promise<TurnSample>;
 
+/** The concurrency levels a workload runs at: all of them, or for `long` (10 s turns) the one its fixed/per-token split uses. */
+export function workloadLevels(w: Workload, levels: number[]): number[] {
+  if (!w.onlyLoadLevel) return levels;
+  const load = levels.filter((c) => c <= 32);
+  return [load.length ? Math.max(...load) : Math.min(...levels)];
+}
+
 /** The floor's worker joins this process, on the stack's Temporal server, logging like the stack. */
 function startFloorFor(stack: Stack): Promise<FloorHarness> {
   const level = stack.config.LOG_LEVEL;
@@ -259,6 +275,7 @@ async function preparePaths(
   w: Workload,
   warmup: number,
   floor: FloorHarness | null,
+  peer: PeerHarness | null,
 ): Promise<{ paths: Partial<Record<PathName, TurnFn>>; directTurnOpen: (open: boolean) => Promise<void> }> {
   const durable: TurnFn = () => durableTurn({ apiUrl: stack.apiUrl, apiKey: stack.demo!.apiKey, user: 'bench' }, w.query);
   const first = await durable();
@@ -278,8 +295,13 @@ async function preparePaths(
       if (!s.ok) throw new Error(`workload ${w.name}: ${name} warm-up turn failed: ${s.error}`);
     }
     if (floor) await floor.turn();
+    if (peer) {
+      const s = await peer.turn(w.query);
+      if (!s.ok) throw new Error(`workload ${w.name}: peer warm-up turn failed: ${s.error}`);
+    }
   }
-  return { paths: { durable, direct, ...(floor ? { floor: floor.turn } : {}) }, directTurnOpen };
+  const peerTurn: TurnFn | undefined = peer ? () => peer.turn(w.query) : undefined;
+  return { paths: { durable, direct, ...(floor ? { floor: floor.turn } : {}), ...(peerTurn ? { peer: peerTurn } : {}) }, directTurnOpen };
 }
 
 /**
@@ -367,12 +389,15 @@ async function runCell(a: {
   const db = dbDelta(dbBefore, dbAfter);
   const per = (v: number) => round1(v / a.turns);
   const sample = ok.slice(0, a.timelineSample);
+  // The peer keeps no row times of its own to line up (its checkpoints are blobs): no timeline.
   const tl =
     a.path === 'durable'
       ? await durableTimelines(stack.temporal, probe, commits, sample)
       : a.path === 'floor'
         ? await floorTimelines(a.floor!.client, sample)
-        : await directTimelines(probe, commits, sample);
+        : a.path === 'peer'
+          ? { turns: [], frameLags: [] }
+          : await directTimelines(probe, commits, sample);
   const segments = a.path === 'durable' ? DURABLE_SEGMENTS : a.path === 'floor' ? FLOOR_SEGMENTS : DIRECT_SEGMENTS;
   const cpu = cpuBefore && cpuAfter ? ProcessProbe.cpuDelta(cpuBefore, cpuAfter) : null;
   return {
@@ -395,7 +420,7 @@ async function runCell(a: {
       rowsTotalPerTurn: per(db.rowsTotal),
       writeTransactionsPerTurn: per(db.writeTransactions),
       walKBPerTurn: per(db.walBytes / 1024),
-      statementsPerTurn: stack.workerChild ? null : per(statementsAfter - statementsBefore),
+      statementsPerTurn: stack.workerChild || a.path === 'peer' ? null : per(statementsAfter - statementsBefore),
     },
     timeline: summariseTimelines(tl.turns, tl.frameLags, segments),
   };

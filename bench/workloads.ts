@@ -7,10 +7,18 @@ export interface Workload {
   /** The chat query (demo triggers, core/llm/DEMO_MODEL.md). */
   query: string;
   description: string;
+  /** Run at one load level only (bench/runner.ts workloadLevels): the long workload, whose turns take 10 s. */
+  onlyLoadLevel?: boolean;
 }
 
 export const WORKLOADS: readonly Workload[] = [
   { name: 'plain', query: '/slow 5 /long 200', description: 'plain answer, 200 tokens at 5 ms per token (~1 s of model time)' },
+  {
+    name: 'long',
+    query: '/slow 5 /long 2000',
+    description: "plain answer, 2,000 tokens at 5 ms per token (~10 s of model time): with plain, a turn's fixed CPU and its CPU per token",
+    onlyLoadLevel: true,
+  },
   {
     name: 'tool',
     query: '/calc 6*7',

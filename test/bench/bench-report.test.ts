@@ -12,6 +12,7 @@ import type { PathName } from '../../bench/client.js';
 import { compareTable } from '../../bench/compare-table.js';
 import { progressLine, progressTo } from '../../bench/progress.js';
 import { extraOverFloor, renderMarkdown, targetsTable, workloadTable } from '../../bench/report.js';
+import { fixedAndPerToken, stepTargetsTable, summaryTable } from '../../bench/summary.js';
 import type { BenchResult, CellResult, WorkloadResult } from '../../bench/runner.js';
 
 describe('npm run bench options', () => {
@@ -20,7 +21,9 @@ describe('npm run bench options', () => {
     expect(cli.record).toBe(false);
     expect(cli.out).toBe(`${LOCAL_RESULTS}/latest.json`);
     expect(parseCli(['--quick'], {}).out).toBe(`${LOCAL_RESULTS}/quick.json`);
-    expect(cli.bench.paths).toEqual(['durable', 'direct', 'floor']);
+    expect(cli.bench.paths).toEqual(['durable', 'direct', 'floor', 'peer']);
+    expect(cli.bench.workloads).toEqual(['plain', 'long', 'tool', 'zero']);
+    expect(parseCli(['--quick'], {}).bench.workloads).not.toContain('long');
     expect(cli.temporal).toBe('dev');
   });
 
@@ -35,7 +38,8 @@ describe('npm run bench options', () => {
 
   it("takes the floor as a path, and the cluster's PostgreSQL-backed Temporal server as --temporal cluster", () => {
     expect(parseCli(['--paths', 'floor,durable'], {}).bench.paths).toEqual(['floor', 'durable']);
-    expect(() => parseCli(['--paths', 'peer'], {})).toThrow(/unknown path "peer"/);
+    expect(parseCli(['--paths', 'peer'], {}).bench.paths).toEqual(['peer']);
+    expect(() => parseCli(['--paths', 'langgraph'], {})).toThrow(/unknown path "langgraph"/);
     expect(parseCli([], {}).temporal).toBe('dev');
     expect(parseCli(['--temporal', 'cluster'], {}).temporal).toBe('cluster');
     expect(parseCli([], { BENCH_TEMPORAL: 'cluster' }).temporal).toBe('cluster');
@@ -58,7 +62,7 @@ function cellOf(path: PathName, concurrency: number, ttftP50: number, turnsPerSe
     end: dist(ttftP50 + 100),
     framesPerTurn: path === 'floor' ? null : 4,
     peakRssMB: { main: 500, worker: null },
-    cpuMsPerTurn: { main: 30, worker: 0, postgres: path === 'floor' ? 0 : 10, temporal: 20, other: 0 },
+    cpuMsPerTurn: { main: 30, worker: 0, postgres: path === 'floor' ? 0 : 10, temporal: 20, peer: 0, other: 0 },
     db: { rowsPerTurn: {}, rowsTotalPerTurn: path === 'floor' ? 0 : 7, writeTransactionsPerTurn: 1, walKBPerTurn: 1, statementsPerTurn: 3 },
     timeline: {
       turns: 10,
@@ -150,6 +154,62 @@ describe('the report with the floor', () => {
     expect(md).toMatch(/\| prepare_turn — [^|]+ \| – \| {2}\| 2\.5 \|/);
     expect(md).toContain('Floor: task queue `bench-floor`, worker in this process, eager start requested, 60/60 starts eager.');
     expect(md).toContain('| longest workflow task, schedule→complete (ms) / tasks over 1 s (sampled turns) | 40.0 / 0 | | 40.0 / 0 |');
+  });
+});
+
+describe("issue 33's table: durable, direct, floor and peer, fixed and per token", () => {
+  const cpu = (main: number) => ({ main, worker: 0, postgres: 0, temporal: 0, peer: 0, other: 0 });
+  const at = (path: PathName, c: number, ttft: number, tps: number, cpuMs: number, errors = 0) => ({
+    ...cellOf(path, c, ttft, tps),
+    cpuMsPerTurn: cpu(cpuMs),
+    errors,
+  });
+  const r: BenchResult = {
+    ...result,
+    workloads: [
+      {
+        name: 'plain',
+        query: '/slow 5 /long 200',
+        description: 'plain',
+        cells: [
+          at('durable', 1, 80, 1, 300),
+          at('peer', 1, 15, 1, 60),
+          at('floor', 1, 16, 30, 44),
+          at('durable', 32, 900, 6, 250),
+          at('peer', 32, 200, 20, 45),
+          at('floor', 32, 100, 33, 44),
+          at('durable', 64, 2000, 6, 260, 2),
+          at('peer', 64, 300, 20, 50),
+        ],
+      },
+      {
+        name: 'long',
+        query: '/slow 5 /long 2000',
+        description: 'long',
+        cells: [at('durable', 32, 900, 2, 1150), at('peer', 32, 200, 3, 225)],
+      },
+    ],
+  };
+
+  it('splits CPU per turn into fixed + tokens × per token from plain (200) and long (2,000) at the same concurrency', () => {
+    // durable: (1150 − 250) / 1800 = 0.5 ms per token, fixed 250 − 100 = 150 ms; peer: 0.1 ms per token, fixed 25 ms.
+    expect(fixedAndPerToken(r, 'durable', 32)).toEqual({ fixedMs: 150, perTokenUs: 500 });
+    expect(fixedAndPerToken(r, 'peer', 32)).toEqual({ fixedMs: 25, perTokenUs: 100 });
+    expect(fixedAndPerToken(r, 'floor', 32)).toEqual({ fixedMs: 44, perTokenUs: null });
+    expect(fixedAndPerToken(r, 'direct', 32)).toEqual({ fixedMs: null, perTokenUs: null });
+  });
+
+  it('prints one row per path that ran and the step targets against this run', () => {
+    const t = summaryTable(r);
+    expect(t).toContain('| durable | 80.0 | 6.00 | 250.0 | 1150.0 | 150.0 | 500 | 2 |');
+    expect(t).toContain('| peer | 15.0 | 20.00 | 45.0 | 225.0 | 25.0 | 100 | 0 |');
+    expect(t).toContain('| floor | 16.0 | 33.00 | 44.0 | – | 44.0 | – | – |');
+    expect(t).not.toContain('| direct |');
+    const s = stepTargetsTable(r);
+    expect(s).toContain("| durable CPU/token ÷ peer's, c=32 | ≤ 1.5× | 5.00× | not met |");
+    expect(s).toContain('| durable plain CPU/turn, c=32 | ≤ 150 ms | 250.0 | not met |');
+    expect(s).toContain('| durable errors, c=64 (shed with 503 + Retry-After allowed) | 0 | 2 | not met |');
+    expect(renderMarkdown(r)).toContain('| metric | conc. | durable | direct | floor | peer | durable/direct |');
   });
 });
 
