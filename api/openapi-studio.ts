@@ -4,6 +4,7 @@
  */
 import { z } from 'zod';
 import { AnnotationBody, AnnotationSettings } from './routes/console.js';
+import { CreateAppBody, CreatedAppResponse } from './routes/console-admin.js';
 import { AgentVersionResponse, AnnotationListResponse, StudioAppList, TurnRunResponse } from './routes/studio.js';
 import { PAGE_PARAMETERS } from './pagination.js';
 
@@ -11,7 +12,11 @@ type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
-export const STUDIO_REQUESTS = { AnnotationRequest: AnnotationBody, AnnotationSettingsRequest: AnnotationSettings };
+export const STUDIO_REQUESTS = {
+  AnnotationRequest: AnnotationBody,
+  AnnotationSettingsRequest: AnnotationSettings,
+  CreateAppRequest: CreateAppBody,
+};
 
 const Annotation = z.object({
   id: z.uuid(),
@@ -25,6 +30,7 @@ export const STUDIO_RESPONSES = {
   AnnotationResponse: Annotation,
   AnnotationSettingsResponse: z.object({ enabled: z.boolean(), score_threshold: z.number() }),
   StudioAppListResponse: StudioAppList,
+  CreatedAppResponse,
   AgentVersionResponse,
   AnnotationListResponse,
   TurnRunResponse,
@@ -49,6 +55,17 @@ export function studioPaths(errors: (...statuses: number[]) => Record<string, un
         parameters: PAGE_PARAMETERS,
         summary: "The caller's tenant's agent apps, oldest first (never another tenant's), a page at a time.",
         responses: { '200': { description: 'The apps.', content: json(ref('StudioAppListResponse')) }, ...errors() },
+      },
+      post: {
+        operationId: 'createAgentApp',
+        tags: ['console'],
+        security,
+        summary:
+          'A new agent app (the studio’s New agent): name, icon, description, model and system prompt over the demo agent’s tools, ' +
+          'checked as a draft save is (400 `invalid_agent_config` with `issues`), published as version 1 with a shared draft. ' +
+          '409 `app_name_taken` when the workspace has an app of that name.',
+        requestBody: { required: true, content: json(ref('CreateAppRequest')) },
+        responses: { '201': { description: 'The app and its first config.', content: json(ref('CreatedAppResponse')) }, ...errors() },
       },
     },
     '/console/api/apps/{app_id}/agent/versions/{version_id}': {

@@ -71,14 +71,32 @@ export interface AgentAppIds {
 /** A new agent app: the app, its agent, `soul` published as version 1 and the shared draft starting from it. */
 export async function createAppWithAgent(
   tx: Tx,
-  p: { tenantId: string; name: string; description?: string; createdBy: string | null },
+  p: { tenantId: string; name: string; description?: string; icon?: string; createdBy: string | null },
   soul: AgentSoulConfig,
 ): Promise<AgentAppIds> {
-  const app = await tx.app.create({ data: { tenant_id: p.tenantId, name: p.name, mode: 'agent', description: p.description ?? '' } });
+  const app = await tx.app.create({
+    data: { tenant_id: p.tenantId, name: p.name, mode: 'agent', description: p.description ?? '', ...(p.icon ? { icon: p.icon } : {}) },
+  });
   const agent = await tx.agent.create({ data: { tenant_id: p.tenantId, app_id: app.id, name: p.name } });
   const v = await publishVersion(tx, { tenantId: p.tenantId, agentId: agent.id, createdBy: p.createdBy }, soul);
   await createSharedDraft(tx, { tenantId: p.tenantId, agentId: agent.id, baseVersionId: v.id }, soul);
   return { appId: app.id, agentId: agent.id, configVersionId: v.id };
+}
+
+/**
+ * A new agent app called `name` (the studio's "New agent", api/routes/console-admin.ts), or null when the tenant
+ * already has an app of that name: names stay unique per tenant, as `ensureAgentApp` (and the demo seed) need.
+ */
+export async function createUniqueAgentApp(
+  db: Db,
+  p: { tenantId: string; name: string; description?: string; icon?: string; createdBy: string | null },
+  soul: AgentSoulConfig,
+): Promise<AgentAppIds | null> {
+  return db.$transaction(async (tx) => {
+    await lockName(tx, `app:${p.tenantId}`, p.name);
+    if (await tx.app.findFirst({ where: { tenant_id: p.tenantId, name: p.name }, select: { id: true } })) return null;
+    return createAppWithAgent(tx, p, soul);
+  });
 }
 
 /**

@@ -61,7 +61,13 @@ section.querySelector('#key-create').addEventListener('submit', (ev) => {
       const p = section.querySelector('#key-new');
       p.hidden = false;
       p.textContent = 'Copy it now, it is not shown again: ';
-      p.append(el('code', '', k.key));
+      p.append(el('code', '', k.key), ' ');
+      // The chat page with this key (in the fragment: never sent to a server), as `npm start` prints it for the demo app.
+      const chat = el('a', 'open-chat', 'Open the chat page with this key');
+      chat.href = `../chat/#key=${encodeURIComponent(k.key)}`;
+      chat.target = '_blank';
+      chat.rel = 'noopener noreferrer';
+      p.append(chat);
       name.value = '';
       await load();
     })

@@ -9,6 +9,9 @@ import './studio-tools.js';
 import './studio-models.js';
 import './studio-keys.js';
 import './studio-versions.js';
+import './studio-schedules.js';
+import './studio-webhooks.js';
+import './studio-apps.js';
 
 const nav = document.createElement('nav');
 nav.id = 'screens';

@@ -33,13 +33,16 @@ async function loadApps() {
     for (const a of data) {
       const li = el('li', a.id === state.appId ? 'active' : '', a.name);
       li.dataset.app = a.id;
+      li.dataset.icon = a.icon || '';
       li.addEventListener('click', () => void openApp(a));
       ul.append(li);
     }
     if (!state.appId && data[0]) await openApp(data[0]);
-    if (!data.length) say('This tenant has no agent apps.');
+    if (!data.length) say('This tenant has no agent apps: create one with New agent.');
+    return data;
   } catch (err) {
     say(err.message);
+    return [];
   }
 }
 
@@ -593,6 +596,14 @@ $('close-inspector').addEventListener('click', () => ($('inspector').hidden = tr
 // The logs section (studio-logs.js) opens a turn in this inspector and refreshes the annotations it added.
 document.addEventListener('studio:inspect', (ev) => void inspect(ev.detail));
 document.addEventListener('studio:annotations-changed', () => void loadAnnotations().catch((err) => say(err.message)));
+// The New agent screen (studio-apps.js) created an app: the list shows it and the agent screen opens it on its config.
+document.addEventListener('studio:app-created', (ev) => {
+  state.appId = ev.detail.id;
+  void loadApps().then((apps) => {
+    const created = apps.find((a) => a.id === ev.detail.id);
+    if (created) return openApp(created);
+  });
+});
 // The versions screen (studio-versions.js) published a past version again: the versions list and its diff pickers follow.
 document.addEventListener('studio:versions-changed', () => void loadVersions().catch((err) => say(err.message)));
 

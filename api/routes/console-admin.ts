@@ -9,6 +9,8 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { findSharedDraft, findVersion, publishVersion, updateDraft } from '../../core/agent-configs.js';
+import { createUniqueAgentApp } from '../../core/provision.js';
+import { demoSoulConfig } from '../../core/soul.js';
 import { generateAppApiKey } from '../../core/api-keys.js';
 import type { AgentBackendClient } from '../../core/backend-client.js';
 import { devDefaultSecrets, type Config } from '../../core/config.js';
@@ -18,10 +20,35 @@ import type { Logger } from '../../core/logger.js';
 import { unixSeconds } from '../../core/time.js';
 import { validatedSoul } from '../agent-config-validation.js';
 import { evictAppKey } from '../auth.js';
-import { consoleApp, consoleAuth } from '../console-auth.js';
+import { consoleApp, consoleAuth, consoleCaller } from '../console-auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { pageJson, pageOf } from '../pagination.js';
 import { Uuid } from '../schemas.js';
+
+export const CreateAppBody = z
+  .object({
+    name: z.string().trim().min(1).max(100),
+    icon: z.string().trim().min(1).max(16).optional().describe('An emoji (default 🤖).'),
+    description: z.string().trim().max(400).default(''),
+    model: z
+      .object({ provider: z.string().trim().min(1).max(64), model: z.string().trim().min(1).max(200) })
+      .strict()
+      .optional()
+      .describe('The agent’s model (default: the demo model); a provider the workspace cannot use is refused like a save.'),
+    system_prompt: z.string().max(100_000).optional().describe('The agent’s system prompt (its first prompt).'),
+  })
+  .strict();
+export const CreatedAppResponse = z.object({
+  id: Uuid,
+  name: z.string(),
+  icon: z.string(),
+  description: z.string(),
+  mode: z.literal('agent'),
+  agent_id: Uuid,
+  active_version_id: Uuid.describe('Version 1, published from the first config (the shared draft starts from it).'),
+  config: z.record(z.string(), z.unknown()).describe('That first config.'),
+  created_at: z.number().int(),
+});
 
 export const CreateApiKeyBody = z.object({ name: z.string().trim().min(1).max(100).default('default') }).strict();
 export const RestoreVersionBody = z
@@ -87,6 +114,42 @@ export function consoleAdminRoutes(deps: ConsoleAdminDeps): Router {
   const r = Router();
   const auth = consoleAuth(db);
   const body: RequestHandler[] = jsonBody({ limit: '64kb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true });
+
+  /**
+   * A new agent app: the demo agent's tools and switches with the given model and system prompt, checked as a save is
+   * (400 invalid_agent_config naming the field), published as version 1 with a shared draft from it. The name is
+   * unique in the tenant (409 app_name_taken).
+   */
+  r.post('/apps', auth, ...body, async (req: Request, res: Response) => {
+    const { tenantId, accountId } = consoleCaller(req);
+    const b = parseOr400(CreateAppBody, req.body ?? {});
+    const soul = demoSoulConfig();
+    if (b.system_prompt !== undefined) soul.prompt = { ...soul.prompt, system_prompt: b.system_prompt };
+    if (b.model) soul.model = { provider: b.model.provider, model: b.model.model, model_settings: {} };
+    // The demo agent's greeting and suggestions name the demo's triggers: a new agent starts without them.
+    soul.features = { ...soul.features, opening_statement: '', suggested_questions: [] };
+    const config = await validatedSoul(soulDeps, { tenantId, soul });
+    const ids = await createUniqueAgentApp(
+      db,
+      { tenantId, name: b.name, description: b.description, icon: b.icon, createdBy: accountId },
+      config,
+    );
+    if (!ids) throw new HttpError(409, 'app_name_taken', `This workspace already has an app named "${b.name}".`);
+    const app = await db.app.findUniqueOrThrow({ where: { id: ids.appId } });
+    res.status(201).json(
+      CreatedAppResponse.parse({
+        id: app.id,
+        name: app.name,
+        icon: app.icon,
+        description: app.description,
+        mode: 'agent',
+        agent_id: ids.agentId,
+        active_version_id: ids.configVersionId,
+        config,
+        created_at: unixSeconds(app.created_at),
+      }),
+    );
+  });
 
   r.get('/apps/:app_id/api-keys', auth, async (req, res) => {
     const { app } = await consoleApp(db, req);

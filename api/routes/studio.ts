@@ -23,6 +23,8 @@ export const StudioAppList = z.object({
     z.object({
       id: Uuid,
       name: z.string(),
+      icon: z.string(),
+      description: z.string(),
       mode: z.string(),
       agent_id: Uuid,
       active_version_id: Uuid.nullable().describe('The published version service turns run on.'),
@@ -93,6 +95,8 @@ export function studioRoutes(deps: { db: Db; config: Pick<Config, 'TEMPORAL_NAME
         data: apps.map((a) => ({
           id: a.id,
           name: a.name,
+          icon: a.icon,
+          description: a.description,
           mode: a.mode,
           agent_id: a.agent!.id,
           active_version_id: a.agent!.active_config_snapshot_id,
