@@ -1,6 +1,8 @@
 /**
  * The one typed configuration module. Every process reads its environment here, once, at start-up;
- * no other module touches process.env. Each variable is documented in README.md's configuration table.
+ * no other module touches process.env. docs/configuration.md's tables are generated from this schema (`npm run
+ * docs:config`): a property's JSDoc is its row's meaning, a property without one shares the row above it, and a
+ * `// --- Title ---` line starts a table of its own.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,7 +16,9 @@ const bool = z.union([
 const int = (d: number) => z.coerce.number().int().default(d);
 
 export const EnvSchema = z.object({
+  /** `production` (the Dockerfile sets it) refuses the public development defaults of the secrets. */
   NODE_ENV: z.string().default('development'),
+  /** pino level; logs are JSON with tenant/app/conversation/message/workflow ids (and `trace_id`/`span_id` with tracing on). */
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   /** Where embedded PostgreSQL, the Temporal dev server db file and caches live. */
   DATA_DIR: z.string().default('.data'),
@@ -22,6 +26,7 @@ export const EnvSchema = z.object({
   // --- PostgreSQL -------------------------------------------------------------------------------
   /** External PostgreSQL; when unset `npm start` runs embedded PostgreSQL under DATA_DIR. */
   DATABASE_URL: z.string().optional(),
+  /** Port of the embedded PostgreSQL. */
   EMBEDDED_PG_PORT: int(54329),
   /** Embedded PostgreSQL flushes commits to disk (fsync, synchronous commit). `false` trades safety
    * against an OS crash or power loss (not a process crash) for speed: the test suite's throwaway cluster. */
@@ -32,10 +37,13 @@ export const EnvSchema = z.object({
   // --- Temporal ---------------------------------------------------------------------------------
   /** External Temporal frontend (host:port); when unset `npm start` runs the dev server. */
   TEMPORAL_ADDRESS: z.string().optional(),
+  /** Temporal namespace of the turn workflows. */
   TEMPORAL_NAMESPACE: z.string().default('default'),
+  /** Task queue of the turn workflows and their activities. */
   TEMPORAL_TASK_QUEUE: z.string().default('agent-turns'),
   /** Explicit path of the `temporal` CLI binary (first place the locator looks). */
   TEMPORAL_CLI_PATH: z.string().optional(),
+  /** The dev server's frontend and Web UI ports (`npm start`). */
   TEMPORAL_DEV_PORT: int(7233),
   TEMPORAL_UI_PORT: int(8233),
   /** Base URL of the Temporal Web UI the studio links turns to (`npm start`: the dev server's UI). Unset: no link. */
@@ -53,23 +61,25 @@ export const EnvSchema = z.object({
   TEMPORAL_API_KEY: z.string().optional(),
 
   // --- api --------------------------------------------------------------------------------------
+  /** The api's listen address. */
   API_HOST: z.string().default('127.0.0.1'),
   API_PORT: int(5001),
-  /** Slow clients (README "Security"): time to send the request headers, and the whole request, ms. */
+  /** Slow clients (docs/security.md): time to send the request headers, and the whole request, ms. */
   HTTP_HEADERS_TIMEOUT_MS: int(10_000),
   HTTP_REQUEST_TIMEOUT_MS: int(120_000),
-  /** Public base URL of the api, as the agent backend reaches it (inner API callbacks). */
+  /** Public base URL of the api, as the agent backend reaches it (inner API callbacks); default http://API_HOST:API_PORT. */
   API_INTERNAL_URL: z.string().optional(),
   /** Shared secret of the inner API (`X-Inner-Api-Key`). */
   INNER_API_KEY: z.string().default('dev-inner-api-key-change-me'),
   /** HMAC key of the execution contexts the worker signs and the inner API verifies; distinct from
-   * INNER_API_KEY so the agent backend cannot mint one (README "Security"). */
+   * INNER_API_KEY so the agent backend cannot mint one (docs/security.md). Used by the api and the worker only. */
   EXECUTION_CONTEXT_SIGNING_KEY: z.string().default('dev-execution-context-key-change-me'),
   /** How long a signed execution context is honoured, ms (and only while its turn is in progress). */
   EXECUTION_CONTEXT_TTL_MS: int(2 * 3_600_000),
-  /** 32-byte key (hex or base64) for AES-256-GCM encryption of provider credentials at rest. */
+  /** 32-byte key (hex or base64) for AES-256-GCM encryption of provider credentials at rest; also keys the signed file links. */
   ENCRYPTION_KEY: z.string().default('0000000000000000000000000000000000000000000000000000000000000001'),
-  /** Text-delta debounce window for `agent_message` events, in ms. */
+  /** Text-delta debounce window for `agent_message` events, in ms. It grows by itself per second of the answer, up to 3×
+   * (core/stream-window.ts: a long or slowed stream is written less often); the first text is never held. */
   DELTA_DEBOUNCE_MS: int(50),
   /** SSE keep-alive ping interval, in ms. */
   SSE_PING_MS: int(10_000),
@@ -84,21 +94,22 @@ export const EnvSchema = z.object({
   /** Concurrent turns in progress (pending or running) per app and per end user. */
   TURNS_PER_KEY: int(100),
   TURNS_PER_USER: int(5),
-  /** Admission control (README "Failure modes"): turns in flight (pending or running messages) across the deployment,
+  /** Admission control (docs/failure-modes.md): turns in flight (pending or running messages) across the deployment,
    * counted in PostgreSQL so every api replica shares it. A turn beyond it is refused before anything is written: 503
    * `server_busy` + Retry-After. Unset: WORKER_COUNT × WORKER_MAX_CONCURRENT_ACTIVITIES (a turn in flight holds one
    * runAgent activity slot); 0: no cap. */
   MAX_TURNS_IN_FLIGHT: z.coerce.number().int().min(0).optional(),
   /** How long a signed file link (message_files url) is valid, seconds; links are re-signed when read. */
   FILE_LINK_TTL_S: int(3_600),
-  /** Deepest nesting (objects + arrays) accepted in any JSON body, api and agent backend (README "Security"). */
+  /** Deepest nesting (objects + arrays) accepted in any JSON body, api and agent backend (docs/security.md); deeper: 400
+   * naming the field. */
   JSON_MAX_DEPTH: z.coerce.number().int().min(8).max(1_000).default(64),
 
   /** What a process does with an error no handler caught (core/process-guard.ts): `log` it at fatal with its stack,
    * count it (agent_process_uncaught_errors_total) and keep serving, or `exit` 1 after that (a supervisor restarts it). */
   UNCAUGHT_ERROR_POLICY: z.enum(['log', 'exit']).default('log'),
 
-  // --- knowledge: parsing, indexing, quotas (README "Knowledge", "Security") --------------------------
+  // --- knowledge: parsing, indexing, quotas (docs/knowledge.md, docs/security.md) --------------------------
   /** Document parsing (HTML, PDF) runs in a child process with these limits; a limit hit is 400 `document_unreadable`. */
   KNOWLEDGE_PARSE_TIMEOUT_MS: int(60_000),
   /** Address space (RLIMIT_AS) of the parse process, MB; its V8 heap gets a quarter of it. Node itself reserves ~0.8 GB
@@ -157,8 +168,18 @@ export const EnvSchema = z.object({
     .min(15_000, 'must be at least 15000: a turn start may take 10 s (api/turns.ts) and is not an orphan')
     .default(20_000),
   TURN_SWEEP_BATCH: z.coerce.number().int().min(1).max(10_000).default(100),
+  /** Per-message session snapshots (regenerate and fork, docs/ARCHITECTURE.md "Threads, regenerate and fork"): a
+   * conversation keeps the snapshots of the last N messages of each branch and of every branch point; older ones are
+   * pruned (a regenerate from there answers 409 `session_snapshot_pruned`). */
+  SESSION_SNAPSHOTS_PER_BRANCH: z.coerce.number().int().min(1).max(10_000).default(10),
+  /** Multitask strategies (issue 35, docs/ARCHITECTURE.md "Multitask strategies"): at most this many messages wait in
+   * one conversation's queue; one more is refused with 429 `conversation_queue_full`. */
+  CONVERSATION_QUEUE_LIMIT: z.coerce.number().int().min(1).max(10_000).default(100),
+  /** How often the conversation queue's claim activity looks whether the turn in flight has ended, in ms. */
+  CONVERSATION_QUEUE_POLL_MS: z.coerce.number().int().min(20).max(10_000).default(200),
 
   // --- agent backend ----------------------------------------------------------------------------
+  /** The reference agent backend's listen address. */
   AGENT_BACKEND_HOST: z.string().default('127.0.0.1'),
   AGENT_BACKEND_PORT: int(5002),
   /** External agent backend; when unset `npm start` runs the reference backend. */
@@ -169,17 +190,19 @@ export const EnvSchema = z.object({
   AGENT_BACKEND_STREAM_IDLE_MS: int(30_000),
   /** Largest run request body the agent backend parses (after its token check), bytes. */
   AGENT_BACKEND_MAX_BODY_BYTES: int(8 * 1024 * 1024),
-  /** Backend-side coalescing of text deltas (ms / chars). */
+  /** Backend-side coalescing of text deltas (ms / chars); the window grows like DELTA_DEBOUNCE_MS's, up to 3×. */
   BACKEND_DELTA_COALESCE_MS: int(100),
   BACKEND_DELTA_COALESCE_CHARS: int(4096),
+  /** Run budgets: model requests, tool calls and wall clock of one backend run (agent-backend/README.md "Limits"). */
   RUN_MAX_MODEL_REQUESTS: int(25),
   RUN_MAX_TOOL_CALLS: int(50),
   RUN_MAX_WALL_CLOCK_MS: int(600_000),
+  /** How long the agent backend keeps a finished run and its events, hours. */
   RUN_RETENTION_HOURS: int(72),
   /** Runs one agent backend process executes at once; POST /runs beyond it answers 503 `backend_busy` + Retry-After
    * (runAgent retries it). 0: no cap. */
   MAX_RUNS_PER_BACKEND: z.coerce.number().int().min(0).default(200),
-  /** The run lease (issue 30, README "Failure modes"): its owner renews it every RENEW ms on a connection of its own;
+  /** The run lease (issue 30, docs/failure-modes.md): its owner renews it every RENEW ms on a connection of its own;
    * unrenewed for TTL ms it has lapsed, and every replica's reaper, every REAP_INTERVAL ms, fails the run
    * `backend_restarted`. A dead backend's runs fail within about TTL + REAP_INTERVAL of its last renewal. TTL is at
    * least 3× RENEW (a late renewal or two is no death) and REAP_INTERVAL at most TTL (checkLease). */
@@ -187,7 +210,7 @@ export const EnvSchema = z.object({
   AGENT_RUN_LEASE_TTL_MS: z.coerce.number().int().min(150).default(5_000),
   AGENT_RUN_REAP_INTERVAL_MS: z.coerce.number().int().min(50).default(1_000),
 
-  // --- agent workspace: runtime + shell (README "Agent workspace") ------------------------------
+  // --- agent workspace: runtime + shell (docs/workspace.md) ------------------------------
   /** Where workspaces live (one directory per workspace id); default DATA_DIR/workspaces. */
   WORKSPACES_DIR: z.string().optional(),
   /** Deployment auth token shellctl checks on every call; runtime/shell are unavailable while it is blank. */
@@ -207,13 +230,13 @@ export const EnvSchema = z.object({
   SHELL_TIMEOUT_MS: int(60_000),
   /** Upper bound of the stdout/stderr kept per command, bytes each (the rest is cut with a marker). */
   SHELL_MAX_OUTPUT_BYTES: int(16_384),
-  /** Largest file a shell command may hand back from `outputs/` as a message file, bytes (README "Agent workspace"). */
+  /** Largest file a shell command may hand back from `outputs/` as a message file, bytes (docs/workspace.md). */
   WORKSPACE_OUTPUT_MAX_BYTES: int(10 * 1024 * 1024),
   /** Bytes of `outputs/` files one turn may attach as message files; the rest is reported as not attached (issue 27). */
   OUTPUT_FILES_MAX_BYTES_PER_TURN: int(20 * 1024 * 1024),
   /** Bytes of `outputs/` files one tenant may attach in 24 hours (counted from its stored agent-output uploads). */
   OUTPUT_FILES_MAX_BYTES_PER_TENANT_DAY: int(500 * 1024 * 1024),
-  // Issue 27: the sandbox as a boundary between tenants (README "Agent workspace"; passed to shellctl).
+  // Issue 27: the sandbox as a boundary between tenants (docs/security.md "The shell sandbox"; passed to shellctl).
   /** Processes (tasks) one command may run at once. */
   SHELL_LIMIT_PROCS: z.coerce.number().int().min(8).default(256),
   /** Memory of one command's process tree, bytes (cgroup memory.max; under rlimits the address space per process). */
@@ -232,7 +255,9 @@ export const EnvSchema = z.object({
     .default(256 * 1024 * 1024),
   /** Open files per process. */
   SHELL_LIMIT_OPEN_FILES: z.coerce.number().int().min(64).default(1024),
-  /** Bytes one workspace may hold; a command that grows it beyond is stopped (`limit: workspace_quota`). */
+  /** Bytes one workspace may hold (allocated blocks): one file is cut at what is left (RLIMIT_FSIZE); a command that grows
+   * it past the quota with many files is stopped (`limit: workspace_quota`) by a watch every max(100 ms, 4× its walk).
+   * Overshoot measured on a loaded 2-core host: ≤ 105 MiB (16–64 parallel writers), ~490 MiB in a directory of 100k files. */
   WORKSPACE_QUOTA_BYTES: z.coerce
     .number()
     .int()
@@ -244,7 +269,7 @@ export const EnvSchema = z.object({
   /** The agent stub's own listener (a unix socket, bind-mounted into the sandbox); default DATA_DIR/sandbox/stub-<port>.sock. */
   AGENT_STUB_SOCKET: z.string().optional(),
 
-  // --- tool providers: API and MCP tools (README "Tools") ---------------------------------------
+  // --- tool providers: API and MCP tools (docs/tools.md) ---------------------------------------
   /** Time limit of one API/MCP tool call (and of an MCP server's tool listing), ms. */
   TOOL_TIMEOUT_MS: int(15_000),
   /** Response bytes kept of one tool call; the rest is cut with a marker. */
@@ -273,7 +298,7 @@ export const EnvSchema = z.object({
   OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
   OPENAI_COMPATIBLE_MODEL: z.string().optional(),
   /**
-   * System-hosted model providers (README "Models"): calls on them are billed through the tenant's credit pool;
+   * System-hosted model providers (docs/models.md): calls on them are billed through the tenant's credit pool;
    * a tenant's own credentials (console /model-providers) win and are unbilled. `*_BASE_URL` points at a proxy.
    */
   OPENAI_API_KEY: z.string().optional(),
@@ -301,9 +326,10 @@ export const EnvSchema = z.object({
   DEMO_AGENT_MODEL: z.string().optional(),
 
   // --- ask_human --------------------------------------------------------------------------------
+  /** How long an ask_human form waits for its answer before the turn ends unanswered, hours. */
   HUMAN_INPUT_FORM_EXPIRY_HOURS: z.coerce.number().positive().default(36),
 
-  // --- observability (README "Observability") --------------------------------------------------
+  // --- observability (docs/operations.md "Observability") --------------------------------------------------
   /** Prometheus metrics: `/metrics` on the api, the worker and the agent backend. Off: no endpoint, nothing recorded. */
   METRICS_ENABLED: bool.default(true),
   /** OTLP/HTTP collector base URL (e.g. http://otel-collector:4318): traces are exported there; unset: no tracing. */
@@ -312,6 +338,7 @@ export const EnvSchema = z.object({
   OTEL_SERVICE_NAME: z.string().optional(),
 
   // --- testing ----------------------------------------------------------------------------------
+  /** Set by CI (.ci/run): tests that would otherwise skip for a missing tool (Chromium) fail instead. */
   CI: bool.default(false),
   /** Tests: shellctl behaves as if the kernel had no Landlock. */
   SHELLCTL_FORCE_NO_LANDLOCK: bool.default(false),
