@@ -1,6 +1,7 @@
 /** Request schemas of the public service API (docs/PROTOCOL.md §1, Dify's field names). */
 import { z } from 'zod';
 import { HumanInputFormView } from '../core/client-events.js';
+import { MULTITASK_STRATEGIES } from '../workflows/multitask-definitions.js';
 
 export const Uuid = z.string().uuid();
 /** PostgreSQL text and jsonb cannot hold NUL; refusing it here keeps such input a 400, not a 500. */
@@ -33,6 +34,12 @@ export const ChatRequest = z.object({
   conversation_id: z.union([Uuid, z.literal('')]).nullish(),
   files: z.array(ChatFile).max(20).nullable().default([]),
   auto_generate_name: z.boolean().default(true),
+  /** The message this one follows in its thread (Dify). Absent/null/'': the newest message. Another message of the
+   * conversation: a branch from there (a regenerate, with the query answered under it); UUID_NIL: a new root. */
+  parent_message_id: z.union([Uuid, z.literal('')]).nullish(),
+  /** Extension (LangGraph's name): what this message does when a turn of the conversation is in flight — `reject`
+   * (409 conversation_busy, Dify's behaviour), `enqueue`, `interrupt`, `rollback`. Absent/null: the app's default. */
+  multitask_strategy: z.enum(MULTITASK_STRATEGIES).nullish(),
 });
 export type ChatRequest = z.output<typeof ChatRequest>;
 
@@ -43,6 +50,8 @@ export const MessagesQuery = z.object({
   user: UserId,
   first_id: z.union([Uuid, z.literal('')]).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
+  /** Extension: show the branch through this message (ending at its newest descendant), not the newest branch. */
+  branch_id: z.union([Uuid, z.literal('')]).optional(),
 });
 
 export const ConversationsQuery = z.object({
@@ -58,6 +67,9 @@ export const RenameConversationRequest = z.object({
   auto_generate: z.boolean().nullish().default(false),
   user: UserId,
 });
+
+/** Extension (issue 35): fork a conversation at one of its messages. */
+export const ForkConversationRequest = z.object({ user: UserId, message_id: Uuid });
 
 /** DELETE carries `{user}` in its JSON body (Dify); `?user=` is accepted too. */
 export const DeleteConversationRequest = z.object({ user: UserId });
@@ -130,12 +142,15 @@ export const AgentThoughtResponse = z.object({
 export const MessageResponse = z.object({
   id: Uuid,
   conversation_id: Uuid,
-  parent_message_id: z.null(),
+  /** The message it follows in its thread; null for a thread's first message. */
+  parent_message_id: Uuid.nullable(),
+  /** Extension: the messages under the same parent, oldest first, itself included (regenerated answers: the arrows). */
+  sibling_ids: z.array(Uuid),
   inputs: z.unknown(),
   query: z.string(),
   answer: z.string(),
   status: z.enum(['normal', 'error']),
-  turn_status: z.enum(['pending', 'running', 'paused', 'succeeded', 'failed', 'stopped']),
+  turn_status: z.enum(['pending', 'running', 'paused', 'succeeded', 'failed', 'stopped', 'queued']),
   /** Extension: set on an ask_human continuation, naming the paused message whose query it carries. */
   resumed_from_message_id: Uuid.nullable(),
   error: z.string().nullable(),

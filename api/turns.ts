@@ -20,6 +20,11 @@ import type { ChatRequest } from './schemas.js';
 import { unixSeconds } from '../core/time.js';
 import { recordTurnStarted } from '../core/metrics/index.js';
 import { heldByFirstTurn, releaseTurnLock, takeTurnLock } from '../turn/turn-lock.js';
+import type { MultitaskStrategy } from '../workflows/multitask-definitions.js';
+import { afterQueued, queueBehindTurn, type QueuedTurn } from './multitask.js';
+import type { OutboxDispatcher } from '../core/outbox.js';
+import type { AgentBackendClient } from '../core/backend-client.js';
+import { placeInThread } from './threads.js';
 
 /** How long a workflow start may take before the turn counts as not started (well inside TURN_SWEEP_MIN_AGE_MS, at least 15 s). */
 const START_DEADLINE_MS = 10_000;
@@ -29,6 +34,8 @@ export interface StartedTurn {
   conversationId: string;
   workflowId: string;
   createdAt: number;
+  /** Queued behind the turn in flight (multitask strategies): its strategy and place. */
+  queued?: { strategy: QueuedTurn['strategy']; position: number };
 }
 
 export interface TurnServiceDeps {
@@ -39,6 +46,9 @@ export interface TurnServiceDeps {
   /** The client shares its NativeConnection with a worker of this process: ask the server to hand the
    * first workflow task straight to it (eager workflow start, no matching round trip). */
   eagerStart?: boolean;
+  /** interrupt / rollback stop the turn in flight at once with these (else the outbox dispatchers deliver the stop). */
+  outbox?: OutboxDispatcher;
+  backend?: Pick<AgentBackendClient, 'cancelRun'>;
 }
 
 export function conversationName(query: string): string {
@@ -65,6 +75,8 @@ export interface TurnRecords {
   workflowId: string;
   createdAt: number;
   input: AgentTurnInput;
+  /** Set when the message was queued behind the turn in flight (multitask strategies): no workflow to start. */
+  queued?: QueuedTurn;
 }
 
 /**
@@ -78,7 +90,12 @@ export async function createTurnRecords(
   body: ChatRequest,
   invokeFrom: InvokeFrom,
   caller: TurnCaller,
-  opts: { messageId?: string; metadata?: Record<string, string> } = {},
+  opts: {
+    messageId?: string;
+    metadata?: Record<string, string>;
+    /** What to do when the conversation is busy (api/multitask.ts); absent: reject, as Dify does. */
+    multitask?: MultitaskStrategy | 'app_default';
+  } = {},
 ): Promise<TurnRecords> {
   const { db, config } = deps;
   if (!app.agentId) throw new HttpError(400, 'app_unavailable', 'This app has no agent configured.');
@@ -92,68 +109,99 @@ export async function createTurnRecords(
   const workflowId = workflowIdForMessage(messageId);
   const files = endUser ? await prepareMessageFiles(deps, app, endUser.id, body.files) : [];
 
-  const { conversationId, createdAt } = await db.$transaction(async (tx) => {
-    let conversationId = body.conversation_id || null;
-    let locked = false;
-    if (conversationId) {
-      const conv = await tx.conversation.findFirst({
-        where: { id: conversationId, app_id: app.appId, ...owner, invoke_from: invokeFrom, deleted_at: null },
-      });
-      if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
-      // The turn lock first: inserting a message first would key-share-lock the conversation row and
-      // deadlock with a racing request's lock update (active_message_id is a unique, i.e. key, column).
-      locked = await takeTurnLock(tx, conversationId, messageId);
-    } else {
-      const conv = await tx.conversation.create({
-        data: {
-          tenant_id: app.tenantId,
-          app_id: app.appId,
-          ...owner,
+  const { conversationId, createdAt, queued } = await db.$transaction(
+    async (
+      tx,
+    ): Promise<{
+      conversationId: string;
+      createdAt: number;
+      queued?: QueuedTurn;
+    }> => {
+      let conversationId = body.conversation_id || null;
+      let locked = false;
+      if (conversationId) {
+        const conv = await tx.conversation.findFirst({
+          where: { id: conversationId, app_id: app.appId, ...owner, invoke_from: invokeFrom, deleted_at: null },
+        });
+        if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
+        // The turn lock first: inserting a message first would key-share-lock the conversation row and
+        // deadlock with a racing request's lock update (active_message_id is a unique, i.e. key, column).
+        locked = await takeTurnLock(tx, conversationId, messageId);
+      } else {
+        const conv = await tx.conversation.create({
+          data: {
+            tenant_id: app.tenantId,
+            app_id: app.appId,
+            ...owner,
+            inputs: body.inputs as object,
+            invoke_from: invokeFrom,
+            name: body.auto_generate_name ? conversationName(body.query) : 'New conversation',
+            // A new conversation is born holding its first turn's lock: nobody else can know its id yet.
+            ...heldByFirstTurn(messageId),
+          },
+        });
+        conversationId = conv.id;
+        locked = true;
+      }
+      // Busy, with a multitask strategy (a branch — regenerate — only ever starts on a free conversation).
+      if (!locked && opts.multitask && opts.multitask !== 'reject' && !body.parent_message_id) {
+        const decision = await queueBehindTurn(tx, {
+          appId: app.appId,
+          tenantId: app.tenantId,
+          conversationId,
+          messageId,
+          workflowId,
+          owner,
+          invokeFrom,
+          query: body.query,
           inputs: body.inputs as object,
-          invoke_from: invokeFrom,
-          name: body.auto_generate_name ? conversationName(body.query) : 'New conversation',
-          // A new conversation is born holding its first turn's lock: nobody else can know its id yet.
-          ...heldByFirstTurn(messageId),
-        },
-      });
-      conversationId = conv.id;
-      locked = true;
-    }
-    if (!locked) {
-      const conv = await tx.conversation.findUniqueOrThrow({ where: { id: conversationId } });
-      const form = conv.active_message_id
-        ? await tx.humanInputForm.findFirst({ where: { message_id: conv.active_message_id, status: 'waiting' } })
-        : null;
-      if (form) {
-        throw new HttpError(409, 'conversation_waiting_for_human', 'This conversation is waiting for a form to be submitted.', {
-          form_token: form.token,
+          files,
+          metadata: { ...opts.metadata },
+          strategy: opts.multitask,
+          limit: config.CONVERSATION_QUEUE_LIMIT,
+        });
+        if (decision.kind === 'lock_taken') locked = true;
+        else if (decision.kind === 'queued') return { conversationId, createdAt: unixSeconds(decision.createdAt), queued: decision };
+      }
+      if (!locked) {
+        const conv = await tx.conversation.findUniqueOrThrow({ where: { id: conversationId } });
+        const form = conv.active_message_id
+          ? await tx.humanInputForm.findFirst({ where: { message_id: conv.active_message_id, status: 'waiting' } })
+          : null;
+        if (form) {
+          throw new HttpError(409, 'conversation_waiting_for_human', 'This conversation is waiting for a form to be submitted.', {
+            form_token: form.token,
+          });
+        }
+        throw new HttpError(409, 'conversation_busy', 'A turn is already running in this conversation; wait for it to finish or stop it.', {
+          task_id: conv.active_message_id,
         });
       }
-      throw new HttpError(409, 'conversation_busy', 'A turn is already running in this conversation; wait for it to finish or stop it.', {
-        task_id: conv.active_message_id,
+      // Its place in the thread; a branch (regenerate) moves the binding's session to its parent's (api/threads.ts).
+      const parentMessageId = await placeInThread(tx, { conversationId, isNew: !body.conversation_id, requested: body.parent_message_id });
+      const msg = await tx.message.create({
+        data: {
+          id: messageId,
+          parent_message_id: parentMessageId,
+          tenant_id: app.tenantId,
+          app_id: app.appId,
+          conversation_id: conversationId,
+          ...owner,
+          invoke_from: invokeFrom,
+          query: body.query,
+          inputs: body.inputs as object,
+          workflow_id: workflowId,
+          metadata: { ...opts.metadata, ...(caller.kind === 'account' ? { draft_type: caller.draftType } : {}) },
+        },
       });
-    }
-    const msg = await tx.message.create({
-      data: {
-        id: messageId,
-        tenant_id: app.tenantId,
-        app_id: app.appId,
-        conversation_id: conversationId,
-        ...owner,
-        invoke_from: invokeFrom,
-        query: body.query,
-        inputs: body.inputs as object,
-        workflow_id: workflowId,
-        metadata: { ...opts.metadata, ...(caller.kind === 'account' ? { draft_type: caller.draftType } : {}) },
-      },
-    });
-    await createMessageFiles(tx, messageId, files);
-    // The one-in-flight-turn lock: atomic, so of two racing messages exactly one wins.
-    return { conversationId, createdAt: unixSeconds(msg.created_at) };
-  });
+      await createMessageFiles(tx, messageId, files);
+      // The one-in-flight-turn lock: atomic, so of two racing messages exactly one wins.
+      return { conversationId, createdAt: unixSeconds(msg.created_at) };
+    },
+  );
 
   const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
-  return { messageId, conversationId, workflowId, createdAt, input };
+  return { messageId, conversationId, workflowId, createdAt, input, ...(queued ? { queued } : {}) };
 }
 
 export async function startTurn(
@@ -164,7 +212,15 @@ export async function startTurn(
   caller: TurnCaller = { kind: 'end-user' },
 ): Promise<StartedTurn> {
   const { db, temporal, config, logger } = deps;
-  const { messageId, conversationId, workflowId, createdAt, input } = await createTurnRecords(deps, app, body, invokeFrom, caller);
+  // Multitask strategies are the service API's (a console debugger turn is refused as before when busy).
+  const multitask = invokeFrom === 'service-api' && caller.kind === 'end-user' ? (body.multitask_strategy ?? 'app_default') : undefined;
+  const { messageId, conversationId, workflowId, createdAt, input, queued } = await createTurnRecords(deps, app, body, invokeFrom, caller, {
+    multitask,
+  });
+  if (queued) {
+    await afterQueued(deps, { conversationId, tenantId: app.tenantId, appId: app.appId, messageId }, queued);
+    return { messageId, conversationId, workflowId, createdAt, queued: { strategy: queued.strategy, position: queued.position } };
+  }
   try {
     // Bounded: a start that hangs (a blackholed Temporal) must end well inside the turn sweeper's grace (turn/sweeper.ts).
     const handle = await temporal.withDeadline(Date.now() + START_DEADLINE_MS, () =>

@@ -179,6 +179,8 @@ export async function createResumeMessage(tx: ResumeTx, pausedMessageId: string,
       agent_config_version_id: paused.agent_config_version_id,
       metadata: resumeMetadata(paused.metadata),
       resumed_from_message_id: paused.id,
+      // It follows the paused message in its thread (core/message-thread.ts).
+      parent_message_id: paused.id,
     },
   });
   await tx.message.updateMany({ where: { id: paused.id, status: 'paused' }, data: { status: 'succeeded' } });

@@ -57,7 +57,7 @@ export async function pauseForHuman(
         data: { pending_form_id: formId, pending_tool_call_id: call.tool_call_id, pending_message_id: msg.id },
       });
     }
-    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, { status: 'paused', answer });
+    await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, { status: 'paused', answer }, null, call.tool_call_id);
     const humanInput = {
       form_id: formId,
       form_token: formToken,

@@ -1,12 +1,13 @@
 /**
  * What a finished run leaves on the message (usage, prices, and the caller's own fields: status, answer, …) in one
- * update, and on its binding (the session snapshot). One statement per row: each is a round trip inside the terminal
+ * update, and on its binding and the message's own row (the session snapshot). One statement per row: each is a round trip inside the terminal
  * transaction, which the client's `message_end` waits for. A terminal without usage (the reaper's `backend_restarted`,
  * a stop the backend never confirmed) takes the run's ledger rows instead (turn/ledger-usage.ts), read in the same
  * transaction: the message shows what was billed.
  */
 import type { Prisma } from '../../core/db.js';
 import type { SessionSnapshot, Usage } from '../../core/protocol/run.js';
+import { saveMessageSnapshot } from '../../core/session-snapshots.js';
 import { ledgerUsage, usageColumns } from '../../turn/ledger-usage.js';
 import type { Tx } from './commit.js';
 import type { RunScope } from './scope.js';
@@ -19,6 +20,8 @@ export async function saveUsageAndSnapshot(
   snapshot: SessionSnapshot | null | undefined,
   message: Prisma.MessageUpdateInput,
   backendRunId?: string | null,
+  /** The deferred tool call the snapshot leaves open (the ask_human pause). */
+  pendingToolCallId?: string | null,
 ): Promise<Usage> {
   const saved = usage ?? (await ledgerUsage(tx, backendRunId ?? scope.run.backend_run_id));
   await tx.message.update({ where: { id: scope.msg.id }, data: { ...message, ...usageColumns(saved) } });
@@ -27,6 +30,15 @@ export async function saveUsageAndSnapshot(
     await tx.agentWorkspaceBinding.update({
       where: { id: scope.bindingId },
       data: { session_snapshot: snapshot as unknown as Prisma.InputJsonValue },
+    });
+    // And per message, for a regenerate or a fork from here (core/session-snapshots.ts).
+    await saveMessageSnapshot(tx, {
+      messageId: scope.msg.id,
+      conversationId: scope.msg.conversation_id,
+      bindingId: scope.bindingId,
+      snapshot,
+      pendingToolCallId,
+      perBranch: scope.deps.config.SESSION_SNAPSHOTS_PER_BRANCH,
     });
   }
   return saved;

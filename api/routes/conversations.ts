@@ -11,11 +11,19 @@ import type { Logger } from '../../core/logger.js';
 import { enqueueOutbox, type OutboxDispatcher, type OutboxEntry } from '../../core/outbox.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
-import { ConversationsQuery, DeleteConversationRequest, RenameConversationRequest, Uuid, type ConversationResponse } from '../schemas.js';
+import {
+  ConversationsQuery,
+  DeleteConversationRequest,
+  ForkConversationRequest,
+  RenameConversationRequest,
+  Uuid,
+  type ConversationResponse,
+} from '../schemas.js';
 import { conversationName } from '../turns.js';
 import { findOwnedConversation } from '../ownership.js';
 import { unixSeconds } from '../../core/time.js';
 import { retireBinding } from '../../turn/steps/binding.js';
+import { forkConversation } from '../fork.js';
 
 type ConversationRow = { id: string; name: string; inputs: unknown; status: string; created_at: Date; updated_at: Date };
 
@@ -35,7 +43,7 @@ export function conversationRoutes(deps: {
   db: Db;
   outbox: OutboxDispatcher;
   logger: Logger;
-  config: Pick<Config, 'workspacesDir'>;
+  config: Pick<Config, 'workspacesDir' | 'SHELL_ISOLATION' | 'SHELL_UID_BASE' | 'SHELL_UID_RANGE'>;
 }): Router {
   const r = Router();
   const { db } = deps;
@@ -82,6 +90,15 @@ export function conversationRoutes(deps: {
     }
     const updated = await db.conversation.update({ where: { id: conv.id }, data: { name } });
     res.json(toConversation(updated));
+  });
+
+  // Extension (issue 35): a new conversation answering from the session after that message (api/fork.ts).
+  r.post('/conversations/:conversation_id/fork', async (req, res) => {
+    const app = appCtx(req);
+    const id = parseOr400(Uuid, req.params.conversation_id, 'conversation_id');
+    const body = parseOr400(ForkConversationRequest, req.body ?? {});
+    const conv = await findOwnedConversation(db, app.appId, body.user, id);
+    res.status(201).json(toConversation(await forkConversation(deps, conv, body.message_id)));
   });
 
   r.delete('/conversations/:conversation_id', async (req, res) => {

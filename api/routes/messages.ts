@@ -8,6 +8,7 @@ import { HttpError, parseOr400 } from '../errors.js';
 import { MessagesQuery } from '../schemas.js';
 import { findOwnedConversation } from '../ownership.js';
 import { unixSeconds } from '../../core/time.js';
+import { childrenOf, effectiveParents, newestLeafBelow, threadNodes, threadTo, UUID_NIL } from '../../core/message-thread.js';
 
 export function messageRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'> }): Router {
   const r = Router();
@@ -25,40 +26,59 @@ export function messageRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_K
 }
 
 /**
- * One page of a conversation's history, oldest first (Dify pagination: `first_id` is the oldest message the client
- * has, the page ends before it). Shared by the service API and the console's debugger history. `feedbacks`: the
- * end user's feedback to include (a debugger message has none).
+ * One page of a conversation's history, oldest first: the thread of its current branch (issue 35 item 2), the one
+ * ending at the newest message, or with `branch_id` the one through that message to its newest descendant. Dify
+ * pagination: `first_id` is the oldest message the client has, the page holds the `limit` messages before it in its
+ * thread. Shared by the service API and the console's debugger history. `feedbacks`: the end user's feedback to
+ * include (a debugger message has none).
  */
 export async function messagePage(
   db: Db,
   conversationId: string,
-  q: { first_id?: string; limit: number },
+  q: { first_id?: string; limit: number; branch_id?: string },
   feedbacks?: { where: Prisma.MessageFeedbackWhereInput },
 ) {
-  let before: Date | undefined;
+  const nodes = await threadNodes(db, conversationId);
+  const known = (id: string) => nodes.some((n) => n.id === id);
+  if (q.branch_id && !known(q.branch_id)) throw new HttpError(404, 'message_not_exists', 'Message Not Exists.');
+  if (q.first_id && !known(q.first_id)) throw new HttpError(404, 'first_message_not_exists', 'First Message Not Exists.');
+  if (!nodes.length) return { has_more: false, page: [] as ThreadedRow[] };
+  let thread = threadTo(nodes, q.branch_id ? newestLeafBelow(nodes, q.branch_id) : nodes[0]!.id);
   if (q.first_id) {
-    const first = await db.message.findFirst({ where: { id: q.first_id, conversation_id: conversationId } });
-    if (!first) throw new HttpError(404, 'first_message_not_exists', 'First Message Not Exists.');
-    before = first.created_at;
+    // A first_id off this branch pages the thread it is on.
+    if (!thread.includes(q.first_id)) thread = threadTo(nodes, q.first_id);
+    thread = thread.slice(0, thread.indexOf(q.first_id));
   }
+  const ids = thread.slice(-q.limit);
   const rows = await db.message.findMany({
-    where: { conversation_id: conversationId, ...(before ? { created_at: { lt: before } } : {}) },
-    orderBy: [{ created_at: 'desc' }, { id: 'desc' }],
-    take: q.limit + 1,
+    where: { id: { in: ids } },
     include: { thoughts: { orderBy: { position: 'asc' } }, files: true, ...(feedbacks ? { feedbacks } : {}) },
   });
-  return { has_more: rows.length > q.limit, page: rows.slice(0, q.limit).reverse() as MessageRow[] };
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const parents = effectiveParents(nodes);
+  const children = childrenOf(nodes);
+  const page = ids.flatMap((id) => {
+    const m = byId.get(id);
+    if (!m) return [];
+    const parent = parents.get(id) ?? null;
+    return [{ ...m, thread: { parent, siblings: children.get(parent) ?? [id] } } as ThreadedRow];
+  });
+  return { has_more: thread.length > q.limit, page };
 }
 
 /** Feedback is an end user's: a debugger message is listed without it. */
 type MessageRow = Prisma.MessageGetPayload<{ include: { thoughts: true; files: true } }> & { feedbacks?: { rating: string }[] };
+/** A history row with its place in the thread (messagePage); without it the stored parent is shown. */
+type ThreadedRow = MessageRow & { thread?: { parent: string | null; siblings: string[] } };
 
 /** One message of the history as the service API shows it (the console's debugger history shares it). */
-export function messageJson(m: MessageRow, config: Pick<Config, 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'>) {
+export function messageJson(m: ThreadedRow, config: Pick<Config, 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'>) {
+  const storedParent = m.parent_message_id === UUID_NIL ? null : m.parent_message_id;
   return {
     id: m.id,
     conversation_id: m.conversation_id,
-    parent_message_id: null,
+    parent_message_id: m.thread ? m.thread.parent : storedParent,
+    sibling_ids: m.thread?.siblings ?? [m.id],
     inputs: m.inputs,
     query: m.query,
     answer: m.answer,
