@@ -4,7 +4,7 @@
  * answers rendered safely (a <script> or onerror in an answer never runs); the view follows a 1,500-token stream
  * unless the reader scrolls up; one busy state (Enter during a turn sends nothing, Stop works, New chat during a
  * stream starts a new conversation); the agent's outputs/ files as attachments that download; an upload that reaches
- * the turn; feedback, copy, ask again, rename, delete; the phone layout (the conversations in a drawer); an axe-core
+ * the turn (an image the model sees; a document the agent reads with its shell); feedback, copy, ask again, rename, delete; the phone layout (the conversations in a drawer); an axe-core
  * scan of each layout with no serious violation. Screenshots of each: test-results/screenshots (CI artifacts).
  * Needs Chromium (`apt-get install chromium`, or CHROMIUM_PATH); CI installs it, elsewhere the test says how and is
  * skipped.
@@ -388,6 +388,36 @@ describe.runIf(executable)('the chat page in a browser', () => {
     await expect.poll(() => page.locator('#conversations li .open').allTextContents()).not.toContain('Picture chat');
     expect((await conversations(user)).some((c) => c.id === conv.id)).toBe(false);
     await expect.poll(() => page.locator('.welcome').count()).toBe(1);
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  it('attaches a document, sends it, and the agent reads it in its workspace (the shell)', async () => {
+    await page.click('#new-chat');
+    const user = await userOf(page);
+    // The app takes documents: its agent has a workspace and a shell (GET /v1/parameters).
+    expect(await page.locator('#file').getAttribute('accept')).toContain('.txt');
+    const text = 'Meeting notes: the launch moves to Thursday; Priya owns the checklist.';
+    await page.setInputFiles('#file', { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(`${text}\n`) });
+    const chip = page.locator('#attachments .chip', { hasText: 'notes.txt' });
+    await expect.poll(() => chip.getAttribute('class')).toBe('chip');
+    await expect.poll(() => page.locator('#send').isEnabled()).toBe(true);
+    await send('/sh cat uploads/*/notes.txt');
+    await expect.poll(() => lastAgentText().textContent(), { timeout: 60_000 }).toContain(text);
+    await idle();
+    expect(await page.locator('#attachments .chip').count()).toBe(0);
+    expect(await page.locator('.msg.user').last().textContent()).toContain('notes.txt');
+    // The shell call is shown as a thought, with the file's content as its output.
+    await expect.poll(() => lastAgent().locator('.thought.tool').first().textContent()).toContain('shell');
+    // The API agrees: the message carries the document, and the turn's answer has its text.
+    const conv = (await conversations(user)).find((c) => c.name.startsWith('/sh cat uploads'))!;
+    const messages = (await api(`/v1/messages?conversation_id=${conv.id}&user=${user}`))!.data as {
+      answer: string;
+      message_files: { belongs_to: string; type: string; filename?: string }[];
+    }[];
+    expect(messages).toHaveLength(1);
+    expect(messages[0]!.answer).toContain(text);
+    expect(messages[0]!.message_files.filter((f) => f.belongs_to === 'user').map((f) => f.type)).toEqual(['document']);
+    await shot(page, 'chat-desktop-document.png');
     expect(failures).toEqual([]);
   }, 120_000);
 
