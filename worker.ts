@@ -9,12 +9,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from './activities/index.js';
 import { createScheduleActivities } from './activities/scheduled-turn.js';
+import { createConversationQueueActivities } from './activities/conversation-queue.js';
 import { createWebhookActivities } from './activities/webhooks.js';
 import { WebhookDispatcher } from './core/webhooks/dispatcher.js';
 import { AgentBackendClient } from './core/backend-client.js';
 import { loadConfig, type Config } from './core/config.js';
 import { createDb, type Db } from './core/db.js';
 import { createDefaultProviders } from './core/llm/providers/index.js';
+import { resolveTenantModel } from './core/llm/tenant-model.js';
 import { ensureTurnSearchAttributes } from './core/search-attribute-registry.js';
 import { createLogger, type Logger } from './core/logger.js';
 import { OutboxDispatcher } from './core/outbox.js';
@@ -112,12 +114,16 @@ export async function startWorker(opts: {
         config,
         logger: logger.child({ component: 'activities' }),
         modelSupportsVision: (provider, model) => providers.get(provider)?.resolveModel(model)?.supports_vision ?? false,
+        // The tenant's view of its model (declared models, prices, window) for the run request (issue 29).
+        resolveModel: (tenantId, provider, model) => resolveTenantModel(db, config.ENCRYPTION_KEY, providers, tenantId, provider, model),
       }),
       // Scheduled turns and webhook deliveries (issue 35: workflows/scheduled-turn.ts, workflows/deliver-webhook.ts).
       ...createScheduleActivities({ db, config, logger: logger.child({ component: 'schedules' }) }),
       ...createWebhookActivities({ db, config, logger: logger.child({ component: 'webhooks' }) }),
+      // Multitask strategies: the conversation queue's claim (workflows/conversation-queue.ts).
+      ...createConversationQueueActivities({ db, config, logger: logger.child({ component: 'conversation-queue' }) }),
     },
-    // Slots (README "Configuration"): a turn in flight holds one activity slot (runAgent) for its whole run, so the
+    // Slots (docs/configuration.md): a turn in flight holds one activity slot (runAgent) for its whole run, so the
     // activity slots of all workers are also the default admission cap of the api (api/admission.ts).
     maxConcurrentActivityTaskExecutions: config.WORKER_MAX_CONCURRENT_ACTIVITIES,
     maxConcurrentLocalActivityExecutions: config.WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES,

@@ -15,7 +15,9 @@
  * that state around without making any part testable alone (test/agent-backend/agent-loop.test.ts covers it whole).
  */
 import { jsonSchema, streamText, tool, type TextStreamPart, type Tool, type ToolSet } from 'ai';
+import { BUILTIN_CATALOGUE } from '../core/llm/catalogue/index.js';
 import { priceFor } from '../core/llm/pricing.js';
+import type { Logger } from '../core/logger.js';
 import type { PromptMessage, ToolCall } from '../core/protocol/inner-llm.js';
 import type {
   CreateRunRequestParsed,
@@ -29,8 +31,20 @@ import { ModelCallError, RunLimitExceededError } from './errors.js';
 import type { RunEmitter } from './events.js';
 import { difyUsageOf, rawToolArgsOf, type ModelCaller } from './model/inner-llm-model.js';
 import { toModelMessages } from './model/prompt.js';
+import { fitToContextWindow, toolDefinitionTokens, type FitResult } from './modules/history.js';
 import type { LayerInstance, ToolOutcome, ToolSpec, UserMessageContext } from './modules/types.js';
 import type { UsageMeter } from './usage.js';
+
+/** What a model_response event says of a trimmed prompt. */
+function historyTrimmed(fit: FitResult, contextWindow: number) {
+  return {
+    dropped_messages: fit.dropped_messages,
+    dropped_turns: fit.dropped_turns,
+    prompt_tokens: fit.prompt_tokens,
+    budget_tokens: fit.budget_tokens,
+    context_window: contextWindow,
+  };
+}
 
 export type LoopResult = { kind: 'succeeded'; output: string } | { kind: 'deferred'; call: DeferredToolCall; output: string };
 
@@ -56,6 +70,7 @@ export interface LoopContext {
   limits: RunLimits;
   usage: UsageMeter;
   state: LoopState;
+  logger?: Logger;
 }
 
 interface StepToolCall {
@@ -138,6 +153,11 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
   if (!system && state.messages.length === 0) throw new Error('nothing to send to the model: no instructions, history or user prompt');
 
   const { settings } = binding;
+  // The window each call's prompt must fit (the api's catalogue for the tenant; else the built-in catalogue's).
+  const builtin = BUILTIN_CATALOGUE.resolve(binding.provider, binding.model);
+  const contextWindow = binding.contextWindow ?? builtin?.context_window;
+  const maxOutput = binding.maxOutput ?? builtin?.max_output;
+  const toolTokens = toolDefinitionTokens(toolSpecs);
   for (;;) {
     throwIfAborted(signal);
     if (usage.modelRequests >= ctx.limits.maxModelRequests) {
@@ -151,7 +171,31 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
     // cover the start, and would also retry the model's own errors).
     // The instructions are ours (layers), not user input: kept as the leading system message so a
     // run without any user message still sends them.
-    const prompt: PromptMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...state.messages];
+    // Fitted into the model's context window: the oldest turns left out when the conversation outgrew it (history.ts).
+    const fit = contextWindow
+      ? fitToContextWindow(system || null, state.messages, {
+          contextWindow,
+          maxTokens: settings.max_tokens,
+          maxOutput,
+          extraTokens: toolTokens,
+        })
+      : null;
+    const sent = fit ? fit.messages : state.messages;
+    if (fit?.dropped_messages) {
+      ctx.logger?.info(
+        {
+          runId: ctx.runId,
+          call_index: callIndex,
+          dropped_messages: fit.dropped_messages,
+          dropped_turns: fit.dropped_turns,
+          prompt_tokens: fit.prompt_tokens,
+          budget_tokens: fit.budget_tokens,
+          context_window: contextWindow,
+        },
+        'agent loop: history trimmed to the model context window',
+      );
+    }
+    const prompt: PromptMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...sent];
     const result = streamText({
       model,
       messages: toModelMessages(prompt),
@@ -165,7 +209,14 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
       ...(settings.stop_sequences?.length ? { stopSequences: settings.stop_sequences } : {}),
       maxRetries: 0,
       abortSignal: signal,
-      providerOptions: { dify: { call_index: callIndex } },
+      // Reasoning options travel beside the call index: the AI SDK has no common option for them (inner-llm-model.ts).
+      providerOptions: {
+        dify: {
+          call_index: callIndex,
+          ...(settings.thinking_budget !== undefined ? { thinking_budget: settings.thinking_budget } : {}),
+          ...(settings.reasoning_effort !== undefined ? { reasoning_effort: settings.reasoning_effort } : {}),
+        },
+      },
       // URLs go to the model as they are (the api fetches what it needs); nothing is downloaded here.
       experimental_download: async (files) => files.map(() => null),
       // Errors arrive as `error` parts of fullStream and end the run; no console logging.
@@ -175,7 +226,7 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
     // A stop cuts the call before it reports usage: what it consumed and generated still counts (estimated).
     const requestStartedAt = Date.now();
     const step = await consumeStep(result.fullStream, ctx, (generated) =>
-      usage.addCutModelCall(prompt, generated, priceFor(binding.provider, binding.model)),
+      usage.addCutModelCall(prompt, generated, binding.prices ?? priceFor(binding.provider, binding.model)),
     );
     // The request's own usage (the agent log's iteration: tokens, price, latency; issue 18), before its tool calls.
     if (step.callUsage) {
@@ -183,6 +234,7 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
         event_kind: 'model_response',
         call_index: callIndex,
         usage: { ...step.callUsage, latency: Math.round(Date.now() - requestStartedAt) / 1000 },
+        ...(fit?.dropped_messages ? { history_trimmed: historyTrimmed(fit, contextWindow!) } : {}),
       });
     }
     const assistant: PromptMessage = {

@@ -80,6 +80,7 @@ export async function executeRun(input: RunTaskInput): Promise<void> {
       limits: plan.limits,
       usage,
       state,
+      logger,
     });
   } catch (err) {
     failure = err;

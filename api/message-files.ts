@@ -21,8 +21,7 @@ import path from 'node:path';
 import { maxBytes, type Kind, uploadsDir } from '../core/uploads.js';
 import { fetchPinned, RemoteFetchError, safeName, type FetchOptions } from '../turn/steps/workspace-files.js';
 import { RemoteUrlRefused, type Lookup } from './ssrf.js';
-import { reachableFileKinds } from './routes/app-info.js';
-import { createDefaultProviders } from '../core/llm/providers/index.js';
+import { reachableFileKinds, tenantVision, type ModelVision } from './routes/app-info.js';
 import { checkUploadQuota, storeUnderQuota, UploadQuotaExceeded } from '../core/upload-quota.js';
 
 export interface PreparedMessageFile {
@@ -43,7 +42,7 @@ export async function prepareMessageFiles(
     config: Config;
     lookup?: Lookup;
     remoteFetch?: Omit<FetchOptions, 'maxBytes'>;
-    modelSupportsVision?: (provider: string, model: string) => boolean;
+    modelSupportsVision?: ModelVision;
   },
   app: AppContext,
   endUserId: string,
@@ -51,7 +50,7 @@ export async function prepareMessageFiles(
 ): Promise<PreparedMessageFile[]> {
   if (!files?.length) return [];
   const { db, config } = deps;
-  const { features, reach } = await fileUploadFeature(db, app, deps.modelSupportsVision ?? defaultVision(config));
+  const { features, reach } = await fileUploadFeature(db, app, deps.modelSupportsVision ?? defaultVision(db, config));
   if (!features.enabled) throw new HttpError(400, 'invalid_param', 'files: file upload is disabled for this app.');
   if (files.length > features.max_files)
     throw new HttpError(400, 'invalid_param', `files: at most ${features.max_files} files per message.`);
@@ -187,25 +186,21 @@ function decodeURIComponentSafe(s: string): string {
   }
 }
 
-async function fileUploadFeature(db: Db, app: AppContext, vision: (provider: string, model: string) => boolean) {
+async function fileUploadFeature(db: Db, app: AppContext, vision: ModelVision) {
   const agent = app.agentId ? await db.agent.findUnique({ where: { id: app.agentId }, include: { active_config_snapshot: true } }) : null;
   const soul = AgentSoulConfig.safeParse(agent?.active_config_snapshot?.config_snapshot ?? null);
   if (!soul.success) return { features: { enabled: false, image_enabled: false, max_files: 0 }, reach: { image: false, document: false } };
   return {
     features: soul.data.features.file_upload,
-    reach: reachableFileKinds(soul.data, vision(soul.data.model.provider, soul.data.model.model)),
+    reach: reachableFileKinds(soul.data, await vision(soul.data.model.provider, soul.data.model.model, app.tenantId)),
   };
 }
 
-/** The deployment's model providers' word on vision (as GET /v1/parameters asks them), built once per config. */
-const visionByConfig = new WeakMap<Config, (provider: string, model: string) => boolean>();
-function defaultVision(config: Config) {
+/** The deployment's model providers' word on vision (as GET /v1/parameters asks them, tenant declarations included), built once per config. */
+const visionByConfig = new WeakMap<Config, ModelVision>();
+function defaultVision(db: Db, config: Config): ModelVision {
   let v = visionByConfig.get(config);
-  if (!v) {
-    let providers: ReturnType<typeof createDefaultProviders> | undefined;
-    v = (p, m) => (providers ??= createDefaultProviders(config)).get(p)?.resolveModel(m)?.supports_vision ?? false;
-    visionByConfig.set(config, v);
-  }
+  if (!v) visionByConfig.set(config, (v = tenantVision(db, config)));
   return v;
 }
 

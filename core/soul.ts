@@ -46,7 +46,7 @@ export const AgentSoulConfig = z
       .strict()
       .default({ enabled: false }),
     /**
-     * Knowledge (README "Knowledge"): retrieval over the tenant's datasets runs before the first model request
+     * Knowledge (docs/knowledge.md): retrieval over the tenant's datasets runs before the first model request
      * and its results go into the user message; `search_tool` also offers `knowledge_search` to the model.
      */
     knowledge: z
@@ -54,13 +54,13 @@ export const AgentSoulConfig = z
         enabled: z.boolean().default(false),
         dataset_ids: z.array(z.uuid()).max(20).default([]),
         top_k: z.number().int().min(1).max(20).default(4),
-        /** Chunks scoring below this (0–1, see README "Knowledge" for the score) are dropped. */
+        /** Chunks scoring below this (0–1, see docs/knowledge.md for the score) are dropped. */
         score_threshold: z.number().min(0).max(1).default(0),
         search_tool: z.boolean().default(true),
       })
       .strict()
       .default({ enabled: false, dataset_ids: [], top_k: 4, score_threshold: 0, search_tool: true }),
-    /** The agent's workspace (README "Agent workspace"): a Local runtime, and the shell tool inside it. */
+    /** The agent's workspace (docs/workspace.md): a Local runtime, and the shell tool inside it. */
     runtime: z
       .object({ enabled: z.boolean().default(false) })
       .strict()
@@ -151,7 +151,16 @@ export type AgentSoulConfig = z.output<typeof AgentSoulConfig>;
 /** Keeps only the whitelisted model settings (docs/seeds/000); anything else is dropped, never forwarded. */
 export function whitelistModelSettings(settings: Record<string, unknown>): z.infer<typeof ModelSettings> {
   const picked: Record<string, unknown> = {};
-  for (const key of ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'max_tokens', 'stop_sequences']) {
+  for (const key of [
+    'temperature',
+    'top_p',
+    'presence_penalty',
+    'frequency_penalty',
+    'max_tokens',
+    'stop_sequences',
+    'thinking_budget',
+    'reasoning_effort',
+  ]) {
     if (settings[key] !== undefined) picked[key] = settings[key];
   }
   const parsed = ModelSettings.safeParse(picked);

@@ -128,6 +128,10 @@ export class InnerLlmModel implements LanguageModelV3 {
     if (options.frequencyPenalty !== undefined) params.frequency_penalty = options.frequencyPenalty;
     if (options.maxOutputTokens !== undefined) params.max_tokens = options.maxOutputTokens;
     if (options.stopSequences?.length) params.stop_sequences = options.stopSequences;
+    // Reasoning settings (the agent loop passes them as dify provider options; the gateway maps them per provider).
+    const dify = options.providerOptions?.dify as { thinking_budget?: unknown; reasoning_effort?: unknown } | undefined;
+    if (typeof dify?.thinking_budget === 'number') params.thinking_budget = dify.thinking_budget;
+    if (typeof dify?.reasoning_effort === 'string') params.reasoning_effort = dify.reasoning_effort;
     const tools: ToolDefinition[] = (options.tools ?? [])
       .filter((t) => t.type === 'function')
       .map((t) => ({

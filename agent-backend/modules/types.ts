@@ -5,6 +5,7 @@
  * module it uses, so aliases get independent config and state. Instances are created fresh per run.
  */
 import type { z } from 'zod';
+import type { ModelPrice } from '../../core/llm/pricing.js';
 import type { Logger } from '../../core/logger.js';
 import type { PromptMessage } from '../../core/protocol/inner-llm.js';
 import type { AgentStreamEvent, ExecutionContextLayerConfig, ModelSettings } from '../../core/protocol/run.js';
@@ -56,6 +57,12 @@ export interface ModelBinding {
   settings: ModelSettings;
   /** Name of the execution_context layer whose identity scopes model calls. */
   executionContextLayer: string;
+  /** The model's context window (the api's catalogue for the tenant): each call's prompt is fitted into it. */
+  contextWindow?: number;
+  /** The model's max output tokens (reserved out of the window when settings.max_tokens is unset). */
+  maxOutput?: number;
+  /** The tenant's prices for the model (a cut call is priced by them); absent: the built-in catalogue's. */
+  prices?: ModelPrice;
 }
 
 export type Capability =

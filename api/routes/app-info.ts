@@ -18,6 +18,7 @@ import { HttpError, parseOr400 } from '../errors.js';
 import { UserQuery, type AppInfoResponse, type ParametersResponse } from '../schemas.js';
 import { FILE_TYPES, UPLOAD_LIMITS } from '../../core/uploads.js';
 import { createDefaultProviders, type ProviderConfig } from '../../core/llm/providers/index.js';
+import { resolveTenantModel } from '../../core/llm/tenant-model.js';
 
 const off = { enabled: false };
 const METHODS = ['local_file', 'remote_url'] as const;
@@ -25,8 +26,19 @@ const METHODS = ['local_file', 'remote_url'] as const;
 export interface AppInfoDeps {
   db: Db;
   config: ProviderConfig;
-  /** Whether the model takes images natively; default: the deployment's model providers say. */
-  modelSupportsVision?: (provider: string, model: string) => boolean;
+  /** Whether the model takes images natively; default: the deployment's model providers say, for this tenant. */
+  modelSupportsVision?: ModelVision;
+}
+
+/** Whether `provider/model` takes images for `tenantId` (a tenant's declared model says so itself). */
+export type ModelVision = (provider: string, model: string, tenantId: string) => boolean | Promise<boolean>;
+
+/** The deployment's providers' word on vision, with the tenant's declared models (core/llm/tenant-model.ts). */
+export function tenantVision(db: Db, config: ProviderConfig & { ENCRYPTION_KEY?: string }): ModelVision {
+  let providers: ReturnType<typeof createDefaultProviders> | undefined;
+  return async (p, m, tenantId) =>
+    (await resolveTenantModel(db, config.ENCRYPTION_KEY, (providers ??= createDefaultProviders(config)), tenantId, p, m))
+      ?.supports_vision ?? false;
 }
 
 /** Which upload kinds reach the agent with this soul on this deployment. */
@@ -41,14 +53,7 @@ export function reachableFileKinds(soul: AgentSoulConfig, supportsVision: boolea
 export function appInfoRoutes(deps: AppInfoDeps): Router {
   const r = Router();
   const { db } = deps;
-  let vision = deps.modelSupportsVision;
-  const supportsVision = (provider: string, model: string) => {
-    if (!vision) {
-      const providers = createDefaultProviders(deps.config);
-      vision = (p, m) => providers.get(p)?.resolveModel(m)?.supports_vision ?? false;
-    }
-    return vision(provider, model);
-  };
+  const supportsVision = deps.modelSupportsVision ?? tenantVision(db, deps.config);
 
   async function activeSoul(app: AppContext) {
     const agent = app.agentId
@@ -63,7 +68,7 @@ export function appInfoRoutes(deps: AppInfoDeps): Router {
     parseOr400(UserQuery, req.query, 'query');
     const { soul, app } = await activeSoul(appCtx(req));
     const f = soul.features;
-    const reach = reachableFileKinds(soul, supportsVision(soul.model.provider, soul.model.model));
+    const reach = reachableFileKinds(soul, await supportsVision(soul.model.provider, soul.model.model, app.tenant_id));
     const types = (['image', 'document'] as const).filter((k) => reach[k]);
     const uploads = types.length > 0;
     const body: z.input<typeof ParametersResponse> = {

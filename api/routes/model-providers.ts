@@ -1,5 +1,5 @@
 /**
- * Console API for model providers (`/console/api/model-providers`, README "Models"): the providers this
+ * Console API for model providers (`/console/api/model-providers`, docs/models.md): the providers this
  * deployment offers with their catalogue models (features, bounds, prices: what a model picker shows), whether
  * the deployment hosts each (billed through the credit pool), and the workspace's own credentials per provider —
  * several providers at once, encrypted at rest, shown masked: add or rotate (checked with a real minimal call
@@ -16,6 +16,7 @@ import { toInvokeError } from '../../core/llm/errors.js';
 import type { LlmProvider, ModelInfo, ProviderRegistry } from '../../core/llm/provider.js';
 import { createDefaultProviders, type ProviderConfig } from '../../core/llm/providers/index.js';
 import { redactSecrets } from '../../core/llm/redact.js';
+import { tenantCredentials } from '../../core/llm/tenant-model.js';
 import type { Logger } from '../../core/logger.js';
 import { unixSeconds } from '../../core/time.js';
 import { consoleAuth } from '../console-auth.js';
@@ -129,9 +130,11 @@ export function modelProviderRoutes(deps: ModelProviderRouteDeps): Router {
     res.json({ data });
   });
 
-  r.get('/:provider/models', (req, res) => {
+  /** The catalogue's models, and the ones the workspace's own credentials declare (`custom: true`, with their declared features and prices). */
+  r.get('/:provider/models', async (req, res) => {
     const p = providerOf(req);
-    res.json({ provider: p.name, data: p.models().map(modelView) });
+    const creds = await tenantCredentials(db, config.ENCRYPTION_KEY, req.consoleCtx!.tenantId, p.name);
+    res.json({ provider: p.name, data: p.models(creds).map(modelView) });
   });
 
   /** Add or rotate the workspace's credentials (replaces what was saved). */

@@ -64,6 +64,22 @@ export function settingIssues(provider: string, model: ModelInfo, soul: AgentSou
     const v = s[k];
     if (v !== undefined && (typeof v !== 'number' || v < -2 || v > 2)) at(k, 'must be a number from -2 to 2');
   }
+  // Reasoning settings: only a reasoning model takes them (otherwise they would be dropped without a word).
+  const reasoning = entry?.reasoning ?? false;
+  if (s.thinking_budget !== undefined) {
+    const b = s.thinking_budget;
+    if (typeof b !== 'number' || !Number.isInteger(b) || b < 1) at('thinking_budget', 'must be a positive integer');
+    else if (!reasoning) at('thinking_budget', `${provider}/${model.model} is not a reasoning model: it takes no thinking budget`);
+    else if ((provider === 'anthropic' || provider === 'bedrock') && b < 1024)
+      at('thinking_budget', `${provider} needs a thinking budget of at least 1024 tokens`);
+    else if (maxOutput !== undefined && b >= maxOutput)
+      at('thinking_budget', `${b} is not below the ${maxOutput} output tokens ${provider}/${model.model} can produce`);
+  }
+  if (s.reasoning_effort !== undefined) {
+    if (!['minimal', 'low', 'medium', 'high'].includes(String(s.reasoning_effort)))
+      at('reasoning_effort', 'must be one of minimal, low, medium, high');
+    else if (!reasoning) at('reasoning_effort', `${provider}/${model.model} is not a reasoning model: it takes no reasoning effort`);
+  }
   if (soul.model.context_window !== undefined && soul.model.context_window > model.context_window) {
     issues.push({
       path: ['model', 'context_window'],
@@ -115,7 +131,7 @@ export async function modelIssues(
         path: ['model', 'model'],
         message:
           `'${modelName}' is not a ${name} model of the catalogue${some ? ` (for example: ${some})` : ''}; ` +
-          'a custom model is declared in MODEL_CATALOGUE_OVERRIDES (README "Models")',
+          'a custom model is declared in MODEL_CATALOGUE_OVERRIDES (docs/models.md)',
       },
     ];
   }

@@ -70,8 +70,11 @@ export type ProviderEvent =
 
 export interface LlmProvider {
   readonly name: string;
-  /** Models offered by this provider (what a model picker shows). */
-  models(): ModelInfo[];
+  /**
+   * Models offered by this provider (what a model picker shows); with a tenant's `credentials`, also the models
+   * they declare for an open provider's endpoint (core/llm/tenant-model.ts).
+   */
+  models(credentials?: ProviderCredentials | null): ModelInfo[];
   /**
    * The model a request names, or undefined when this provider cannot serve it. `credentials` (the tenant's)
    * may declare custom models of an open provider (openai_compatible, ollama).
@@ -92,7 +95,7 @@ export interface LlmProvider {
   parseCredentials(raw: unknown): ProviderCredentials;
   invoke(req: ProviderInvokeRequest): AsyncIterable<ProviderEvent>;
   /**
-   * Optional: text embeddings (knowledge retrieval, README "Knowledge"). Absent = the provider offers none.
+   * Optional: text embeddings (knowledge retrieval, docs/knowledge.md). Absent = the provider offers none.
    * Vectors are returned in input order, one per text, all of one length.
    */
   embed?(req: ProviderEmbedRequest): Promise<number[][]>;

@@ -191,6 +191,19 @@ export const AgentStreamEvent = z.object({
   /** model_response: the run's 0-based model request number and what that request used. */
   call_index: z.number().int().nonnegative().optional(),
   usage: ModelCallUsage.optional(),
+  /**
+   * model_response: the request's prompt was fitted into the model's context window, leaving out the oldest turns
+   * (docs/ARCHITECTURE "History"): how many messages and turns, our token count of what was sent and its budget.
+   */
+  history_trimmed: z
+    .object({
+      dropped_messages: z.number().int().positive(),
+      dropped_turns: z.number().int().nonnegative(),
+      prompt_tokens: z.number().int().nonnegative(),
+      budget_tokens: z.number().int().nonnegative(),
+      context_window: z.number().int().positive(),
+    })
+    .optional(),
   /** Files a tool produced, surfaced as message files. */
   files: z
     .array(
@@ -276,6 +289,13 @@ export const ModelSettings = z
     frequency_penalty: z.number().min(-2).max(2).optional(),
     max_tokens: z.number().int().positive().optional(),
     stop_sequences: z.array(z.string()).max(8).optional(),
+    /**
+     * Tokens a reasoning model may think before it answers: Anthropic's extended thinking (`budget_tokens`, at least
+     * 1 024), Gemini's `thinkingBudget`, Bedrock's `reasoningConfig` (Claude on Bedrock). Ignored by other models.
+     */
+    thinking_budget: z.number().int().positive().max(1_000_000).optional(),
+    /** How hard an OpenAI/Azure reasoning model thinks (`reasoning_effort`). Ignored by other models. */
+    reasoning_effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
   })
   .strict();
 export type ModelSettings = z.infer<typeof ModelSettings>;
@@ -286,7 +306,29 @@ export const LlmLayerConfig = z
     provider: z.string(),
     model: z.string(),
     model_settings: ModelSettings.default({}),
+    /**
+     * Tokens the model reads at most: the catalogue's window for the tenant (overrides and declared models included),
+     * or the agent config's smaller one. The backend fits each call's prompt into it (docs/ARCHITECTURE "History").
+     */
     context_window: z.number().int().positive().optional(),
+    /** The model's max output tokens (catalogue): reserved out of the window when model_settings.max_tokens is unset. */
+    max_output: z.number().int().positive().optional(),
+    /**
+     * The tenant's unit prices for this model (currency per 1M tokens, as the gateway meters it): the backend prices
+     * a call cut before it reported usage with these. Absent: the built-in catalogue's.
+     */
+    prices: z
+      .object({
+        input: z.string().regex(/^\d+(\.\d+)?$/),
+        output: z.string().regex(/^\d+(\.\d+)?$/),
+        cached_input: z
+          .string()
+          .regex(/^\d+(\.\d+)?$/)
+          .optional(),
+        currency: z.string().min(1),
+      })
+      .strict()
+      .optional(),
     /** Name of the execution_context layer this layer's callbacks are scoped by. */
     execution_context: z.string().default('execution_context'),
   })

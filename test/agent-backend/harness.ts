@@ -59,7 +59,7 @@ export async function startBackend(opts: {
   const logger = createLogger('agent-backend-test', config.LOG_LEVEL);
   const store = new PgRunStore(opts.databaseUrl, logger);
   await store.init();
-  // No tool providers behind this backend's fake api: plugin tools answer "not available" (README "Tools").
+  // No tool providers behind this backend's fake api: plugin tools answer "not available" (docs/tools.md).
   const backend = createAgentBackend({
     config,
     logger,
@@ -158,6 +158,8 @@ export interface CompositionOptions {
   askHuman?: boolean | Record<string, unknown>;
   config?: boolean;
   modelSettings?: Record<string, unknown>;
+  /** More llm layer config (context_window, max_output, prices: what the api resolves from the catalogue). */
+  llm?: Record<string, unknown>;
   extraLayers?: Array<Record<string, unknown>>;
 }
 
@@ -185,7 +187,7 @@ export function agentAppComposition(o: CompositionOptions = {}) {
     name: 'llm',
     type: 'llm',
     deps: ['execution_context'],
-    config: { provider: 'openai', model: 'gpt-test', model_settings: o.modelSettings ?? { temperature: 0.2 } },
+    config: { provider: 'openai', model: 'gpt-test', model_settings: o.modelSettings ?? { temperature: 0.2 }, ...o.llm },
   });
   if (o.pluginTools) layers.push({ name: 'tools', type: 'tools', config: { tools: o.pluginTools } });
   if (o.coreTools) layers.push({ name: 'core_tools', type: 'core_tools', config: { tools: o.coreTools } });

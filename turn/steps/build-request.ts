@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { LayerSpec, SessionSnapshot, CreateRunRequest, DeferredToolResult, InvokeFrom } from '../../core/protocol/run.js';
 import { signExecutionContext } from '../../core/exec-context.js';
+import type { ModelPrice } from '../../core/llm/pricing.js';
 import { deferredResultFromForm } from '../../core/human-input.js';
 import { resolvePromptMentions } from '../../core/mention-resolver.js';
 import { resignFileUrl } from '../../core/uploads.js';
@@ -34,6 +35,8 @@ export interface BuildInput {
   query: string;
   files: { type: 'image' | 'document'; url?: string; name?: string; mime_type?: string }[];
   supportsVision: boolean;
+  /** The model's limits and the tenant's prices for it (core/llm/tenant-model.ts), when the deployment knows it. */
+  model?: { context_window: number; max_output?: number; prices: ModelPrice };
   /** Signs the execution context: EXECUTION_CONTEXT_SIGNING_KEY (not the inner API key; issue 17 L2). */
   innerApiKey: string;
   /** Lifetime of the signed execution context, ms (EXECUTION_CONTEXT_TTL_MS). */
@@ -123,13 +126,15 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
         provider: soul.model.provider,
         model: soul.model.model,
         model_settings: whitelistModelSettings(soul.model.model_settings),
-        ...(soul.model.context_window ? { context_window: soul.model.context_window } : {}),
+        ...contextWindowOf(soul, t.model),
+        ...(t.model?.max_output ? { max_output: t.model.max_output } : {}),
+        ...(t.model ? { prices: t.model.prices } : {}),
         execution_context: 'execution_context',
       },
       ['execution_context'],
     ),
   ];
-  // Provider tools (README "Tools"): the api makes the calls, scoped by the signed execution context.
+  // Provider tools (docs/tools.md): the api makes the calls, scoped by the signed execution context.
   if (soul.tools.plugin.length > 0)
     layers.push(layer('tools', { tools: soul.tools.plugin, execution_context: 'execution_context' }, ['execution_context']));
   layers.push(layer('core_tools', { tools: soul.tools.core }));
@@ -155,7 +160,7 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
       layers.push(layer('config', { execution_context: 'execution_context' }, ['execution_context']));
     }
   }
-  // Knowledge (README "Knowledge"): the backend retrieves for the user's query (as typed, without file notes) before
+  // Knowledge (docs/knowledge.md): the backend retrieves for the user's query (as typed, without file notes) before
   // the first model request and appends the passages to the user message.
   if (soul.knowledge.enabled) {
     const k = soul.knowledge;
@@ -165,6 +170,12 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
   if (soul.ask_human.enabled) layers.push(layer('ask_human', { enabled: true }));
   layers.push(layer('output', {}));
   return layers;
+}
+
+/** The window the backend fits prompts into: the model's, or the agent config's when smaller. */
+function contextWindowOf(soul: AgentSoulConfig, model: BuildInput['model']): { context_window?: number } {
+  const windows = [soul.model.context_window, model?.context_window].filter((n): n is number => typeof n === 'number' && n > 0);
+  return windows.length ? { context_window: Math.min(...windows) } : {};
 }
 
 /** docs/seeds/000 _validate_session_snapshot_layers: topology must match; values may change. */
@@ -237,6 +248,7 @@ export function createBuildRunRequest(deps: ActivityDeps) {
           ).map((d) => [d.id, d.name]),
         )
       : undefined;
+    const model = await deps.resolveModel?.(msg.tenant_id, soul.model.provider, soul.model.model);
     const layers = buildComposition(soul, {
       datasetNames,
       inputs: (msg.inputs as Record<string, unknown> | null) ?? {},
@@ -256,7 +268,8 @@ export function createBuildRunRequest(deps: ActivityDeps) {
         url: (f.upload_file_id ? resignFileUrl(config, f.url, f.upload_file_id) : f.url) ?? undefined,
         ...(f.upload_file_id && uploads.has(f.upload_file_id) ? uploads.get(f.upload_file_id) : {}),
       })),
-      supportsVision: deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
+      supportsVision: model?.supports_vision ?? deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
+      ...(model ? { model: { context_window: model.context_window, max_output: model.entry?.max_output, prices: model.pricing } } : {}),
       innerApiKey: config.EXECUTION_CONTEXT_SIGNING_KEY,
       contextTtlMs: config.EXECUTION_CONTEXT_TTL_MS,
       workspaceId: binding.workspace_id,

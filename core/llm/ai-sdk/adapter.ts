@@ -98,6 +98,19 @@ export function createAiSdkProvider<C extends ProviderCredentials>(spec: AiSdkPr
     const d = r.success ? spec.declared(r.data).find((m) => m.model === model) : undefined;
     return d ? resolveDeclaration(spec.catalogue, { ...d, provider: spec.name }) : undefined;
   };
+  /** Every model the tenant's credentials declare, resolved (a declaration that does not resolve is left out). */
+  const declaredList = (raw: ProviderCredentials | null | undefined): CatalogueModel[] => {
+    if (!raw || !spec.declared) return [];
+    const r = spec.credentials.safeParse(raw);
+    if (!r.success) return [];
+    return spec.declared(r.data).flatMap((d) => {
+      try {
+        return [resolveDeclaration(spec.catalogue, { ...d, provider: spec.name })];
+      } catch {
+        return [];
+      }
+    });
+  };
   const entryOf = (model: string, raw?: ProviderCredentials | null): CatalogueModel | undefined =>
     spec.catalogue.find(spec.name, model) ?? declaredOf(raw, model) ?? spec.catalogue.fallback(spec.name, model);
 
@@ -133,7 +146,11 @@ export function createAiSdkProvider<C extends ProviderCredentials>(spec: AiSdkPr
 
   const provider: LlmProvider = {
     name: spec.name,
-    models: () => spec.catalogue.list(spec.name).map(modelInfoOf),
+    models: (credentials) => {
+      const listed = spec.catalogue.list(spec.name);
+      const own = declaredList(credentials).filter((d) => !listed.some((m) => m.model === d.model));
+      return [...listed, ...own].map(modelInfoOf);
+    },
     resolveModel: (model, credentials): ModelInfo | undefined => {
       const e = entryOf(model, credentials);
       return e ? modelInfoOf(e) : undefined;

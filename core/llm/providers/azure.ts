@@ -54,5 +54,10 @@ export function createAzureProvider(opts: {
     model: async (c, deployment, f) => (await client(c, f)).chat(deployment),
     embedding: async (c, deployment, f) => (await client(c, f)).embedding(deployment),
     secrets: (c) => [c.api_key],
+    // A reasoning deployment's effort (chat completions' reasoning_effort; the package reads either key).
+    providerOptions: (m, params) =>
+      m.reasoning && typeof params.reasoning_effort === 'string'
+        ? { openai: { reasoningEffort: params.reasoning_effort }, azure: { reasoningEffort: params.reasoning_effort } }
+        : undefined,
   });
 }

@@ -53,5 +53,10 @@ export function createBedrockProvider(opts: {
         fetch: f,
       })(model),
     secrets: (c) => [c.secret_access_key, c.session_token, c.access_key_id],
+    // Extended thinking of a reasoning model on Bedrock (Claude): ConverseStream's reasoningConfig.
+    providerOptions: (m, params) =>
+      m.reasoning && typeof params.thinking_budget === 'number'
+        ? { bedrock: { reasoningConfig: { type: 'enabled', budgetTokens: params.thinking_budget } } }
+        : undefined,
   });
 }

@@ -37,6 +37,16 @@ export function createGoogleProvider(opts: {
     model: async (c, model, f) => (await client(c, f))(model),
     embedding: async (c, model, f) => (await client(c, f)).embedding(model),
     secrets: (c) => [c.api_key],
-    providerOptions: (m) => (m.reasoning ? { google: { thinkingConfig: { includeThoughts: true } } } : undefined),
+    providerOptions: (m, params) =>
+      m.reasoning
+        ? {
+            google: {
+              thinkingConfig: {
+                includeThoughts: true,
+                ...(typeof params.thinking_budget === 'number' ? { thinkingBudget: params.thinking_budget } : {}),
+              },
+            },
+          }
+        : undefined,
   });
 }

@@ -11,7 +11,6 @@ import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
 import { BUILTIN_CATALOGUE, DeclaredModel, type ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
-import { modelInfoOf } from '../provider.js';
 
 /** Imported on first use. */
 const sdk = () => import('@ai-sdk/openai-compatible');
@@ -69,8 +68,8 @@ export function createOpenAiCompatibleProvider(opts: OpenAiCompatibleOptions = {
   });
   return {
     ...inner,
-    models: () => {
-      const listed = catalogue.list(OPENAI_COMPATIBLE_PROVIDER).map(modelInfoOf);
+    models: (credentials) => {
+      const listed = inner.models(credentials);
       if (opts.model && !listed.some((m) => m.model === opts.model)) {
         const own = inner.resolveModel(opts.model);
         if (own) listed.push(own);

@@ -45,6 +45,14 @@ export function createOpenAiProvider(opts: {
     model: async (c, model, f) => (c.api === 'chat' ? (await client(c, f)).chat(model) : (await client(c, f)).responses(model)),
     embedding: async (c, model, f) => (await client(c, f)).embedding(model),
     secrets: (c) => [c.api_key],
-    providerOptions: (m) => (m.reasoning ? { openai: { reasoningSummary: 'auto' } } : undefined),
+    providerOptions: (m, params) =>
+      m.reasoning
+        ? {
+            openai: {
+              reasoningSummary: 'auto',
+              ...(typeof params.reasoning_effort === 'string' ? { reasoningEffort: params.reasoning_effort } : {}),
+            },
+          }
+        : undefined,
   });
 }
