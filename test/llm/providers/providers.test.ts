@@ -278,6 +278,66 @@ describe('content filters', () => {
   });
 });
 
+describe('reasoning settings reach the provider’s wire (agent config model_settings → gateway → provider request)', () => {
+  // [provider, a reasoning model of the catalogue, model_parameters, what the provider's request body must hold]
+  const WIRE: [string, string, Record<string, unknown>, (body: Record<string, unknown>) => unknown, unknown][] = [
+    [
+      'anthropic',
+      'claude-3-7-sonnet-20250219',
+      { max_tokens: 4_000, thinking_budget: 2_048 },
+      (b) => b.thinking,
+      { type: 'enabled', budget_tokens: 2_048 },
+    ],
+    ['openai', 'gpt-5', { reasoning_effort: 'high' }, (b) => (b.reasoning as { effort?: string } | undefined)?.effort, 'high'],
+    [
+      'google',
+      'gemini-2.5-flash',
+      { thinking_budget: 1_024 },
+      (b) => (b.generationConfig as { thinkingConfig?: { thinkingBudget?: number } } | undefined)?.thinkingConfig?.thinkingBudget,
+      1_024,
+    ],
+    [
+      'bedrock',
+      'anthropic.claude-sonnet-4-20250514-v1:0',
+      { max_tokens: 4_000, thinking_budget: 2_048 },
+      (b) => (b.additionalModelRequestFields as { thinking?: unknown } | undefined)?.thinking,
+      { type: 'enabled', budget_tokens: 2_048 },
+    ],
+  ];
+  it.each(WIRE)('%s %s', async (provider, model, params, pick, expected) => {
+    const tenant = await createTenant(tdb.db, { limit: 10_000_000n });
+    const fake = fakes.get(provider)!;
+    const before = fake.requests.length;
+    const chunks = await readChunks(
+      await post(
+        api.url,
+        invokeBody(tenant, { provider, model, prompt_messages: [{ role: 'user', content: 'SCN:hello' }], model_parameters: params }),
+      ),
+    );
+    expect(answerOf(chunks)).toBe('Hello there!');
+    const body = JSON.parse(fake.requests[before]!.body) as Record<string, unknown>;
+    expect(pick(body)).toEqual(expected);
+  });
+
+  it('a model that does not reason gets none of it', async () => {
+    const tenant = await createTenant(tdb.db, { limit: 10_000_000n });
+    const fake = fakes.get('anthropic')!;
+    const before = fake.requests.length;
+    await readChunks(
+      await post(
+        api.url,
+        invokeBody(tenant, {
+          provider: 'anthropic',
+          model: 'claude-3-5-haiku-20241022',
+          prompt_messages: [{ role: 'user', content: 'SCN:hello' }],
+          model_parameters: { thinking_budget: 2_048 },
+        }),
+      ),
+    );
+    expect((JSON.parse(fake.requests[before]!.body) as { thinking?: unknown }).thinking).toBeUndefined();
+  });
+});
+
 describe('embeddings through the providers (knowledge datasets)', () => {
   it.each([
     ['openai', 'text-embedding-3-small', /^\/v1\/embeddings$/],
