@@ -7,7 +7,7 @@
 import crypto from 'node:crypto';
 import type { PrismaClient } from '../generated/prisma/client.js';
 
-type Db = Pick<PrismaClient, 'creditPool' | 'creditLedger' | '$transaction'>;
+type Db = Pick<PrismaClient, 'creditPool' | 'creditLedger' | '$transaction' | '$queryRaw'>;
 
 export function billingRequestId(invocationId: string, callIndex: number): string {
   return `${invocationId}:${callIndex}`;
@@ -19,10 +19,13 @@ export type QuotaCheck =
 
 /** Before a system-hosted call: refuse when the pool is exhausted (used >= limit), unless this call was already paid for. */
 export async function checkQuota(db: Db, tenantId: string, billingId: string): Promise<QuotaCheck> {
-  const existing = await db.creditLedger.findUnique({ where: { billing_request_id: billingId }, select: { id: true } });
-  if (existing) return { allowed: true, alreadyBilled: true };
-  const pool = await db.creditPool.findUnique({ where: { tenant_id: tenantId }, select: { quota_limit: true, quota_used: true } });
-  if (pool && pool.quota_used >= pool.quota_limit) return { allowed: false, used: pool.quota_used, limit: pool.quota_limit };
+  // One round trip on every hosted model call (issue 33): the ledger's row for this id and the pool side by side.
+  const [row] = await db.$queryRaw<{ existing: boolean; quota_limit: bigint | null; quota_used: bigint | null }[]>`
+    SELECT EXISTS (SELECT 1 FROM credit_ledger WHERE billing_request_id = ${billingId}) AS existing, p.quota_limit, p.quota_used
+      FROM (SELECT 1) one LEFT JOIN credit_pools p ON p.tenant_id = ${tenantId}::uuid`;
+  if (row?.existing) return { allowed: true, alreadyBilled: true };
+  if (row && row.quota_limit !== null && row.quota_used !== null && BigInt(row.quota_used) >= BigInt(row.quota_limit))
+    return { allowed: false, used: BigInt(row.quota_used), limit: BigInt(row.quota_limit) };
   return { allowed: true, alreadyBilled: false };
 }
 
@@ -52,34 +55,45 @@ export interface LedgerEntry {
  * wrote the row and how many credits it moved.
  */
 export async function recordUsage(db: Db, e: LedgerEntry): Promise<{ recorded: boolean; charged: bigint }> {
-  return db.$transaction(async (tx) => {
-    const pool = e.billable ? await tx.creditPool.findUnique({ where: { tenant_id: e.tenantId }, select: { id: true } }) : null;
-    const credits = e.billable ? e.credits : 0n;
-    const estimated = e.estimated === true;
-    const inserted = await tx.$executeRaw`
+  const credits = e.billable ? e.credits : 0n;
+  const estimated = e.estimated === true;
+  // The common case in one statement (issue 33: one metering write per model call, no interactive transaction): the
+  // ledger row with its pool, and the pool's increment only when the row was inserted (a data-modifying CTE runs once,
+  // in the statement's transaction). A conflict (a replayed call) inserts and increments nothing.
+  const [first] = await db.$queryRaw<{ inserted: number; pool_id: string | null }[]>`
+    WITH pool AS (SELECT id FROM credit_pools WHERE tenant_id = ${e.tenantId}::uuid AND ${e.billable}::boolean),
+    ins AS (
       INSERT INTO credit_ledger
         (id, tenant_id, pool_id, billing_request_id, agent_run_id, provider, model,
          prompt_tokens, completion_tokens, credits, total_price, currency, billable, estimated)
       VALUES
-        (${crypto.randomUUID()}::uuid, ${e.tenantId}::uuid, ${pool?.id ?? null}::uuid, ${e.billingRequestId},
+        (${crypto.randomUUID()}::uuid, ${e.tenantId}::uuid, (SELECT id FROM pool), ${e.billingRequestId},
          ${e.agentRunId}, ${e.provider}, ${e.model}, ${e.promptTokens}, ${e.completionTokens},
          ${credits.toString()}::bigint, ${e.totalPrice}::numeric, ${e.currency}, ${e.billable}, ${estimated})
-      ON CONFLICT (billing_request_id) DO NOTHING`;
-    let charged = inserted === 1 ? credits : 0n;
-    let recorded = inserted === 1;
-    if (inserted === 0 && !estimated) {
-      // The row may hold an estimate of this very call: the exact counts replace it, once.
-      const replaced = await tx.$queryRaw<{ old_credits: bigint }[]>`
-        UPDATE credit_ledger l
-           SET prompt_tokens = ${e.promptTokens}, completion_tokens = ${e.completionTokens},
-               credits = ${credits.toString()}::bigint, total_price = ${e.totalPrice}::numeric, estimated = false
-          FROM (SELECT id, credits AS old_credits FROM credit_ledger WHERE billing_request_id = ${e.billingRequestId} AND estimated FOR UPDATE) o
-         WHERE l.id = o.id
-     RETURNING o.old_credits`;
-      if (replaced[0]) {
-        recorded = true;
-        charged = credits - BigInt(replaced[0].old_credits);
-      }
+      ON CONFLICT (billing_request_id) DO NOTHING
+      RETURNING pool_id, credits),
+    upd AS (
+      UPDATE credit_pools p SET quota_used = p.quota_used + ins.credits, updated_at = now()
+        FROM ins WHERE p.id = ins.pool_id AND ins.credits <> 0
+      RETURNING p.id)
+    SELECT (SELECT count(*) FROM ins)::int AS inserted, (SELECT id::text FROM pool) AS pool_id`;
+  const pool = first?.pool_id ? { id: first.pool_id } : null;
+  if (first?.inserted === 1) return { recorded: true, charged: pool ? credits : 0n };
+  if (estimated) return { recorded: false, charged: 0n };
+  // The row may hold an estimate of this very call (a cut call replayed to its end): the exact counts replace it, once.
+  return db.$transaction(async (tx) => {
+    let charged = 0n;
+    let recorded = false;
+    const replaced = await tx.$queryRaw<{ old_credits: bigint }[]>`
+      UPDATE credit_ledger l
+         SET prompt_tokens = ${e.promptTokens}, completion_tokens = ${e.completionTokens},
+             credits = ${credits.toString()}::bigint, total_price = ${e.totalPrice}::numeric, estimated = false
+        FROM (SELECT id, credits AS old_credits FROM credit_ledger WHERE billing_request_id = ${e.billingRequestId} AND estimated FOR UPDATE) o
+       WHERE l.id = o.id
+   RETURNING o.old_credits`;
+    if (replaced[0]) {
+      recorded = true;
+      charged = credits - BigInt(replaced[0].old_credits);
     }
     if (recorded && pool && charged !== 0n) {
       await tx.creditPool.update({ where: { id: pool.id }, data: { quota_used: { increment: charged } } });

@@ -16,13 +16,15 @@ let failNext = 0;
 
 beforeAll(async () => {
   tdb = await startTestDb();
-  // The real database, except that its transactions (recording usage) fail while `failNext` > 0.
+  // The real database, except that recording usage (its one statement, or a transaction) fails while `failNext` > 0.
+  const records = (prop: string | symbol, args: unknown[]) =>
+    prop === '$transaction' || (prop === '$queryRaw' && (args[0] as readonly string[]).join('?').includes('INSERT INTO credit_ledger'));
   const flaky = new Proxy(tdb.db, {
     get(target, prop) {
       const value = Reflect.get(target, prop) as unknown;
-      if (prop === '$transaction') {
+      if (prop === '$transaction' || prop === '$queryRaw') {
         return (...args: unknown[]) => {
-          if (failNext > 0) {
+          if (failNext > 0 && records(prop, args)) {
             failNext--;
             return Promise.reject(Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' }));
           }
