@@ -48,7 +48,12 @@ let exitCode = 0;
 try {
   log(`stack up: api ${bench.stack.apiUrl}, agent backend ${bench.stack.agentBackendUrl}, data ${path.relative(ROOT, bench.dataDir)}`);
   const progress = progressTo(process.stdout);
+  // BENCH_CPU_PROFILE=<file>: a CPU profile of this process (api, agent backend, the in-process worker's activities, the
+  // load generator) over the measured cells, for Chrome DevTools / speedscope (node --cpu-prof writes none here: the
+  // process exits through process.exit with Temporal's native threads running).
+  const profiler = process.env.BENCH_CPU_PROFILE ? await startProfile() : null;
   const main = await runBench({ stack: bench.stack, log, progress, temporal: cli.temporal }, cli.bench);
+  if (profiler) log(`wrote the CPU profile ${await profiler(path.resolve(process.env.BENCH_CPU_PROFILE!))}`);
   // The knowledge workload (bench/README.md "Knowledge"): c=1 and c=32 (quick: 1 and 4); BENCH_KNOWLEDGE=0 skips it.
   const knowledge =
     process.env.BENCH_KNOWLEDGE === '0'
@@ -88,6 +93,22 @@ try {
   log('stack stopped');
 }
 process.exit(exitCode);
+
+async function startProfile(): Promise<(file: string) => Promise<string>> {
+  const inspector = await import('node:inspector/promises');
+  const session = new inspector.Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 500 });
+  await session.post('Profiler.start');
+  return async (file) => {
+    const { profile } = await session.post('Profiler.stop');
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+    return file;
+  };
+}
 
 /** The commit measured, and whether files outside bench/ differ from it. */
 function codeUnderTest(): { commit: string | null; dirty: boolean | null } {
