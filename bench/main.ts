@@ -49,8 +49,8 @@ try {
   log(`stack up: api ${bench.stack.apiUrl}, agent backend ${bench.stack.agentBackendUrl}, data ${path.relative(ROOT, bench.dataDir)}`);
   const progress = progressTo(process.stdout);
   // BENCH_CPU_PROFILE=<file>: a CPU profile of this process (api, agent backend, the in-process worker's activities, the
-  // load generator) over the measured cells, for Chrome DevTools / speedscope (node --cpu-prof writes none here: the
-  // process exits through process.exit with Temporal's native threads running).
+  // load generator) over the measured cells only, for Chrome DevTools / speedscope (node --cpu-prof also covers the
+  // stack's start-up and the tsx loader, which swamp a short run).
   const profiler = process.env.BENCH_CPU_PROFILE ? await startProfile() : null;
   const main = await runBench({ stack: bench.stack, log, progress, temporal: cli.temporal }, cli.bench);
   if (profiler) log(`wrote the CPU profile ${await profiler(path.resolve(process.env.BENCH_CPU_PROFILE!))}`);
