@@ -33,6 +33,7 @@ const REQUESTS = {
   StopRequest: S.StopRequest,
   RenameConversationRequest: S.RenameConversationRequest,
   DeleteConversationRequest: S.DeleteConversationRequest,
+  ForkConversationRequest: S.ForkConversationRequest,
   FeedbackRequest: S.FeedbackRequest,
   FileUploadForm: S.FileUploadForm,
   HumanInputSubmitRequest: S.HumanInputSubmitRequest,
@@ -165,7 +166,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         operationId: 'getConversationMessages',
         tags: ['conversations'],
         summary:
-          'Message history of a conversation, oldest first, with agent_thoughts, message_files and feedback. Paginate backwards with first_id.',
+          'Message history of a conversation, oldest first, with agent_thoughts, message_files and feedback: the thread of the branch ending at the newest message (or, extension, through `branch_id`), with parent_message_id and sibling_ids. Paginate backwards with first_id.',
         parameters: queryParams(S.MessagesQuery),
         responses: { '200': ok('A page of messages.', 'MessageListResponse'), ...errors() },
       },
@@ -197,6 +198,17 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         parameters: [conversationId],
         requestBody: { required: true, content: json(ref('RenameConversationRequest')) },
         responses: { '200': ok('The renamed conversation.', 'ConversationResponse'), ...errors() },
+      },
+    },
+    '/v1/conversations/{conversation_id}/fork': {
+      post: {
+        operationId: 'forkConversation',
+        tags: ['conversations'],
+        summary:
+          'Extension: a new conversation forked at `message_id`: a copy of the thread up to it, its own binding holding the session after it, and a copy of the workspace.',
+        parameters: [conversationId],
+        requestBody: { required: true, content: json(ref('ForkConversationRequest')) },
+        responses: { '201': ok('The new conversation.', 'ConversationResponse'), ...errors() },
       },
     },
     '/v1/conversations/{conversation_id}': {
