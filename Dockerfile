@@ -1,6 +1,6 @@
 # One image for every role: the api (default command), the worker, the agent backend, the migrate and provision
 # jobs — docker-compose.yml picks the role with the command. Production runs compiled JavaScript (npm run build:
-# tsc + the prebuilt workflow bundle) as the non-root `node` user; README "Deploying".
+# tsc + the prebuilt workflow bundle) as the non-root `node` user; docs/deploying.md.
 ARG NODE_IMAGE=node:22-bookworm-slim
 
 # --- shellctl: the Landlock helper the agent's shell commands run under (Go, sandbox/) -------------------------

@@ -94,7 +94,7 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   const sandbox = new Sandbox(config, logger.child({ component: 'sandbox' }));
   const modelCaller =
     deps.llm ?? createInnerLlmCaller({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch, logger });
-  // Provider tools (API, MCP) are called by the api, which holds their credentials (README "Tools").
+  // Provider tools (API, MCP) are called by the api, which holds their credentials (docs/tools.md).
   const toolResolver =
     deps.toolResolver ??
     createInnerToolResolver({

@@ -90,7 +90,7 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.use(requestLog(deps.logger));
 
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
-  // Prometheus (README "Observability"); the turn-state gauges read PostgreSQL when scraped.
+  // Prometheus (docs/operations.md "Observability"); the turn-state gauges read PostgreSQL when scraped.
   if (metricsEnabled()) registerTurnStateGauges(deps.db);
   app.get('/metrics', metricsRoute('api'));
 
@@ -135,9 +135,9 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.use('/console/api', webhookRoutes(deps));
   // Its own path and auth (api/console-auth.ts): the console router's middleware never runs for it.
   app.use('/console/api/tool-providers', toolProviderRoutes(deps));
-  // Model providers and the workspace's credentials for them (README "Models"): its own path and auth.
+  // Model providers and the workspace's credentials for them (docs/models.md): its own path and auth.
   app.use('/console/api/model-providers', modelProviderRoutes(deps));
-  // /console/api/datasets… (README "Knowledge"): its own auth (api/console-auth.ts); other paths pass through.
+  // /console/api/datasets… (docs/knowledge.md): its own auth (api/console-auth.ts); other paths pass through.
   app.use('/console/api', knowledgeRoutes({ ...deps, embed: deps.embed ?? createEmbedder(createDefaultProviders(deps.config)) }));
   // GET /console/api/apps/{app_id}/agent/logs (issue 18): its own auth (api/console-auth.ts); other paths pass through.
   app.use('/console/api', agentLogRoutes(deps));

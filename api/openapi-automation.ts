@@ -146,7 +146,7 @@ export function automationPaths(errors: (...statuses: number[]) => Record<string
       }),
       post: op(
         'createAppWebhook',
-        'A webhook for turn outcomes and schedule results; the response carries its signing secret this once (docs/PROTOCOL.md "Webhooks").',
+        'A webhook for turn outcomes and schedule results; the response carries its signing secret this once (docs/PROTOCOL.md "Scheduled turns and webhooks").',
         [appId],
         { '201': ok('The webhook and its secret.', 'CreatedWebhookResponse') },
         { requestBody: { required: true, content: json(ref('CreateWebhookRequest')) } },

@@ -1,6 +1,6 @@
 /**
  * The console's knowledge routes in the OpenAPI document (api/openapi.ts merges them): datasets, documents and the
- * hit test, under the console key (README "Knowledge"; routes in api/routes/knowledge.ts).
+ * hit test, under the console key (docs/knowledge.md; routes in api/routes/knowledge.ts).
  */
 import { z } from 'zod';
 import { RetrievedChunk } from '../core/protocol/knowledge.js';
@@ -172,7 +172,7 @@ export function knowledgePaths(errors: (...statuses: number[]) => Record<string,
       post: op(
         {
           operationId: 'hitTestDataset',
-          summary: 'Hit test: what retrieval returns for a query (the same scoring a turn uses, README "Knowledge").',
+          summary: 'Hit test: what retrieval returns for a query (the same scoring a turn uses, docs/knowledge.md).',
           requestBody: { required: true, content: json(ref('HitTestRequest')) },
           responses: { ...ok('Chunks, best first.', 'HitTestResponse'), ...errors() },
         },

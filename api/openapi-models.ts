@@ -1,6 +1,6 @@
 /**
  * The console's model-provider routes in the OpenAPI document (api/openapi.ts merges them): the providers and their
- * catalogue models, the workspace's own credentials per provider (README "Models"; routes in
+ * catalogue models, the workspace's own credentials per provider (docs/models.md; routes in
  * api/routes/model-providers.ts).
  */
 import { z } from 'zod';

@@ -1,6 +1,6 @@
 /**
  * The console's tool-provider routes in the OpenAPI document (api/openapi.ts merges them): API tools from an OpenAPI 3
- * document and MCP servers, under the console key (README "Tools"; routes in api/routes/tool-providers.ts).
+ * document and MCP servers, under the console key (docs/tools.md; routes in api/routes/tool-providers.ts).
  */
 import { z } from 'zod';
 import { PAGE_PARAMETERS, pageSchema } from './pagination.js';

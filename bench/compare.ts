@@ -2,7 +2,7 @@
  * `npm run bench:compare -- a.json b.json …` — the figures that judge a change, one line per result file and workload,
  * every ratio taken inside its own run: first token extra over the floor at the lowest concurrency, turns/s durable
  * over direct, CPU per turn durable minus direct (all processes) and statements / write transactions per durable turn
- * at the highest. Made for an interleaved A/B on a machine whose speed drifts (bench/README.md "Findings now"):
+ * at the highest. Made for an interleaved A/B on a machine whose speed drifts (docs/decisions/0010-interleaved-ab-comparisons.md):
  * run two checkouts alternately with the same options, then compare the files.
  */
 import fs from 'node:fs';

@@ -43,7 +43,7 @@ const HELP = `admin <command> [options]   (DATABASE_URL; ENCRYPTION_KEY for cred
                                                           store or rotate provider credentials (encrypted); with
                                                           --validate a real one-word call checks them first
   providers                                               the model providers, which ones this deployment hosts
-                                                          (billed through credit pools: README "Models")
+                                                          (billed through credit pools: docs/models.md)
   credit-pool  --tenant T --limit CREDITS                 set the tenant's credit pool limit
   provision    --file spec.json [--key-dir DIR]           all of the above from one file (docs/operations.md)
   secrets      --dir DIR                                  docker-compose.yml's secret files, random, where missing

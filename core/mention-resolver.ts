@@ -88,7 +88,7 @@ export function resolvePromptMentions(soul: AgentSoulConfig, values: MentionValu
   return expandPromptMentions(soul.prompt.system_prompt, compositionResolver(soul, values));
 }
 
-/** One issue per distinct unknown mention (at save: docs/PROTOCOL.md "invalid_agent_config"). */
+/** One issue per distinct unknown mention (at save: docs/PROTOCOL.md "Error codes": invalid_agent_config). */
 export function mentionIssues(soul: AgentSoulConfig): SoulIssue[] {
   const tools = new Set(offeredToolNames(soul));
   const issues: SoulIssue[] = [];

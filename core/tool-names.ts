@@ -1,5 +1,5 @@
 /**
- * One naming scheme for every tool the model sees (issue 14 §5, README "Tools"):
+ * One naming scheme for every tool the model sees (issue 14 §5, docs/tools.md):
  *
  * - Builtin tools keep bare names: the core tools, `knowledge_search`, `shell`, `ask_human`. They are reserved.
  * - Tools of a registered provider (API tools from an OpenAPI document, MCP tools) are offered as

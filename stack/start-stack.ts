@@ -130,7 +130,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     config = { ...config, DATABASE_URL: databaseUrl };
     const db = createDb(databaseUrl, { max: 20 });
     stops.push(() => db.$disconnect());
-    // With a system-hosted provider configured (OPENAI_API_KEY, ANTHROPIC_API_KEY, …, README "Models"), the demo agent is
+    // With a system-hosted provider configured (OPENAI_API_KEY, ANTHROPIC_API_KEY, …, docs/models.md), the demo agent is
     // created on its model instead of the demo one.
     const realModel = demoAgentModel(config);
     const demoSoul = demoSoulConfig(realModel);

@@ -1,5 +1,5 @@
 // The studio's API keys screen (issue 34 item 2): the open app's keys by prefix, a new key shown once, and revoke
-// (the key's next /v1 request is a 401) — README "rotation: revoke the old one in the console".
+// (the key's next /v1 request is a 401) — docs/operations.md "Secrets rotation".
 
 import { button, console$, currentAppId, el, field, input, register, say, when } from './studio-common.js';
 

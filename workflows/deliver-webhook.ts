@@ -1,5 +1,5 @@
 /**
- * deliverWebhook: one webhook delivery (docs/PROTOCOL.md "Webhooks"). Each attempt is one activity execution, so
+ * deliverWebhook: one webhook delivery (docs/PROTOCOL.md "Scheduled turns and webhooks"). Each attempt is one activity execution, so
  * Temporal owns the backoff (doubling from WEBHOOK_RETRY_INITIAL_MS up to WEBHOOK_RETRY_MAX_INTERVAL_MS, for
  * WEBHOOK_RETRY_FOR_MS) and a worker restart loses no delivery; the payload stays in PostgreSQL, history holds an id.
  */

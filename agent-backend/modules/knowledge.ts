@@ -1,5 +1,5 @@
 /**
- * The `knowledge` module (docs/seeds/004, README "Knowledge"): before the first model request it retrieves passages
+ * The `knowledge` module (docs/seeds/004, docs/knowledge.md): before the first model request it retrieves passages
  * for the user's query and appends them to the user message with source labels — never to the system prompt —
  * and, with `search_tool`, offers `knowledge_search` so the model can search again. Retrieval is the api's
  * (POST /inner/api/knowledge/retrieve), scoped by the run's signed execution context.

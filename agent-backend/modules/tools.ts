@@ -135,7 +135,7 @@ const PluginToolConfig = z
 const PluginToolsConfig = z
   .object({
     tools: z.array(PluginToolConfig).max(128).default([]),
-    /** The execution_context layer whose signed context scopes the calls (the api checks it, README "Tools"). */
+    /** The execution_context layer whose signed context scopes the calls (the api checks it, docs/tools.md). */
     execution_context: z.string().min(1).optional(),
   })
   .strict();

@@ -1,7 +1,7 @@
 /**
  * The backend's operator endpoints besides the cheap `/healthz`: `GET /readyz` (its run store in PostgreSQL and
  * the api's inner endpoint it calls for every model request are reachable; 503 otherwise) and `GET /metrics`
- * (Prometheus; README "Observability"). Unauthenticated like /healthz: they carry no tenant data. /readyz also reports the
+ * (Prometheus; docs/operations.md "Observability"). Unauthenticated like /healthz: they carry no tenant data. /readyz also reports the
  * agent shell's isolation in force (`isolation`: Landlock ABI, namespaces, seccomp, limits mechanism, uid switch).
  */
 import { Router } from 'express';

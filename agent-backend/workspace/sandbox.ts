@@ -91,10 +91,10 @@ export class Sandbox {
     this.isolation = config.SHELL_ISOLATION === 'on';
     const weak = sandboxWeakSecrets(config);
     this.unavailableReason = !this.token
-      ? 'the runtime and shell modules need a deployment auth token for shellctl: set SHELLCTL_AUTH_TOKEN (README "Agent workspace")'
+      ? 'the runtime and shell modules need a deployment auth token for shellctl: set SHELLCTL_AUTH_TOKEN (docs/workspace.md)'
       : weak.length
         ? `the runtime and shell modules are refused while ${weak.join(' and ')} ${weak.length > 1 ? 'hold their' : 'holds its'} public development default: ` +
-          'set your own (npm start generates them into DATA_DIR/secrets.json; README "Agent workspace")'
+          'set your own (npm start generates them into DATA_DIR/secrets.json; docs/workspace.md)'
         : null;
   }
 
@@ -121,7 +121,7 @@ export class Sandbox {
     if (!this.isolation || !this.probe) return null;
     const missing = missingIsolation(this.probe);
     return missing.length
-      ? `this host lacks ${missing.join(' and ')}, needed to isolate commands from other tenants (SHELL_ISOLATION=on; README "Agent workspace")`
+      ? `this host lacks ${missing.join(' and ')}, needed to isolate commands from other tenants (SHELL_ISOLATION=on; docs/workspace.md)`
       : null;
   }
 

@@ -1,7 +1,7 @@
 /**
  * The studio's app administration (issue 34 item 2), under /console/api with its own console-key auth: an app's API
  * keys — listed by prefix (the key itself is shown once, at creation, and only its SHA-256 is stored), created,
- * revoked (the next /v1 call with it is a 401 on this replica, within the auth cache's 5 s on others; README "rotation: revoke the old one in the console") — and version
+ * revoked (the next /v1 call with it is a 401 on this replica, within the auth cache's 5 s on others; docs/operations.md "Secrets rotation") — and version
  * restore: a past published version published again as a new version (what service turns then run on), or loaded
  * into the shared draft to edit. Either way the version's config is validated again first (a dataset or tool
  * provider deleted since is a 400 invalid_agent_config, like a save). Another tenant's app reads as missing (404).

@@ -69,7 +69,7 @@ export function consoleRoutes(
   r.use(consoleAuth(db));
   // Bodies are read only once the console key is known: 1 MB, JSON_MAX_DEPTH deep, no NUL anywhere.
   r.use(jsonBody({ limit: '1mb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true }));
-  // Per console key and account (README "Security"): request rate, open debugger streams, debugger turns in progress.
+  // Per console key and account (docs/security.md): request rate, open debugger streams, debugger turns in progress.
   r.use(createRateLimits(deps).consoleMiddleware);
 
   /** The app and its agent, in the caller's tenant only (404 otherwise). */

@@ -1,5 +1,5 @@
 /**
- * POST /inner/api/knowledge/retrieve (docs/PROTOCOL.md §3, README "Knowledge"): the agent backend's `knowledge`
+ * POST /inner/api/knowledge/retrieve (docs/PROTOCOL.md §3, docs/knowledge.md): the agent backend's `knowledge`
  * module retrieves chunks for a run. Scope comes only from the signed execution context in the body: its tenant's
  * datasets, and only those the turn's own run request names in its `knowledge` layer. Every retrieval served is
  * recorded in the message's metadata (`retriever_resources`, no chunk text), which is how a message keeps the chunks

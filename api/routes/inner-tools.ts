@@ -1,6 +1,6 @@
 /**
  * POST /inner/api/tools/invoke (docs/PROTOCOL.md §3): the agent backend's `tools` layer calls a provider tool through
- * the api, so tool credentials never leave the api (README "Security"). The run's signed execution context scopes the
+ * the api, so tool credentials never leave the api (docs/security.md). The run's signed execution context scopes the
  * call: the provider must be the context's tenant's and the tool must be in the composition the api built for that
  * run (the agent config version the turn resolved). The answer is always an observation: `{result, is_error}`.
  */

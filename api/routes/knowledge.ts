@@ -1,5 +1,5 @@
 /**
- * Console knowledge API (`/console/api/datasets…`, README "Knowledge"): datasets of the caller's tenant, their
+ * Console knowledge API (`/console/api/datasets…`, docs/knowledge.md): datasets of the caller's tenant, their
  * documents (multipart `file` or JSON `{name, text}`; text, Markdown, HTML, PDF) and a hit test. Indexing is a job
  * (core/knowledge/indexer.ts, issue 28): the upload writes the document and waits at most KNOWLEDGE_INDEX_WAIT_MS for
  * it — 201 indexed, or the refusal (400/413/422/502) with nothing kept — else answers 202 with the document still

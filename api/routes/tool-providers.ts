@@ -1,5 +1,5 @@
 /**
- * Console API for tool providers (`/console/api/tool-providers`, README "Tools"): add an API tool provider from an
+ * Console API for tool providers (`/console/api/tool-providers`, docs/tools.md): add an API tool provider from an
  * OpenAPI 3 document (JSON or YAML) with its auth, or an MCP server (its tools are listed when it is added and on
  * refresh); list and read them (secrets masked), replace their credentials, delete them (refused while an agent's
  * draft or published config uses them). Server URLs pass the SSRF guard (TOOL_ALLOW_PRIVATE_NETWORK opens it).

@@ -2,7 +2,7 @@
  * Webhooks (issue 35 item 4), under /console/api with the console key: an app's webhooks — a URL and the events it
  * wants, with a signing secret shown once at creation and stored encrypted (core/webhooks/secret.ts) — and each
  * webhook's delivery log (status, attempts, last error, response code) with a redeliver action. Payload and signature:
- * docs/PROTOCOL.md "Webhooks".
+ * docs/PROTOCOL.md "Scheduled turns and webhooks".
  */
 import type { Client } from '@temporalio/client';
 import { Router, type Request, type RequestHandler, type Response } from 'express';

@@ -1,5 +1,5 @@
 /**
- * Chunking with overlap (README "Knowledge"): windows of at most CHUNK_MAX_CHARS characters, cut at the last
+ * Chunking with overlap (docs/knowledge.md): windows of at most CHUNK_MAX_CHARS characters, cut at the last
  * paragraph break in the window's second half, else a line or sentence end, else a space; the next window starts
  * CHUNK_OVERLAP_CHARS before the cut (moved to a word start), so a fact split by a cut is whole in one of the two.
  */

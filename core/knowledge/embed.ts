@@ -1,7 +1,7 @@
 /**
  * Embeddings through the model provider layer (core/llm/provider.ts `embed`), computed by the api itself: at upload
  * for every chunk of a dataset that names an embedding model, and for the query at retrieval. System-hosted calls
- * only (the deployment's credentials); they are not metered (README "Knowledge").
+ * only (the deployment's credentials); they are not metered (docs/knowledge.md).
  */
 import type { ProviderRegistry } from '../llm/provider.js';
 import { KnowledgeError } from './errors.js';

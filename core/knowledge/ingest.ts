@@ -1,5 +1,5 @@
 /**
- * Accepting a document into a dataset (README "Knowledge"): checks its size, kind and the tenant's quotas, then writes
+ * Accepting a document into a dataset (docs/knowledge.md): checks its size, kind and the tenant's quotas, then writes
  * the document row (`status` waiting) and its bytes in one transaction; an indexing job (core/knowledge/indexer.ts)
  * extracts the text off the event loop, chunks it, embeds the chunks when the dataset names an embedding model, and
  * writes the chunks in one transaction. Idempotent: the same content in the same dataset is one document (unique

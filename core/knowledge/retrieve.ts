@@ -1,5 +1,5 @@
 /**
- * Retrieval over a tenant's datasets (README "Knowledge"): PostgreSQL full text, pg_trgm and — where a dataset has
+ * Retrieval over a tenant's datasets (docs/knowledge.md): PostgreSQL full text, pg_trgm and — where a dataset has
  * an embedding model — vector similarity, combined into one 0–1 score:
  *
  *   keyword = coverage × r / (r + 0.1)   r = ts_rank_cd of the chunk for the query's words OR-ed (stemmed with the

@@ -17,7 +17,7 @@ export const INVOKE_ERROR_CODES: Record<InvokeErrorKind, number> = {
 };
 
 /**
- * What a user can act on (README "Models"), carried beside the Dify kind as the error chunk's `data.code`:
+ * What a user can act on (docs/models.md), carried beside the Dify kind as the error chunk's `data.code`:
  * fix the credentials, wait, shorten the conversation, rephrase.
  */
 export type InvokeErrorReason = 'provider_auth_failed' | 'provider_rate_limited' | 'context_window_exceeded' | 'content_filtered';

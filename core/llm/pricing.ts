@@ -1,6 +1,6 @@
 /**
  * The arithmetic that turns token counts into the `Usage` prices of run.ts. Prices come from the model
- * catalogue (catalogue/*.json, README "Models") as decimal strings (Dify's convention): price = tokens ×
+ * catalogue (catalogue/*.json, docs/models.md) as decimal strings (Dify's convention): price = tokens ×
  * unit_price × price_unit, with unit_price quoted per 1M tokens (price_unit 0.000001). Prompt tokens read from
  * the provider's cache cost `cached_input` instead of `input`. Credits are integer micro-units of the
  * currency, rounded up so any billed call costs at least one credit. All math is BigInt: no floats.

@@ -1,5 +1,5 @@
 /**
- * The project's Prometheus metrics (README "Observability"), one registry per component so that each process
+ * The project's Prometheus metrics (docs/operations.md "Observability"), one registry per component so that each process
  * exposes what it does on its own `/metrics` — also when `npm start` runs the api, the worker and the agent
  * backend in one process. Labels are bounded sets only (outcomes, error codes, providers and models of the
  * deployment's registry): never a tenant, app, user, conversation, message or run id.

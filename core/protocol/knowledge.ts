@@ -1,5 +1,5 @@
 /**
- * Knowledge retrieval (docs/PROTOCOL.md §3, README "Knowledge"): `POST /inner/api/knowledge/retrieve`, called by the
+ * Knowledge retrieval (docs/PROTOCOL.md §3, docs/knowledge.md): `POST /inner/api/knowledge/retrieve`, called by the
  * agent backend's `knowledge` module with the run's signed execution context. One schema for both sides.
  */
 import { z } from 'zod';
@@ -18,7 +18,7 @@ export const RetrieveRequest = z
   .strict();
 export type RetrieveRequest = z.input<typeof RetrieveRequest>;
 
-/** One retrieved chunk with its source label. `score` is the combined 0–1 score of README "Knowledge". */
+/** One retrieved chunk with its source label. `score` is the combined 0–1 score of docs/knowledge.md. */
 export const RetrievedChunk = z.object({
   chunk_id: z.uuid(),
   dataset_id: z.uuid(),

@@ -1,5 +1,5 @@
 /**
- * One call of a provider tool, made by the api (README "Tools"): an API tool becomes one HTTP request built from its
+ * One call of a provider tool, made by the api (docs/tools.md): an API tool becomes one HTTP request built from its
  * OpenAPI operation, an MCP tool one `tools/call`. Both go through the guarded fetch (SSRF check in the connection's
  * lookup), under TOOL_TIMEOUT_MS, and keep at most TOOL_MAX_RESPONSE_BYTES of the answer (cut with a marker).
  * Whatever goes wrong — bad arguments, a refused address, a timeout, a non-2xx answer — is an observation the model

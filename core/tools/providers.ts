@@ -1,5 +1,5 @@
 /**
- * Tool providers of a tenant (table tool_providers, README "Tools"): their auth settings, the secrets (AES-256-GCM
+ * Tool providers of a tenant (table tool_providers, docs/tools.md): their auth settings, the secrets (AES-256-GCM
  * with ENCRYPTION_KEY, as model provider credentials: core/llm/credentials.ts) and the cached tool list. Decrypted
  * secrets stay in the api process: never logged, never returned (views mask them), never sent to the agent backend.
  */

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry tracing (README "Observability"): one trace per turn, api → workflow → activities → agent backend →
+ * OpenTelemetry tracing (docs/operations.md "Observability"): one trace per turn, api → workflow → activities → agent backend →
  * inner LLM call. Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (or a test hands in its own exporter): then
  * nothing is installed, no interceptor runs, and the helpers below return at their first line.
  *

@@ -1,5 +1,5 @@
 /**
- * Webhook signatures (docs/PROTOCOL.md "Webhooks"): `Dify-Signature: t=<unix seconds>,v1=<hex>` where v1 is
+ * Webhook signatures (docs/PROTOCOL.md "Scheduled turns and webhooks"): `Dify-Signature: t=<unix seconds>,v1=<hex>` where v1 is
  * HMAC-SHA256 over `<t>.<body>` with the webhook's secret — Stripe's scheme, so receivers know it, and the timestamp
  * inside the MAC lets them refuse replays older than a tolerance they choose.
  */

@@ -14,7 +14,7 @@ export interface FaultContext {
   stack: FaultStack;
   /** Keeps a client stream for the audit's "stream == stored log". */
   track: (s: TurnStream) => TurnStream;
-  /** Prints a measured recovery time (it goes into README's failure-modes table). */
+  /** Prints a measured recovery time (it goes into docs/failure-modes.md's table). */
   recovery: (what: string, ms: number) => void;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The faults suite's summary (vitest globalSetup of vitest.faults.config.ts): every `[recovery]` a test measured
  * (fixture.ts `recovery`) is appended to one file, and after the last file the suite prints them, one line each:
- * `faults: backend SIGKILL → turn failed in 4.2 s`. README "Failure modes" is written from these lines.
+ * `faults: backend SIGKILL → turn failed in 4.2 s`. docs/failure-modes.md is written from these lines.
  */
 import fs from 'node:fs';
 import path from 'node:path';

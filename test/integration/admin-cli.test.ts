@@ -55,7 +55,7 @@ describe('admin CLI', () => {
 
   let tenantId: string;
 
-  it('providers: which model providers this deployment hosts (README "Models")', () => {
+  it('providers: which model providers this deployment hosts (docs/models.md)', () => {
     const r = admin(['providers'], { ANTHROPIC_API_KEY: 'sk-ant-test-0123456789' });
     expect(r.status).toBe(0);
     const by = Object.fromEntries(

@@ -18,7 +18,7 @@ let pgPort: number;
 let pg: EmbeddedPg | null = null;
 let stack: Stack;
 
-/** Progress on stderr, with how long recovery took (a figure for the README, not an assertion). */
+/** Progress on stderr, with how long recovery took (a figure for docs/failure-modes.md, not an assertion). */
 const note = (what: string) => process.stderr.write(`[pg-outage] ${what}\n`);
 const startPg = () => startEmbeddedPg({ dir: path.join(dataDir, 'pg'), port: pgPort, durable: false });
 

@@ -105,7 +105,7 @@ describe('scheduled turns', () => {
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await turnsOf(s.id)).toHaveLength(0);
 
-    // Schedule results are webhook events too (docs/PROTOCOL.md "Webhooks").
+    // Schedule results are webhook events too (docs/PROTOCOL.md "Scheduled turns and webhooks").
     const hook = await api('/webhooks', {
       method: 'POST',
       body: { url: 'https://hooks.example.invalid/dify', events: ['schedule.run_completed'] },

@@ -1,5 +1,5 @@
 /**
- * Operators find failed turns with one visibility query (issue 34 item 5, docs/operations.md "Find failed turns"):
+ * Operators find failed turns with one visibility query (issue 34 item 5, docs/operations.md "What to watch"):
  * a failed turn's workflow completes (its result says failed), so `ExecutionStatus = 'Failed'` finds nothing; the
  * TurnStatus and ErrorCode search attributes carry the outcome. Runs the documented queries against the suite's
  * Temporal dev server (registered with every attribute of workflows/search-attributes.ts).

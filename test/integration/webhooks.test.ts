@@ -36,7 +36,7 @@ async function receiver(statuses: number[]) {
   return { url, received, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
-/** The receiver's check exactly as docs/PROTOCOL.md "Webhooks" shows it. */
+/** The receiver's check exactly as docs/PROTOCOL.md "Scheduled turns and webhooks" shows it. */
 function verify(secret: string, body: string, header: string, toleranceS = 300): boolean {
   const fields = Object.fromEntries(header.split(',').map((kv) => kv.split('=') as [string, string]));
   const t = Number(fields.t);

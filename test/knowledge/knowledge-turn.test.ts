@@ -1,5 +1,5 @@
 /**
- * Knowledge over the real stack (README "Knowledge", seed 004 "knowledge eager results stay in the user role"):
+ * Knowledge over the real stack (docs/knowledge.md, seed 004 "knowledge eager results stay in the user role"):
  * a document uploaded through the console API, knowledge enabled through the console (save-time validation runs),
  * a turn whose answer carries a fact only that document holds; the passages reach the model in the USER message
  * (asserted on what an OpenAI-compatible provider behind the inner LLM endpoint received), not in the system prompt;

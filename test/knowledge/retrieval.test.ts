@@ -1,5 +1,5 @@
 /**
- * Retrieval on real PostgreSQL (README "Knowledge"): full text ranks the chunk that answers first, pg_trgm finds a
+ * Retrieval on real PostgreSQL (docs/knowledge.md): full text ranks the chunk that answers first, pg_trgm finds a
  * misspelt word, the demo embeddings add the vector half of the hybrid score, thresholds and top_k hold, and
  * datasets of another tenant are never searched. Indexing is idempotent and deleting a document removes its chunks.
  */
@@ -100,7 +100,7 @@ describe('knowledge retrieval', () => {
     const [h] = await retrieveChunks({ db, embed }, { tenantId, datasetIds: [hybrid.id], query, topK: 1, scoreThreshold: 0 });
     expect(p?.document_name).toBe('canteen.txt');
     expect(h?.document_name).toBe('canteen.txt');
-    // Same lexical part; the hybrid score is its mean with the cosine of the demo embeddings (README "Knowledge").
+    // Same lexical part; the hybrid score is its mean with the cosine of the demo embeddings (docs/knowledge.md).
     const cosine = demoEmbedding(query).reduce((sum, x, i) => sum + x * demoEmbedding(h!.content)[i]!, 0);
     expect(h!.score).toBeCloseTo((p!.score + Math.max(0, cosine)) / 2, 3);
     expect(h!.score).not.toBeCloseTo(p!.score, 3);

@@ -26,7 +26,7 @@ export async function startTestStack(
       AGENT_BACKEND_PORT: 0,
       DEMO_MODEL_TOKEN_DELAY_MS: 1,
       LOG_LEVEL: (process.env.TEST_LOG_LEVEL as Env['LOG_LEVEL']) ?? 'silent',
-      // Per-key/per-user limits (README "Security") out of the way: many turns and streams run as one user here;
+      // Per-key/per-user limits (docs/security.md) out of the way: many turns and streams run as one user here;
       // test/security/l6-rate-limits.test.ts sets its own.
       RATE_LIMIT_KEY_PER_MINUTE: 1_000_000,
       RATE_LIMIT_USER_PER_MINUTE: 1_000_000,

@@ -1,4 +1,4 @@
-/** Webhook signatures (core/webhooks/signature.ts, docs/PROTOCOL.md "Webhooks"): HMAC-SHA256 over `<t>.<body>`. */
+/** Webhook signatures (core/webhooks/signature.ts, docs/PROTOCOL.md "Scheduled turns and webhooks"): HMAC-SHA256 over `<t>.<body>`. */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newWebhookSecret, signatureHeader, verifySignature } from '../../core/webhooks/signature.js';

@@ -155,7 +155,7 @@ describe('runtime and shell on the agent backend', () => {
     expect(r.result).toEqual({
       error: 'shell_unavailable',
       message:
-        'the shell refused to run the command: this host lacks Landlock (the kernel offers none), needed to isolate commands from other tenants (SHELL_ISOLATION=on; README "Agent workspace")',
+        'the shell refused to run the command: this host lacks Landlock (the kernel offers none), needed to isolate commands from other tenants (SHELL_ISOLATION=on; docs/workspace.md)',
     });
     expect(fs.existsSync(path.join(dir, 'ran'))).toBe(false);
   });

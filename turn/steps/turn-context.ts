@@ -1,6 +1,6 @@
 /**
  * What the steps before the agent run read, loaded once per preparation in two rounds of parallel reads (each
- * Prisma query is a round trip; bench/README.md "Optimisation log"): the message (with its conversation and
+ * Prisma query is a round trip; docs/decisions/0009-preparation-in-eight-statements.md): the message (with its conversation and
  * files) and its run row, then what they point at — the agent, the app and, for a published conversation that
  * has one, its binding with the binding's workspace (resolve-config.ts and binding.ts use it, neither reads it
  * again).

@@ -1,5 +1,5 @@
 /**
- * The model catalogue: what each model can do and what it costs, as data (README "Models"). The JSON files
+ * The model catalogue: what each model can do and what it costs, as data (docs/models.md). The JSON files
  * beside this one are generated from models.dev (`npm run models:refresh`, scripts/models-refresh.ts) except
  * ollama.json, demo.json and openai-compatible.json, which are kept by hand. A deployment adds or corrects
  * entries with MODEL_CATALOGUE_OVERRIDES (JSON text, or `@/path/to/file.json`): a list of

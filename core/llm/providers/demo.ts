@@ -39,7 +39,7 @@ export const DEMO_TRIGGERS = [
   { trigger: '/echo <text>', effect: 'answers <text> verbatim (every line after the trigger: Markdown, HTML, anything)' },
   {
     trigger: '/kb <question>',
-    effect: 'answers with the knowledge passages the user message carries (README "Knowledge"), each with its source label',
+    effect: 'answers with the knowledge passages the user message carries (docs/knowledge.md), each with its source label',
   },
 ] as const;
 

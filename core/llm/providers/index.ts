@@ -1,5 +1,5 @@
 /**
- * The providers a deployment offers (README "Models"). Adding a provider = one file in this folder (an AI SDK
+ * The providers a deployment offers (docs/models.md). Adding a provider = one file in this folder (an AI SDK
  * package through ../ai-sdk/adapter.ts) + one line here + its models in ../catalogue/. A provider is
  * system-hosted (billed through the credit pool) when its variables below are set; any provider can also be
  * used with a tenant's own credentials (console /model-providers, unbilled).
