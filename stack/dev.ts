@@ -17,6 +17,7 @@ import { createLogger } from '../core/logger.js';
 import { releaseSignalHooks } from '../core/embedded-pg.js';
 import { installProcessGuard } from '../core/process-guard.js';
 import { startStack, type Stack } from './start-stack.js';
+import { pageLinks } from './links.js';
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const STACK_CHILD = 'DIFY_AGENT_STACK_CHILD';
@@ -112,9 +113,10 @@ async function runStack(): Promise<void> {
   const curl = `curl -N ${stack.apiUrl}/v1/chat-messages \\
   -H 'Authorization: Bearer ${key}' -H 'Content-Type: application/json' \\
   -d '{"inputs": {}, "query": "Hello! My name is Ada.", "user": "demo-user", "response_mode": "streaming"}'`;
+  const links = pageLinks(stack);
   console.log(`
-  chat in the browser  ${stack.apiUrl}/chat/#key=${key}
-  studio         ${stack.apiUrl}/studio/#key=${stack.demo?.consoleKey ?? ''}   (edit, publish, debug and inspect the agent)
+  chat in the browser  ${links.chat}
+  studio         ${links.studio}   (create agents; edit, publish, debug and inspect them; schedules, webhooks, logs)
   api            ${stack.apiUrl}
   app api key    ${key}
   console key    ${stack.demo?.consoleKey ?? '-'}   (console API: drafts, publish, debugger turns)

@@ -283,6 +283,8 @@ function showForm(box, form) {
     const next = addMessage('agent', '');
     await runTurn(next, async (signal) => {
       const cont = await api.post(`/v1/form/human_input/${form.form_token}`, { inputs, action, user: state.user }, { signal });
+      // The question's card says so at once (as the history does after a reload).
+      markAnswered(box);
       return api.request(eventsUrl(cont.task_id), { signal });
     });
   });
