@@ -13,7 +13,7 @@ import { createAgentApp } from '../../core/seed.js';
 import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startFakeProvider, USAGE, type FakeProvider } from '../llm/providers/fake-providers.js';
-import { chat } from '../support/sse.js';
+import { chat, FrameReader, postChat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 
 const HOSTED_KEY = 'sk-ant-hosted-0123456789abcdef';
@@ -23,20 +23,29 @@ let stack: Stack;
 let anthropic: FakeProvider;
 let openai: FakeProvider;
 let gemini: FakeProvider;
+let compat: FakeProvider;
+/** The deployment's price override of a demo model (MODEL_CATALOGUE_OVERRIDES): what a stopped turn is billed at. */
+const OVERRIDE_PRICES = { input: '7', output: '13', currency: 'USD' };
 
 beforeAll(async () => {
-  [anthropic, openai, gemini] = await Promise.all([
+  [anthropic, openai, gemini, compat] = await Promise.all([
     startFakeProvider('anthropic'),
     startFakeProvider('openai-responses'),
     startFakeProvider('gemini'),
+    startFakeProvider('openai-chat'),
   ]);
   stack = await startTestStack('models', {
-    env: { DEMO_MODEL_TOKEN_DELAY_MS: 0, ANTHROPIC_API_KEY: HOSTED_KEY, ANTHROPIC_BASE_URL: `${anthropic.url}/v1` },
+    env: {
+      DEMO_MODEL_TOKEN_DELAY_MS: 0,
+      ANTHROPIC_API_KEY: HOSTED_KEY,
+      ANTHROPIC_BASE_URL: `${anthropic.url}/v1`,
+      MODEL_CATALOGUE_OVERRIDES: JSON.stringify([{ provider: 'demo', model: 'demo-text', prices: OVERRIDE_PRICES }]),
+    },
   });
 }, 240_000);
 afterAll(async () => {
   await stack?.stop();
-  await Promise.all([anthropic, openai, gemini].map((f) => f?.close()));
+  await Promise.all([anthropic, openai, gemini, compat].map((f) => f?.close()));
 });
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -222,6 +231,16 @@ describe('fail fast: the model section is checked at save, publish and before a 
         /from 0 to 1/,
       ],
       [{ provider: 'anthropic', model: 'claude-3-5-haiku-20241022', context_window: 10_000_000 }, 'model.context_window', /context window/],
+      [
+        { provider: 'anthropic', model: 'claude-3-5-haiku-20241022', model_settings: { thinking_budget: 2048 } },
+        'model.model_settings.thinking_budget',
+        /not a reasoning model/,
+      ],
+      [
+        { provider: 'anthropic', model: 'claude-3-7-sonnet-20250219', model_settings: { thinking_budget: 100 } },
+        'model.model_settings.thinking_budget',
+        /at least 1024/,
+      ],
     ];
     for (const [model, path, message] of cases) {
       const s = base();
@@ -234,6 +253,13 @@ describe('fail fast: the model section is checked at save, publish and before a 
     const ok = base();
     ok.model = { provider: 'anthropic', model: 'claude-3-5-haiku-20241022', model_settings: { max_tokens: 4096 } };
     expect((await draft(ok)).status).toBe(200);
+    const thinking = base();
+    thinking.model = {
+      provider: 'anthropic',
+      model: 'claude-3-7-sonnet-20250219',
+      model_settings: { max_tokens: 8192, thinking_budget: 2048 },
+    };
+    expect((await draft(thinking)).status).toBe(200);
   });
 
   it('refuses to publish a draft stored before the checks (its provider has no credentials)', async () => {
@@ -288,5 +314,84 @@ describe('fail fast: the model section is checked at save, publish and before a 
     expect(error).toMatchObject({ code: 'agent_config_invalid' });
     expect(String(error!.message)).toContain('model.model');
     expect(openai.requests.length).toBe(before);
+  });
+});
+
+describe('the models a workspace sees', () => {
+  it('a model declared in the workspace’s own credentials is listed, counts for /v1/parameters, and sizes its runs', async () => {
+    const declared = {
+      model: 'our-vision-llm',
+      label: 'Our vision LLM',
+      vision: true,
+      context_window: 16_000,
+      max_output: 2_000,
+      prices: { input: '0.25', output: '0.75', currency: 'USD' },
+    };
+    const put = await consoleApi('PUT', '/model-providers/openai_compatible/credentials', {
+      credentials: { base_url: `${compat.url}/v1`, api_key: 'sk-own-compat-0123456789', models: [declared] },
+      validate: false,
+    });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    const listed = (await consoleApi('GET', '/model-providers/openai_compatible/models')).body.data as Json[];
+    expect(listed.find((m) => m.model === 'our-vision-llm')).toMatchObject({
+      label: 'Our vision LLM',
+      context_window: 16_000,
+      max_output: 2_000,
+      features: { vision: true, tool_calls: true },
+      prices: { input: '0.25', output: '0.75' },
+      custom: true,
+    });
+
+    const app = await createAgentApp(stack.db, stack.demo!.tenantId, {
+      name: 'Own vision model',
+      soul: soulOn('openai_compatible', 'our-vision-llm'),
+    });
+    const params = (await (
+      await fetch(`${stack.apiUrl}/v1/parameters?user=u`, { headers: { authorization: `Bearer ${app.apiKey}` } })
+    ).json()) as {
+      file_upload: { image: { enabled: boolean }; allowed_file_types: string[] };
+    };
+    expect(params.file_upload.image.enabled).toBe(true);
+    expect(params.file_upload.allowed_file_types).toContain('image');
+
+    const { frames } = await chat(stack.apiUrl, app.apiKey, { query: 'SCN:hello Hi!', user: 'own-model' });
+    expect(frames.at(-1)!.event, JSON.stringify(frames.at(-1))).toBe('message_end');
+    // The run request carries the declared window, max output and prices (the backend fits prompts and prices cut calls by them).
+    const run = await stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: frames.at(-1)!.data.message_id as string } });
+    const llm = (run.request as Json).composition.layers.find((l: Json) => l.name === 'llm');
+    expect(llm.config).toMatchObject({ context_window: 16_000, max_output: 2_000, prices: declared.prices });
+    expect((await consoleApi('DELETE', '/model-providers/openai_compatible/credentials')).status).toBe(204);
+  });
+
+  it('a stopped turn’s cut call is billed at the deployment’s override price, on message_end and in the ledger', async () => {
+    const soul = AgentSoulConfig.parse({ prompt: { system_prompt: 'Be brief.' }, model: { provider: 'demo', model: 'demo-text' } });
+    const app = await createAgentApp(stack.db, stack.demo!.tenantId, { name: 'Overridden price', soul });
+    const res = await postChat(stack.apiUrl, app.apiKey, { query: '/slow 30 /long 400', user: 'stopper' });
+    const reader = new FrameReader(res);
+    let n = 0;
+    const head = await reader.read((f) => f.event === 'agent_message' && ++n === 10);
+    const taskId = head[0]!.data.task_id as string;
+    const stopped = await fetch(`${stack.apiUrl}/v1/chat-messages/${taskId}/stop`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${app.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'stopper' }),
+    });
+    expect(stopped.status).toBe(200);
+    const end = [...head, ...(await reader.read())].at(-1)!;
+    expect(end.event).toBe('message_end');
+    const usage = (end.data.metadata as { usage: Json }).usage;
+    expect(usage.estimated).toBe(true);
+    expect([usage.prompt_unit_price, usage.completion_unit_price]).toEqual([OVERRIDE_PRICES.input, OVERRIDE_PRICES.output]);
+    const expected = priceUsage({ prompt_tokens: usage.prompt_tokens, completion_tokens: usage.completion_tokens }, OVERRIDE_PRICES);
+    expect(Number(usage.total_price)).toBe(Number(expected.usage.total_price));
+    expect(Number(usage.total_price)).toBeGreaterThan(0);
+    const run = await stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: taskId } });
+    const ledger = await stack.db.creditLedger.findMany({ where: { agent_run_id: run.backend_run_id! } });
+    expect(ledger).toHaveLength(1);
+    const billed = priceUsage(
+      { prompt_tokens: ledger[0]!.prompt_tokens, completion_tokens: ledger[0]!.completion_tokens },
+      OVERRIDE_PRICES,
+    );
+    expect(Number(ledger[0]!.total_price)).toBe(Number(billed.usage.total_price));
   });
 });

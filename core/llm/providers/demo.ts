@@ -7,7 +7,7 @@
  */
 import type { PromptMessage, ToolCall, ToolDefinition } from '../../protocol/inner-llm.js';
 import { InvokeError, isInvokeErrorKind, type InvokeErrorKind } from '../errors.js';
-import { BUILTIN_CATALOGUE } from '../catalogue/index.js';
+import { BUILTIN_CATALOGUE, type ModelCatalogue } from '../catalogue/index.js';
 import {
   contentText,
   modelInfoOf,
@@ -46,6 +46,8 @@ export const DEMO_TRIGGERS = [
 export interface DemoProviderOptions {
   /** Delay before each streamed token, ms (0 = as fast as possible). */
   tokenDelayMs: number;
+  /** The catalogue with the deployment's overrides (a demo model's prices may be overridden like any other's). */
+  catalogue?: ModelCatalogue;
 }
 
 /** demo-chat (vision) and demo-text (text only), from catalogue/demo.json. */
@@ -57,10 +59,11 @@ const QUOTE_LIMIT = 500;
 const KB_PASSAGE_LIMIT = 2000;
 
 export function createDemoProvider(opts: DemoProviderOptions): LlmProvider {
+  const models = opts.catalogue ? opts.catalogue.list(DEMO_PROVIDER).map(modelInfoOf) : MODELS;
   return {
     name: DEMO_PROVIDER,
-    models: () => MODELS.map((m) => ({ ...m })),
-    resolveModel: (model) => MODELS.find((m) => m.model === model),
+    models: () => models.map((m) => ({ ...m })),
+    resolveModel: (model) => models.find((m) => m.model === model),
     hasSystemCredentials: () => true,
     parseCredentials: (raw) => {
       if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Error('credentials: expected an object');

@@ -129,7 +129,7 @@ export function createDefaultProviders(config: ProviderConfig, wiring: ProviderW
     (config.MODEL_ALLOW_PRIVATE_NETWORK === false ? (createGuardedFetch({ allowPrivate: false }) as typeof fetch) : undefined);
   const common = { catalogue, fetch: wiring.fetch, tenantFetch, retry: wiring.retry };
   const registry = new ProviderRegistry([
-    createDemoProvider({ tokenDelayMs: config.DEMO_MODEL_TOKEN_DELAY_MS }),
+    createDemoProvider({ tokenDelayMs: config.DEMO_MODEL_TOKEN_DELAY_MS, catalogue }),
     createOpenAiCompatibleProvider({
       ...common,
       baseUrl: config.OPENAI_COMPATIBLE_BASE_URL,
