@@ -74,10 +74,14 @@ export async function loadCredentials(db: Db, key: EncryptionKey, tenantId: stri
     where: { tenant_id_provider: { tenant_id: tenantId, provider } },
     select: { encrypted_config: true },
   });
-  if (!row) return null;
+  return row ? openCredentials(key, provider, row.encrypted_config) : null;
+}
+
+/** A stored `encrypted_config` of `provider` decrypted (CredentialsDecryptError when it cannot be). */
+export function openCredentials(key: EncryptionKey, provider: string, encryptedConfig: string): ProviderCredentials {
   let value: unknown;
   try {
-    value = decryptJson(keyOf(key), row.encrypted_config);
+    value = decryptJson(keyOf(key), encryptedConfig);
   } catch {
     throw new CredentialsDecryptError(provider);
   }

@@ -17,12 +17,26 @@ export type QuotaCheck =
   | { allowed: true; /** The ledger already has this billing id: the replay will not be charged. */ alreadyBilled: boolean }
   | { allowed: false; used: bigint; limit: bigint };
 
-/** Before a system-hosted call: refuse when the pool is exhausted (used >= limit), unless this call was already paid for. */
-export async function checkQuota(db: Db, tenantId: string, billingId: string): Promise<QuotaCheck> {
-  // One round trip on every hosted model call (issue 33): the ledger's row for this id and the pool side by side.
-  const [row] = await db.$queryRaw<{ existing: boolean; quota_limit: bigint | null; quota_used: bigint | null }[]>`
-    SELECT EXISTS (SELECT 1 FROM credit_ledger WHERE billing_request_id = ${billingId}) AS existing, p.quota_limit, p.quota_used
+/** What a model call's preparation reads, in one round trip (issue 33): the tenant's stored credentials for the
+ * provider, and the quota check of a system-hosted call — refused when the pool is exhausted (used >= limit), unless
+ * the ledger already has this billing id (a replay, paid for). */
+export interface CallState {
+  encryptedConfig: string | null;
+  quota: QuotaCheck;
+}
+
+export async function readCallState(db: Db, tenantId: string, provider: string, billingId: string): Promise<CallState> {
+  const [row] = await db.$queryRaw<
+    { encrypted_config: string | null; existing: boolean; quota_limit: bigint | null; quota_used: bigint | null }[]
+  >`
+    SELECT (SELECT encrypted_config FROM model_provider_credentials WHERE tenant_id = ${tenantId}::uuid AND provider = ${provider})
+             AS encrypted_config,
+           EXISTS (SELECT 1 FROM credit_ledger WHERE billing_request_id = ${billingId}) AS existing, p.quota_limit, p.quota_used
       FROM (SELECT 1) one LEFT JOIN credit_pools p ON p.tenant_id = ${tenantId}::uuid`;
+  return { encryptedConfig: row?.encrypted_config ?? null, quota: quotaOf(row) };
+}
+
+function quotaOf(row: { existing: boolean; quota_limit: bigint | null; quota_used: bigint | null } | undefined): QuotaCheck {
   if (row?.existing) return { allowed: true, alreadyBilled: true };
   if (row && row.quota_limit !== null && row.quota_used !== null && BigInt(row.quota_used) >= BigInt(row.quota_limit))
     return { allowed: false, used: BigInt(row.quota_used), limit: BigInt(row.quota_limit) };

@@ -8,9 +8,9 @@ import type { Logger } from '../logger.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { ChunkData, InvokeChunk, InvokeRequestParsed, ToolCall } from '../protocol/inner-llm.js';
 import { Usage } from '../protocol/run.js';
-import { loadCredentials } from './credentials.js';
+import { openCredentials } from './credentials.js';
 import { recordModelCall } from '../metrics/index.js';
-import { billingRequestId, checkQuota, recordUsage, type LedgerEntry } from './credits.js';
+import { billingRequestId, readCallState, recordUsage, type LedgerEntry } from './credits.js';
 import { InvokeError, toInvokeError } from './errors.js';
 import { publicInvokeMessage, redactSecrets } from './redact.js';
 import { priceUsage } from './pricing.js';
@@ -73,7 +73,10 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
         const known = deps.providers.list().map((p) => p.name);
         return refuse(400, 'invalid_request', `target.provider: unknown provider '${target.provider}' (known: ${known.join(', ')})`);
       }
-      const credentials = await loadCredentials(deps.db, deps.encryptionKey, caller.tenant_id, provider.name);
+      const billingId = billingRequestId(caller.invocation_id, caller.call_index);
+      // Credentials, the ledger's row for this call and the credit pool in one round trip; the checks below keep their order.
+      const state = await readCallState(deps.db, caller.tenant_id, provider.name, billingId);
+      const credentials = state.encryptedConfig === null ? null : openCredentials(deps.encryptionKey, provider.name, state.encryptedConfig);
       // The tenant's credentials may declare custom models of an open provider (openai_compatible, ollama).
       const model = provider.resolveModel(target.model, credentials);
       if (!model) return refuse(400, 'invalid_request', `target.model: provider '${provider.name}' has no model '${target.model}'`);
@@ -95,9 +98,8 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
           `target.provider: '${provider.name}' has no credentials for this tenant and no system-hosted configuration`,
         );
       }
-      const billingId = billingRequestId(caller.invocation_id, caller.call_index);
       if (!credentials) {
-        const quota = await checkQuota(deps.db, caller.tenant_id, billingId);
+        const quota = state.quota;
         if (!quota.allowed) {
           return refuse(429, 'agent_llm_quota_exceeded', `the tenant's model credits are used up (${quota.used} of ${quota.limit})`);
         }
