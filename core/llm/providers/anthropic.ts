@@ -1,6 +1,6 @@
 /**
  * Anthropic Messages API through @ai-sdk/anthropic: text, `thinking` blocks (as reasoning, when the model
- * thinks: `thinking_budget` in model settings, or a reasoning model with max_tokens above 2 048), `tool_use`
+ * thinks: extended thinking is on when the model settings carry `thinking_budget`, at least 1024), `tool_use`
  * with streamed input, images, prompt-cache usage. Tenant credentials `{api_key, base_url?}`; system-hosted
  * with ANTHROPIC_API_KEY (+ ANTHROPIC_BASE_URL).
  */
