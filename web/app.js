@@ -6,7 +6,13 @@
 // detaches the running stream first (the turn goes on on the server; its conversation shows it when opened), so the
 // next message never lands in the old conversation. The view follows a streaming answer unless the reader scrolled
 // up. Answers are sanitised Markdown with the agent's files as attachments (turn-view.js); uploads, feedback, copy,
-// ask again, rename and delete use the service API (docs/PROTOCOL.md §1).
+// regenerate, rename and delete use the service API (docs/PROTOCOL.md §1). Regenerate (issue 35 item 2) posts the
+// question again under the parent of the answer it replaces (Dify's parent_message_id): a sibling answer; arrows
+// between siblings (their `sibling_ids`) show the thread through each (GET /v1/messages?branch_id=).
+//
+// Hook for the multitask strategies (issue 35 item 1, not in the API yet): a follow-up sent while a turn runs is refused
+// here by the one busy state (`send`) and by the API (409 conversation_busy). Once `multitask_strategy` exists on
+// POST /v1/chat-messages, `send` is where an enqueue/interrupt choice would let a message through while `state.turn` runs.
 
 import { createApi } from './lib/api.js';
 import { icon } from './lib/icons.js';
@@ -27,6 +33,8 @@ const state = {
 };
 const api = createApi({ key: () => state.key });
 const q = (s) => encodeURIComponent(s);
+/** Dify's parent_message_id for a thread's root (regenerating the first answer). */
+const UUID_NIL = '00000000-0000-0000-0000-000000000000';
 
 // --- settings --------------------------------------------------------------------------------------------------
 
@@ -242,18 +250,30 @@ function addActions(box) {
       bar.append(b);
     }
   }
-  if (box._query) {
+  if (box._query && id) {
     bar.append(
-      actionButton('Ask again', () => void askAgain(box), {
+      actionButton('Regenerate', () => void regenerate(box), {
         cls: 'again',
         icon: 'again',
-        text: 'Ask again',
-        title: 'Sends the same question again as a new message (a regenerate in place is not in the API yet)',
+        text: 'Regenerate',
+        title: 'Answers the same question again, as a sibling of this answer (the arrows switch between them)',
       }),
     );
   }
+  const siblings = box._siblings || [];
+  if (siblings.length > 1) {
+    const at = siblings.indexOf(id);
+    const nav = el('span', 'siblings');
+    const go = (to) => () => void openConversation(state.conversationId, { branch: siblings[to] });
+    const prev = actionButton('‹', go(at - 1), { cls: 'sibling prev', aria: 'Previous answer' });
+    prev.disabled = at <= 0;
+    const next = actionButton('›', go(at + 1), { cls: 'sibling next', aria: 'Next answer' });
+    next.disabled = at >= siblings.length - 1;
+    nav.append(prev, el('span', 'sibling-at', `${at + 1} / ${siblings.length}`), next);
+    bar.prepend(nav);
+  }
   box.append(bar);
-  // Only the last answer offers to ask again.
+  // Only the last answer offers to regenerate.
   for (const b of scroller.querySelectorAll('.msg.agent .again')) if (b.closest('.msg') !== lastAgentBox()) b.remove();
 }
 
@@ -271,9 +291,48 @@ async function rate(box, rating) {
   }
 }
 
-function askAgain(box) {
-  if (state.turn || !box._query) return;
-  send(box._query.query, box._query.files);
+/**
+ * Regenerate: the answer's question again under the answer's parent (UUID_NIL for the first one), into a new box in
+ * its place; then the conversation shows the thread through the new answer, with arrows to its siblings.
+ */
+async function regenerate(box) {
+  if (state.turn || !box._query || !box.dataset.messageId) return;
+  const conversationId = state.conversationId;
+  let parent = box._parent;
+  if (parent === undefined) {
+    // An answer streamed in this page: its parent from the thread the API keeps.
+    try {
+      const { data } = await api.get(
+        `/v1/messages?conversation_id=${conversationId}&user=${q(state.user)}&branch_id=${box.dataset.messageId}&limit=100`,
+      );
+      parent = data.find((m) => m.id === box.dataset.messageId)?.parent_message_id ?? null;
+    } catch (err) {
+      say(err.message);
+      return;
+    }
+  }
+  const { query, files } = box._query;
+  const next = messageBox('agent', '');
+  box.replaceWith(next);
+  await runTurn(
+    next,
+    (signal) =>
+      api.request('/v1/chat-messages', {
+        json: {
+          inputs: {},
+          query,
+          user: state.user,
+          response_mode: 'streaming',
+          conversation_id: conversationId,
+          parent_message_id: parent || UUID_NIL,
+          files: (files || []).map((f) => ({ type: f.type, transfer_method: 'local_file', upload_file_id: f.id })),
+        },
+        signal,
+      }),
+    { query, files },
+  );
+  const newId = next.dataset.messageId || '';
+  if (newId && state.conversationId === conversationId && !state.turn) await openConversation(conversationId, { branch: newId });
 }
 
 /** Renders an ask_human form whose submission continues the turn in a new agent message. */
@@ -468,20 +527,22 @@ async function remove(button, c) {
   await loadConversations();
 }
 
-async function openConversation(id) {
+/** Shows a conversation's thread: the newest branch, or (`branch`) the one through that message. */
+async function openConversation(id, { branch } = {}) {
   detach();
   closeDrawer();
   state.conversationId = id;
   renderConversations();
-  scroller.textContent = '';
   let data;
   try {
-    ({ data } = await api.get(`/v1/messages?conversation_id=${id}&user=${q(state.user)}&limit=100`));
+    const through = branch ? `&branch_id=${q(branch)}` : '';
+    ({ data } = await api.get(`/v1/messages?conversation_id=${id}&user=${q(state.user)}&limit=100${through}`));
   } catch (err) {
     say(err.message);
     return;
   }
   if (state.conversationId !== id) return; // another conversation was opened meanwhile
+  scroller.textContent = '';
   const boxes = new Map();
   for (const m of data) {
     // An ask_human continuation carries the paused message's query: show the question once.
@@ -494,7 +555,12 @@ async function openConversation(id) {
     const box = addMessage('agent', m.answer);
     box.dataset.messageId = m.id;
     box.dataset.rating = m.feedback?.rating || '';
-    box._query = m.resumed_from_message_id ? undefined : { query: m.query, files: [] };
+    box._query = m.resumed_from_message_id
+      ? undefined
+      : // History does not name a message's uploads (only signed links): a regenerate from it sends the question alone.
+        { query: m.query, files: [] };
+    box._parent = m.parent_message_id ?? null;
+    box._siblings = m.sibling_ids || [];
     boxes.set(m.id, box);
     for (const t of m.agent_thoughts) renderThought(box, t);
     for (const f of m.message_files) if (f.belongs_to !== 'user') renderFile(box, f);

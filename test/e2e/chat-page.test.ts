@@ -4,7 +4,7 @@
  * answers rendered safely (a <script> or onerror in an answer never runs); the view follows a 1,500-token stream
  * unless the reader scrolls up; one busy state (Enter during a turn sends nothing, Stop works, New chat during a
  * stream starts a new conversation); the agent's outputs/ files as attachments that download; an upload that reaches
- * the turn (an image the model sees; a document the agent reads with its shell); feedback, copy, ask again, rename, delete; the phone layout (the conversations in a drawer); an axe-core
+ * the turn (an image the model sees; a document the agent reads with its shell); feedback, copy, regenerate (sibling answers with arrows between them), rename, delete; the phone layout (the conversations in a drawer); an axe-core
  * scan of each layout with no serious violation. Screenshots of each: test-results/screenshots (CI artifacts).
  * Needs Chromium (`apt-get install chromium`, or CHROMIUM_PATH); CI installs it, elsewhere the test says how and is
  * skipped.
@@ -338,7 +338,7 @@ describe.runIf(executable)('the chat page in a browser', () => {
     await shot(page, 'chat-desktop-files.png');
   }, 90_000);
 
-  it('uploads an image that reaches the turn, rates an answer, asks again, renames and deletes a conversation', async () => {
+  it('uploads an image that reaches the turn, rates an answer, regenerates it as a sibling, renames and deletes a conversation', async () => {
     await page.click('#new-chat');
     const user = await userOf(page);
     expect(await page.locator('#attach').isVisible()).toBe(true);
@@ -366,13 +366,34 @@ describe.runIf(executable)('the chat page in a browser', () => {
     await lastAgent().locator('button.rate.dislike').click();
     await expect.poll(rated).toEqual([null]);
 
-    // Ask again: the same question as a new message (labelled so), answered.
+    // Regenerate: the same question (with its picture) answered again as a sibling under the same parent, in place
+    // of the answer; arrows switch between the two answers, each showing the thread through it.
+    const firstId = (await lastAgent().getAttribute('data-message-id'))!;
+    const post = page.waitForRequest((r) => r.url().endsWith('/v1/chat-messages') && r.method() === 'POST');
     await lastAgent().locator('button.again').click();
-    await expect
-      .poll(() => page.locator('.msg.user .text').allTextContents())
-      .toEqual(['What is in this picture?', 'What is in this picture?']);
+    const body = (await post).postDataJSON() as { query: string; parent_message_id: string; files: unknown[] };
+    expect(body.query).toBe('What is in this picture?');
+    expect(body.parent_message_id).toBe('00000000-0000-0000-0000-000000000000');
+    expect(body.files).toHaveLength(1);
+    await expect.poll(() => lastAgent().locator('.sibling-at').textContent(), { timeout: 30_000 }).toBe('2 / 2');
     await idle();
+    const secondId = (await lastAgent().getAttribute('data-message-id'))!;
+    expect(secondId).not.toBe(firstId);
+    expect(await page.locator('.msg.user .text').allTextContents()).toEqual(['What is in this picture?']);
+    expect(await lastAgentText().textContent()).toContain('I see 1 image');
+    const thread = (await api(`/v1/messages?conversation_id=${conv.id}&user=${user}`))!.data as { id: string; sibling_ids: string[] }[];
+    expect(thread.map((m) => m.id)).toEqual([secondId]);
+    expect(thread[0]!.sibling_ids).toEqual([firstId, secondId]);
+    await lastAgent().locator('button.sibling.prev').click();
+    await expect.poll(() => lastAgent().getAttribute('data-message-id')).toBe(firstId);
+    expect(await lastAgent().locator('.sibling-at').textContent()).toBe('1 / 2');
+    expect(await lastAgent().locator('button.sibling.prev').isDisabled()).toBe(true);
+    await lastAgent().locator('button.sibling.next').click();
+    await expect.poll(() => lastAgent().getAttribute('data-message-id')).toBe(secondId);
     expect(await page.locator('.msg.agent .again').count()).toBe(1);
+    // The arrows are named buttons (axe), shown in the screenshot.
+    expect(await axeViolations(page)).toEqual([]);
+    await shot(page, 'chat-desktop-regenerate.png');
 
     // Rename in place, then delete (the button asks once more).
     const item = page.locator('#conversations li', { hasText: 'What is in this picture?' });
