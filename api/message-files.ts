@@ -19,8 +19,8 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { maxBytes, type Kind, uploadsDir } from '../core/uploads.js';
-import { fetchPinned, RemoteFetchError, safeName, type FetchOptions } from '../turn/steps/workspace-files.js';
-import { RemoteUrlRefused, type Lookup } from './ssrf.js';
+import { safeName } from '../turn/steps/workspace-files.js';
+import { AddressRefusedError, fetchPinned, RemoteFetchError, type Lookup, type PinnedFetchOptions } from '../core/net/ssrf.js';
 import { reachableFileKinds, tenantVision, type ModelVision } from './routes/app-info.js';
 import { checkUploadQuota, storeUnderQuota, UploadQuotaExceeded } from '../core/upload-quota.js';
 
@@ -33,6 +33,13 @@ export interface PreparedMessageFile {
 
 type Tx = Pick<Db, 'messageFile'>;
 
+/** 400 `invalid_remote_url`: a remote_url file the SSRF guard refused or that could not be downloaded, and why. */
+export class RemoteUrlRefused extends HttpError {
+  constructor(message: string) {
+    super(400, 'invalid_remote_url', message);
+  }
+}
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Validates the request's files against the app's file_upload feature, ownership and the SSRF guard. */
@@ -41,7 +48,7 @@ export async function prepareMessageFiles(
     db: Db;
     config: Config;
     lookup?: Lookup;
-    remoteFetch?: Omit<FetchOptions, 'maxBytes'>;
+    remoteFetch?: Omit<PinnedFetchOptions, 'maxBytes'>;
     modelSupportsVision?: ModelVision;
   },
   app: AppContext,
@@ -116,7 +123,7 @@ function typeOf(url: string, head: Buffer): string | null {
 }
 
 async function downloadRemoteFile(
-  deps: { db: Db; config: Config; lookup?: Lookup; remoteFetch?: Omit<FetchOptions, 'maxBytes'> },
+  deps: { db: Db; config: Config; lookup?: Lookup; remoteFetch?: Omit<PinnedFetchOptions, 'maxBytes'> },
   app: AppContext,
   endUserId: string,
   raw: string,
@@ -138,7 +145,7 @@ async function downloadRemoteFile(
     new URL(raw);
     bytes = await fetchPinned(raw, { lookup: deps.lookup, timeoutMs, ...deps.remoteFetch, maxBytes: maxBytes(kind) });
   } catch (err) {
-    if (err instanceof RemoteFetchError) throw new RemoteUrlRefused(`${field}: ${err.message}.`);
+    if (err instanceof RemoteFetchError || err instanceof AddressRefusedError) throw new RemoteUrlRefused(`${field}: ${err.message}.`);
     if (err instanceof TypeError) throw new RemoteUrlRefused(`${field}: is not a valid URL.`);
     throw new RemoteUrlRefused(`${field}: the file could not be downloaded.`);
   }

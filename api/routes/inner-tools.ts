@@ -10,7 +10,7 @@ import type { Config } from '../../core/config.js';
 import type { Db } from '../../core/db.js';
 import { jsonBody } from '../../core/json-guard.js';
 import type { Logger } from '../../core/logger.js';
-import { createGuardedFetch, type FetchLike } from '../../core/net/guarded-fetch.js';
+import { createGuardedFetch, type FetchLike } from '../../core/net/ssrf.js';
 import { ExecutionContextLayerConfig, type CreateRunRequest } from '../../core/protocol/run.js';
 import { ProviderName, ToolName } from '../../core/tool-names.js';
 import { callProviderTool } from '../../core/tools/invoke.js';

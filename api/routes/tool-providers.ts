@@ -10,7 +10,7 @@ import type { Config } from '../../core/config.js';
 import type { Db } from '../../core/db.js';
 import { jsonBody } from '../../core/json-guard.js';
 import type { Logger } from '../../core/logger.js';
-import { AddressRefusedError, checkUrl, createGuardedFetch, type FetchLike } from '../../core/net/guarded-fetch.js';
+import { AddressRefusedError, checkUrl, createGuardedFetch, type FetchLike } from '../../core/net/ssrf.js';
 import { ProviderName } from '../../core/tool-names.js';
 import { listMcpTools } from '../../core/tools/mcp.js';
 import { OpenApiError, openApiToTools, parseOpenApiDocument } from '../../core/tools/openapi.js';

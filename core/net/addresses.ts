@@ -1,8 +1,8 @@
 /**
  * Which network addresses are public: loopback, private, link-local (cloud metadata), unique-local, multicast,
  * unspecified and reserved ranges are not, for IPv4 and IPv6, including IPv4 embedded in IPv6 (mapped,
- * compatible, NAT64, 6to4). Used by the remote_url guard (api/ssrf.ts) and by the fetcher that pins the
- * checked address (turn/steps/workspace-files.ts).
+ * compatible, NAT64, 6to4). Used by the SSRF guard (core/net/ssrf.ts), which every fetch of a URL a tenant or
+ * client chose goes through.
  */
 import net from 'node:net';
 

@@ -7,7 +7,7 @@
  */
 import type { ToolProvider } from '../generated/prisma/client.js';
 import type { EncryptionKey } from '../llm/credentials.js';
-import { AddressRefusedError, readCapped, type FetchLike } from '../net/guarded-fetch.js';
+import { AddressRefusedError, readCapped, type FetchLike } from '../net/ssrf.js';
 import { callMcpTool } from './mcp.js';
 import type { ApiOperation } from './provider-tool.js';
 import { secretsOf, toolsOf, type ProviderSecrets } from './providers.js';

@@ -2,12 +2,12 @@
  * MCP tools (issue 14 §4) through the official TypeScript SDK's client over streamable HTTP. Each listing and each
  * call is its own short session (connect, initialize, one request, close): nothing lives between tool calls, so any
  * api replica can make any call, at the price of one initialize round trip per call. The transport's fetch is the
- * guarded one (core/net/guarded-fetch.ts): the SSRF check runs in the connection's own lookup.
+ * guarded one (core/net/ssrf.ts): the SSRF check runs in the connection's own lookup.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ToolName, qualifiedNameProblem } from '../tool-names.js';
-import type { FetchLike } from '../net/guarded-fetch.js';
+import type { FetchLike } from '../net/ssrf.js';
 import type { ProviderTool } from './provider-tool.js';
 
 export interface McpServer {

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppContext } from '../../api/auth.js';
 import { prepareMessageFiles } from '../../api/message-files.js';
-import { isForbiddenAddress } from '../../core/addresses.js';
+import { isForbiddenAddress } from '../../core/net/ssrf.js';
 import { uploadsDir } from '../../core/uploads.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';

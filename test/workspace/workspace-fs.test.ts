@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listWorkspaceDir, placeWorkspaceFile, readWorkspaceFile, WorkspaceRefused } from '../../core/workspace-fs.js';
-import { placeTurnFiles } from '../../turn/steps/workspace-files.js';
+import { placeTurnFiles, safeName } from '../../turn/steps/workspace-files.js';
 
 let base: string;
 let ws: string;
@@ -42,6 +42,13 @@ const tree = (dir: string): Record<string, string> =>
   );
 
 describe('placing a file into the workspace', () => {
+  it('names files safely inside the workspace', () => {
+    expect(safeName('../../etc/passwd', 'f')).toBe('passwd');
+    expect(safeName('.hidden', 'f')).toBe('hidden');
+    expect(safeName('/', 'file-1')).toBe('file-1');
+    expect(safeName('report (final).pdf', 'f')).toBe('report _final_.pdf');
+  });
+
   it('creates uploads/<msg>/<name> and a retry writes the same path', async () => {
     expect(await placeWorkspaceFile(ws, ['uploads', MSG], 'a.txt', Buffer.from('one'))).toBe(`uploads/${MSG}/a.txt`);
     expect(await placeWorkspaceFile(ws, ['uploads', MSG], 'a.txt', Buffer.from('two'))).toBe(`uploads/${MSG}/a.txt`);

@@ -1,22 +1,17 @@
 /**
  * Files the user sent with a turn, placed into the agent's workspace by the api side (issue 13, item 4),
  * so the model gets paths it can open with its shell instead of URLs it cannot fetch from the sandbox:
- * uploads are copied from DATA_DIR/uploads; remote_url files are downloaded by our own fetcher, which
- * connects to the very address it checked (no second DNS lookup to rebind), follows redirects only after
- * checking each hop the same way, and stops at a size cap. Files land in `uploads/<message id>/<name>`, written
+ * uploads are copied from DATA_DIR/uploads; remote_url files are downloaded by the SSRF guard's pinned fetch
+ * (core/net/ssrf.ts: it connects to the very address it checked, follows redirects only after checking each hop
+ * the same way, and stops at a size cap). Files land in `uploads/<message id>/<name>`, written
  * through core/workspace-fs.ts: never through a symlink the agent left at `uploads`, `uploads/<message id>` or
  * the file's name (issue 27 item 5: the write runs as root and would land wherever the link points).
  * Idempotent: a retried prepareTurn writes the same paths again.
  */
 import fs from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
-import type { LookupFunction } from 'node:net';
-import net from 'node:net';
 import path from 'node:path';
-import dns from 'node:dns';
 import { MB, UPLOAD_LIMITS, uploadsDir } from '../../core/uploads.js';
-import { isForbiddenAddress } from '../../core/addresses.js';
+import { fetchPinned, type PinnedFetchOptions } from '../../core/net/ssrf.js';
 import { placeWorkspaceFile, WorkspaceRefused } from '../../core/workspace-fs.js';
 import type { Config } from '../../core/config.js';
 import type { ActivityDeps } from '../deps.js';
@@ -38,85 +33,6 @@ export interface PlacedFile {
   error?: string;
 }
 
-export interface FetchOptions {
-  maxBytes: number;
-  timeoutMs?: number;
-  maxRedirects?: number;
-  lookup?: (hostname: string) => Promise<string[]>;
-  /** Whether an address may be connected to (default: public addresses only, api/ssrf.ts). */
-  isAllowed?: (address: string) => boolean;
-}
-
-export class RemoteFetchError extends Error {}
-
-const systemLookup = async (hostname: string) => (await dns.promises.lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
-
-/** GET with the SSRF guard applied to every hop and the connection pinned to the checked address. */
-export async function fetchPinned(raw: string, opts: FetchOptions): Promise<Buffer> {
-  const lookup = opts.lookup ?? systemLookup;
-  const allowed = opts.isAllowed ?? ((a: string) => !isForbiddenAddress(a));
-  let url = new URL(raw);
-  // One deadline for all hops and the body (prepareTurn is a local activity with a 30 s attempt timeout).
-  const signal = AbortSignal.timeout(opts.timeoutMs ?? 15_000);
-  for (let hop = 0; hop <= (opts.maxRedirects ?? 3); hop++) {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:')
-      throw new RemoteFetchError(`only http and https URLs are fetched (${url.protocol})`);
-    const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-    const addresses = net.isIP(host) ? [host] : await lookup(host).catch(() => [] as string[]);
-    if (addresses.length === 0) throw new RemoteFetchError(`the host "${host}" could not be resolved`);
-    if (!addresses.every(allowed))
-      throw new RemoteFetchError(`the host "${host}" resolves to a private, loopback or otherwise non-public address`);
-    const pinned = addresses[0]!;
-    const res = await get(url, pinned, signal);
-    const status = res.statusCode ?? 0;
-    if (status >= 300 && status < 400 && res.headers.location) {
-      res.resume();
-      url = new URL(res.headers.location, url);
-      continue;
-    }
-    if (status < 200 || status >= 300) {
-      res.resume();
-      throw new RemoteFetchError(`the server answered ${status}`);
-    }
-    const declared = Number(res.headers['content-length'] ?? NaN);
-    if (Number.isFinite(declared) && declared > opts.maxBytes) {
-      res.destroy();
-      throw new RemoteFetchError(`the file is larger than ${opts.maxBytes} bytes`);
-    }
-    return await new Promise<Buffer>((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > opts.maxBytes) {
-          res.destroy();
-          reject(new RemoteFetchError(`the file is larger than ${opts.maxBytes} bytes`));
-          return;
-        }
-        chunks.push(c);
-      });
-      res.on('end', () => resolve(Buffer.concat(chunks)));
-      res.on('error', (err) => reject(new RemoteFetchError(signal.aborted ? 'the download took too long' : err.message)));
-    });
-  }
-  throw new RemoteFetchError('too many redirects');
-}
-
-function get(url: URL, address: string, signal: AbortSignal): Promise<http.IncomingMessage> {
-  const family = net.isIP(address);
-  // The connection goes to the checked address whatever DNS says now; TLS still verifies the host name.
-  const pin: LookupFunction = (_hostname, options, callback) => {
-    const cb = callback as unknown as (err: Error | null, address: string | { address: string; family: number }[], family?: number) => void;
-    if ((options as { all?: boolean }).all) cb(null, [{ address, family }]);
-    else cb(null, address, family);
-  };
-  const mod = url.protocol === 'https:' ? https : http;
-  return new Promise((resolve, reject) => {
-    const req = mod.get(url, { lookup: pin, signal, headers: { 'user-agent': 'dify-agent-file-fetcher' } }, resolve);
-    req.on('error', (err) => reject(new RemoteFetchError(signal.aborted ? 'the download took too long' : err.message)));
-  });
-}
-
 /** A file name safe inside the workspace: no directories, no leading dots, bounded. */
 export function safeName(raw: string, fallback: string): string {
   const base = raw.split(/[\\/]/).pop() ?? '';
@@ -129,7 +45,7 @@ export function safeName(raw: string, fallback: string): string {
 }
 
 export async function placeTurnFiles(
-  deps: Pick<ActivityDeps, 'db'> & { config: Pick<Config, 'dataDir'>; fetch?: FetchOptions },
+  deps: Pick<ActivityDeps, 'db'> & { config: Pick<Config, 'dataDir'>; fetch?: PinnedFetchOptions },
   /** `owner`: the workspace's sandbox uid/gid (core/workspace-uid.ts), so the agent owns what is placed for it. */
   p: { workspaceDir: string; messageId: string; files: TurnFile[]; owner?: { uid: number; gid: number } },
 ): Promise<PlacedFile[]> {

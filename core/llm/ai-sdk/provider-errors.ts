@@ -95,7 +95,7 @@ export function toProviderInvokeError(err: unknown, secrets: (string | undefined
   }
   const e = err as { name?: string; message?: string; cause?: { message?: string } } | undefined;
   const message = e?.message ?? String(err);
-  // The SSRF guard refused a tenant's base_url (core/net/guarded-fetch.ts).
+  // The SSRF guard refused a tenant's base_url (core/net/ssrf.ts).
   if (e?.name === 'AddressRefusedError') return new InvokeError('InvokeBadRequestError', scrub(`base_url refused: ${message}`));
   // A thrown stream error from providers that report failures in-stream (OpenAI `error` event, Anthropic `error`).
   if (CONTEXT_OVERFLOW.some((re) => re.test(message)))

@@ -7,7 +7,7 @@
 import type { Config } from '../../config.js';
 import type { RetryOptions } from '../ai-sdk/adapter.js';
 import { loadCatalogue, type ModelCatalogue } from '../catalogue/index.js';
-import { createGuardedFetch } from '../../net/guarded-fetch.js';
+import { createGuardedFetch } from '../../net/ssrf.js';
 import { ProviderRegistry } from '../provider.js';
 import { setActiveProviders } from '../model-check.js';
 import { createAnthropicProvider } from './anthropic.js';
