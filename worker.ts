@@ -188,6 +188,7 @@ async function main(): Promise<void> {
     temporal: () => client,
     logger: logger.child({ component: 'sweeper' }),
     ...sweeperTimings(config),
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
   });
   sweeper.start();
   const health = config.WORKER_HEALTH_PORT

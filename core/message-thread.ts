@@ -21,10 +21,10 @@ type Tx = Pick<Prisma.TransactionClient, 'message'>;
 /** Newest first, as every walk below wants them (ties by id, like the history pages). */
 const NEWEST_FIRST = [{ created_at: 'desc' as const }, { id: 'desc' as const }];
 
-/** The conversation's messages as thread nodes, newest first. */
+/** The conversation's messages as thread nodes, newest first; a rolled-back turn (multitask `rollback`) is none. */
 export async function threadNodes(db: Tx, conversationId: string): Promise<ThreadNode[]> {
   return db.message.findMany({
-    where: { conversation_id: conversationId },
+    where: { conversation_id: conversationId, rolled_back_at: null },
     select: { id: true, parent_message_id: true, created_at: true },
     orderBy: NEWEST_FIRST,
   });

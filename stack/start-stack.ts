@@ -315,6 +315,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
           temporal: () => temporal,
           logger: logger.child({ component: 'sweeper' }),
           ...sweeperTimings(config),
+          taskQueue: config.TEMPORAL_TASK_QUEUE,
         });
         sweeper.start();
         stops.push(() => sweeper.stop());

@@ -23,6 +23,8 @@ import type { Logger } from '../core/logger.js';
 import { errorEvents } from './final-events.js';
 import { ledgerUsage, usageColumns } from './ledger-usage.js';
 import { releaseTurnLock } from './turn-lock.js';
+import { wakeConversationQueue } from '../api/multitask.js';
+import { conversationQueueWorkflowId } from '../workflows/multitask-definitions.js';
 
 /** Unset options: the settings' documented defaults (the worker and the stack pass the configured ones). */
 const DEFAULTS = EnvSchema.parse({});
@@ -32,6 +34,8 @@ export interface SweepResult {
   failed: string[];
   /** Conversations whose lock a terminal message held. */
   released: string[];
+  /** Conversations with queued messages and no coordinator running, whose coordinator was (re)started. */
+  woken?: string[];
 }
 
 export interface TurnSweeperOptions {
@@ -45,6 +49,8 @@ export interface TurnSweeperOptions {
   graceMs?: number;
   /** TURN_SWEEP_BATCH. */
   batch?: number;
+  /** TEMPORAL_TASK_QUEUE: where a conversation queue's coordinator is (re)started; unset, queues are not woken. */
+  taskQueue?: string;
 }
 
 /** The sweeper's timings as configured (TURN_SWEEP_*). */
@@ -95,15 +101,17 @@ export class TurnSweeper {
   async sweep(): Promise<SweepResult> {
     const temporal = this.opts.temporal();
     if (!temporal) return { failed: [], released: [] };
-    const failed = await this.unfinishedWithoutWorkflow(temporal);
+    const woken = new Set<string>();
+    const failed = await this.unfinishedWithoutWorkflow(temporal, woken);
     const released = await this.locksOfEndedTurns();
-    return { failed, released };
+    await this.queuesWithoutCoordinator(temporal, woken);
+    return { failed, released, woken: [...woken] };
   }
 
-  private async unfinishedWithoutWorkflow(temporal: Client): Promise<string[]> {
+  private async unfinishedWithoutWorkflow(temporal: Client, woken: Set<string>): Promise<string[]> {
     const { db, logger } = this.opts;
-    const candidates = await db.$queryRaw<{ id: string; workflow_id: string; status: string }[]>`
-      select id::text, workflow_id, status::text from messages
+    const candidates = await db.$queryRaw<{ id: string; workflow_id: string; status: string; conversation_id: string; queued: boolean }[]>`
+      select id::text, workflow_id, status::text, conversation_id::text, queue_position is not null as queued from messages
        where status in ('pending', 'running') and updated_at < now() - make_interval(secs => ${this.graceMs / 1000}::float8)
        order by updated_at limit ${this.batch}`;
     const ended: string[] = [];
@@ -117,6 +125,12 @@ export class TurnSweeper {
         verdict = NOT_STARTED;
       }
       if (!verdict) continue;
+      // A queued message claimed by a coordinator that died before starting its turn (terminated): the coordinator,
+      // woken, claims it again and starts it (activities/conversation-queue.ts) — it is not an orphan.
+      if (verdict === NOT_STARTED && m.queued && m.status === 'pending' && this.opts.taskQueue) {
+        if (!woken.has(m.conversation_id) && (await this.wake(temporal, m.conversation_id))) woken.add(m.conversation_id);
+        continue;
+      }
       if (await this.failMessage(m.id, verdict)) {
         ended.push(m.id);
         logger.warn(
@@ -150,6 +164,40 @@ export class TurnSweeper {
       await appendEvents(tx, msg.id, errorEvents(msg, err, usage));
       return true;
     });
+  }
+
+  /**
+   * Queued messages waiting longer than the grace whose conversation has no coordinator running (the api died before
+   * its signal-with-start, or Temporal refused it, or an operator terminated the coordinator): started again. A
+   * running coordinator is left alone: it is waiting for the turn in flight.
+   */
+  private async queuesWithoutCoordinator(temporal: Client, woken: Set<string>): Promise<void> {
+    if (!this.opts.taskQueue) return;
+    const rows = await this.opts.db.$queryRaw<{ conversation_id: string }[]>`
+      select distinct conversation_id::text from messages
+       where status = 'queued' and updated_at < now() - make_interval(secs => ${this.graceMs / 1000}::float8)
+       limit ${this.batch}`;
+    for (const { conversation_id } of rows) {
+      if (woken.has(conversation_id)) continue;
+      try {
+        const d = await temporal.workflow.getHandle(conversationQueueWorkflowId(conversation_id)).describe();
+        if (d.status.name === 'RUNNING') continue;
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+      if (await this.wake(temporal, conversation_id)) woken.add(conversation_id);
+    }
+  }
+
+  private async wake(temporal: Client, conversationId: string): Promise<boolean> {
+    const conv = await this.opts.db.conversation.findUnique({ where: { id: conversationId }, select: { tenant_id: true, app_id: true } });
+    if (!conv) return false;
+    const ok = await wakeConversationQueue(
+      { temporal, config: { TEMPORAL_TASK_QUEUE: this.opts.taskQueue! }, logger: this.opts.logger },
+      { conversationId, tenantId: conv.tenant_id, appId: conv.app_id },
+    );
+    if (ok) this.opts.logger.warn({ conversation_id: conversationId }, 'turn sweeper: woke a conversation queue with no coordinator');
+    return ok;
   }
 
   private async locksOfEndedTurns(): Promise<string[]> {

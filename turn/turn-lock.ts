@@ -6,7 +6,7 @@
  */
 import type { Prisma } from '../core/db.js';
 
-type Tx = Pick<Prisma.TransactionClient, 'conversation'>;
+type Tx = Pick<Prisma.TransactionClient, 'conversation' | '$executeRaw'>;
 
 /** Takes the free lock for a new turn, counting the dialogue; false when another turn holds it. */
 export async function takeTurnLock(tx: Tx, conversationId: string, messageId: string): Promise<boolean> {
@@ -22,13 +22,20 @@ export function heldByFirstTurn(messageId: string): { active_message_id: string;
   return { active_message_id: messageId, dialogue_count: 1 };
 }
 
-/** Frees the conversation for its next turn, only if this message still holds it; false otherwise. */
+/**
+ * Frees the conversation for its next turn, only if this message still holds it; false otherwise. A message waiting
+ * in the conversation's queue (multitask strategies) gets the lock straight away, so no request jumps the queue in
+ * between; its coordinator (workflows/conversation-queue.ts) starts its turn.
+ */
 export async function releaseTurnLock(tx: Tx, conversationId: string, messageId: string): Promise<boolean> {
-  const n = await tx.conversation.updateMany({
-    where: { id: conversationId, active_message_id: messageId },
-    data: { active_message_id: null, updated_at: new Date() },
-  });
-  return n.count === 1;
+  const n = await tx.$executeRaw`
+    update conversations c
+       set active_message_id = (select m.id from messages m
+                                 where m.conversation_id = c.id and m.status = 'queued' and m.id <> ${messageId}::uuid
+                                 order by m.queue_position, m.created_at limit 1),
+           updated_at = now()
+     where c.id = ${conversationId}::uuid and c.active_message_id = ${messageId}::uuid`;
+  return n === 1;
 }
 
 /** A turn that ended paused (ask_human) keeps the lock: the form holds the conversation; only its time moves. */

@@ -2,3 +2,4 @@
 export { agentTurn } from './agent-turn.js';
 export { scheduledTurn } from './scheduled-turn.js';
 export { deliverWebhook } from './deliver-webhook.js';
+export { conversationQueue } from './conversation-queue.js';

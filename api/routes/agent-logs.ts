@@ -21,7 +21,7 @@ import { messageJson } from './messages.js';
 
 const LogsQuery = z.object({ conversation_id: Uuid, message_id: Uuid });
 
-const TURN_STATUSES = ['pending', 'running', 'paused', 'succeeded', 'failed', 'stopped'] as const;
+const TURN_STATUSES = ['pending', 'running', 'paused', 'succeeded', 'failed', 'stopped', 'queued'] as const;
 /** Filters of the app's logs (issue 34 item 4): end user, when, a turn's status, an answer's feedback, where from. */
 const ConversationsQuery = z.object({
   user: z.string().min(1).max(255).optional(),

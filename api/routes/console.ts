@@ -7,6 +7,7 @@
  */
 import { type Request, Router } from 'express';
 import { z } from 'zod';
+import { MULTITASK_STRATEGIES } from '../../workflows/multitask-definitions.js';
 import {
   findBuildDraft,
   findSharedDraft,
@@ -53,6 +54,7 @@ const MergeBody = z.object({ force: z.boolean().default(false) });
 const PublishBody = z.object({ from: z.enum(['draft', 'build-draft']).default('draft') });
 export const AnnotationBody = z.object({ question: z.string().min(1).max(2000), content: z.string().min(1).max(20_000) });
 export const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.number().min(0).max(1).default(0.8) });
+export const MultitaskSettings = z.object({ default_strategy: z.enum(MULTITASK_STRATEGIES) }).strict();
 
 export function consoleRoutes(
   deps: TurnServiceDeps & Omit<ConsoleDebuggerDeps, 'backend'> & { backend: Pick<AgentBackendClient, 'validateComposition' | 'cancelRun'> },
@@ -241,6 +243,20 @@ export function consoleRoutes(
       data: { annotation_reply_enabled: body.enabled, annotation_score_threshold: body.score_threshold },
     });
     res.json({ enabled: body.enabled, score_threshold: body.score_threshold });
+  });
+
+  /** The app's default multitask strategy (issue 35): what a chat request without `multitask_strategy` does when busy. */
+  r.get('/apps/:app_id/multitask-settings', async (req, res) => {
+    const { app } = await appOf(req);
+    const row = await db.app.findUniqueOrThrow({ where: { id: app.id }, select: { multitask_strategy: true } });
+    res.json({ default_strategy: row.multitask_strategy, queue_limit: deps.config.CONVERSATION_QUEUE_LIMIT });
+  });
+
+  r.put('/apps/:app_id/multitask-settings', async (req, res) => {
+    const { app } = await appOf(req);
+    const body = parseOr400(MultitaskSettings, req.body);
+    await db.app.update({ where: { id: app.id }, data: { multitask_strategy: body.default_strategy } });
+    res.json({ default_strategy: body.default_strategy, queue_limit: deps.config.CONVERSATION_QUEUE_LIMIT });
   });
 
   /** A debugger turn against the shared draft or the caller's build draft; streams like the service API. */
