@@ -43,6 +43,9 @@ export const ChatRequest = z.object({
 });
 export type ChatRequest = z.output<typeof ChatRequest>;
 
+/** Console: the app's default multitask strategy (chat requests naming none). */
+export const MultitaskSettings = z.object({ default_strategy: z.enum(MULTITASK_STRATEGIES) }).strict();
+
 export const StopRequest = z.object({ user: UserId });
 
 export const MessagesQuery = z.object({
@@ -124,6 +127,10 @@ export const MessageFileResponse = z.object({
   type: z.string(),
   url: z.string().nullable(),
   belongs_to: z.string(),
+  /** Dify's: how the file came (local_file, remote_url; tool_file for the agent's outputs). */
+  transfer_method: z.string(),
+  /** Dify's: the upload behind the file (null for a remote_url file): a client sends it again (regenerate) as `files[].upload_file_id`. */
+  upload_file_id: Uuid.nullable(),
 });
 
 export const AgentThoughtResponse = z.object({
@@ -227,6 +234,12 @@ export const ParametersResponse = z.object({
     video_file_size_limit: z.number(),
     workflow_file_upload_limit: z.number(),
   }),
+  /** Extension: the app's default multitask strategy (console multitask-settings), what a chat request naming none does while a turn runs. */
+  multitask_strategy: z
+    .enum(MULTITASK_STRATEGIES)
+    .describe(
+      "Extension: the app's default `multitask_strategy` (console `multitask-settings`): what a chat message that names none does while a turn of its conversation runs.",
+    ),
 });
 
 export const AppInfoResponse = z.object({

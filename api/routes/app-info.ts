@@ -6,7 +6,8 @@
  * /v1/parameters advertises only what really works (issue 13 item 7): a file type is offered only where its
  * files reach the agent — images when the model takes them natively (vision), documents when the agent has a
  * workspace and a shell to open them in (turn/steps/workspace-files.ts; without one a document would only be a
- * link in the prompt, which no model here can fetch). `retriever_resource` stays off: Agent Apps do not
+ * link in the prompt, which no model here can fetch). Extension `multitask_strategy`: the app's default (issue 35),
+ * so a client knows what a follow-up sent during a turn does. `retriever_resource` stays off: Agent Apps do not
  * return citations (docs/seeds/001; messages carry `retriever_resources: []`). Runtime/shell have no Dify field.
  */
 import { Router } from 'express';
@@ -105,6 +106,8 @@ export function appInfoRoutes(deps: AppInfoDeps): Router {
         video_file_size_limit: 0,
         workflow_file_upload_limit: uploads ? f.file_upload.max_files : 0,
       },
+      // Extension: a client (the chat page) knows whether a follow-up may be sent while a turn runs.
+      multitask_strategy: app.multitask_strategy,
     };
     res.json(body);
   });

@@ -93,6 +93,9 @@ export function messageJson(m: ThreadedRow, config: Pick<Config, 'ENCRYPTION_KEY
       type: f.type,
       url: f.upload_file_id ? resignFileUrl(config, f.url, f.upload_file_id) : f.url,
       belongs_to: f.belongs_to,
+      // Dify's fields too: what a client needs to send the files again (the chat page's regenerate from history).
+      transfer_method: f.transfer_method,
+      upload_file_id: f.upload_file_id,
     })),
     feedback: m.feedbacks?.[0] ? { rating: m.feedbacks[0].rating } : null,
     retriever_resources: [],
