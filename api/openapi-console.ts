@@ -6,6 +6,8 @@
 import { z } from 'zod';
 import { AgentSoulConfig } from '../core/soul.js';
 import { PAGE_PARAMETERS, pageSchema } from './pagination.js';
+import { MultitaskSettings } from './schemas.js';
+import { MULTITASK_STRATEGIES } from '../workflows/multitask-definitions.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -36,6 +38,7 @@ export const CONSOLE_REQUESTS = {
     force: z.boolean().default(false).describe('Replace the shared draft even if it changed since the build draft’s base revision.'),
   }),
   PublishRequest: z.object({ from: z.enum(['draft', 'build-draft']).default('draft') }),
+  MultitaskSettingsRequest: MultitaskSettings,
 };
 
 const AgentDraftResponse = z.object({
@@ -56,6 +59,7 @@ const AgentDraftResponse = z.object({
 export const CONSOLE_RESPONSES = {
   AgentDraftResponse,
   PublishResponse: z.object({ id: z.string(), version: z.number().int(), created_at: z.number().int() }),
+  MultitaskSettingsResponse: z.object({ default_strategy: z.enum(MULTITASK_STRATEGIES), queue_limit: z.number().int() }),
   AgentVersionListResponse: pageSchema(
     z.object({
       id: z.string(),
@@ -206,6 +210,21 @@ export function consoleAgentPaths(errors: (...statuses: number[]) => Record<stri
           'these checks, or whose dataset was deleted since, is refused.',
         requestBody: { required: false, content: json(ref('PublishRequest')) },
         responses: checked('The new version.', 'PublishResponse', '201'),
+      }),
+    },
+    '/console/api/apps/{app_id}/multitask-settings': {
+      get: op({
+        operationId: 'getMultitaskSettings',
+        summary: "The app's default multitask strategy (chat requests without `multitask_strategy`) and the queue limit.",
+        parameters: [appId],
+        responses: { '200': { description: 'The settings.', content: json(ref('MultitaskSettingsResponse')) }, ...errors() },
+      }),
+      put: op({
+        operationId: 'setMultitaskSettings',
+        summary: 'Set the default multitask strategy: `reject` (Dify, the default), `enqueue`, `interrupt` or `rollback`.',
+        parameters: [appId],
+        requestBody: { required: true, content: json(ref('MultitaskSettingsRequest')) },
+        responses: { '200': { description: 'The settings.', content: json(ref('MultitaskSettingsResponse')) }, ...errors() },
       }),
     },
     '/console/api/apps/{app_id}/agent/versions': {

@@ -106,7 +106,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   412: '`human_input_form_submitted`, `human_input_form_expired` or `human_input_form_cancelled`.',
   413: "Body or file too large (`request_entity_too_large`, `file_too_large`, `document_too_large`), or the tenant's stored documents or uploads would exceed their quota (`storage_quota_exceeded`: TENANT_MAX_DOCUMENT_BYTES, TENANT_MAX_UPLOAD_BYTES).",
   415: '`unsupported_file_type`.',
-  429: '`rate_limit_error`.',
+  429: '`rate_limit_error`, or (`POST /v1/chat-messages` with a multitask strategy) `conversation_queue_full`: the conversation already has CONVERSATION_QUEUE_LIMIT messages waiting.',
   503: 'A dependency is unavailable (`service_unavailable`), or the deployment is at its cap of turns in flight (`server_busy`, nothing written); retry after `Retry-After`.',
 };
 
@@ -128,6 +128,12 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         operationId: 'createChatMessage',
         tags: ['chat'],
         summary: 'Send a message: starts a turn (a Temporal workflow) and streams its events, or blocks for the final message.',
+        description:
+          "Extension `multitask_strategy` (absent: the app's default, itself `reject`): when a turn of the conversation is in flight, " +
+          '`reject` answers 409 `conversation_busy` (Dify); `enqueue` queues the message (the stream waits with pings, then streams its turn; ' +
+          'history shows `turn_status: queued`); `interrupt` stops the turn in flight as a stop would, then runs this message; `rollback` ' +
+          "also removes the stopped message from history and from the model's memory (its usage stays billed). 429 `conversation_queue_full` " +
+          'when CONVERSATION_QUEUE_LIMIT messages wait.',
         requestBody: { required: true, content: json(ref('ChatRequest')) },
         responses: {
           '200': {

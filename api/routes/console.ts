@@ -7,7 +7,7 @@
  */
 import { type Request, Router } from 'express';
 import { z } from 'zod';
-import { MULTITASK_STRATEGIES } from '../../workflows/multitask-definitions.js';
+import { MultitaskSettings } from '../schemas.js';
 import {
   findBuildDraft,
   findSharedDraft,
@@ -54,7 +54,6 @@ const MergeBody = z.object({ force: z.boolean().default(false) });
 const PublishBody = z.object({ from: z.enum(['draft', 'build-draft']).default('draft') });
 export const AnnotationBody = z.object({ question: z.string().min(1).max(2000), content: z.string().min(1).max(20_000) });
 export const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.number().min(0).max(1).default(0.8) });
-export const MultitaskSettings = z.object({ default_strategy: z.enum(MULTITASK_STRATEGIES) }).strict();
 
 export function consoleRoutes(
   deps: TurnServiceDeps & Omit<ConsoleDebuggerDeps, 'backend'> & { backend: Pick<AgentBackendClient, 'validateComposition' | 'cancelRun'> },

@@ -37,10 +37,10 @@ const stop = (taskId: string, user: string) =>
   fetch(`${stack.apiUrl}/v1/chat-messages/${taskId}/stop`, { method: 'POST', headers: headers(), body: JSON.stringify({ user }) });
 
 /** A conversation with one finished turn, then a long slow turn streaming (its reader and message id, after 3 deltas). */
-async function busyConversation(user: string) {
+async function busyConversation(user: string, query = '/slow 40 /long 300') {
   const first = await chat(stack.apiUrl, key, { query: `Remember me: I am ${user}.`, user });
   const conversationId = first.frames.at(-1)!.data.conversation_id as string;
-  const res = await postChat(stack.apiUrl, key, { query: '/slow 40 /long 300', user, conversation_id: conversationId });
+  const res = await postChat(stack.apiUrl, key, { query, user, conversation_id: conversationId });
   const reader = new FrameReader(res);
   let n = 0;
   const head = await reader.read((f) => f.event === 'agent_message' && ++n === 3);
@@ -210,7 +210,8 @@ describe('multitask strategies', () => {
 
   it('a full queue refuses with 429 conversation_queue_full; a queued message can be stopped before it runs', async () => {
     const user = 'fay';
-    const busy = await busyConversation(user);
+    // Long enough (a minute) to outlast filling the queue and stopping it on a loaded machine; it is stopped anyway.
+    const busy = await busyConversation(user, '/slow 100 /long 600');
     const queued: Response[] = [];
     for (let i = 0; i < QUEUE_LIMIT; i++) {
       const res = await postChat(stack.apiUrl, key, {
