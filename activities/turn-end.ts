@@ -1,6 +1,7 @@
 /** Small steps around a turn: publishing a failure, stopping it, releasing the conversation's one-turn lock. */
 import type { Prisma } from '../core/db.js';
 import { appendEvents } from '../core/event-log.js';
+import type { ErrorCode } from '../core/protocol/error-codes.js';
 import type { Usage } from '../core/protocol/run.js';
 import type { ActivityDeps } from '../turn/deps.js';
 import { errorEvents, finalAnswerEvents } from '../turn/final-events.js';
@@ -15,7 +16,7 @@ async function backendRunOf(tx: Pick<Prisma.TransactionClient, 'agentBackendRun'
 
 export function createFailTurn({ db }: ActivityDeps) {
   /** Marks the message failed and publishes the client `error` event (idempotent by source key). */
-  return async function failTurn(input: { messageId: string; code: string; status: number; message: string }): Promise<void> {
+  return async function failTurn(input: { messageId: string; code: ErrorCode; status: number; message: string }): Promise<void> {
     const msg = await db.message.findUniqueOrThrow({ where: { id: input.messageId } });
     await db.$transaction(async (tx) => {
       // The run may have made (and been billed for) model calls before the step failed: the ledger's figures.

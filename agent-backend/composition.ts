@@ -8,6 +8,7 @@
  * composition's and whose states match the modules' state schemas.
  */
 import { z } from 'zod';
+import type { ErrorCode } from '../core/protocol/error-codes.js';
 import { CreateRunRequest, type CreateRunRequestParsed, type LayerSpec } from '../core/protocol/run.js';
 import { formatZodError, HttpError } from './errors.js';
 import type { ModuleRegistry } from './modules/registry.js';
@@ -41,8 +42,8 @@ export interface RunPlan {
   limits: RunLimits;
 }
 
-const invalid = (message: string, code = 'invalid_request') => new HttpError(400, code, message);
-const snapshotError = (message: string, code: string) => new HttpError(422, code, message);
+const invalid = (message: string, code: ErrorCode = 'invalid_request') => new HttpError(400, code, message);
+const snapshotError = (message: string, code: ErrorCode) => new HttpError(422, code, message);
 
 export function planRun(body: unknown, registry: ModuleRegistry, defaults: RunLimits): RunPlan {
   const parsed = CreateRunRequest.safeParse(body);

@@ -2,12 +2,13 @@
  * Errors of the agent backend. HTTP errors answer as JSON `{code, message, status}` (the same shape
  * the api uses); run errors classify how a run ended (terminal event data).
  */
+import type { ErrorCode } from '../core/protocol/error-codes.js';
 import type { z } from 'zod';
 
 export class HttpError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
   ) {
     super(message);
@@ -43,9 +44,9 @@ export class RunLimitExceededError extends Error {
  */
 export class RunRefusedError extends Error {
   constructor(
-    readonly errorType: string | null,
+    readonly errorType: ErrorCode | null,
     message: string,
-    readonly reason: string | null = null,
+    readonly reason: ErrorCode | null = null,
   ) {
     super(message);
     this.name = 'RunRefusedError';

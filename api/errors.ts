@@ -1,4 +1,5 @@
 /** One error shape for every client mistake: `{code, message, status}` (Dify's), never a stack trace. */
+import type { ErrorCode } from '../core/protocol/error-codes.js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
 import { isDependencyUnavailable } from '../core/dependency-errors.js';
@@ -9,7 +10,7 @@ import { recordApiError } from '../core/metrics/index.js';
 export class HttpError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},
   ) {

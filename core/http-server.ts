@@ -8,6 +8,7 @@ import http from 'node:http';
 import type { RequestListener } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Config } from './config.js';
+import type { ErrorCode } from './protocol/error-codes.js';
 
 export function createHttpServer(
   app: RequestListener,
@@ -35,7 +36,7 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
     socket.destroy();
     return;
   }
-  const [status, code, message] =
+  const [status, code, message]: [number, ErrorCode, string] =
     err.code === 'HPE_HEADER_OVERFLOW'
       ? [431, 'request_header_fields_too_large', 'The request headers (the URL included) are too large.']
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'

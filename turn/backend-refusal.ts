@@ -7,6 +7,7 @@
  */
 import { redactSecrets } from '../core/llm/redact.js';
 import { BackendHttpError } from '../core/backend-client.js';
+import type { ErrorCode } from '../core/protocol/error-codes.js';
 import type { TurnErrorDetails } from './errors.js';
 
 const TRANSIENT_4XX: ReadonlySet<number> = new Set([408, 429]);
@@ -25,7 +26,8 @@ export function backendRefusal(err: unknown): TurnErrorDetails | null {
   const body = err.errorBody();
   const message = body?.message ? redactSecrets(body.message) : `The agent backend refused the run (HTTP ${err.status}).`;
   return {
-    code: body?.code ?? 'agent_run_refused',
+    // The backend's own code (a registry code: they share core/protocol/error-codes.ts), passed on as it is.
+    code: (body?.code as ErrorCode | undefined) ?? 'agent_run_refused',
     status: REQUEST_VERDICTS.has(err.status) ? err.status : 502,
     message,
   };

@@ -3,6 +3,7 @@
  * `error_type` wins, then its `reason`; anything unknown is a `completion_request_error`.
  */
 import { redactSecrets } from '../core/llm/redact.js';
+import type { ErrorCode } from '../core/protocol/error-codes.js';
 import type { TurnErrorDetails } from './errors.js';
 
 export const BINDING_LOST_MESSAGE = 'The retained agent working environment is no longer available.';
@@ -14,13 +15,13 @@ export interface RunFailure {
   reason?: string | null;
 }
 
-const BY_ERROR_TYPE: Readonly<Record<string, { code: string; status: number }>> = {
+const BY_ERROR_TYPE: Readonly<Record<string, { code: ErrorCode; status: number }>> = {
   agent_run_limit_exceeded: { code: 'agent_run_limit_exceeded', status: 400 },
   // Issue 27: the backend's runtime layer was refused the workspace it named (the api's authorization said why).
   workspace_not_authorized: { code: 'workspace_not_authorized', status: 403 },
 };
 
-const BY_REASON: Readonly<Record<string, { code: string; status: number; message?: string }>> = {
+const BY_REASON: Readonly<Record<string, { code: ErrorCode; status: number; message?: string }>> = {
   InvokeRateLimitError: { code: 'rate_limit_error', status: 429 },
   InvokeAuthorizationError: { code: 'completion_request_error', status: 400 },
   InvokeBadRequestError: { code: 'completion_request_error', status: 400 },
@@ -38,9 +39,9 @@ const BY_REASON: Readonly<Record<string, { code: string; status: number; message
   binding_lost: { code: 'completion_request_error', status: 400, message: BINDING_LOST_MESSAGE },
 };
 
-const FALLBACK = { code: 'completion_request_error', status: 400 };
+const FALLBACK = { code: 'completion_request_error', status: 400 } as const;
 
-function lookup(table: Readonly<Record<string, { code: string; status: number; message?: string }>>, key: string | null | undefined) {
+function lookup(table: Readonly<Record<string, { code: ErrorCode; status: number; message?: string }>>, key: string | null | undefined) {
   return key && Object.hasOwn(table, key) ? table[key] : undefined;
 }
 

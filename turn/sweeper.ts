@@ -18,6 +18,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { EnvSchema, type Env } from '../core/config.js';
 import type { Db, Prisma } from '../core/db.js';
 import { isDependencyUnavailable } from '../core/dependency-errors.js';
+import type { TurnErrorDetails } from './errors.js';
 import { appendEvents } from '../core/event-log.js';
 import type { Logger } from '../core/logger.js';
 import { errorEvents } from './final-events.js';
@@ -60,8 +61,8 @@ export function sweeperTimings(
   return { everyMs: c.TURN_SWEEP_INTERVAL_MS, graceMs: c.TURN_SWEEP_MIN_AGE_MS, batch: c.TURN_SWEEP_BATCH };
 }
 
-const NOT_STARTED = { code: 'temporal_unavailable', status: 503, message: 'The turn could not be started.' };
-const ABANDONED = { code: 'internal_server_error', status: 500, message: 'The agent turn ended without finishing.' };
+const NOT_STARTED: TurnErrorDetails = { code: 'temporal_unavailable', status: 503, message: 'The turn could not be started.' };
+const ABANDONED: TurnErrorDetails = { code: 'internal_server_error', status: 500, message: 'The agent turn ended without finishing.' };
 
 export class TurnSweeper {
   private timer: NodeJS.Timeout | null = null;

@@ -14,6 +14,7 @@ import { parseEncryptionKey } from '../../core/llm/credentials.js';
 import { createLlmInvoker, type Clock } from '../../core/llm/invoke.js';
 import type { ProviderRegistry } from '../../core/llm/provider.js';
 import type { Logger } from '../../core/logger.js';
+import type { ErrorCode } from '../../core/protocol/error-codes.js';
 import { InvokeRequest, type InvokeRequestParsed } from '../../core/protocol/inner-llm.js';
 import { uploadsDir, verifyFileSignature } from '../../core/uploads.js';
 import { jsonBody } from '../../core/json-guard.js';
@@ -179,7 +180,7 @@ async function scopedCaller(deps: InnerLlmRouterDeps, req: InvokeRequestParsed):
   return { ...caller, ...scope };
 }
 
-function sendError(res: Response, status: number, code: string, message: string): void {
+function sendError(res: Response, status: number, code: ErrorCode, message: string): void {
   res.status(status).json({ code, message, status });
 }
 

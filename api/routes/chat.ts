@@ -6,6 +6,7 @@ import type { Config } from '../../core/config.js';
 import type { Db } from '../../core/db.js';
 import type { EventNotifier } from '../../core/event-log.js';
 import type { Logger } from '../../core/logger.js';
+import type { ErrorCode } from '../../core/protocol/error-codes.js';
 import type { OutboxDispatcher } from '../../core/outbox.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
@@ -42,7 +43,7 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     res.on('close', () => abort.abort());
     const events = await collectTurn({ db, notifier: deps.notifier }, turn.messageId, abort.signal);
     const last = events.at(-1);
-    if (last?.event === 'error') throw new HttpError(last.data.status, last.data.code, last.data.message);
+    if (last?.event === 'error') throw new HttpError(last.data.status, last.data.code as ErrorCode, last.data.message); // the turn's own error event: a registry code
     let answer = '';
     let metadata: object = {};
     for (const e of events) {

@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import type { Db } from '../db.js';
 import type { Dataset, DatasetDocument } from '../generated/prisma/client.js';
+import { isErrorCode, type ErrorCode } from '../protocol/error-codes.js';
 import type { Embedder } from './embed.js';
 import { KnowledgeError } from './errors.js';
 import { DocumentIndexer, type IndexerOptions } from './indexer.js';
@@ -158,7 +159,7 @@ export async function ingestDocument(
 }
 
 /** HTTP status of a stored indexing failure. */
-const FAILURE_STATUS: Record<string, KnowledgeError['status']> = {
+const FAILURE_STATUS: Partial<Record<ErrorCode, KnowledgeError['status']>> = {
   document_unreadable: 400,
   embedding_unavailable: 400,
   document_too_large: 413,
@@ -169,8 +170,8 @@ const FAILURE_STATUS: Record<string, KnowledgeError['status']> = {
 
 /** A document whose indexing ended in `error`, as the refusal the upload would have answered. */
 export function documentFailure(doc: Pick<DatasetDocument, 'error' | 'error_code'>): KnowledgeError | Error {
-  const code = doc.error_code ?? 'indexing_failed';
-  const status = FAILURE_STATUS[code];
-  if (!status) return new Error(doc.error ?? 'indexing failed');
+  const code = doc.error_code;
+  const status = isErrorCode(code) ? FAILURE_STATUS[code] : undefined;
+  if (!isErrorCode(code) || !status) return new Error(doc.error ?? 'indexing failed');
   return new KnowledgeError(status, code, doc.error ?? code);
 }

@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isCompiled, projectRoot } from '../project-root.js';
+import type { ErrorCode } from '../protocol/error-codes.js';
 import { KnowledgeError } from './errors.js';
 import type { DocumentKind, ParseLimits } from './parse.js';
 import { prepareDocument, type PreparedDocument } from './prepare.js';
@@ -86,7 +87,7 @@ function runChild(kind: DocumentKind, bytes: Uint8Array, limits: SandboxLimits):
       clearTimeout(timer);
       if (why) return reject(unreadable(why));
       if (code === 97) return reject(new Error('the parse process could not set its address-space limit (ulimit -v)'));
-      let answer: { ok: boolean; chunks?: string[]; tokens?: number[]; status?: number; code?: string; message?: string } | null = null;
+      let answer: { ok: boolean; chunks?: string[]; tokens?: number[]; status?: number; code?: ErrorCode; message?: string } | null = null;
       try {
         answer = JSON.parse(Buffer.concat(out).toString('utf8'));
       } catch {

@@ -2,6 +2,7 @@
  * Provider failures, named after Dify's InvokeError subclasses. A provider throws `InvokeError`; the
  * inner API turns it into an error chunk `{code: <negative>, message, data: {error_type, message}}`.
  */
+import type { ErrorCode } from '../protocol/error-codes.js';
 import { InvokeErrorType } from '../protocol/inner-llm.js';
 
 export type InvokeErrorKind = (typeof InvokeErrorType.options)[number];
@@ -20,7 +21,10 @@ export const INVOKE_ERROR_CODES: Record<InvokeErrorKind, number> = {
  * What a user can act on (docs/models.md), carried beside the Dify kind as the error chunk's `data.code`:
  * fix the credentials, wait, shorten the conversation, rephrase.
  */
-export type InvokeErrorReason = 'provider_auth_failed' | 'provider_rate_limited' | 'context_window_exceeded' | 'content_filtered';
+export type InvokeErrorReason = Extract<
+  ErrorCode,
+  'provider_auth_failed' | 'provider_rate_limited' | 'context_window_exceeded' | 'content_filtered'
+>;
 
 export class InvokeError extends Error {
   readonly errorType: InvokeErrorKind;
