@@ -9,6 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../core/project-root.js';
+import { ERROR_CODES } from '../core/protocol/error-codes.js';
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
 import { queryParams } from './openapi-params.js';
@@ -352,12 +353,20 @@ function packageVersion(): string {
 
 let cached: JsonSchema | null = null;
 
+/** The service and console codes answered with `status`, from the registry. */
+function codesOf(status: number): string {
+  return Object.entries(ERROR_CODES)
+    .filter(([, i]) => (i.status as readonly number[]).includes(status) && i.audience.some((a) => a === 'service' || a === 'console'))
+    .map(([code]) => `\`${code}\``)
+    .join(', ');
+}
+
 export function openApiDocument(): JsonSchema {
   if (cached) return cached;
   const responses = Object.fromEntries(
     Object.entries(ERROR_DESCRIPTIONS).map(([status, description]) => [
       `Error${status}`,
-      { description, content: json(ref('ErrorResponse')) },
+      { description: `${description} Codes: ${codesOf(Number(status))}.`, content: json(ref('ErrorResponse')) },
     ]),
   );
   cached = {

@@ -1,6 +1,7 @@
 /** Request schemas of the public service API (docs/PROTOCOL.md §1, Dify's field names). */
 import { z } from 'zod';
 import { HumanInputFormView } from '../core/client-events.js';
+import { ERROR_CODE_LIST } from '../core/protocol/error-codes.js';
 import { MULTITASK_STRATEGIES } from '../workflows/multitask-definitions.js';
 
 export const Uuid = z.string().uuid();
@@ -102,7 +103,8 @@ export const FileUploadForm = z.object({
 
 // ---- responses -------------------------------------------------------------------------------
 
-export const ErrorResponse = z.object({ code: z.string(), message: z.string(), status: z.number().int() });
+/** `code` is one of the registry's (core/protocol/error-codes.ts): the OpenAPI enum is generated from it. */
+export const ErrorResponse = z.object({ code: z.enum(ERROR_CODE_LIST), message: z.string(), status: z.number().int() });
 
 export const SuccessResponse = z.object({ result: z.literal('success') });
 

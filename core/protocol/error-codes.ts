@@ -127,7 +127,8 @@ export const ERROR_CODES = {
   conversation_queue_full: {
     status: [429],
     audience: SC,
-    meaning: 'Multitask strategy `queue`: the conversation already has its maximum of messages waiting',
+    meaning:
+      'Multitask `enqueue`/`interrupt`/`rollback` on a conversation whose queue holds `CONVERSATION_QUEUE_LIMIT` messages (extra `limit`, `task_id`)',
   },
   file_not_found: { status: [404], audience: SC, meaning: 'No such upload (or not visible to this user)' },
   file_too_large: { status: [413], audience: SC, meaning: 'An upload over its size limit' },
