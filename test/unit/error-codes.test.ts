@@ -76,6 +76,15 @@ describe('the error-code registry', () => {
     expect(wrongStatus).toEqual([]);
   });
 
+  it('holds every code the web pages compare against', () => {
+    const web = fs.readdirSync(path.join(ROOT, 'web')).filter((f) => f.endsWith('.js'));
+    const compared = web.flatMap((f) =>
+      [...fs.readFileSync(path.join(ROOT, 'web', f), 'utf8').matchAll(/\bcode === '([a-z][a-z0-9_]*)'/g)].map((m) => ({ f, code: m[1]! })),
+    );
+    expect(compared.length, 'the pages compare codes').toBeGreaterThan(0);
+    expect(compared.filter(({ code }) => !isErrorCode(code)).map(({ f, code }) => `web/${f}: ${code}`)).toEqual([]);
+  });
+
   it('holds no code the source never uses', () => {
     const unused = ERROR_CODE_LIST.filter((code) => !sources.some(({ text }) => text.includes(`'${code}'`)));
     expect(unused).toEqual([]);
