@@ -1,18 +1,20 @@
 // The chat page: a Dify service-API client in the browser (the app key comes from the URL fragment #key=... — never
 // sent to a server — or the settings box, and stays in this tab's sessionStorage).
 //
-// One turn at a time (`state.turn`): Enter and Send do nothing while it runs, Stop works from the first byte (a stop
-// asked for before the task id is known is sent when it arrives), and New chat / opening another conversation
-// detaches the running stream first (the turn goes on on the server; its conversation shows it when opened), so the
-// next message never lands in the old conversation. The view follows a streaming answer unless the reader scrolled
+// One running turn (`state.turn`): Stop works from the first byte (a stop asked for before the task id is known is
+// sent when it arrives), and New chat / opening another conversation detaches the running stream first (the turn goes
+// on on the server; its conversation shows it when opened), so the next message never lands in the old conversation. The view follows a streaming answer unless the reader scrolled
 // up. Answers are sanitised Markdown with the agent's files as attachments (turn-view.js); uploads, feedback, copy,
 // regenerate, rename and delete use the service API (docs/PROTOCOL.md §1). Regenerate (issue 35 item 2) posts the
 // question again under the parent of the answer it replaces (Dify's parent_message_id): a sibling answer; arrows
 // between siblings (their `sibling_ids`) show the thread through each (GET /v1/messages?branch_id=).
 //
-// Hook for the multitask strategies (issue 35 item 1, not in the API yet): a follow-up sent while a turn runs is refused
-// here by the one busy state (`send`) and by the API (409 conversation_busy). Once `multitask_strategy` exists on
-// POST /v1/chat-messages, `send` is where an enqueue/interrupt choice would let a message through while `state.turn` runs.
+// While a turn runs, what a follow-up does is the app's multitask strategy (issue 35; GET /v1/parameters'
+// `multitask_strategy`, sent explicitly with every message): `reject` (Dify's) — Enter and Send do nothing until the
+// answer ends; otherwise the composer stays usable and `send` posts at once: `enqueue` shows the follow-up as queued
+// (`state.waiting`, its stream open with pings) until its turn starts; `interrupt` marks the running answer stopped
+// (its part so far stays) and streams the new one after it; `rollback` takes the running exchange out of the view
+// (the API hides it from history too) and streams the new one.
 
 import { createApi } from './lib/api.js';
 import { icon } from './lib/icons.js';
@@ -26,6 +28,8 @@ const state = {
   conversationId: '',
   /** The running turn: {abort, taskId, stopRequested, box, conversationId}; null when idle. */
   turn: null,
+  /** Turns accepted behind it (multitask strategies), oldest first: each starts (becomes `turn`) with its first event. */
+  waiting: [],
   app: null,
   /** Files picked for the next message: {localId, name, type, id?, error?}. */
   files: [],
@@ -90,12 +94,23 @@ $('to-latest').addEventListener('click', () => toBottom(true));
 // --- the one busy state ------------------------------------------------------------------------------------------
 
 const uploading = () => state.files.some((f) => !f.id && !f.error);
+/** The app's multitask strategy (GET /v1/parameters); `reject` until it is known. */
+const strategy = () => state.app?.multitask || 'reject';
+const inFlight = () => !!state.turn || state.waiting.length > 0;
+const FOLLOW_UP = {
+  enqueue: 'Queue a follow-up',
+  interrupt: 'Interrupt with a message',
+  rollback: 'Replace this exchange',
+};
 function renderBusy() {
-  const busy = !!state.turn;
-  $('send').disabled = busy || uploading();
-  $('stop').disabled = !busy;
+  const busy = inFlight();
+  const multi = strategy() !== 'reject';
+  $('send').disabled = (busy && !multi) || uploading();
+  $('stop').disabled = !state.turn;
   document.body.classList.toggle('busy', busy);
-  if (busy) say(state.turn.stopRequested ? 'Stopping…' : 'The agent is working…');
+  document.body.classList.toggle('multitask', multi);
+  $('query').placeholder = busy && multi ? FOLLOW_UP[strategy()] : 'Message the agent';
+  if (busy) say(!state.turn ? 'Your message waits its turn…' : state.turn.stopRequested ? 'Stopping…' : 'The agent is working…');
 }
 
 const eventsUrl = (taskId) => `/v1/chat-messages/${taskId}/events?user=${q(state.user)}`;
@@ -104,17 +119,36 @@ const eventsUrl = (taskId) => `/v1/chat-messages/${taskId}/events?user=${q(state
  * Runs one turn into `box`: `open(signal)` is the first response (the POST's stream or the events of a turn still
  * running). The turn owns its conversation id: a detached turn never changes the page's.
  */
-async function runTurn(box, open, { query, files } = {}) {
+async function runTurn(box, open, { query, files, waiting = false, queued = false } = {}) {
   const turn = { abort: new AbortController(), taskId: '', stopRequested: false, box, conversationId: state.conversationId };
-  state.turn = turn;
+  // `waiting`: accepted behind the turn in flight (multitask); `queued` says so in its box (enqueue).
+  if (waiting) state.waiting.push(turn);
+  else state.turn = turn;
   box.classList.add('pending');
+  if (queued) {
+    box.classList.add('queued');
+    box.querySelector('.thoughts').before(el('div', 'queued-note', 'Queued: answered after the messages before it.'));
+  }
   renderBusy();
   const current = () => state.turn === turn;
+  const unqueue = () => {
+    box.classList.remove('queued');
+    box.querySelector('.queued-note')?.remove();
+  };
+  /** Its first event: a waiting message's turn has started, it is the running one now. */
+  const started = () => {
+    if (!state.waiting.includes(turn)) return;
+    state.waiting = state.waiting.filter((t) => t !== turn);
+    unqueue();
+    state.turn = turn;
+    renderBusy();
+  };
   try {
     const res = await open(turn.abort.signal);
     const result = await consumeTurn(box, res, {
       signal: turn.abort.signal,
       onTask: (id) => {
+        started();
         if (turn.taskId) return;
         turn.taskId = id;
         box.dataset.messageId = id;
@@ -145,10 +179,14 @@ async function runTurn(box, open, { query, files } = {}) {
     }
   } finally {
     box.classList.remove('pending');
+    unqueue();
     if (query !== undefined) box._query = { query, files };
     if (box.isConnected) addActions(box);
-    if (current()) {
-      state.turn = null;
+    // One that never started (refused, detached) leaves the queue.
+    const wasWaiting = state.waiting.includes(turn);
+    state.waiting = state.waiting.filter((t) => t !== turn);
+    if (current() || wasWaiting) {
+      if (current()) state.turn = null;
       renderBusy();
       void loadConversations();
     }
@@ -157,10 +195,11 @@ async function runTurn(box, open, { query, files } = {}) {
 
 /** Ends the running stream's hold on the page (New chat, another conversation): the turn goes on on the server. */
 function detach() {
-  const turn = state.turn;
-  if (!turn) return;
+  const turns = [state.turn, ...state.waiting].filter(Boolean);
+  if (!turns.length) return;
   state.turn = null;
-  turn.abort.abort();
+  state.waiting = [];
+  for (const t of turns) t.abort.abort();
   renderBusy();
   say('');
 }
@@ -296,7 +335,7 @@ async function rate(box, rating) {
  * its place; then the conversation shows the thread through the new answer, with arrows to its siblings.
  */
 async function regenerate(box) {
-  if (state.turn || !box._query || !box.dataset.messageId) return;
+  if (inFlight() || !box._query || !box.dataset.messageId) return;
   const conversationId = state.conversationId;
   let parent = box._parent;
   if (parent === undefined) {
@@ -326,13 +365,14 @@ async function regenerate(box) {
           conversation_id: conversationId,
           parent_message_id: parent || UUID_NIL,
           files: (files || []).map((f) => ({ type: f.type, transfer_method: 'local_file', upload_file_id: f.id })),
+          multitask_strategy: strategy(),
         },
         signal,
       }),
     { query, files },
   );
   const newId = next.dataset.messageId || '';
-  if (newId && state.conversationId === conversationId && !state.turn) await openConversation(conversationId, { branch: newId });
+  if (newId && state.conversationId === conversationId && !inFlight()) await openConversation(conversationId, { branch: newId });
 }
 
 /** Renders an ask_human form whose submission continues the turn in a new agent message. */
@@ -351,13 +391,33 @@ function showForm(box, form) {
 }
 
 function send(query, files = state.files.filter((f) => f.id)) {
-  if (state.turn) {
+  const busy = inFlight();
+  const how = strategy();
+  if (busy && how === 'reject') {
     say('The agent is still answering: wait for it, or Stop it.');
+    return false;
+  }
+  // The first turn of a new chat names its conversation with its first event: a follow-up needs that id.
+  if (busy && !state.conversationId) {
+    say('Wait a moment: the conversation is still starting.');
     return false;
   }
   if (uploading()) {
     say('Wait for the upload to finish.');
     return false;
+  }
+  const running = busy ? state.turn : null;
+  if (running && how === 'interrupt') {
+    // The API stops it (as Stop would): what it said so far stays, marked stopped; its stream ends by itself.
+    running.stopRequested = true;
+    running.box.classList.add('stopped');
+  } else if (running && how === 'rollback') {
+    // The API stops it and hides it from the conversation: its question and answer leave the view.
+    const question = running.box.previousElementSibling;
+    if (question?.classList.contains('user')) question.remove();
+    running.box.remove();
+    state.turn = null;
+    running.abort.abort();
   }
   const sent = files.map((f) => ({ id: f.id, name: f.name, type: f.type }));
   userMessage(query, sent);
@@ -377,10 +437,11 @@ function send(query, files = state.files.filter((f) => f.id)) {
           response_mode: 'streaming',
           conversation_id: conversationId || undefined,
           files: sent.map((f) => ({ type: f.type, transfer_method: 'local_file', upload_file_id: f.id })),
+          multitask_strategy: how,
         },
         signal,
       }),
-    { query, files: sent },
+    { query, files: sent, waiting: busy, queued: busy && how === 'enqueue' },
   );
   return true;
 }
@@ -555,10 +616,15 @@ async function openConversation(id, { branch } = {}) {
     const box = addMessage('agent', m.answer);
     box.dataset.messageId = m.id;
     box.dataset.rating = m.feedback?.rating || '';
+    // A regenerate from history sends the question's uploads again (message_files' upload_file_id).
     box._query = m.resumed_from_message_id
       ? undefined
-      : // History does not name a message's uploads (only signed links): a regenerate from it sends the question alone.
-        { query: m.query, files: [] };
+      : {
+          query: m.query,
+          files: m.message_files
+            .filter((f) => f.belongs_to === 'user' && f.upload_file_id)
+            .map((f) => ({ id: f.upload_file_id, type: f.type, name: f.filename || f.type })),
+        };
     box._parent = m.parent_message_id ?? null;
     box._siblings = m.sibling_ids || [];
     boxes.set(m.id, box);
@@ -573,13 +639,17 @@ async function openConversation(id, { branch } = {}) {
     addActions(box);
   }
   toBottom(true);
-  // A turn still waiting for its form (or still running): re-attach to show the form or the rest of the answer.
-  const last = data.at(-1);
-  if (last && ['paused', 'running', 'pending'].includes(last.turn_status) && !data.some((m) => m.resumed_from_message_id === last.id)) {
-    const box = lastAgentBox();
+  // A turn still waiting for its form (or still running), and messages queued behind it: re-attach to show the form
+  // or the rest of each answer, in order.
+  const open = data.filter(
+    (m) => ['paused', 'running', 'pending', 'queued'].includes(m.turn_status) && !data.some((n) => n.resumed_from_message_id === m.id),
+  );
+  for (const m of open) {
+    const box = boxes.get(m.id);
     box._answer = '';
     paintAnswer(box);
-    void runTurn(box, (signal) => api.request(eventsUrl(last.id), { signal }));
+    const queued = m.turn_status === 'queued';
+    void runTurn(box, (signal) => api.request(eventsUrl(m.id), { signal }), { waiting: queued, queued });
   }
 }
 
@@ -605,7 +675,9 @@ async function loadApp() {
       opening: params.opening_statement || '',
       suggested: params.suggested_questions || [],
       upload: fu.enabled ? { extensions: fu.allowed_file_extensions || [], max: fu.number_limits || 1 } : null,
+      multitask: params.multitask_strategy || 'reject',
     };
+    renderBusy();
     $('app-name').textContent = info.name;
     $('app-title').textContent = info.name;
     document.title = info.name;

@@ -50,10 +50,10 @@ async function openApp(a) {
   state.appId = a.id;
   for (const li of $('apps').children) li.classList.toggle('active', li.dataset.app === a.id);
   $('agent-name').textContent = a.name;
-  for (const id of ['editor', 'debugger', 'annotations']) $(id).hidden = false;
+  for (const id of ['editor', 'debugger', 'annotations', 'multitask']) $(id).hidden = false;
   $('ann-enabled').checked = a.annotation_reply.enabled;
   $('ann-threshold').value = a.annotation_reply.score_threshold;
-  await Promise.all([loadDraft(), loadVersions(), loadAnnotations(), openLastDebugConversation()]);
+  await Promise.all([loadDraft(), loadVersions(), loadAnnotations(), loadMultitask(), openLastDebugConversation()]);
 }
 
 // --- the soul config editor ----------------------------------------------------------------------------------
@@ -347,6 +347,29 @@ const applyAnnotationSettings = () =>
     say(`Annotation reply ${s.enabled ? 'on' : 'off'} (threshold ${s.score_threshold}).`);
   });
 
+// --- multitask: what a message sent during a turn does (issue 35; GET/PUT multitask-settings) ------------------
+
+const STRATEGY_NAMES = { reject: 'Reject', enqueue: 'Queue', interrupt: 'Interrupt', rollback: 'Roll back' };
+
+function showMultitask(s) {
+  for (const r of document.querySelectorAll('input[name="mt-strategy"]')) r.checked = r.value === s.default_strategy;
+  $('mt-current').textContent =
+    `In use: ${STRATEGY_NAMES[s.default_strategy] ?? s.default_strategy} (at most ${s.queue_limit} messages wait per conversation).`;
+}
+
+async function loadMultitask() {
+  showMultitask(await getJson(appPath('/multitask-settings')));
+}
+
+const saveMultitask = () =>
+  guarded(async () => {
+    const picked = document.querySelector('input[name="mt-strategy"]:checked')?.value;
+    if (!picked) return say('Pick what a message sent during a turn does.');
+    const s = await send(appPath('/multitask-settings'), { default_strategy: picked }, 'PUT');
+    showMultitask(s);
+    say(`Messages sent while the agent answers: ${STRATEGY_NAMES[s.default_strategy]}.`);
+  });
+
 // --- the debugger chat ---------------------------------------------------------------------------------------
 
 const debugPath = (p) => appPath(`/agent/debug${p}`);
@@ -571,6 +594,7 @@ $('publish').addEventListener('click', () => void publish());
 $('merge').addEventListener('click', () => void merge());
 $('ann-add').addEventListener('click', () => void addAnnotation());
 $('ann-apply').addEventListener('click', () => void applyAnnotationSettings());
+$('mt-save').addEventListener('click', () => void saveMultitask());
 $('diff').addEventListener('click', () => void showDiff().catch((err) => say(err.message)));
 $('f-prompt').addEventListener('input', suggestMentions);
 $('f-prompt').addEventListener('blur', () => ($('mentions').hidden = true));
