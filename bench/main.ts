@@ -76,8 +76,14 @@ try {
     const a = readme.indexOf(START);
     const b = readme.indexOf(END);
     if (a >= 0 && b > a) {
-      fs.writeFileSync(README, `${readme.slice(0, a + START.length)}\n${markdown}\n${readme.slice(b)}`);
-      log('recorded the run in bench/README.md');
+      // The README keeps the run's header and the issue-33 tables (it stays short); every table goes to bench/results/latest.*.
+      const header = markdown.split('\n\n').slice(0, 2).join('\n\n');
+      const short = `${header}\n\n${summaryTable(result)}\n\n${stepTargetsTable(result)}`;
+      fs.writeFileSync(README, `${readme.slice(0, a + START.length)}\n${short}\n${readme.slice(b)}`);
+      const latest = path.join(ROOT, 'bench', 'results', 'latest');
+      fs.writeFileSync(`${latest}.json`, JSON.stringify(result, null, 2) + '\n');
+      fs.writeFileSync(`${latest}.md`, markdown + '\n');
+      log('recorded the run in bench/README.md (summary) and bench/results/latest.{json,md} (every table)');
     }
   }
   const errors = result.workloads.flatMap((w) => w.cells).reduce((n, c) => n + c.errors, 0) + knowledge.reduce((n, c) => n + c.errors, 0);
