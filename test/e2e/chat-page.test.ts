@@ -4,7 +4,7 @@
  * answers rendered safely (a <script> or onerror in an answer never runs); the view follows a 1,500-token stream
  * unless the reader scrolls up; one busy state (Enter during a turn sends nothing, Stop works, New chat during a
  * stream starts a new conversation); the agent's outputs/ files as attachments that download; an upload that reaches
- * the turn (an image the model sees; a document the agent reads with its shell); feedback, copy, regenerate (sibling answers with arrows between them), rename, delete; the phone layout (the conversations in a drawer); an axe-core
+ * the turn (an image the model sees; a document the agent reads with its shell); feedback, copy, regenerate (sibling answers with arrows between them; from the history too, its files sent again), rename, delete; the phone layout (the conversations in a drawer); an axe-core
  * scan of each layout with no serious violation. Screenshots of each: test-results/screenshots (CI artifacts).
  * Needs Chromium (`apt-get install chromium`, or CHROMIUM_PATH); CI installs it, elsewhere the test says how and is
  * skipped.
@@ -394,6 +394,26 @@ describe.runIf(executable)('the chat page in a browser', () => {
     // The arrows are named buttons (axe), shown in the screenshot.
     expect(await axeViolations(page)).toEqual([]);
     await shot(page, 'chat-desktop-regenerate.png');
+
+    // From the history (after a reload) the question keeps its picture: message_files carry the upload's id
+    // (upload_file_id), and a regenerate sends it again — the new sibling sees the image too.
+    await page.reload();
+    await page.locator('#conversations li', { hasText: 'What is in this picture?' }).locator('.open').click();
+    await expect.poll(() => lastAgent().getAttribute('data-message-id'), { timeout: 20_000 }).toBe(secondId);
+    const listed = (await api(`/v1/messages?conversation_id=${conv.id}&user=${user}`))!.data as {
+      message_files: { belongs_to: string; type: string; transfer_method: string; upload_file_id: string | null }[];
+    }[];
+    const picture = listed[0]!.message_files.find((f) => f.belongs_to === 'user')!;
+    expect(picture).toMatchObject({ type: 'image', transfer_method: 'local_file' });
+    expect(picture.upload_file_id).toMatch(/^[0-9a-f-]{36}$/);
+    const again = page.waitForRequest((r) => r.url().endsWith('/v1/chat-messages') && r.method() === 'POST');
+    await lastAgent().locator('button.again').click();
+    const body2 = (await again).postDataJSON() as { parent_message_id: string; files: unknown[] };
+    expect(body2.parent_message_id).toBe('00000000-0000-0000-0000-000000000000');
+    expect(body2.files).toEqual([{ type: 'image', transfer_method: 'local_file', upload_file_id: picture.upload_file_id }]);
+    await expect.poll(() => lastAgent().locator('.sibling-at').textContent(), { timeout: 30_000 }).toBe('3 / 3');
+    await idle();
+    expect(await lastAgentText().textContent()).toContain('I see 1 image');
 
     // Rename in place, then delete (the button asks once more).
     const item = page.locator('#conversations li', { hasText: 'What is in this picture?' });
