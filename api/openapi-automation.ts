@@ -40,7 +40,7 @@ export const ScheduleResponse = z.object({
 export const ScheduleDetailResponse = ScheduleResponse.extend({
   next_run_times: z.array(Unix).nullable().describe('Upcoming runs (unix seconds) from Temporal; null when it did not answer.'),
 });
-export const ScheduleListResponse = page(ScheduleResponse);
+export const ScheduleListResponse = page(ScheduleDetailResponse);
 
 export const WebhookResponse = z.object({
   id: Id,

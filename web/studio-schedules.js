@@ -68,12 +68,11 @@ const every = (s) =>
 async function load() {
   const appId = currentAppId();
   if (!appId) return;
+  // One request: the list carries each schedule's next runs from Temporal.
   const page = await console$.get(`/apps/${appId}/schedules?limit=100`);
-  // The next run comes from Temporal, one schedule at a time (the list is PostgreSQL's).
-  const detail = await Promise.all(page.data.map((s) => console$.get(`/apps/${appId}/schedules/${s.id}`).catch(() => s)));
   const tbody = section.querySelector('#sc-table tbody');
   tbody.textContent = '';
-  for (const s of detail) {
+  for (const s of page.data) {
     const tr = el('tr', s.paused ? 'paused' : '');
     tr.dataset.schedule = s.id;
     tr.dataset.name = s.name;

@@ -108,6 +108,14 @@ export function scheduleRoutes(deps: { db: Db; temporal: Client; config: Config;
     throw new HttpError(503, 'service_unavailable', `The schedule could not be ${what}; try again shortly.`);
   };
 
+  /** Upcoming runs (unix seconds) from Temporal when it answers; null otherwise (the row alone is shown). */
+  const nextRunTimes = (rowId: string): Promise<number[] | null> =>
+    temporal.schedule
+      .getHandle(scheduleIdForRow(rowId))
+      .describe()
+      .then((d) => d.info.nextActionTimes.map((t) => unixSeconds(t)))
+      .catch(() => null);
+
   r.get('/apps/:app_id/schedules', auth, async (req, res) => {
     const { app } = await consoleApp(db, req);
     const page = pageOf(req.query);
@@ -116,7 +124,16 @@ export function scheduleRoutes(deps: { db: Db; temporal: Client; config: Config;
       db.appSchedule.count({ where }),
       db.appSchedule.findMany({ where, orderBy: [{ created_at: 'desc' }, { id: 'asc' }], skip: page.skip, take: page.take }),
     ]);
-    res.json(pageJson(page, total, rows.map(scheduleView)));
+    // Each schedule's upcoming runs from Temporal (one describe per row, in parallel, here rather than one GET per row
+    // from the page); null for a schedule Temporal did not answer for.
+    const next = await Promise.all(rows.map((row) => nextRunTimes(row.id)));
+    res.json(
+      pageJson(
+        page,
+        total,
+        rows.map((row, i) => ({ ...scheduleView(row), next_run_times: next[i] ?? null })),
+      ),
+    );
   });
 
   r.post('/apps/:app_id/schedules', auth, ...body, async (req: Request, res: Response) => {
@@ -170,13 +187,7 @@ export function scheduleRoutes(deps: { db: Db; temporal: Client; config: Config;
 
   r.get('/apps/:app_id/schedules/:schedule_id', auth, async (req, res) => {
     const row = await scheduleOf(req);
-    // Upcoming runs from Temporal when it answers; the row alone otherwise.
-    const next = await temporal.schedule
-      .getHandle(scheduleIdForRow(row.id))
-      .describe()
-      .then((d) => d.info.nextActionTimes.map((t) => unixSeconds(t)))
-      .catch(() => null);
-    res.json({ ...scheduleView(row), next_run_times: next });
+    res.json({ ...scheduleView(row), next_run_times: await nextRunTimes(row.id) });
   });
 
   for (const action of ['pause', 'unpause'] as const) {

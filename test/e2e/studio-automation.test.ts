@@ -122,6 +122,12 @@ describe.runIf(chromiumPath)('the studio’s New agent, Schedules and Webhooks s
   }, 60_000);
 
   it('Schedules: creates an interval and a cron schedule in time zones, lists their next run, pauses, resumes, runs now, deletes', async () => {
+    // The list carries each schedule's next runs: the screen asks for no schedule one at a time.
+    const perSchedule: string[] = [];
+    const onRequest = (r: { method(): string; url(): string }) => {
+      if (r.method() === 'GET' && /\/schedules\/[0-9a-f-]{36}$/.test(new URL(r.url()).pathname)) perSchedule.push(r.url());
+    };
+    page.on('request', onRequest);
     await screen('schedules');
     await page.fill('#sc-name', 'Hourly check');
     await page.selectOption('#sc-kind', 'interval');
@@ -156,6 +162,9 @@ describe.runIf(chromiumPath)('the studio’s New agent, Schedules and Webhooks s
     const digest = page.locator('#sc-table tbody tr[data-name="Weekday digest"]');
     await expect.poll(() => digest.textContent()).toContain('cron 0 9 * * 1-5 · America/New_York');
     expect(await digest.textContent()).toContain('one conversation');
+    expect(await digest.locator('.next-run').textContent()).not.toBe('—');
+    page.off('request', onRequest);
+    expect(perSchedule).toEqual([]);
     const digestRow = await stack.db.appSchedule.findFirstOrThrow({ where: { name: 'Weekday digest' } });
     expect(digestRow.inputs).toEqual({ topic: 'sales' });
     expect(digestRow.app_id).toBe(await appId());
