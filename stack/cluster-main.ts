@@ -6,43 +6,23 @@
  * Options: `--no-build` (run the existing dist/ instead of building it first), `--no-ui` (no Temporal UI).
  * DATABASE_URL runs it on an external PostgreSQL (Temporal's two databases are created on the same server).
  *
- * As with `npm start` (stack/dev.ts), two processes: the one npm starts only passes signals on to the cluster,
- * which runs in its own process group, so a terminal's Ctrl-C does not reach PostgreSQL and the Temporal
- * services directly (they would stop under the workers) but only through the ordered shutdown.
+ * As with `npm start` (stack/dev.ts), two processes (the supervisor of stack/service-process.ts): the one npm
+ * starts only passes signals on to the cluster, which runs in its own process group, so a terminal's Ctrl-C does
+ * not reach PostgreSQL and the Temporal services directly (they would stop under the workers) but only through
+ * the ordered shutdown.
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../core/config.js';
-import { releaseSignalHooks } from '../core/embedded-pg.js';
 import { defaultPorts, startCluster, type Cluster } from './cluster.js';
+import { forcedExitAfter, onStopSignals, superviseInOwnGroup } from './service-process.js';
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const CHILD = 'DIFY_AGENT_CLUSTER_CHILD';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-if (process.env[CHILD] !== '1') await supervise();
+if (process.env[CHILD] !== '1') await superviseInOwnGroup(import.meta.url, CHILD);
 else await run();
-
-async function supervise(): Promise<never> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    detached: true,
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    env: { ...process.env, [CHILD]: '1' },
-  });
-  releaseSignalHooks();
-  // One Ctrl-C arrives twice (the terminal's process group, and npm passing its own on): forward one.
-  let last = 0;
-  for (const signal of SIGNALS)
-    process.on(signal, () => {
-      if (Date.now() - last < 500) return;
-      last = Date.now();
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    });
-  const code = await new Promise<number>((resolve) => child.once('exit', (c, sig) => resolve(c ?? (sig ? 128 : 1))));
-  process.exit(code);
-}
 
 async function run(): Promise<void> {
   const { values: flags } = parseArgs({ options: { 'no-build': { type: 'boolean' }, 'no-ui': { type: 'boolean' } } });
@@ -55,19 +35,14 @@ async function run(): Promise<void> {
     if (stopping) return;
     stopping = true;
     console.log(`\n${why}: stopping the cluster ...`);
-    const force = setTimeout(() => {
-      console.log('forced exit: the ordered shutdown did not finish in time.');
-      process.exit(1);
-    }, 90_000);
+    const stopped = forcedExitAfter(90_000);
     await starting.catch(() => null);
     await cluster?.stop();
-    clearTimeout(force);
+    stopped();
     console.log('stopped.');
     process.exit(0);
   };
-  releaseSignalHooks();
-  for (const signal of SIGNALS) process.on(signal, () => void shutdown(signal));
-  process.on('disconnect', () => void shutdown('supervisor gone'));
+  onStopSignals((why) => void shutdown(why));
 
   console.log(`Starting the cluster under ${dataDir} ...`);
   const starting = startCluster({

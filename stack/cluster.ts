@@ -22,7 +22,7 @@ import { applyMigrations } from '../core/migrate.js';
 import { ensureTurnSearchAttributes } from '../core/search-attribute-registry.js';
 import { ensureDemoData, type DemoData } from '../core/seed.js';
 import { startBalancer, type Balancer } from './balancer.js';
-import { ServiceProcess } from './service-process.js';
+import { healthzReady, ipcReady, ServiceProcess, waitFor } from './service-process.js';
 import {
   locateTemporalServer,
   locateTemporalUi,
@@ -109,34 +109,6 @@ export interface Cluster {
   /** Every process of the cluster by name (for measurements). */
   processes: () => { name: string; pid: number | undefined }[];
   stop: () => Promise<void>;
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (${(last as Error).message})` : ''}`);
-    await sleep(everyMs);
-  }
-}
-
-async function httpOk(url: string): Promise<boolean> {
-  try {
-    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    await r.body?.cancel();
-    return r.ok;
-  } catch {
-    return false;
-  }
 }
 
 /** This cluster's own secrets, kept in its data dir (0600) so a restart decrypts what the last run encrypted. */
@@ -244,6 +216,13 @@ export async function startTemporalServer(opts: {
   }
 }
 
+/** A phase's stop steps: run in reverse order by the cluster's stop(). */
+type Stops = (() => Promise<unknown>)[];
+
+/**
+ * The cluster in phases: build, database (migrated, seeded), Temporal server, UI, balancers, Node services. Each
+ * phase pushes its stop steps; a start that fails stops what it started, in reverse.
+ */
 export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   const log = opts.log ?? (() => undefined);
   const { ports } = opts;
@@ -252,7 +231,7 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
   fs.mkdirSync(logDir, { recursive: true });
   const namespace = opts.namespace ?? 'default';
   const taskQueue = opts.taskQueue ?? 'agent-turns';
-  const stops: (() => Promise<unknown>)[] = [];
+  const stops: Stops = [];
   const stop = async () => {
     for (const s of stops.splice(0).reverse()) await s().catch((err: Error) => log(`stop step failed: ${err.message}`));
   };
@@ -262,140 +241,14 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       log(`building the compiled services into ${path.relative(ROOT, opts.buildDir) || '.'} ...`);
       buildCompiled(opts.buildDir);
     }
-
-    // PostgreSQL: the product's database and Temporal's two, on one server.
-    let pg: EmbeddedPg | null = null;
-    let databaseUrl = opts.databaseUrl;
-    if (!databaseUrl) {
-      pg = await startEmbeddedPg({
-        dir: path.join(dataDir, 'pg'),
-        port: ports.postgres,
-        durable: true,
-        passwordFile: path.join(dataDir, 'pg-password'),
-      });
-      stops.push(() => pg!.stop());
-      await pg.ensureDatabase('dify_agent');
-      databaseUrl = pg.url('dify_agent');
-    }
-    await applyMigrations(databaseUrl);
-    let demo: DemoData | null = null;
-    if (opts.seed !== false) {
-      const db = createDb(databaseUrl, { max: 2 });
-      try {
-        demo = await ensureDemoData(db, { dataDir });
-      } finally {
-        await db.$disconnect();
-      }
-    }
-
-    // Temporal: schema, config, the four services, namespace and search attributes.
+    const { pg, databaseUrl, demo } = await startClusterDatabase(opts, dataDir, stops);
     const temporalServer = await startTemporalServer({ dataDir, databaseUrl, ports: ports.temporal, namespace, log, logDir });
     stops.push(() => temporalServer.stop());
     const { services: temporal, address: temporalAddress } = temporalServer;
-
-    let uiUrl: string | null = null;
-    if (opts.ui !== false) {
-      const uiBin = locateTemporalUi({ log });
-      if (uiBin) {
-        const ui = await startTemporalUi({
-          bin: uiBin,
-          dir: path.join(dataDir, 'temporal-ui'),
-          port: ports.ui,
-          frontend: temporalAddress,
-          namespace,
-        });
-        stops.push(async () => {
-          if (ui.exitCode === null) {
-            const gone = new Promise((r) => ui.once('exit', r));
-            ui.kill('SIGTERM');
-            await gone;
-          }
-        });
-        uiUrl = `http://127.0.0.1:${ports.ui}`;
-      } else log('the Temporal UI server is not available (see above); the cluster runs without it');
-    }
-
-    // Balancers first: each service is configured with the other tier's balancer address.
-    const apiBalancer = await startBalancer({ port: ports.api, upstreams: ports.apiReplicas });
-    stops.push(() => apiBalancer.close());
-    const backendBalancer = await startBalancer({ port: ports.backend, upstreams: ports.backendReplicas });
-    stops.push(() => backendBalancer.close());
-
-    const secrets = clusterSecrets(dataDir);
-    const baseEnv = (): NodeJS.ProcessEnv => ({
-      ...secrets,
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '/root',
-      NODE_ENV: 'production',
-      LOG_LEVEL: 'info',
-      // One data dir for every replica: uploads and agent workspaces are shared, as a volume would be.
-      DATA_DIR: dataDir,
-      DATABASE_URL: databaseUrl,
-      TEMPORAL_ADDRESS: temporalAddress,
-      TEMPORAL_NAMESPACE: namespace,
-      TEMPORAL_TASK_QUEUE: taskQueue,
-      API_HOST: '127.0.0.1',
-      API_INTERNAL_URL: apiBalancer.url,
-      AGENT_BACKEND_HOST: '127.0.0.1',
-      AGENT_BACKEND_URL: backendBalancer.url,
-      ...(opts.env ?? {}),
-    });
-    const script = (entry: string) => path.join(opts.buildDir, entry);
-    const healthy = (url: string, what: string) => async () =>
-      void (await waitFor(`${what} ${url}/healthz`, async () => ((await httpOk(`${url}/healthz`)) ? true : undefined), 90_000));
-    const backends = ports.backendReplicas.map(
-      (port, i) =>
-        new ServiceProcess(
-          `agent-backend-${i + 1}`,
-          [script('agent-backend/main.js')],
-          // A backend's own address is its own port (the shell network stub lets commands reach it, not the balancer).
-          () => ({ ...baseEnv(), AGENT_BACKEND_PORT: String(port), AGENT_BACKEND_URL: `http://127.0.0.1:${port}` }),
-          healthy(`http://127.0.0.1:${port}`, `agent backend ${i + 1}`),
-          logDir,
-        ),
-    );
-    const apis = ports.apiReplicas.map(
-      (port, i) =>
-        new ServiceProcess(
-          `api-${i + 1}`,
-          [script('api/main.js')],
-          () => ({ ...baseEnv(), API_PORT: String(port) }),
-          healthy(`http://127.0.0.1:${port}`, `api ${i + 1}`),
-          logDir,
-        ),
-    );
-    const workers = ports.workerHealth.map(
-      (port, i) =>
-        new ServiceProcess(
-          `worker-${i + 1}`,
-          [script('worker.js')],
-          () => ({ ...baseEnv(), WORKER_HEALTH_PORT: String(port) }),
-          (svc) =>
-            new Promise<void>((resolve, reject) => {
-              const t = setTimeout(() => reject(new Error(`${svc.name} not ready within 120 s; see ${svc.logFile}`)), 120_000);
-              svc.child!.on('message', (m) => {
-                if (m === 'worker-ready') {
-                  clearTimeout(t);
-                  resolve();
-                }
-              });
-            }),
-          logDir,
-        ),
-    );
-    const nodeServices = [...apis, ...workers, ...backends];
-    stops.push(async () => {
-      // Apis stop taking turns first; workers drain; backends last (the workers' activities read from them).
-      await Promise.all(apis.map((s) => s.stop()));
-      await Promise.all(workers.map((s) => s.stop()));
-      await Promise.all(backends.map((s) => s.stop()));
-    });
-    process.once('exit', () => {
-      for (const s of nodeServices) if (s.up) s.child!.kill('SIGKILL');
-    });
-    log('starting 2 agent backends, 2 apis, 2 workers ...');
-    await Promise.all(nodeServices.map((s) => s.start()));
-
+    const uiUrl = opts.ui !== false ? await startClusterUi(dataDir, ports.ui, temporalAddress, namespace, log, stops) : null;
+    const balancers = await startBalancers(ports, stops);
+    const env = clusterEnv(opts, dataDir, { databaseUrl, temporalAddress, namespace, taskQueue, balancers });
+    const { apis, workers, backends } = await startNodeServices(opts, env, logDir, log, stops);
     return {
       dataDir,
       logDir,
@@ -403,19 +256,19 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
       temporalAddress,
       namespace,
       taskQueue,
-      apiUrl: apiBalancer.url,
-      backendUrl: backendBalancer.url,
+      apiUrl: balancers.api.url,
+      backendUrl: balancers.backend.url,
       uiUrl,
       demo,
       temporal,
       apis,
       workers,
       backends,
-      balancers: { api: apiBalancer, backend: backendBalancer },
+      balancers,
       processes: () => [
         ...(pg ? [{ name: 'postgres', pid: postmasterPid(dataDir) }] : []),
         ...TEMPORAL_SERVICES.map((s) => ({ name: `temporal-${s}`, pid: temporal[s].child?.pid })),
-        ...nodeServices.map((s) => ({ name: s.name, pid: s.pid })),
+        ...[...apis, ...workers, ...backends].map((s) => ({ name: s.name, pid: s.pid })),
       ],
       stop,
     };
@@ -423,6 +276,162 @@ export async function startCluster(opts: ClusterOptions): Promise<Cluster> {
     await stop();
     throw err;
   }
+}
+
+/** PostgreSQL: the product's database (migrated, seeded) and later Temporal's two, on one server. */
+async function startClusterDatabase(
+  opts: ClusterOptions,
+  dataDir: string,
+  stops: Stops,
+): Promise<{ pg: EmbeddedPg | null; databaseUrl: string; demo: DemoData | null }> {
+  let pg: EmbeddedPg | null = null;
+  let databaseUrl = opts.databaseUrl;
+  if (!databaseUrl) {
+    const started = await startEmbeddedPg({
+      dir: path.join(dataDir, 'pg'),
+      port: opts.ports.postgres,
+      durable: true,
+      passwordFile: path.join(dataDir, 'pg-password'),
+    });
+    pg = started;
+    stops.push(() => started.stop());
+    await pg.ensureDatabase('dify_agent');
+    databaseUrl = pg.url('dify_agent');
+  }
+  await applyMigrations(databaseUrl);
+  let demo: DemoData | null = null;
+  if (opts.seed !== false) {
+    const db = createDb(databaseUrl, { max: 2 });
+    try {
+      demo = await ensureDemoData(db, { dataDir });
+    } finally {
+      await db.$disconnect();
+    }
+  }
+  return { pg, databaseUrl, demo };
+}
+
+/** The Temporal UI server, when its binary is available (null otherwise: the cluster runs without it). */
+async function startClusterUi(
+  dataDir: string,
+  port: number,
+  frontend: string,
+  namespace: string,
+  log: Log,
+  stops: Stops,
+): Promise<string | null> {
+  const uiBin = locateTemporalUi({ log });
+  if (!uiBin) {
+    log('the Temporal UI server is not available (see above); the cluster runs without it');
+    return null;
+  }
+  const ui = await startTemporalUi({ bin: uiBin, dir: path.join(dataDir, 'temporal-ui'), port, frontend, namespace });
+  stops.push(async () => {
+    if (ui.exitCode === null) {
+      const gone = new Promise((r) => ui.once('exit', r));
+      ui.kill('SIGTERM');
+      await gone;
+    }
+  });
+  return `http://127.0.0.1:${port}`;
+}
+
+/** Balancers first: each service is configured with the other tier's balancer address. */
+async function startBalancers(ports: ClusterPorts, stops: Stops): Promise<{ api: Balancer; backend: Balancer }> {
+  const api = await startBalancer({ port: ports.api, upstreams: ports.apiReplicas });
+  stops.push(() => api.close());
+  const backend = await startBalancer({ port: ports.backend, upstreams: ports.backendReplicas });
+  stops.push(() => backend.close());
+  return { api, backend };
+}
+
+/** The environment every Node service of the cluster shares (core/config.ts variables). */
+function clusterEnv(
+  opts: ClusterOptions,
+  dataDir: string,
+  at: {
+    databaseUrl: string;
+    temporalAddress: string;
+    namespace: string;
+    taskQueue: string;
+    balancers: { api: Balancer; backend: Balancer };
+  },
+): () => NodeJS.ProcessEnv {
+  const secrets = clusterSecrets(dataDir);
+  return () => ({
+    ...secrets,
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/root',
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    // One data dir for every replica: uploads and agent workspaces are shared, as a volume would be.
+    DATA_DIR: dataDir,
+    DATABASE_URL: at.databaseUrl,
+    TEMPORAL_ADDRESS: at.temporalAddress,
+    TEMPORAL_NAMESPACE: at.namespace,
+    TEMPORAL_TASK_QUEUE: at.taskQueue,
+    API_HOST: '127.0.0.1',
+    API_INTERNAL_URL: at.balancers.api.url,
+    AGENT_BACKEND_HOST: '127.0.0.1',
+    AGENT_BACKEND_URL: at.balancers.backend.url,
+    ...(opts.env ?? {}),
+  });
+}
+
+/** The compiled api, worker and agent backend replicas, each its own process (stack/service-process.ts). */
+async function startNodeServices(
+  opts: ClusterOptions,
+  baseEnv: () => NodeJS.ProcessEnv,
+  logDir: string,
+  log: Log,
+  stops: Stops,
+): Promise<{ apis: ServiceProcess[]; workers: ServiceProcess[]; backends: ServiceProcess[] }> {
+  const { ports } = opts;
+  const script = (entry: string) => path.join(opts.buildDir, entry);
+  const backends = ports.backendReplicas.map(
+    (port, i) =>
+      new ServiceProcess(
+        `agent-backend-${i + 1}`,
+        [script('agent-backend/main.js')],
+        // A backend's own address is its own port (the shell network stub lets commands reach it, not the balancer).
+        () => ({ ...baseEnv(), AGENT_BACKEND_PORT: String(port), AGENT_BACKEND_URL: `http://127.0.0.1:${port}` }),
+        healthzReady(`http://127.0.0.1:${port}`, `agent backend ${i + 1}`),
+        logDir,
+      ),
+  );
+  const apis = ports.apiReplicas.map(
+    (port, i) =>
+      new ServiceProcess(
+        `api-${i + 1}`,
+        [script('api/main.js')],
+        () => ({ ...baseEnv(), API_PORT: String(port) }),
+        healthzReady(`http://127.0.0.1:${port}`, `api ${i + 1}`),
+        logDir,
+      ),
+  );
+  const workers = ports.workerHealth.map(
+    (port, i) =>
+      new ServiceProcess(
+        `worker-${i + 1}`,
+        [script('worker.js')],
+        () => ({ ...baseEnv(), WORKER_HEALTH_PORT: String(port) }),
+        ipcReady('worker-ready', 120_000),
+        logDir,
+      ),
+  );
+  const nodeServices = [...apis, ...workers, ...backends];
+  stops.push(async () => {
+    // Apis stop taking turns first; workers drain; backends last (the workers' activities read from them).
+    await Promise.all(apis.map((s) => s.stop()));
+    await Promise.all(workers.map((s) => s.stop()));
+    await Promise.all(backends.map((s) => s.stop()));
+  });
+  process.once('exit', () => {
+    for (const s of nodeServices) if (s.up) s.child!.kill('SIGKILL');
+  });
+  log('starting 2 agent backends, 2 apis, 2 workers ...');
+  await Promise.all(nodeServices.map((s) => s.start()));
+  return { apis, workers, backends };
 }
 
 function postmasterPid(dataDir: string): number | undefined {

