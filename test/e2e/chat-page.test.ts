@@ -11,20 +11,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromiumPath, launchChromium } from '../support/browser.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 import { screenshotDir } from '../support/artifacts.js';
-
-const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(
-  (p) => p && fs.existsSync(p),
-);
-if (!executable) {
-  if (process.env.CI) throw new Error('Chromium is required in CI: apt-get install -y chromium (see .ci/run)');
-  console.warn('[e2e] Chromium not found: install it (apt-get install chromium) or set CHROMIUM_PATH to run the browser test.');
-}
 
 const AXE = fs.readFileSync(path.join(import.meta.dirname, '../../node_modules/axe-core/axe.min.js'), 'utf8');
 /** A 1x1 PNG. */
@@ -85,7 +78,7 @@ const userOf = (p: Page) => p.evaluate(() => localStorage.getItem('agent-chat-us
 const conversations = async (user: string) =>
   (await api(`/v1/conversations?user=${user}&limit=100`))!.data as { id: string; name: string }[];
 
-describe.runIf(executable)('the chat page in a browser', () => {
+describe.runIf(chromiumPath)('the chat page in a browser', () => {
   beforeAll(async () => {
     // The agent's shell on (outputs/ files), as in test/workspace/output-files-turns.test.ts.
     stack = await startTestStack('chat_page', { env: { SHELLCTL_AUTH_TOKEN: 'test-shellctl-token' } });
@@ -100,19 +93,7 @@ describe.runIf(executable)('the chat page in a browser', () => {
       });
     expect((await consoleFetch('/agent/draft', 'PUT', { config: AgentSoulConfig.parse(soul) })).status).toBe(200);
     expect((await consoleFetch('/agent/publish', 'POST', { from: 'draft' })).status).toBe(201);
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     desktop = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true });
     await desktop.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.apiUrl });
     page = await desktop.newPage();

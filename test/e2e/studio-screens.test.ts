@@ -12,7 +12,8 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { chromiumPath, launchChromium } from '../support/browser.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -29,14 +30,6 @@ import { OpenAiCompatibleCredentials } from '../../core/llm/providers/openai-com
 import { OpenAiCredentials } from '../../core/llm/providers/openai.js';
 import { startTestStack } from '../support/stack.js';
 import { screenshotDir } from '../support/artifacts.js';
-
-const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(
-  (p) => p && fs.existsSync(p),
-);
-if (!executable) {
-  if (process.env.CI) throw new Error('Chromium is required in CI: apt-get install -y chromium (see .ci/run)');
-  console.warn('[e2e] Chromium not found: install it (apt-get install chromium) or set CHROMIUM_PATH to run the browser test.');
-}
 
 const AXE = fs.readFileSync(path.join(import.meta.dirname, '../../node_modules/axe-core/axe.min.js'), 'utf8');
 const OPENAI_KEY = 'sk-studio-openai-0123456789';
@@ -113,7 +106,7 @@ async function ask(text: string) {
   return (await lastAgent().locator('.text').textContent()) ?? '';
 }
 
-describe.runIf(executable)('the studio’s screens in a browser', () => {
+describe.runIf(chromiumPath)('the studio’s screens in a browser', () => {
   beforeAll(async () => {
     toolServer = http.createServer((req, res) => {
       const u = new URL(req.url ?? '/', 'http://x');
@@ -145,18 +138,7 @@ describe.runIf(executable)('the studio’s screens in a browser', () => {
     await new Promise<void>((r) => mcpServer.listen(0, '127.0.0.1', r));
     mcpUrl = `http://127.0.0.1:${(mcpServer.address() as { port: number }).port}/mcp`;
     stack = await startTestStack('studio_screens', { env: { TOOL_ALLOW_PRIVATE_NETWORK: true, DEMO_MODEL_TOKEN_DELAY_MS: 0 } });
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on('console', (m) => {
       if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) failures.push(`console: ${m.text()}`);
