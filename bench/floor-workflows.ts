@@ -5,7 +5,8 @@
  *
  * Workflow code: deterministic, no Node modules (the Temporal bundler refuses them).
  */
-import { ActivityCancellationType, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { AGENT_RUN_OPTIONS, TURN_STEP_OPTIONS } from '../workflows/turn-activity-options.js';
 
 export interface FloorActivities {
   /** Stands for prepareTurn: returns at once. */
@@ -14,19 +15,9 @@ export interface FloorActivities {
   floorRun(input: { id: string }): Promise<void>;
 }
 
-// The same timeouts as agentTurn's proxies: they go into the scheduling commands, so they are part of the shape.
-const steps = proxyLocalActivities<FloorActivities>({
-  startToCloseTimeout: '30 seconds',
-  scheduleToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
-});
-
-const agent = proxyActivities<FloorActivities>({
-  startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '5 seconds',
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  retry: { initialInterval: '300 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 50 },
-});
+// agentTurn's own options: they go into the scheduling commands, so they are part of the shape.
+const steps = proxyLocalActivities<FloorActivities>(TURN_STEP_OPTIONS);
+const agent = proxyActivities<FloorActivities>(AGENT_RUN_OPTIONS);
 
 export async function floorTurn(input: { id: string }): Promise<void> {
   await steps.floorPrepare(input);

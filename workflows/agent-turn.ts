@@ -5,7 +5,6 @@
  * non-cancellable scopes and the workflow then ends Cancelled.
  */
 import {
-  ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
@@ -23,6 +22,7 @@ import {
 import type { Activities, RunAgentOutcome } from '../activities/index.js';
 import type { TurnErrorDetails } from '../turn/errors.js';
 import { TURN_SEARCH_ATTRIBUTES } from './search-attributes.js';
+import { AGENT_RUN_OPTIONS, TURN_STEP_OPTIONS } from './turn-activity-options.js';
 import {
   formSubmittedSignal,
   turnStateQuery,
@@ -32,27 +32,9 @@ import {
   type TurnState,
 } from './definitions.js';
 
-/**
- * Short, idempotent database steps run as local activities: no task-queue round trip and a single marker
- * in history each (the durable path's first-token latency is dominated by round trips; bench/README.md).
- * They retry for as long as a PostgreSQL failover may take (bounded by time, not attempts: 10 attempts were
- * ~30 s, and a turn whose bookkeeping step gave up mid-outage failed or kept its conversation locked).
- * Retry options are not part of the replayed commands, so running turns pick this up without a patch.
- */
-const steps = proxyLocalActivities<Activities>({
-  startToCloseTimeout: '30 seconds',
-  scheduleToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds' },
-});
-
-/** The agent run: long, heartbeating, cancellable, reattaches on retry. */
-const agent = proxyActivities<Activities>({
-  startToCloseTimeout: '2 hours',
-  heartbeatTimeout: '5 seconds',
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-  // ~4 minutes of retries at the 5 s cap: a PostgreSQL failover (a minute) fails attempts fast, each reattaches.
-  retry: { initialInterval: '300 milliseconds', backoffCoefficient: 2, maximumInterval: '5 seconds', maximumAttempts: 50 },
-});
+/** Database steps as local activities, the agent run as a heartbeating activity (workflows/turn-activity-options.ts). */
+const steps = proxyLocalActivities<Activities>(TURN_STEP_OPTIONS);
+const agent = proxyActivities<Activities>(AGENT_RUN_OPTIONS);
 
 /** Client-facing error of a failed step (turnFailure details), else a generic one. */
 function errorDetails(err: unknown): TurnErrorDetails {
