@@ -5,23 +5,12 @@
  * similar question. The console routes behind it (GET agent/conversations, agent/conversations/{id}/messages) are
  * checked directly too, another tenant's key reading nothing. Needs Chromium like test/e2e/chat-page.test.ts.
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type Browser, type Page } from 'playwright-core';
+import { axeViolations, chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, readFrames } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
-import { screenshotDir } from '../support/artifacts.js';
-
-const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(
-  (p) => p && fs.existsSync(p),
-);
-if (!executable) {
-  if (process.env.CI) throw new Error('Chromium is required in CI: apt-get install -y chromium (see .ci/run)');
-  console.warn('[e2e] Chromium not found: install it (apt-get install chromium) or set CHROMIUM_PATH to run the browser test.');
-}
-const AXE = fs.readFileSync(path.join(import.meta.dirname, '../../node_modules/axe-core/axe.min.js'), 'utf8');
 
 let stack: Stack;
 let browser: Browser;
@@ -38,14 +27,9 @@ const consoleFetch = (p: string, init: { method?: string; body?: unknown } = {})
 const logs = async (q = '') =>
   (await (await consoleFetch(`/agent/conversations${q}`)).json()) as { total: number; data: Record<string, unknown>[] };
 
-async function shot(name: string) {
-  const file = path.join(inject('testDataDir'), name);
-  await page.screenshot({ path: file, fullPage: true });
-  fs.mkdirSync(screenshotDir(), { recursive: true });
-  fs.copyFileSync(file, path.join(screenshotDir(), name));
-}
+const shot = (name: string) => screenshot(page, name);
 
-describe.runIf(executable)('the studio logs in a browser', () => {
+describe.runIf(chromiumPath)('the studio logs in a browser', () => {
   beforeAll(async () => {
     stack = await startTestStack('studio_logs');
     const key = stack.demo!.apiKey;
@@ -62,18 +46,9 @@ describe.runIf(executable)('the studio logs in a browser', () => {
     expect(debug.status).toBe(200);
     await readFrames(debug);
 
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-sync'],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) failures.push(`console: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
-    page.on('response', (r) => {
-      if (r.status() >= 400 && !(r.status() === 404 && r.url().endsWith('/agent/build-draft'))) failures.push(`${r.status()} ${r.url()}`);
-    });
+    watchPage(page, failures, (s, url) => s === 404 && url.endsWith('/agent/build-draft'));
     await page.goto(`${stack.apiUrl}/studio/#key=${stack.demo!.consoleKey}`);
   }, 300_000);
   afterAll(async () => {
@@ -124,21 +99,7 @@ describe.runIf(executable)('the studio logs in a browser', () => {
     await expect.poll(() => page.locator('#ann-list').textContent()).toContain('What are your opening hours?');
     await shot('studio-logs-detail.png');
 
-    await page.evaluate(AXE);
-    const serious = await page.evaluate(async () => {
-      const axe = (
-        window as unknown as {
-          axe: {
-            run: (c: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
-          };
-        }
-      ).axe;
-      const r = await axe.run(document.getElementById('logs'), { resultTypes: ['violations'] });
-      return r.violations
-        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-        .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    });
-    expect(serious).toEqual([]);
+    expect(await axeViolations(page, '#logs')).toEqual([]);
     expect(failures).toEqual([]);
   }, 120_000);
 });

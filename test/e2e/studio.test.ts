@@ -5,21 +5,11 @@
  * opens the inspector of a turn: its agent log timeline and the link to its workflow in the Temporal UI.
  * Needs Chromium like test/e2e/chat-page.test.ts; screenshots go next to that test's (the test data dir).
  */
-import fs from 'node:fs';
-import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
+import { chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
-import { screenshotDir } from '../support/artifacts.js';
-
-const executable = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find(
-  (p) => p && fs.existsSync(p),
-);
-if (!executable) {
-  if (process.env.CI) throw new Error('Chromium is required in CI: apt-get install -y chromium (see .ci/run)');
-  console.warn('[e2e] Chromium not found: install it (apt-get install chromium) or set CHROMIUM_PATH to run the browser test.');
-}
 
 /** The suite's Temporal dev server runs headless, so the link is checked by its form and the workflow it names. */
 const UI = `http://127.0.0.1:${inject('temporalUiPort')}`;
@@ -28,44 +18,20 @@ let browser: Browser;
 let page: Page;
 const failures: string[] = [];
 
-async function shot(name: string) {
-  const file = path.join(inject('testDataDir'), name);
-  await page.screenshot({ path: file, fullPage: true });
-  expect(fs.statSync(file).size).toBeGreaterThan(1000);
-  // Kept beyond the run (the test data dir is removed) as the run's artifacts: test-results/screenshots (git-ignored).
-  const dir = screenshotDir();
-  fs.mkdirSync(dir, { recursive: true });
-  fs.copyFileSync(file, path.join(dir, name));
-}
+const shot = (name: string) => screenshot(page, name);
 
-describe.runIf(executable)('the studio in a browser', () => {
+describe.runIf(chromiumPath)('the studio in a browser', () => {
   beforeAll(async () => {
     stack = await startTestStack('studio_page', { env: { TEMPORAL_UI_URL: UI } });
-    browser = await chromium.launch({
-      executablePath: executable,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-    // A script or style the CSP blocks, or an uncaught error, shows up as a console error.
-    page.on('console', (m) => {
-      // (A failed request's console line is checked by its response below.)
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) failures.push(`console: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
-    page.on('response', (r) => {
-      // Expected: the invalid save's 400, and the 404 that says there is no build draft yet.
-      const expected =
-        (r.status() === 400 && r.url().endsWith('/agent/draft')) || (r.status() === 404 && r.url().endsWith('/agent/build-draft'));
-      if (r.status() >= 400 && !expected) failures.push(`${r.status()} ${r.url()}`);
-    });
+    // A script or style the CSP blocks, or an uncaught error, shows up as a console error. Expected: the invalid
+    // save's 400, and the 404 that says there is no build draft yet.
+    watchPage(
+      page,
+      failures,
+      (status, url) => (status === 400 && url.endsWith('/agent/draft')) || (status === 404 && url.endsWith('/agent/build-draft')),
+    );
     await page.goto(`${stack.apiUrl}/studio/#key=${stack.demo!.consoleKey}`);
   });
   afterAll(async () => {
