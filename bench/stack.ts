@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig, type Env } from '../core/config.js';
 import { createLogger } from '../core/logger.js';
 import { startEmbeddedPg } from '../core/embedded-pg.js';
-import { startStack, type Stack, type StackOptions } from '../stack/start-stack.js';
+import { ONE_CLIENT_LIMITS, startStack, type Stack, type StackOptions } from '../stack/start-stack.js';
 import { startTemporalServer } from '../stack/cluster.js';
 import { freePort, stablePort } from '../stack/ports.js';
 import { TEMPORAL_SERVICES, type TemporalPorts } from '../stack/temporal-server.js';
@@ -83,14 +83,8 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
       LOG_LEVEL: opts.logLevel,
       // BENCH_METRICS=off: the same run without Prometheus metrics (issue 20: their overhead is metrics on vs off).
       METRICS_ENABLED: process.env.BENCH_METRICS !== 'off',
-      // Per-key/per-user limits (docs/security.md) out of the way: many turns and streams run as one user here;
-      // test/security/l6-rate-limits.test.ts sets its own.
-      RATE_LIMIT_KEY_PER_MINUTE: 1_000_000,
-      RATE_LIMIT_USER_PER_MINUTE: 1_000_000,
-      STREAMS_PER_KEY: 1_000_000,
-      STREAMS_PER_USER: 1_000_000,
-      TURNS_PER_KEY: 1_000_000,
-      TURNS_PER_USER: 1_000_000,
+      // Per-key/per-user limits out of the way: many turns and streams run as one user here.
+      ...ONE_CLIENT_LIMITS,
       // Admission control as a deployment would set it (docs/failure-modes.md), e.g. MAX_TURNS_IN_FLIGHT=32 npm run bench:
       // the overload cells then show turns shed with 503 + Retry-After instead of turns that time out.
       ...(process.env.MAX_TURNS_IN_FLIGHT ? { MAX_TURNS_IN_FLIGHT: Number(process.env.MAX_TURNS_IN_FLIGHT) } : {}),

@@ -35,6 +35,19 @@ import { ipcReady, ServiceProcess } from './service-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
+/**
+ * The per-key/per-user limits (docs/security.md) out of the way, for the test and bench stacks where many turns and
+ * streams run as one user; test/security/l6-rate-limits.test.ts sets its own.
+ */
+export const ONE_CLIENT_LIMITS = {
+  RATE_LIMIT_KEY_PER_MINUTE: 1_000_000,
+  RATE_LIMIT_USER_PER_MINUTE: 1_000_000,
+  STREAMS_PER_KEY: 1_000_000,
+  STREAMS_PER_USER: 1_000_000,
+  TURNS_PER_KEY: 1_000_000,
+  TURNS_PER_USER: 1_000_000,
+} as const;
+
 /** How long a stack's agent backend waits for PostgreSQL to accept its first connections. */
 const STORE_INIT_WAIT_MS = 30_000;
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { inject } from 'vitest';
 import { loadConfig, type Env } from '../../core/config.js';
 import { createLogger, type Logger } from '../../core/logger.js';
-import { startStack, type Stack, type StackOptions } from '../../stack/start-stack.js';
+import { ONE_CLIENT_LIMITS, startStack, type Stack, type StackOptions } from '../../stack/start-stack.js';
 import { freshDatabase } from './db.js';
 
 export async function startTestStack(
@@ -26,14 +26,8 @@ export async function startTestStack(
       AGENT_BACKEND_PORT: 0,
       DEMO_MODEL_TOKEN_DELAY_MS: 1,
       LOG_LEVEL: (process.env.TEST_LOG_LEVEL as Env['LOG_LEVEL']) ?? 'silent',
-      // Per-key/per-user limits (docs/security.md) out of the way: many turns and streams run as one user here;
-      // test/security/l6-rate-limits.test.ts sets its own.
-      RATE_LIMIT_KEY_PER_MINUTE: 1_000_000,
-      RATE_LIMIT_USER_PER_MINUTE: 1_000_000,
-      STREAMS_PER_KEY: 1_000_000,
-      STREAMS_PER_USER: 1_000_000,
-      TURNS_PER_KEY: 1_000_000,
-      TURNS_PER_USER: 1_000_000,
+      // Per-key/per-user limits out of the way: many turns and streams run as one user here.
+      ...ONE_CLIENT_LIMITS,
       // The fake model providers of the tests listen on loopback (a workspace's own base_url is guarded otherwise).
       MODEL_ALLOW_PRIVATE_NETWORK: true,
       AGENT_BACKEND_TOKEN: `test-backend-${crypto.randomBytes(12).toString('hex')}`,
