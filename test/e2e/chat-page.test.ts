@@ -12,14 +12,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { chromiumPath, launchChromium } from '../support/browser.js';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { axeViolations, chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 import { screenshotDir } from '../support/artifacts.js';
 
-const AXE = fs.readFileSync(path.join(import.meta.dirname, '../../node_modules/axe-core/axe.min.js'), 'utf8');
 /** A 1x1 PNG. */
 const PNG_B64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 
@@ -30,41 +29,12 @@ let page: Page;
 /** Every response the page got with a 4xx/5xx status, every console error and uncaught page error. */
 const failures: string[] = [];
 
-function watch(p: Page) {
-  p.on('response', (r) => {
-    if (r.status() >= 400) failures.push(`${r.status()} ${r.url()}`);
-  });
-  p.on('console', (m) => {
-    if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) failures.push(`console: ${m.text()}`);
-  });
-  p.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
-}
+const watch = (p: Page) => watchPage(p, failures);
 
 async function shot(p: Page, name: string, fullPage = false) {
-  const file = path.join(inject('testDataDir'), name);
-  await p.screenshot({ path: file, fullPage });
-  expect(fs.statSync(file).size).toBeGreaterThan(1000);
-  // Kept beyond the run as the run's artifact (test-results/screenshots, git-ignored); E2E_SCREENSHOT: chat-page.png also there.
-  fs.mkdirSync(screenshotDir(), { recursive: true });
-  fs.copyFileSync(file, path.join(screenshotDir(), name));
-  if (name === 'chat-page.png' && process.env.E2E_SCREENSHOT) fs.copyFileSync(file, process.env.E2E_SCREENSHOT);
-}
-
-/** axe-core's serious and critical violations on the page as it is (run through the DevTools protocol: the CSP allows no injected script tag). */
-async function axeViolations(p: Page): Promise<string[]> {
-  await p.evaluate(AXE);
-  const result = await p.evaluate(async () => {
-    const axe = (
-      window as unknown as {
-        axe: {
-          run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
-        };
-      }
-    ).axe;
-    const r = await axe.run(document, { resultTypes: ['violations'] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
-  });
-  return result.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.targets.join(', ')}`);
+  await screenshot(p, name, fullPage);
+  // E2E_SCREENSHOT: chat-page.png also there.
+  if (name === 'chat-page.png' && process.env.E2E_SCREENSHOT) fs.copyFileSync(path.join(screenshotDir(), name), process.env.E2E_SCREENSHOT);
 }
 
 const api = async (p: string, init: RequestInit = {}) => {
