@@ -9,14 +9,13 @@
  * for a fake OpenAI server (test/llm/providers), validate it, pick its model with its features shown. axe-core finds
  * no serious violation on any screen; screenshots of each go to test-results/screenshots (CI artifacts).
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
-import { chromiumPath, launchChromium } from '../support/browser.js';
+import { axeViolations as axeOf, chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { Stack } from '../../stack/start-stack.js';
 import { startFakeProvider, type FakeProvider } from '../llm/providers/fake-providers.js';
@@ -29,9 +28,7 @@ import { OllamaCredentials } from '../../core/llm/providers/ollama.js';
 import { OpenAiCompatibleCredentials } from '../../core/llm/providers/openai-compatible.js';
 import { OpenAiCredentials } from '../../core/llm/providers/openai.js';
 import { startTestStack } from '../support/stack.js';
-import { screenshotDir } from '../support/artifacts.js';
 
-const AXE = fs.readFileSync(path.join(import.meta.dirname, '../../node_modules/axe-core/axe.min.js'), 'utf8');
 const OPENAI_KEY = 'sk-studio-openai-0123456789';
 
 let stack: Stack;
@@ -48,31 +45,9 @@ const mcpAuth: (string | undefined)[] = [];
 const toolCalls: string[] = [];
 const failures: string[] = [];
 
-async function shot(name: string) {
-  const file = path.join(inject('testDataDir'), name);
-  await page.screenshot({ path: file, fullPage: true });
-  expect(fs.statSync(file).size).toBeGreaterThan(1000);
-  const dir = screenshotDir();
-  fs.mkdirSync(dir, { recursive: true });
-  fs.copyFileSync(file, path.join(dir, name));
-}
-
+const shot = (name: string) => screenshot(page, name);
 /** axe-core's serious and critical violations of the page (or of the element `within` names), the logs section included. */
-async function axeViolations(within?: string): Promise<string[]> {
-  await page.evaluate(AXE);
-  const result = await page.evaluate(async (within) => {
-    const axe = (
-      window as unknown as {
-        axe: {
-          run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
-        };
-      }
-    ).axe;
-    const r = await axe.run(within ? document.querySelector(within) : document, { resultTypes: ['violations'] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }));
-  }, within);
-  return result.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.targets.join(', ')}`);
-}
+const axeViolations = (within?: string) => axeOf(page, within);
 
 /** The inventory API the OpenAPI tool calls (loopback, this process). */
 const INVENTORY_OPENAPI = () => ({
@@ -140,15 +115,7 @@ describe.runIf(chromiumPath)('the studio’s screens in a browser', () => {
     stack = await startTestStack('studio_screens', { env: { TOOL_ALLOW_PRIVATE_NETWORK: true, DEMO_MODEL_TOKEN_DELAY_MS: 0 } });
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on('console', (m) => {
-      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) failures.push(`console: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
-    page.on('response', (r) => {
-      const ok = r.status() === 404 && r.url().endsWith('/agent/build-draft');
-      if (r.status() >= 400 && !ok) failures.push(`${r.status()} ${r.url()}`);
-    });
-    page.on('dialog', (d) => void d.accept());
+    watchPage(page, failures, (status, url) => status === 404 && url.endsWith('/agent/build-draft'));
     await page.goto(`${stack.apiUrl}/studio/#key=${stack.demo!.consoleKey}`);
     await page.locator('#apps li.active').waitFor({ timeout: 30_000 });
   }, 180_000);

@@ -2,7 +2,6 @@
  * What the browser tests (test/e2e/*) share: Debian's Chromium (or CHROMIUM_PATH) driven by playwright-core, a page
  * watched for 4xx/5xx responses, console errors and uncaught errors, axe-core's serious and critical violations, and
  * screenshots kept as CI artifacts (test-results/screenshots). Without Chromium a file is skipped with a hint (CI fails).
- * (test/e2e/chat-page, studio, studio-screens and studio-logs still carry their own copies of these.)
  */
 import fs from 'node:fs';
 import path from 'node:path';
