@@ -114,6 +114,11 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
   };
 }
 
+/**
+ * One model call in three phases: stream the provider's answer (`streamAnswer`), then either record a call the caller
+ * cut (`recordCutCall`) or settle a finished one (`settleCall`: the answer's last chunk, its usage recorded in the
+ * ledger, the usage chunk).
+ */
 async function* runInvoke(
   deps: LlmInvokerDeps,
   clock: Clock,
@@ -124,6 +129,24 @@ async function* runInvoke(
   billingId: string,
   signal: AbortSignal,
 ): AsyncGenerator<InvokeChunk> {
+  const call = modelCall(deps, clock, req, provider, model, credentials, billingId);
+  if ((yield* streamAnswer(call, signal)) === 'failed') return;
+  if (signal.aborted) return await recordCutCall(call);
+  yield* settleCall(call, signal);
+}
+
+type ModelCall = ReturnType<typeof modelCall>;
+
+/** What the phases of one call share: its log, metric and chunk builders, and what the provider streamed so far. */
+function modelCall(
+  deps: LlmInvokerDeps,
+  clock: Clock,
+  req: InvokeRequestParsed,
+  provider: LlmProvider,
+  model: ModelInfo,
+  credentials: ProviderCredentials | null,
+  billingId: string,
+) {
   const { caller, target } = req;
   const log = deps.logger.child({
     tenant_id: caller.tenant_id,
@@ -134,12 +157,14 @@ async function* runInvoke(
     model: model.model,
   });
   const started = clock.now();
-  let firstTokenAt: number | null = null;
-  let index = 0;
-  let content = '';
-  let reasoning = '';
-  const toolCalls: ToolCall[] = [];
-  let finish: { finish_reason: FinishReason; usage: ProviderUsage | null } | undefined;
+  const streamed = {
+    firstTokenAt: null as number | null,
+    index: 0,
+    content: '',
+    reasoning: '',
+    toolCalls: [] as ToolCall[],
+    finish: undefined as { finish_reason: FinishReason; usage: ProviderUsage | null } | undefined,
+  };
   const metric = (outcome: 'ok' | 'error' | 'aborted', tokens?: { prompt_tokens: number; completion_tokens: number }, credits?: bigint) =>
     recordModelCall({ provider: provider.name, model: model.model, outcome, seconds: (clock.now() - started) / 1000, tokens, credits });
   const chunk = (delta: ChunkData['delta']): InvokeChunk => ({ code: 0, message: '', data: { model: model.model, delta } });
@@ -157,6 +182,7 @@ async function* runInvoke(
   /** The call's usage from its token counts: prices, timings, and whether the counts are estimated. */
   const priceCall = (tokens: ProviderUsage, estimated: boolean): Usage => {
     const ended = clock.now();
+    const { firstTokenAt } = streamed;
     return Usage.parse({
       ...priceUsage(tokens, model.pricing).usage,
       ...(tokens.cached_prompt_tokens ? { prompt_cached_tokens: tokens.cached_prompt_tokens } : {}),
@@ -165,7 +191,7 @@ async function* runInvoke(
       time_to_first_token: firstTokenAt === null ? null : (firstTokenAt - started) / 1000,
       time_to_generate: firstTokenAt === null ? null : (ended - firstTokenAt) / 1000,
       model_requests: 1,
-      tool_calls: toolCalls.length,
+      tool_calls: streamed.toolCalls.length,
       ...(estimated ? { estimated: true } : {}),
     });
   };
@@ -183,87 +209,119 @@ async function* runInvoke(
     billable: credentials === null,
     estimated,
   });
+  /** The tokenizer's estimate of what was sent and streamed (a cut call, a provider that reports no usage). */
+  const estimate = () => estimatedTokens(target.prompt_messages, streamed.reasoning + streamed.content, streamed.toolCalls);
+  return {
+    deps,
+    clock,
+    target,
+    provider,
+    model,
+    credentials,
+    log,
+    started,
+    streamed,
+    metric,
+    chunk,
+    failure,
+    priceCall,
+    ledgerEntry,
+    estimate,
+  };
+}
 
+/** Phase 1: the provider's events, passed on as chunks when the caller streams, gathered either way. */
+async function* streamAnswer(call: ModelCall, signal: AbortSignal): AsyncGenerator<InvokeChunk, 'streamed' | 'failed'> {
+  const { target, streamed: s } = call;
   try {
-    const events = provider.invoke({
-      model: model.model,
+    const events = call.provider.invoke({
+      model: call.model.model,
       prompt_messages: target.prompt_messages,
       tools: target.tools ?? [],
       model_parameters: target.model_parameters,
-      credentials,
+      credentials: call.credentials,
       signal,
     });
     for await (const ev of events) {
       if (signal.aborted) break;
       if (ev.type === 'finish') {
-        finish = ev;
+        s.finish = ev;
         continue;
       }
-      firstTokenAt ??= clock.now();
-      content += ev.content ?? '';
-      reasoning += ev.reasoning_content ?? '';
-      toolCalls.push(...(ev.tool_calls ?? []));
+      s.firstTokenAt ??= call.clock.now();
+      s.content += ev.content ?? '';
+      s.reasoning += ev.reasoning_content ?? '';
+      s.toolCalls.push(...(ev.tool_calls ?? []));
       if (target.stream) {
         const message: ChunkData['delta']['message'] = { content: ev.content ?? '' };
         if (ev.reasoning_content) message.reasoning_content = ev.reasoning_content;
         if (ev.tool_calls?.length) message.tool_calls = ev.tool_calls;
-        yield chunk({ index: index++, message });
+        yield call.chunk({ index: s.index++, message });
       }
     }
   } catch (err) {
     if (!signal.aborted) {
       const e = toInvokeError(err);
-      log.warn({ error_type: e.errorType, err: redactSecrets(e.message) }, 'model call failed');
-      metric('error');
-      yield failure(e);
-      return;
+      call.log.warn({ error_type: e.errorType, err: redactSecrets(e.message) }, 'model call failed');
+      call.metric('error');
+      yield call.failure(e);
+      return 'failed';
     }
   }
-  if (signal.aborted) {
-    // The caller cut the call (a user's stop, a broken connection): the provider charges for what it
-    // generated, so it is recorded, estimated, under the call's billing id. A replay of the same call
-    // that completes replaces the estimate with exact counts (credits.ts); nothing is charged twice.
-    log.info({ elapsed_ms: clock.now() - started }, 'model call aborted by the caller');
-    const cut = estimatedTokens(target.prompt_messages, reasoning + content, toolCalls);
-    const usage = priceCall(cut, true);
-    try {
-      const { charged } = await recordUsage(deps.db, ledgerEntry(usage, priceUsage(cut, model.pricing).credits, true));
-      metric('aborted', cut, charged);
-    } catch (err) {
-      log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording the usage of a cut model call failed');
-    }
-    return;
+  return 'streamed';
+}
+
+/**
+ * Phase 2, a call the caller cut (a user's stop, a broken connection): the provider charges for what it
+ * generated, so it is recorded, estimated, under the call's billing id. A replay of the same call
+ * that completes replaces the estimate with exact counts (credits.ts); nothing is charged twice.
+ */
+async function recordCutCall(call: ModelCall): Promise<void> {
+  call.log.info({ elapsed_ms: call.clock.now() - call.started }, 'model call aborted by the caller');
+  const cut = call.estimate();
+  const usage = call.priceCall(cut, true);
+  try {
+    const { charged } = await recordUsage(call.deps.db, call.ledgerEntry(usage, priceUsage(cut, call.model.pricing).credits, true));
+    call.metric('aborted', cut, charged);
+  } catch (err) {
+    call.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording the usage of a cut model call failed');
   }
+}
+
+/** Phase 3, a finished call: the whole answer (not streaming), its usage recorded in the ledger, the usage chunk. */
+async function* settleCall(call: ModelCall, signal: AbortSignal): AsyncGenerator<InvokeChunk> {
+  const { target, streamed: s, log } = call;
+  const finish = s.finish;
   if (!finish) {
-    metric('error');
-    yield failure(new InvokeError('InvokeError', 'the model stream ended without a finish'));
+    call.metric('error');
+    yield call.failure(new InvokeError('InvokeError', 'the model stream ended without a finish'));
     return;
   }
   if (!target.stream) {
-    const message: ChunkData['delta']['message'] = { content };
-    if (reasoning) message.reasoning_content = reasoning;
-    if (toolCalls.length) message.tool_calls = toolCalls;
-    yield chunk({ index: index++, message });
+    const message: ChunkData['delta']['message'] = { content: s.content };
+    if (s.reasoning) message.reasoning_content = s.reasoning;
+    if (s.toolCalls.length) message.tool_calls = s.toolCalls;
+    yield call.chunk({ index: s.index++, message });
   }
 
   // Provider-reported counts where the provider reports them, else the tokenizer's estimate (flagged).
-  const tokens = finish.usage ?? estimatedTokens(target.prompt_messages, reasoning + content, toolCalls);
-  const usage = priceCall(tokens, finish.usage === null);
+  const tokens = finish.usage ?? call.estimate();
+  const usage = call.priceCall(tokens, finish.usage === null);
 
   let charged = 0n;
-  const entry = ledgerEntry(usage, priceUsage(tokens, model.pricing).credits, finish.usage === null);
+  const entry = call.ledgerEntry(usage, priceUsage(tokens, call.model.pricing).credits, finish.usage === null);
   // Recording is idempotent (unique billing id), so while the caller waits it is tried again: a
   // PostgreSQL restart at the end of a call must not fail an answer that was already streamed.
   for (let delay = 250, since = Date.now(), attempt = 1; ; delay = Math.min(delay * 2, 4_000), attempt++) {
     try {
-      charged = (await recordUsage(deps.db, entry)).charged;
+      charged = (await recordUsage(call.deps.db, entry)).charged;
       break;
     } catch (err) {
       if (signal.aborted || Date.now() - since + delay > RECORD_RETRY_MS) {
         // Failing the call (rather than answering unbilled) lets the caller's retry bill it exactly once.
         log.error({ err: err instanceof Error ? err.message : String(err), attempts: attempt }, 'recording model usage failed');
-        metric('error');
-        if (!signal.aborted) yield failure(new InvokeError('InvokeError', 'recording the model usage failed; retry the call'));
+        call.metric('error');
+        if (!signal.aborted) yield call.failure(new InvokeError('InvokeError', 'recording the model usage failed; retry the call'));
         return;
       }
       if (attempt === 1) log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording model usage failed; retrying');
@@ -280,11 +338,11 @@ async function* runInvoke(
       completion_tokens: usage.completion_tokens,
       total_price: usage.total_price,
       credits_charged: charged.toString(),
-      custom_credentials: credentials !== null,
+      custom_credentials: call.credentials !== null,
       latency: usage.latency,
     },
     'model call finished',
   );
-  metric('ok', tokens, charged);
-  yield chunk({ index, message: { content: '' }, usage, finish_reason: finish.finish_reason });
+  call.metric('ok', tokens, charged);
+  yield call.chunk({ index: s.index, message: { content: '' }, usage, finish_reason: finish.finish_reason });
 }
