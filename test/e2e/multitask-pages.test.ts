@@ -127,7 +127,7 @@ describe.runIf(chromiumPath)('multitask strategies in the studio and the chat pa
   it('chat, enqueue: the follow-up shows as queued while the first answer streams, then streams itself; both complete', async () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     const p = await chatWith(context, 'enqueue');
-    await startLongTurn(p, '/slow 120 /long 40');
+    await startLongTurn(p, '/slow 120 /long 60');
     // The composer stays usable while the turn runs: Send and Stop both there.
     expect(await p.locator('#send').isEnabled()).toBe(true);
     expect(await p.locator('#stop').isVisible()).toBe(true);
@@ -146,11 +146,11 @@ describe.runIf(chromiumPath)('multitask strategies in the studio and the chat pa
 
     await expect.poll(() => agentText(p, 1).textContent(), { timeout: 60_000 }).toContain('You said: "And a second question"');
     await settled(p);
-    expect(await words(p, 0)).toBe(40);
+    expect(await words(p, 0)).toBe(60);
     expect(await second.locator('.queued-note').count()).toBe(0);
     const h = await history(p);
     expect(h.map((m) => [m.query, m.turn_status])).toEqual([
-      ['/slow 120 /long 40', 'succeeded'],
+      ['/slow 120 /long 60', 'succeeded'],
       ['And a second question', 'succeeded'],
     ]);
     expect(failures).toEqual([]);
@@ -199,7 +199,7 @@ describe.runIf(chromiumPath)('multitask strategies in the studio and the chat pa
   it('chat on a phone, enqueue: Send and Stop fit beside the message box while a follow-up waits; no serious axe violation', async () => {
     const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
     const p = await chatWith(phone, 'enqueue');
-    await startLongTurn(p, '/slow 120 /long 40');
+    await startLongTurn(p, '/slow 120 /long 60');
     await send(p, 'Next one');
     await expect.poll(() => p.locator('.msg.agent.queued').count()).toBe(1);
     expect(await p.locator('#send').isVisible()).toBe(true);
