@@ -108,7 +108,7 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
         ok: true,
         billingRequestId: billingId,
         customCredentials: credentials !== null,
-        run: (signal) => runInvoke(deps, clock, req, provider, model, credentials, billingId, signal),
+        run: (signal) => runInvoke(modelCall(deps, clock, req, provider, model, credentials, billingId), signal),
       };
     },
   };
@@ -119,17 +119,7 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
  * cut (`recordCutCall`) or settle a finished one (`settleCall`: the answer's last chunk, its usage recorded in the
  * ledger, the usage chunk).
  */
-async function* runInvoke(
-  deps: LlmInvokerDeps,
-  clock: Clock,
-  req: InvokeRequestParsed,
-  provider: LlmProvider,
-  model: ModelInfo,
-  credentials: ProviderCredentials | null,
-  billingId: string,
-  signal: AbortSignal,
-): AsyncGenerator<InvokeChunk> {
-  const call = modelCall(deps, clock, req, provider, model, credentials, billingId);
+async function* runInvoke(call: ModelCall, signal: AbortSignal): AsyncGenerator<InvokeChunk> {
   if ((yield* streamAnswer(call, signal)) === 'failed') return;
   if (signal.aborted) return await recordCutCall(call);
   yield* settleCall(call, signal);
