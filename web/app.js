@@ -19,7 +19,17 @@
 import { createApi } from './lib/api.js';
 import { icon } from './lib/icons.js';
 import { copyText } from './lib/markdown.js';
-import { consumeTurn, el, markAnswered, messageBox, paintAnswer, renderFile, renderForm, renderThought } from './turn-view.js';
+import {
+  consumeTurn,
+  el,
+  markAnswered,
+  messageBox,
+  paintAnswer,
+  renderFile,
+  renderForm,
+  renderThought,
+  wireComposer,
+} from './turn-view.js';
 
 const $ = (id) => document.getElementById(id);
 const state = {
@@ -726,18 +736,7 @@ document.addEventListener('keydown', (ev) => {
 
 // --- the composer ------------------------------------------------------------------------------------------------
 
-$('composer').addEventListener('submit', (ev) => {
-  ev.preventDefault();
-  const text = $('query').value.trim();
-  if (!text) return;
-  if (send(text)) $('query').value = '';
-});
-$('query').addEventListener('keydown', (ev) => {
-  if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
-    ev.preventDefault();
-    $('composer').requestSubmit();
-  }
-});
+wireComposer($('composer'), $('query'), (text) => !!send(text));
 $('stop').addEventListener('click', stop);
 for (const b of document.querySelectorAll('.new-chat')) b.addEventListener('click', newChat);
 $('save-settings').addEventListener('click', () => {

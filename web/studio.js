@@ -6,7 +6,7 @@
 // in this tab's sessionStorage.
 
 import { createApi } from './lib/api.js';
-import { consumeTurn, el, markAnswered, messageBox, renderForm, renderThought } from './turn-view.js';
+import { consumeTurn, el, markAnswered, messageBox, renderForm, renderThought, wireComposer } from './turn-view.js';
 
 const $ = (id) => document.getElementById(id);
 /** core/tool-names.ts BUILTIN_TOOL_NAMES (a page cannot import TypeScript; the save's 400 catches a drift). */
@@ -598,19 +598,7 @@ $('mt-save').addEventListener('click', () => void saveMultitask());
 $('diff').addEventListener('click', () => void showDiff().catch((err) => say(err.message)));
 $('f-prompt').addEventListener('input', suggestMentions);
 $('f-prompt').addEventListener('blur', () => ($('mentions').hidden = true));
-$('composer').addEventListener('submit', (ev) => {
-  ev.preventDefault();
-  const q = $('query').value.trim();
-  if (!q) return;
-  $('query').value = '';
-  void chat(q);
-});
-$('query').addEventListener('keydown', (ev) => {
-  if (ev.key === 'Enter' && !ev.shiftKey) {
-    ev.preventDefault();
-    $('composer').requestSubmit();
-  }
-});
+wireComposer($('composer'), $('query'), (q) => void chat(q));
 $('stop').addEventListener('click', () => void stop());
 $('new-debug').addEventListener('click', () => {
   state.conversationId = '';

@@ -249,3 +249,23 @@ export function messageBox(role, text) {
   }
   return m;
 }
+
+/**
+ * The message box of both pages (the chat page's composer, the studio's debugger): Enter sends (Shift+Enter is a new
+ * line, and an IME's Enter that ends a composition sends nothing), an empty text is not sent; the box is cleared unless
+ * `send(text)` answers false (not sent, e.g. a turn still running).
+ */
+export function wireComposer(form, input, send) {
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    if (send(text) !== false) input.value = '';
+  });
+  input.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      form.requestSubmit();
+    }
+  });
+}
