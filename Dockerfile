@@ -39,7 +39,7 @@ WORKDIR /app
 COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# Read at run time from the project root (core/project-root.ts): the chat page, the migrations, the CLI source
+# Read at run time from the project root (core/platform/project-root.ts): the chat page, the migrations, the CLI source
 # whose hash tells the sandbox bundle is current.
 COPY --from=build /app/web ./web
 COPY --from=build /app/prisma/migrations ./prisma/migrations

@@ -1,5 +1,24 @@
 import tseslint from 'typescript-eslint';
 
+/**
+ * What agent-backend/ may take from core/domain/ (everything else there is the api's and the worker's): arithmetic
+ * and file-layout rules both processes must agree on byte for byte, kept in one place rather than copied.
+ */
+const AGENT_BACKEND_DOMAIN_EXCEPTIONS = [
+  // The backend prices the model calls of a run with the catalogue's prices (agent-loop.ts, usage.ts) and estimates
+  // tokens where a model reported none (usage.ts), as the api's own model calls do; a call whose llm layer names no
+  // context window gets the built-in catalogue's (agent-loop.ts).
+  'llm/pricing',
+  'llm/tokens',
+  'llm/catalogue/index',
+  // It redacts provider secrets from the error chunks it streams (model/part-stream.ts), as the api does.
+  'llm/redact',
+  // It lists the workspace's outputs/ and meters them against the output quota (modules/context.ts,
+  // workspace/sandbox.ts) exactly as the api later copies them into uploads.
+  'workspace-outputs',
+  'output-quota',
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'core/generated/**', '.data/**', '.cache/**', 'coverage/**', 'web/vendor/**', 'scratch/**', 'dist/**'] },
   ...tseslint.configs.recommended,
@@ -25,11 +44,49 @@ export default tseslint.config(
             'pg',
             'express',
             '@prisma/*',
-            '../core/db*',
+            '../core/platform/db*',
             '../core/generated/*',
             '@temporalio/activity',
             '@temporalio/client',
             '@temporalio/worker',
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // core/ is the floor everything stands on: it imports none of the processes or the turn's rooms.
+    files: ['core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(workflows|activities|api|agent-backend|stack|worker)(/|\\.js$|$)',
+              message: 'core/ may not import workflows/, activities/, api/, agent-backend/, stack/ or the worker.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The agent backend is its own process: it shares core's platform and protocol, not core's domain.
+    files: ['agent-backend/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(\\.\\./)+core/domain/(?!(${AGENT_BACKEND_DOMAIN_EXCEPTIONS.join('|')})\\.js$)`,
+              message: 'agent-backend/ may import core/platform/ and core/protocol/ only (exceptions: AGENT_BACKEND_DOMAIN_EXCEPTIONS).',
+            },
+            {
+              regex: '^(\\.\\./)+(core/generated|workflows|activities|api|stack|worker)(/|\\.js$|$)',
+              message: 'agent-backend/ is its own process: it reaches the api over HTTP, not by import.',
+            },
           ],
         },
       ],

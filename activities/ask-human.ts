@@ -1,6 +1,6 @@
 /** Steps of the ask_human wait: expiry, the continuation message on timeout, and cancel on stop. */
-import { createResumeMessage } from '../core/human-input.js';
-import type { ActivityDeps } from '../turn/deps.js';
+import { createResumeMessage } from '../core/domain/human-input.js';
+import type { ActivityDeps } from './deps.js';
 
 export function createAskHumanActivities({ db }: ActivityDeps) {
   return {

@@ -2,7 +2,7 @@
  * The activity of `conversationQueue` (workflows/conversation-queue.ts) and the queue's database steps
  * (docs/ARCHITECTURE.md "Multitask strategies"). A conversation's queue is its messages in status `queued`, ordered
  * by `queue_position`; the turn lock (`conversations.active_message_id`) passes from a turn that ends straight to
- * the queue's head (turn/turn-lock.ts `releaseTurnLock`), so nothing jumps the queue in between.
+ * the queue's head (activities/turn-lock.ts `releaseTurnLock`), so nothing jumps the queue in between.
  *
  * `claimQueuedTurn` waits, heartbeating, until the conversation's lock is free or handed to the head, then — in one
  * transaction under the conversation's row lock — takes it, moves the head `queued` → `pending` and, for a
@@ -11,15 +11,15 @@
  * again; the workflow's child start is what runs it, once.
  */
 import { Context } from '@temporalio/activity';
-import type { Config } from '../core/config.js';
-import { Prisma, type Db } from '../core/db.js';
-import { appendEvents } from '../core/event-log.js';
-import type { Logger } from '../core/logger.js';
-import { markdownText, conversationName } from '../api/turns.js';
+import type { Config } from '../core/platform/config.js';
+import { Prisma, type Db } from '../core/platform/db.js';
+import { appendEvents } from '../core/protocol/event-log.js';
+import type { Logger } from '../core/platform/logger.js';
+import { markdownText, conversationName } from '../api/turns/start.js';
 import type { AgentTurnInput, InvokeFrom } from '../workflows/definitions.js';
-import { finalAnswerEvents } from '../turn/final-events.js';
-import { ledgerUsage } from '../turn/ledger-usage.js';
-import { releaseTurnLock } from '../turn/turn-lock.js';
+import { finalAnswerEvents } from './final-events.js';
+import { ledgerUsage } from './ledger-usage.js';
+import { releaseTurnLock } from './turn-lock.js';
 
 export interface ConversationQueueDeps {
   db: Db;

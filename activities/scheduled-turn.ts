@@ -1,15 +1,15 @@
 /**
  * The activities of `scheduledTurn` (workflows/scheduled-turn.ts): create a scheduled run's turn through startTurn's
- * own records code (api/turns.ts createTurnRecords: the same admission, end user, lock and Message a chat request
+ * own records code (api/turns/start.ts createTurnRecords: the same admission, end user, lock and Message a chat request
  * gets, so audit and billing cannot tell them apart), and record how the run ended.
  */
 import { AGENT_TURN_WORKFLOW, type AgentTurnInput } from '../workflows/definitions.js';
-import type { Config } from '../core/config.js';
-import type { Db } from '../core/db.js';
-import type { Logger } from '../core/logger.js';
+import type { Config } from '../core/platform/config.js';
+import type { Db } from '../core/platform/db.js';
+import type { Logger } from '../core/platform/logger.js';
 import { HttpError } from '../api/errors.js';
 import { ChatRequest } from '../api/schemas.js';
-import { conversationName, createTurnRecords, markdownText } from '../api/turns.js';
+import { conversationName, createTurnRecords, markdownText } from '../api/turns/start.js';
 
 export interface ScheduleActivityDeps {
   db: Db;

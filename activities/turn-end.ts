@@ -1,12 +1,12 @@
 /** Small steps around a turn: publishing a failure, stopping it, releasing the conversation's one-turn lock. */
-import type { Prisma } from '../core/db.js';
-import { appendEvents } from '../core/event-log.js';
+import type { Prisma } from '../core/platform/db.js';
+import { appendEvents } from '../core/protocol/event-log.js';
 import type { ErrorCode } from '../core/protocol/error-codes.js';
 import type { Usage } from '../core/protocol/run.js';
-import type { ActivityDeps } from '../turn/deps.js';
-import { errorEvents, finalAnswerEvents } from '../turn/final-events.js';
-import { ledgerUsage, usageColumns } from '../turn/ledger-usage.js';
-import { releaseTurnLock } from '../turn/turn-lock.js';
+import type { ActivityDeps } from './deps.js';
+import { errorEvents, finalAnswerEvents } from './final-events.js';
+import { ledgerUsage, usageColumns } from './ledger-usage.js';
+import { releaseTurnLock } from './turn-lock.js';
 
 /** The backend run id recorded for a message, if a run was created. */
 async function backendRunOf(tx: Pick<Prisma.TransactionClient, 'agentBackendRun'>, messageId: string): Promise<string | null> {

@@ -1,15 +1,15 @@
 /**
  * The activities of `deliverWebhook` (workflows/deliver-webhook.ts): one signed POST per attempt through the tools'
- * SSRF guard (core/net/ssrf.ts: the address checked is the address connected to, redirects not followed),
+ * SSRF guard (core/platform/net/ssrf.ts: the address checked is the address connected to, redirects not followed),
  * each attempt written to the delivery log (attempts, response code, last error) before Temporal retries it.
  */
 import { ApplicationFailure } from '@temporalio/activity';
-import type { Config } from '../core/config.js';
-import type { Db } from '../core/db.js';
-import type { Logger } from '../core/logger.js';
-import { AddressRefusedError, createGuardedFetch, readCapped, type Lookup } from '../core/net/ssrf.js';
-import { decryptWebhookSecret } from '../core/webhooks/secret.js';
-import { SIGNATURE_HEADER, signatureHeader } from '../core/webhooks/signature.js';
+import type { Config } from '../core/platform/config.js';
+import type { Db } from '../core/platform/db.js';
+import type { Logger } from '../core/platform/logger.js';
+import { AddressRefusedError, createGuardedFetch, readCapped, type Lookup } from '../core/platform/net/ssrf.js';
+import { decryptWebhookSecret } from '../core/domain/webhooks/secret.js';
+import { SIGNATURE_HEADER, signatureHeader } from '../core/domain/webhooks/signature.js';
 import { WEBHOOK_REFUSED } from '../workflows/automation-definitions.js';
 
 export interface WebhookActivityDeps {

@@ -15,9 +15,9 @@
  * that state around without making any part testable alone (test/agent-backend/agent-loop.test.ts covers it whole).
  */
 import { jsonSchema, streamText, tool, type TextStreamPart, type Tool, type ToolSet } from 'ai';
-import { BUILTIN_CATALOGUE } from '../core/llm/catalogue/index.js';
-import { priceFor } from '../core/llm/pricing.js';
-import type { Logger } from '../core/logger.js';
+import { BUILTIN_CATALOGUE } from '../core/domain/llm/catalogue/index.js';
+import { priceFor } from '../core/domain/llm/pricing.js';
+import type { Logger } from '../core/platform/logger.js';
 import type { PromptMessage, ToolCall } from '../core/protocol/inner-llm.js';
 import type {
   CreateRunRequestParsed,

@@ -15,11 +15,11 @@
  * the log may end early, but it never has a gap. Retried appends are idempotent (the store checks
  * the expected sequence number), so an append whose answer was lost is not written twice.
  */
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../core/platform/logger.js';
 import type { RunEventType } from '../core/protocol/run.js';
 import { isConnectionError, type PgRunStore, type StoredEvent, type TerminalUpdate } from './store.js';
-import { recordBackendRunEnded } from '../core/metrics/index.js';
-import { streamWindowMs } from '../core/stream-window.js';
+import { recordBackendRunEnded } from '../core/platform/metrics/index.js';
+import { streamWindowMs } from '../core/platform/stream-window.js';
 
 type DeltaKind = 'text' | 'thinking';
 type TerminalType = 'run_succeeded' | 'run_failed' | 'run_cancelled';
@@ -61,7 +61,7 @@ export class RunEmitter {
   private timer: NodeJS.Timeout | null = null;
   /** The part the last delta belonged to; null after any other event (the next delta starts a new part). */
   private lastPart: { kind: DeltaKind; index: number } | null = null;
-  /** When the current part's first delta arrived: the coalescing window grows with the part's age (core/stream-window.ts). */
+  /** When the current part's first delta arrived: the coalescing window grows with the part's age (core/platform/stream-window.ts). */
   private partStartedAt = 0;
   /** Set once the store refuses appends (the run ended elsewhere) or the emitter is detached. */
   private stopped = false;

@@ -5,7 +5,7 @@
  * A call is not retried (tools are not idempotent); a failure is an observation for the model (modules/tools.ts).
  */
 import { z } from 'zod';
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../core/platform/logger.js';
 import { ToolErrorResult, ToolNotAvailableError, type PluginToolResolver } from './modules/types.js';
 
 const InvokeToolResponse = z.object({ result: z.string(), is_error: z.boolean() });

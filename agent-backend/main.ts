@@ -2,10 +2,10 @@
  * Entry point of the agent backend: `npm run agent-backend`. Needs DATABASE_URL (the backend keeps
  * runs and events in its own `agent_backend` schema) and reaches the api at API_INTERNAL_URL.
  */
-import { loadConfig } from '../core/config.js';
-import { createLogger } from '../core/logger.js';
-import { setupObservability } from '../core/observability.js';
-import { installProcessGuard } from '../core/process-guard.js';
+import { loadConfig } from '../core/platform/config.js';
+import { createLogger } from '../core/platform/logger.js';
+import { setupObservability } from '../core/platform/observability.js';
+import { installProcessGuard } from '../core/platform/process-guard.js';
 import { createAgentBackend } from './server.js';
 import { isConnectionError, PgRunStore } from './store.js';
 

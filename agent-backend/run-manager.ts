@@ -11,7 +11,7 @@
  * restarted, waits a full grace before judging anyone. An owner whose queries succeed again
  * refreshes its heartbeat first thing (`onStoreReconnected`), well inside that grace.
  */
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../core/platform/logger.js';
 import type { RunPlan } from './composition.js';
 import type { AbortCause } from './errors.js';
 import { EventHub, RunEmitter, type CoalesceOptions } from './events.js';

@@ -3,7 +3,7 @@
  * run the agent loop, write state back, exit every entered layer and release resources in `finally`
  * (also on failure and cancellation), build the session snapshot, and classify the outcome.
  */
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../core/platform/logger.js';
 import type { ExecutionContextLayerConfig, SessionSnapshot, Usage } from '../core/protocol/run.js';
 import { runAgentLoop, type LoopResult, type LoopState } from './agent-loop.js';
 import { instantiate, type RunPlan } from './composition.js';

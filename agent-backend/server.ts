@@ -7,10 +7,10 @@
 import crypto from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { Config } from '../core/config.js';
-import type { Logger } from '../core/logger.js';
+import type { Config } from '../core/platform/config.js';
+import type { Logger } from '../core/platform/logger.js';
 import type { RunLimits } from './composition.js';
-import { jsonBody } from '../core/json-guard.js';
+import { jsonBody } from '../core/platform/json-guard.js';
 import { HttpError } from './errors.js';
 import { EventHub } from './events.js';
 import { createInnerLlmCaller, type ModelCaller } from './model/inner-llm-model.js';
@@ -21,7 +21,7 @@ import { createInnerToolResolver } from './inner-tool-resolver.js';
 import { RunManager } from './run-manager.js';
 import { registryRoutes } from './routes/registry.js';
 import { opsRoutes } from './routes/ops.js';
-import { traceRequests } from '../core/tracing/index.js';
+import { traceRequests } from '../core/platform/tracing/index.js';
 import { runRoutes } from './routes/runs.js';
 import { stubRoutes } from './routes/stub.js';
 import { startStubServer, stubSocketPath } from './stub-server.js';
@@ -72,7 +72,7 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   const { config, logger, store } = deps;
   const options: AgentBackendOptions = {
     instanceId: `${process.pid}-${crypto.randomUUID()}`,
-    // The run lease (issue 30; AGENT_RUN_LEASE_*, core/config.ts): by default renewed every second on the lease's own
+    // The run lease (issue 30; AGENT_RUN_LEASE_*, core/platform/config.ts): by default renewed every second on the lease's own
     // connection, lapsed after 5 s, checked every second by every replica: a dead backend's runs fail within ~6 s of
     // its last renewal. A slow owner (a long model call, a GC pause, a busy pool) keeps renewing; a database outage
     // suspends the judgement (run-manager.ts).

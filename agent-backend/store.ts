@@ -16,8 +16,8 @@
  * liveness and LISTEN rules below need the same connection state.
  */
 import pg from 'pg';
-import { isDependencyUnavailable } from '../core/dependency-errors.js';
-import type { Logger } from '../core/logger.js';
+import { isDependencyUnavailable } from '../core/platform/dependency-errors.js';
+import type { Logger } from '../core/platform/logger.js';
 import type { RunStatus } from '../core/protocol/run.js';
 
 const { Pool, Client } = pg;

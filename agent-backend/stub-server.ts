@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../core/platform/logger.js';
 import { HttpError } from './errors.js';
 
 /** sun_path holds 108 bytes with its NUL. */

@@ -3,8 +3,8 @@
  * latency, time to first token, model requests and tool calls. Carried by every terminal event.
  */
 import type { LanguageModelUsage } from 'ai';
-import { priceUsage, type ModelPrice } from '../core/llm/pricing.js';
-import { estimatedTokens } from '../core/llm/tokens.js';
+import { priceUsage, type ModelPrice } from '../core/domain/llm/pricing.js';
+import { estimatedTokens } from '../core/domain/llm/tokens.js';
 import type { PromptMessage } from '../core/protocol/inner-llm.js';
 import { emptyUsage, type ModelCallUsage, type Usage } from '../core/protocol/run.js';
 import { addDecimal } from './decimal.js';

@@ -5,42 +5,42 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { isCompiled, projectRoot } from '../core/project-root.js';
+import { isCompiled, projectRoot } from '../core/platform/project-root.js';
 import express, { type Router } from 'express';
 import type { Client } from '@temporalio/client';
-import type { AgentBackendClient } from '../core/backend-client.js';
-import type { Config } from '../core/config.js';
-import type { Db } from '../core/db.js';
-import { jsonBody } from '../core/json-guard.js';
-import type { EventNotifier } from '../core/event-log.js';
-import type { Logger } from '../core/logger.js';
-import type { OutboxDispatcher } from '../core/outbox.js';
+import type { AgentBackendClient } from '../core/protocol/backend-client.js';
+import type { Config } from '../core/platform/config.js';
+import type { Db } from '../core/platform/db.js';
+import { jsonBody } from '../core/platform/json-guard.js';
+import type { EventNotifier } from '../core/protocol/event-log.js';
+import type { Logger } from '../core/platform/logger.js';
+import type { OutboxDispatcher } from '../core/domain/outbox.js';
 import { appKeyAuth } from './auth.js';
 import { errorHandler, RETRY_AFTER_SECONDS, unknownRoute } from './errors.js';
-import { openApiRoute } from './openapi.js';
+import { openApiRoute } from './openapi/index.js';
 import { createRateLimits } from './rate-limit.js';
 import { requestLog } from './request-log.js';
-import { metricsRoute, registerTurnStateGauges } from '../core/metrics/http.js';
-import { metricsEnabled } from '../core/metrics/index.js';
-import { traceRequests } from '../core/tracing/index.js';
-import { appInfoRoutes } from './routes/app-info.js';
-import { chatRoutes } from './routes/chat.js';
-import { agentLogRoutes } from './routes/agent-logs.js';
-import { consoleRoutes } from './routes/console.js';
-import { studioRoutes } from './routes/studio.js';
-import { consoleAdminRoutes } from './routes/console-admin.js';
-import { conversationRoutes } from './routes/conversations.js';
-import { feedbackRoutes } from './routes/feedbacks.js';
-import { fileRoutes, signedFileRoutes } from './routes/files.js';
-import { formRoutes } from './routes/forms.js';
-import { messageRoutes } from './routes/messages.js';
-import { toolProviderRoutes } from './routes/tool-providers.js';
-import { modelProviderRoutes } from './routes/model-providers.js';
-import { knowledgeRoutes } from './routes/knowledge.js';
-import { scheduleRoutes } from './routes/schedules.js';
-import { webhookRoutes } from './routes/webhooks.js';
-import { createEmbedder, type Embedder } from '../core/knowledge/embed.js';
-import { createDefaultProviders } from '../core/llm/providers/index.js';
+import { metricsRoute, registerTurnStateGauges } from '../core/platform/metrics/http.js';
+import { metricsEnabled } from '../core/platform/metrics/index.js';
+import { traceRequests } from '../core/platform/tracing/index.js';
+import { appInfoRoutes } from './service/app-info.js';
+import { chatRoutes } from './service/chat.js';
+import { agentLogRoutes } from './console/agent-logs.js';
+import { consoleRoutes } from './console/agent.js';
+import { studioRoutes } from './console/studio.js';
+import { consoleAdminRoutes } from './console/admin.js';
+import { conversationRoutes } from './service/conversations.js';
+import { feedbackRoutes } from './service/feedbacks.js';
+import { fileRoutes, signedFileRoutes } from './service/files.js';
+import { formRoutes } from './service/forms.js';
+import { messageRoutes } from './service/messages.js';
+import { toolProviderRoutes } from './console/tool-providers.js';
+import { modelProviderRoutes } from './console/model-providers.js';
+import { knowledgeRoutes } from './console/knowledge.js';
+import { scheduleRoutes } from './console/schedules.js';
+import { webhookRoutes } from './console/webhooks.js';
+import { createEmbedder, type Embedder } from '../core/domain/knowledge/embed.js';
+import { createDefaultProviders } from '../core/domain/llm/providers/index.js';
 
 /**
  * The pages as built by scripts/build-web.ts (Vite: web/ sources and their npm modules bundled): <dist>/web next to
@@ -130,20 +130,20 @@ export function createApiApp(deps: ApiDeps): express.Express {
   v1.use(appInfoRoutes(deps));
   v1.use(fileRoutes(deps));
   app.use('/v1', v1);
-  // An app's scheduled turns and webhooks (issue 35: api/routes/schedules.ts, api/routes/webhooks.ts); console-key auth.
+  // An app's scheduled turns and webhooks (issue 35: api/console/schedules.ts, api/console/webhooks.ts); console-key auth.
   app.use('/console/api', scheduleRoutes(deps));
   app.use('/console/api', webhookRoutes(deps));
-  // Its own path and auth (api/console-auth.ts): the console router's middleware never runs for it.
+  // Its own path and auth (api/console/auth.ts): the console router's middleware never runs for it.
   app.use('/console/api/tool-providers', toolProviderRoutes(deps));
   // Model providers and the workspace's credentials for them (docs/models.md): its own path and auth.
   app.use('/console/api/model-providers', modelProviderRoutes(deps));
-  // /console/api/datasets… (docs/knowledge.md): its own auth (api/console-auth.ts); other paths pass through.
+  // /console/api/datasets… (docs/knowledge.md): its own auth (api/console/auth.ts); other paths pass through.
   app.use('/console/api', knowledgeRoutes({ ...deps, embed: deps.embed ?? createEmbedder(createDefaultProviders(deps.config)) }));
-  // GET /console/api/apps/{app_id}/agent/logs (issue 18): its own auth (api/console-auth.ts); other paths pass through.
+  // GET /console/api/apps/{app_id}/agent/logs (issue 18): its own auth (api/console/auth.ts); other paths pass through.
   app.use('/console/api', agentLogRoutes(deps));
-  // The studio's reads (api/routes/studio.ts): apps list, one version, a turn's run facts; its own auth.
+  // The studio's reads (api/console/studio.ts): apps list, one version, a turn's run facts; its own auth.
   app.use('/console/api', studioRoutes(deps));
-  // An app's API keys (create, revoke) and version restore (api/routes/console-admin.ts); its own auth.
+  // An app's API keys (create, revoke) and version restore (api/console/admin.ts); its own auth.
   app.use('/console/api', consoleAdminRoutes(deps));
   app.use('/console/api', consoleRoutes(deps));
 

@@ -1,7 +1,7 @@
 /** `Authorization: Bearer <app api key>` → the app the key belongs to (revoked keys refused). */
 import type { NextFunction, Request, Response } from 'express';
-import { hashApiKey } from '../core/api-keys.js';
-import type { Db } from '../core/db.js';
+import { hashApiKey } from '../core/domain/api-keys.js';
+import type { Db } from '../core/platform/db.js';
 import { HttpError } from './errors.js';
 
 export interface AppContext {

@@ -2,10 +2,10 @@
 import type { ErrorCode } from '../core/protocol/error-codes.js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
-import { isDependencyUnavailable } from '../core/dependency-errors.js';
-import { JsonGuardError } from '../core/json-guard.js';
-import type { Logger } from '../core/logger.js';
-import { recordApiError } from '../core/metrics/index.js';
+import { isDependencyUnavailable } from '../core/platform/dependency-errors.js';
+import { JsonGuardError } from '../core/platform/json-guard.js';
+import type { Logger } from '../core/platform/logger.js';
+import { recordApiError } from '../core/platform/metrics/index.js';
 
 export class HttpError extends Error {
   constructor(
@@ -43,7 +43,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     let e: HttpError;
     if (err instanceof HttpError) e = err;
-    // The JSON edge guard (core/json-guard.ts): too deep, NUL, a lone surrogate — the message names the field.
+    // The JSON edge guard (core/platform/json-guard.ts): too deep, NUL, a lone surrogate — the message names the field.
     else if (err instanceof JsonGuardError) e = new HttpError(400, 'invalid_param', err.message);
     else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.too.large')
       e = new HttpError(413, 'request_entity_too_large', 'The request body is too large.');

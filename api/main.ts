@@ -4,15 +4,15 @@
  * Temporal is unreachable (history, stream reattach and forms need only PostgreSQL; starting a turn answers
  * 503 + Retry-After until Temporal is back, /readyz says `temporal: false`).
  */
-import { devDefaultSecrets, loadConfig } from '../core/config.js';
-import { createDb } from '../core/db.js';
-import { EventNotifier } from '../core/event-log.js';
-import { createLogger } from '../core/logger.js';
-import { setupObservability } from '../core/observability.js';
-import { temporalSecurity } from '../core/temporal-connection.js';
+import { devDefaultSecrets, loadConfig } from '../core/platform/config.js';
+import { createDb } from '../core/platform/db.js';
+import { EventNotifier } from '../core/protocol/event-log.js';
+import { createLogger } from '../core/platform/logger.js';
+import { setupObservability } from '../core/platform/observability.js';
+import { temporalSecurity } from '../core/platform/temporal-connection.js';
 import { createWiredApi, lazyTemporalConnection } from './wire.js';
-import { createHttpServer } from '../core/http-server.js';
-import { installProcessGuard } from '../core/process-guard.js';
+import { createHttpServer } from '../core/platform/http-server.js';
+import { installProcessGuard } from '../core/platform/process-guard.js';
 
 const config = loadConfig();
 setupObservability(config, 'api');

@@ -2,7 +2,7 @@
  * Who owns what in the public API: end users are scoped to their app, and a conversation or message is only
  * found for the end user who owns it (404 otherwise, never 403: nothing to probe).
  */
-import type { Db } from '../core/db.js';
+import type { Db } from '../core/platform/db.js';
 import type { AppContext } from './auth.js';
 import { HttpError } from './errors.js';
 

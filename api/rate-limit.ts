@@ -19,10 +19,10 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { RateLimiterPostgres, RateLimiterRes } from 'rate-limiter-flexible';
-import { hashApiKey } from '../core/api-keys.js';
-import type { Config } from '../core/config.js';
-import type { Db } from '../core/db.js';
-import type { Logger } from '../core/logger.js';
+import { hashApiKey } from '../core/domain/api-keys.js';
+import type { Config } from '../core/platform/config.js';
+import type { Db } from '../core/platform/db.js';
+import type { Logger } from '../core/platform/logger.js';
 import { appCtx } from './auth.js';
 import { HttpError } from './errors.js';
 

@@ -7,7 +7,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import crypto from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../core/platform/logger.js';
 
 export interface RequestContext {
   requestId: string;

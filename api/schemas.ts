@@ -1,6 +1,6 @@
 /** Request schemas of the public service API (docs/PROTOCOL.md §1, Dify's field names). */
 import { z } from 'zod';
-import { HumanInputFormView } from '../core/client-events.js';
+import { HumanInputFormView } from '../core/protocol/client-events.js';
 import { ERROR_CODE_LIST } from '../core/protocol/error-codes.js';
 import { MULTITASK_STRATEGIES } from '../workflows/multitask-definitions.js';
 
@@ -251,7 +251,7 @@ export const AppInfoResponse = z.object({
   mode: z.literal('agent'),
 });
 
-// ---- ask_human forms (routes in api/routes/forms.ts; these document them) -----------------------
+// ---- ask_human forms (routes in api/service/forms.ts; these document them) -----------------------
 
 export const HumanInputSubmitRequest = z.object({
   /** Field name → value. */

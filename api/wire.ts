@@ -1,22 +1,22 @@
 /** The api with all its routers and readiness checks, as both `npm start` and a standalone replica run it. */
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type ConnectionLike } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
-import { AgentBackendClient } from '../core/backend-client.js';
-import { tracingActive } from '../core/tracing/index.js';
-import { devDefaultSecrets, type Config } from '../core/config.js';
-import type { Db } from '../core/db.js';
-import type { EventNotifier } from '../core/event-log.js';
-import { createDefaultProviders } from '../core/llm/providers/index.js';
-import type { Logger } from '../core/logger.js';
-import type { TemporalSecurity } from '../core/temporal-connection.js';
-import { OutboxDispatcher } from '../core/outbox.js';
+import { AgentBackendClient } from '../core/protocol/backend-client.js';
+import { tracingActive } from '../core/platform/tracing/index.js';
+import { devDefaultSecrets, type Config } from '../core/platform/config.js';
+import type { Db } from '../core/platform/db.js';
+import type { EventNotifier } from '../core/protocol/event-log.js';
+import { createDefaultProviders } from '../core/domain/llm/providers/index.js';
+import type { Logger } from '../core/platform/logger.js';
+import type { TemporalSecurity } from '../core/platform/temporal-connection.js';
+import { OutboxDispatcher } from '../core/domain/outbox.js';
 import { createApiApp } from './app.js';
 import { createInnerLlmRouter } from './inner/llm.js';
-import { innerAgentConfigRoutes } from './routes/inner-agent-config.js';
-import { innerExecutionContextRoutes } from './routes/inner-execution-context.js';
-import { innerToolRoutes } from './routes/inner-tools.js';
-import { innerKnowledgeRoutes } from './routes/inner-knowledge.js';
-import { createEmbedder } from '../core/knowledge/embed.js';
+import { innerAgentConfigRoutes } from './inner/agent-config.js';
+import { innerExecutionContextRoutes } from './inner/execution-context-verify.js';
+import { innerToolRoutes } from './inner/tools.js';
+import { innerKnowledgeRoutes } from './inner/knowledge.js';
+import { createEmbedder } from '../core/domain/knowledge/embed.js';
 
 /** How long one readiness check may take before it counts as down. */
 const READY_CHECK_MS = 2000;

@@ -1,6 +1,6 @@
 /** `npm run bench` flags (and their BENCH_* environment equivalents; flags win). */
 import { parseArgs } from 'node:util';
-import type { Env } from '../core/config.js';
+import type { Env } from '../core/platform/config.js';
 import type { PathName } from './client.js';
 import { DEFAULT_OPTIONS, QUICK_OPTIONS, type BenchOptions } from './runner.js';
 import { WORKLOADS } from './workloads.js';

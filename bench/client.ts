@@ -10,7 +10,7 @@
  * so they can be lined up with database and Temporal timestamps of the same machine.
  */
 import crypto from 'node:crypto';
-import { parseSse } from '../core/sse.js';
+import { parseSse } from '../core/platform/sse.js';
 
 /** floor: the bare Temporal workflow of a turn's shape (bench/floor.ts), no api, no backend; peer: LangGraph.js (bench/peer.ts). */
 export type PathName = 'durable' | 'direct' | 'floor' | 'peer';

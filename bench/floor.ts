@@ -10,9 +10,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import type { Logger } from '../core/logger.js';
+import type { Logger } from '../core/platform/logger.js';
 import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js';
-import { installRuntimeLogger } from '../worker.js';
+import { installRuntimeLogger } from '../worker/start.js';
 import { nowMs, type TurnSample } from './client.js';
 import type { FloorActivities } from './floor-workflows.js';
 
@@ -106,7 +106,7 @@ export async function startFloor(opts: {
   };
 }
 
-/** The turn's search attributes (api/turns.ts sets the same keys at start), with made-up values. */
+/** The turn's search attributes (api/turns/start.ts sets the same keys at start), with made-up values. */
 function searchAttributes() {
   const messageId = crypto.randomUUID();
   return [

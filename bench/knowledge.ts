@@ -4,8 +4,8 @@
  * the same `/kb` query through the durable path on both at each concurrency; the cost per turn is the difference of
  * the medians. The retrieval alone (the console hit test, the same code a turn's retrieval runs) is timed beside it.
  */
-import { createAgentApp } from '../core/seed.js';
-import { AgentSoulConfig } from '../core/soul.js';
+import { createAgentApp } from '../core/domain/seed.js';
+import { AgentSoulConfig } from '../core/domain/soul.js';
 import type { Stack } from '../stack/start-stack.js';
 import { durableTurn, nowMs, type TurnSample } from './client.js';
 import { median } from './stats.js';

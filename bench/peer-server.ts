@@ -3,7 +3,7 @@
  * A StateGraph of a model node and a tool node (the calculator), compiled with the PostgreSQL checkpointer of
  * @langchain/langgraph-checkpoint-postgres on the bench's embedded PostgreSQL (its own schema), streamed with
  * `durability: 'sync'` (every superstep's checkpoint committed before the next step runs). The model is the stack's
- * demo model (core/llm/providers/demo.ts) called in this process: the same plan, the same pieces, the same per-token
+ * demo model (core/domain/llm/providers/demo.ts) called in this process: the same plan, the same pieces, the same per-token
  * delay (`/slow`) as the durable and direct paths get through the gateway.
  *
  * Run by bench/peer.ts as its own process (so its CPU is counted apart): `node --import tsx bench/peer-server.ts`
@@ -24,7 +24,7 @@ import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import pg from 'pg';
 import { z } from 'zod';
 import type { PromptMessage, ToolDefinition } from '../core/protocol/inner-llm.js';
-import { createDemoProvider } from '../core/llm/providers/demo.js';
+import { createDemoProvider } from '../core/domain/llm/providers/demo.js';
 
 const CALCULATOR: ToolDefinition = {
   name: 'calculator',

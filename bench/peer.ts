@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseSse } from '../core/sse.js';
+import { parseSse } from '../core/platform/sse.js';
 import { nowMs, type TurnSample } from './client.js';
 
 const SERVER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'peer-server.ts');

@@ -8,9 +8,9 @@
  * Why one file: one cell's measurement is one sequence (warm-up, run, probes, settle) read best in order.
  */
 import os from 'node:os';
-import { maxTurnsInFlight } from '../core/config.js';
-import { createLogger } from '../core/logger.js';
-import { signExecutionContext } from '../core/exec-context.js';
+import { maxTurnsInFlight } from '../core/platform/config.js';
+import { createLogger } from '../core/platform/logger.js';
+import { signExecutionContext } from '../core/protocol/exec-context.js';
 import type { ExecutionContextLayerConfig } from '../core/protocol/run.js';
 import type { Stack } from '../stack/start-stack.js';
 import { directTurn, durableTurn, nowMs, type PathName, type TurnSample } from './client.js';

@@ -8,9 +8,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadConfig, type Env } from '../core/config.js';
-import { createLogger } from '../core/logger.js';
-import { startEmbeddedPg } from '../core/embedded-pg.js';
+import { loadConfig, type Env } from '../core/platform/config.js';
+import { createLogger } from '../core/platform/logger.js';
+import { startEmbeddedPg } from '../core/platform/embedded-pg.js';
 import { ONE_CLIENT_LIMITS, startStack, type Stack, type StackOptions } from '../stack/start-stack.js';
 import { startTemporalServer } from '../stack/cluster.js';
 import { freePort, stablePort } from '../stack/ports.js';

@@ -10,7 +10,7 @@
  * `--worker child` puts the worker in its own process.
  */
 import pg from 'pg';
-import { parseSse } from '../core/sse.js';
+import { parseSse } from '../core/platform/sse.js';
 import { startBenchStack } from './stack.js';
 import { nowMs } from './client.js';
 

@@ -4,7 +4,7 @@
  */
 export interface Workload {
   name: string;
-  /** The chat query (demo triggers, core/llm/DEMO_MODEL.md). */
+  /** The chat query (demo triggers, core/domain/llm/DEMO_MODEL.md). */
   query: string;
   description: string;
   /** Run at one load level only (bench/runner.ts workloadLevels): the long workload, whose turns take 10 s. */

@@ -1,5 +1,5 @@
 /**
- * The admin CLI: provisions a deployment (core/provision.ts) against DATABASE_URL — `npm run admin -- <command>`
+ * The admin CLI: provisions a deployment (core/domain/provision.ts) against DATABASE_URL — `npm run admin -- <command>`
  * from sources, `node dist/cli/admin.js <command>` compiled (the image, the compose `provision` job).
  * Every command is idempotent and prints one JSON object on stdout; errors go to stderr (exit 2: bad usage,
  * 1: refused or failed). Run `admin help` for the commands.
@@ -10,10 +10,10 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { loadConfig, type Config } from '../core/config.js';
-import { createDb, type Db } from '../core/db.js';
-import { createDefaultProviders, demoAgentModel } from '../core/llm/providers/index.js';
-import { redactSecrets } from '../core/llm/redact.js';
+import { loadConfig, type Config } from '../core/platform/config.js';
+import { createDb, type Db } from '../core/platform/db.js';
+import { createDefaultProviders, demoAgentModel } from '../core/domain/llm/providers/index.js';
+import { redactSecrets } from '../core/domain/llm/redact.js';
 import {
   appKeyIsActive,
   consoleKeyIsActive,
@@ -28,8 +28,8 @@ import {
   ProvisionError,
   setCreditPool,
   storeProviderCredentials,
-} from '../core/provision.js';
-import { AgentSoulConfig, demoSoulConfig } from '../core/soul.js';
+} from '../core/domain/provision.js';
+import { AgentSoulConfig, demoSoulConfig } from '../core/domain/soul.js';
 
 const HELP = `admin <command> [options]   (DATABASE_URL; ENCRYPTION_KEY for credentials)
 

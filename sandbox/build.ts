@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
-import { loadConfig } from '../core/config.js';
-import { projectRoot } from '../core/project-root.js';
+import { loadConfig } from '../core/platform/config.js';
+import { projectRoot } from '../core/platform/project-root.js';
 
 const run = promisify(execFile);
 const ROOT = projectRoot(import.meta.url);

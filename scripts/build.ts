@@ -3,7 +3,7 @@
  * tsc (tsconfig.build.json: api, worker, agent backend, admin CLI, migrate), then the workflow code bundled once
  * from the compiled workflows/ into dist/workflow-bundle.js, which a compiled worker loads instead of bundling at
  * start (worker.ts). Why tsc and not a bundler: the output keeps the source layout module for module, so stack
- * traces, source maps and the project-root lookups (core/project-root.ts) work unchanged, and the Prisma client
+ * traces, source maps and the project-root lookups (core/platform/project-root.ts) work unchanged, and the Prisma client
  * and the Temporal native bridge stay ordinary node_modules imports. The pages (web/) are built by Vite into
  * <dist>/web (scripts/build-web.ts), where the compiled api serves them from.
  *
@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { projectRoot } from '../core/project-root.js';
+import { projectRoot } from '../core/platform/project-root.js';
 import { buildWeb } from './build-web.js';
 
 const ROOT = projectRoot(import.meta.url);
@@ -37,9 +37,9 @@ async function bundleWorkflows(): Promise<number> {
   const quiet = () => undefined;
   const { code } = await bundleWorkflowCode({
     workflowsPath: path.join(DIST, 'workflows', 'index.js'),
-    // Turn metrics and workflow spans (core/tracing/worker-options.ts): switched on and off at run time by their sinks.
+    // Turn metrics and workflow spans (worker/telemetry.ts): switched on and off at run time by their sinks.
     workflowInterceptorModules: [
-      path.join(DIST, 'core', 'metrics', 'workflow-interceptors.js'),
+      path.join(DIST, 'workflows', 'interceptors.js'),
       createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
     ],
     logger: { log: quiet, info: quiet, warn: console.warn, error: console.error, debug: quiet, trace: quiet } as never,

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { projectRoot } from '../core/project-root.js';
+import { projectRoot } from '../core/platform/project-root.js';
 import { ERROR_CODES, type ErrorAudience, type ErrorCode } from '../core/protocol/error-codes.js';
 
 const ROOT = projectRoot(import.meta.url);

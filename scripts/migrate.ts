@@ -1,6 +1,6 @@
 /** `npm run migrate`: apply prisma/migrations to DATABASE_URL. */
-import { loadConfig } from '../core/config.js';
-import { applyMigrations } from '../core/migrate.js';
+import { loadConfig } from '../core/platform/config.js';
+import { applyMigrations } from '../core/platform/migrate.js';
 
 const config = loadConfig();
 if (!config.DATABASE_URL) {

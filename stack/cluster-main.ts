@@ -14,7 +14,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadConfig } from '../core/config.js';
+import { loadConfig } from '../core/platform/config.js';
 import { defaultPorts, startCluster, type Cluster } from './cluster.js';
 import { forcedExitAfter, onStopSignals, superviseInOwnGroup } from './service-process.js';
 

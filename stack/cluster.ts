@@ -14,13 +14,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
-import { SECRET_VARS } from '../core/config.js';
-import { createDb } from '../core/db.js';
-import { ensureLocalSecrets } from '../core/local-secrets.js';
-import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
-import { applyMigrations } from '../core/migrate.js';
-import { ensureTurnSearchAttributes } from '../core/search-attribute-registry.js';
-import { ensureDemoData, type DemoData } from '../core/seed.js';
+import { SECRET_VARS } from '../core/platform/config.js';
+import { createDb } from '../core/platform/db.js';
+import { ensureLocalSecrets } from '../core/platform/local-secrets.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../core/platform/embedded-pg.js';
+import { applyMigrations } from '../core/platform/migrate.js';
+import { ensureTurnSearchAttributes } from '../worker/search-attribute-registry.js';
+import { ensureDemoData, type DemoData } from '../core/domain/seed.js';
 import { startBalancer, type Balancer } from './balancer.js';
 import { healthzReady, ipcReady, ServiceProcess, waitFor } from './service-process.js';
 import {
@@ -80,7 +80,7 @@ export interface ClusterOptions {
   /** The compiled build the Node services run (scripts/build.ts output); built there first with `build`. */
   buildDir: string;
   build?: boolean;
-  /** Extra environment of every Node service (core/config.ts variables). */
+  /** Extra environment of every Node service (core/platform/config.ts variables). */
   env?: Record<string, string>;
   taskQueue?: string;
   namespace?: string;
@@ -345,7 +345,7 @@ async function startBalancers(ports: ClusterPorts, stops: Stops): Promise<{ api:
   return { api, backend };
 }
 
-/** The environment every Node service of the cluster shares (core/config.ts variables). */
+/** The environment every Node service of the cluster shares (core/platform/config.ts variables). */
 function clusterEnv(
   opts: ClusterOptions,
   dataDir: string,

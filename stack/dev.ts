@@ -9,9 +9,9 @@
  * backend, api, Temporal, PostgreSQL.
  */
 import { sandboxAvailableHere } from '../agent-backend/workspace/sandbox.js';
-import { loadConfigWithLocalSecrets } from '../core/local-secrets.js';
-import { createLogger } from '../core/logger.js';
-import { installProcessGuard } from '../core/process-guard.js';
+import { loadConfigWithLocalSecrets } from '../core/platform/local-secrets.js';
+import { createLogger } from '../core/platform/logger.js';
+import { installProcessGuard } from '../core/platform/process-guard.js';
 import { startStack, type Stack } from './start-stack.js';
 import { pageLinks } from './links.js';
 import { forcedExitAfter, onStopSignals, superviseInOwnGroup } from './service-process.js';

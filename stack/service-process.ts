@@ -15,8 +15,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { releaseSignalHooks } from '../core/embedded-pg.js';
-import { projectRoot } from '../core/project-root.js';
+import { releaseSignalHooks } from '../core/platform/embedded-pg.js';
+import { projectRoot } from '../core/platform/project-root.js';
 
 const ROOT = projectRoot(import.meta.url);
 

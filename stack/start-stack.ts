@@ -13,24 +13,24 @@ import { NativeConnection } from '@temporalio/worker';
 import { createAgentBackend } from '../agent-backend/server.js';
 import { PgRunStore, StoreUnavailableError } from '../agent-backend/store.js';
 import { createWiredApi, lazyTemporalConnection } from '../api/wire.js';
-import { EnvSchema, type Config } from '../core/config.js';
-import { createDb, type Db } from '../core/db.js';
-import { startEmbeddedPg, type EmbeddedPg } from '../core/embedded-pg.js';
-import { EventNotifier } from '../core/event-log.js';
-import type { Logger } from '../core/logger.js';
-import type { OutboxDispatcher } from '../core/outbox.js';
-import { sweeperTimings, TurnSweeper } from '../turn/sweeper.js';
-import { temporalSecurity } from '../core/temporal-connection.js';
-import { applyMigrations } from '../core/migrate.js';
-import { enableDemoHands, ensureDemoData, type DemoData } from '../core/seed.js';
-import { demoSoulConfig } from '../core/soul.js';
-import { demoAgentModel } from '../core/llm/providers/index.js';
-import { installRuntimeLogger, startWorker, type RunningWorker } from '../worker.js';
-import { pickTemporalMetricsAddress } from '../core/metrics/temporal.js';
-import { setupObservability } from '../core/observability.js';
-import { startWorkerHttp } from '../core/worker-http.js';
+import { EnvSchema, type Config } from '../core/platform/config.js';
+import { createDb, type Db } from '../core/platform/db.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../core/platform/embedded-pg.js';
+import { EventNotifier } from '../core/protocol/event-log.js';
+import type { Logger } from '../core/platform/logger.js';
+import type { OutboxDispatcher } from '../core/domain/outbox.js';
+import { sweeperTimings, TurnSweeper } from '../worker/sweeper.js';
+import { temporalSecurity } from '../core/platform/temporal-connection.js';
+import { applyMigrations } from '../core/platform/migrate.js';
+import { enableDemoHands, ensureDemoData, type DemoData } from '../core/domain/seed.js';
+import { demoSoulConfig } from '../core/domain/soul.js';
+import { demoAgentModel } from '../core/domain/llm/providers/index.js';
+import { installRuntimeLogger, startWorker, type RunningWorker } from '../worker/start.js';
+import { pickTemporalMetricsAddress } from '../core/platform/metrics/temporal.js';
+import { setupObservability } from '../core/platform/observability.js';
+import { startWorkerHttp } from '../worker/http.js';
 import { locateTemporal, startTemporalDevServer, type DevServer } from './temporal.js';
-import { createHttpServer } from '../core/http-server.js';
+import { createHttpServer } from '../core/platform/http-server.js';
 import { ipcReady, ServiceProcess } from './service-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -63,7 +63,7 @@ export interface StackOptions {
   /** A demo agent created now gets runtime and shell on (npm start, when this host can isolate commands: issue 27). */
   demoHands?: boolean;
   /**
-   * Run the turn sweeper (turn/sweeper.ts) beside the worker, as a standalone worker does: `npm start`. Test stacks
+   * Run the turn sweeper (worker/sweeper.ts) beside the worker, as a standalone worker does: `npm start`. Test stacks
    * leave it off so a test's deliberately stranded rows stay as the test left them (test/unit/turn-sweeper.test.ts
    * and the faults suite run it themselves).
    */
@@ -370,7 +370,7 @@ async function startInProcessWorker(
     connection,
   });
   stops.push(() => worker.shutdown());
-  // The in-process worker's own health/readiness/metrics port, as a standalone worker has (core/worker-http.ts).
+  // The in-process worker's own health/readiness/metrics port, as a standalone worker has (worker/http.ts).
   const http = await startWorkerHttp(
     { db, temporal: () => temporal, worker: () => worker.worker, logger: logger.child({ component: 'worker' }) },
     config.WORKER_HEALTH_PORT ?? 0,

@@ -1,5 +1,5 @@
 // The credential fields the models screen asks for, per model provider: a mirror of the server's credential
-// schemas (core/llm/providers/*.ts, `<Name>Credentials`), kept in step by test/e2e/studio-screens.test.ts.
+// schemas (core/domain/llm/providers/*.ts, `<Name>Credentials`), kept in step by test/e2e/studio-screens.test.ts.
 // `secret` fields are password inputs, sent only when typed and never filled back in. An empty list (demo) means
 // the provider takes no credentials: the screen shows no form. Left out on purpose: `models` (declared models, a
 // list: the API takes them), openai's `organization` / `api`, and Ollama's optional `api_key` (a bearer for a

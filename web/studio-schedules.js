@@ -1,5 +1,5 @@
 // The studio's schedules screen (issue 35 item 5): the open app's scheduled turns over the console routes of
-// api/routes/schedules.ts — create one (a cron expression or an interval, in a time zone, with the query and inputs
+// api/console/schedules.ts — create one (a cron expression or an interval, in a time zone, with the query and inputs
 // each run sends as its user, a new conversation per run or one for all), list them with their next run (from
 // Temporal, GET …/schedules/{id}) and last run, pause/resume, run now and delete. Each run is an ordinary turn: the
 // logs list it under the schedule's user.

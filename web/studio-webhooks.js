@@ -1,11 +1,11 @@
-// The studio's webhooks screen (issue 35 item 5): the open app's webhook endpoints over api/routes/webhooks.ts — add
+// The studio's webhooks screen (issue 35 item 5): the open app's webhook endpoints over api/console/webhooks.ts — add
 // one (a URL and the events it wants; its signing secret is shown this once), turn it off and on, delete it — and a
 // webhook's delivery log (event, status, attempts, response code, last error) with redeliver (the same event id, so a
 // receiver can deduplicate). Payload and signature: docs/PROTOCOL.md "Scheduled turns and webhooks".
 
 import { button, console$, count, currentAppId, el, field, input, register, say, when } from './studio-common.js';
 
-/** api/routes/webhooks.ts WEBHOOK_EVENTS (the create's 400 catches a drift). */
+/** api/console/webhooks.ts WEBHOOK_EVENTS (the create's 400 catches a drift). */
 const EVENTS = [
   'turn.succeeded',
   'turn.failed',

@@ -9,7 +9,7 @@ import { createApi } from './lib/api.js';
 import { consumeTurn, el, markAnswered, messageBox, renderForm, renderThought, wireComposer } from './turn-view.js';
 
 const $ = (id) => document.getElementById(id);
-/** core/tool-names.ts BUILTIN_TOOL_NAMES (a page cannot import TypeScript; the save's 400 catches a drift). */
+/** core/protocol/tool-names.ts BUILTIN_TOOL_NAMES (a page cannot import TypeScript; the save's 400 catches a drift). */
 const BUILTIN_TOOLS = ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'];
 const state = { key: '', appId: '', config: null, conversationId: '', taskId: '', abort: null };
 
@@ -195,7 +195,7 @@ const merge = () =>
   });
 
 /**
- * `{{#` in the prompt offers only what the turn's mention resolver understands (core/mention-resolver.ts): the tools
+ * `{{#` in the prompt offers only what the turn's mention resolver understands (core/domain/mention-resolver.ts): the tools
  * this config offers the model, by the exact name it is offered; the knowledge layer's datasets (shown by name);
  * the sys variables. A save refuses any other mention (400 invalid_agent_config naming it).
  */

@@ -20,7 +20,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities, RunAgentOutcome } from '../activities/index.js';
-import type { TurnErrorDetails } from '../turn/errors.js';
+import type { TurnErrorDetails } from '../activities/errors.js';
 import { TURN_SEARCH_ATTRIBUTES } from './search-attributes.js';
 import { AGENT_RUN_OPTIONS, TURN_STEP_OPTIONS } from './turn-activity-options.js';
 import {

@@ -8,8 +8,8 @@
  */
 import type { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import type { AgentBackendClient } from '../../core/backend-client.js';
-import type { Logger } from '../../core/logger.js';
+import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
+import type { Logger } from '../../core/platform/logger.js';
 
 export type CancellationCause = 'stop_requested' | 'attempt_lost';
 

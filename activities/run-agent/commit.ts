@@ -5,14 +5,14 @@
  * stops (FencedOut). Text deltas wait here, uncommitted, until the debounce window closes (`flush`); an
  * attempt that ends without flushing loses nothing: the next one re-reads them from the committed cursor.
  */
-import type { Db, Prisma } from '../../core/db.js';
-import type { NewClientEvent } from '../../core/client-events.js';
-import { turnEventBase } from '../../core/client-events.js';
-import { appendEvents, commitAnswerText } from '../../core/event-log.js';
-import { timedCommit } from '../../core/metrics/index.js';
-import { streamWindowMs } from '../../core/stream-window.js';
-import type { TurnMessage } from '../../turn/final-events.js';
-import { keepTurnLock, releaseTurnLock } from '../../turn/turn-lock.js';
+import type { Db, Prisma } from '../../core/platform/db.js';
+import type { NewClientEvent } from '../../core/protocol/client-events.js';
+import { turnEventBase } from '../../core/protocol/client-events.js';
+import { appendEvents, commitAnswerText } from '../../core/protocol/event-log.js';
+import { timedCommit } from '../../core/platform/metrics/index.js';
+import { streamWindowMs } from '../../core/platform/stream-window.js';
+import type { TurnMessage } from '../final-events.js';
+import { keepTurnLock, releaseTurnLock } from '../turn-lock.js';
 
 export type Tx = Prisma.TransactionClient;
 
@@ -30,7 +30,7 @@ export class RunCommitter {
   private pendingText = '';
   private pendingFirstAt = 0;
   private pendingLastId: string | null = null;
-  /** When this attempt first saw answer text: the debounce window grows with the stream's age (core/stream-window.ts). */
+  /** When this attempt first saw answer text: the debounce window grows with the stream's age (core/platform/stream-window.ts). */
   private streamStartedAt = 0;
   /**
    * Bookkeeping that rides with the next commit instead of a transaction of its own (a model request's usage row):

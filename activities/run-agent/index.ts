@@ -11,10 +11,10 @@
  */
 import { Context } from '@temporalio/activity';
 import type { CreateRunRequest } from '../../core/protocol/run.js';
-import type { ActivityDeps } from '../../turn/deps.js';
+import type { ActivityDeps } from '../deps.js';
 import type { AgentBackendRun, Message } from '../../core/generated/prisma/client.js';
-import { readTurnMessage } from '../../turn/steps/turn-context.js';
-import { createTurnPreparation } from '../prepare-turn.js';
+import { readTurnMessage } from '../prepare/turn-context.js';
+import { createTurnPreparation } from '../prepare/index.js';
 import { attemptLostError, cancellationCause } from './cancellation.js';
 import { RunCommitter } from './commit.js';
 import { consumeRun } from './consume.js';
@@ -47,7 +47,7 @@ export function createRunAgent(deps: ActivityDeps) {
     const first = await readTurnMessage(db, input.messageId);
     let [msg, run]: [Message, AgentBackendRun | null] = first;
     // Ended before any run committed a terminal: the api marked it failed after a start it thought refused, or the
-    // turn sweeper ended it (turn/sweeper.ts). Its terminal event is out; nothing more is done for it.
+    // turn sweeper ended it (worker/sweeper.ts). Its terminal event is out; nothing more is done for it.
     if (!run?.terminal_type && (msg.status === 'failed' || msg.status === 'stopped')) {
       logger.warn({ message_id: msg.id, status: msg.status }, 'runAgent: the message already ended; nothing to run');
       return msg.status === 'failed' ? { status: 'failed', errorCode: msg.error_code ?? 'internal_server_error' } : { status: 'stopped' };

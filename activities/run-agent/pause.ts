@@ -4,11 +4,11 @@
  * the turn with the agent's question as its answer and the form for clients to render.
  */
 import crypto from 'node:crypto';
-import { formFromArgs, newFormToken } from '../../core/human-input.js';
-import type { Prisma } from '../../core/db.js';
+import { formFromArgs, newFormToken } from '../../core/domain/human-input.js';
+import type { Prisma } from '../../core/platform/db.js';
 import type { DeferredToolCall, SessionSnapshot, Usage } from '../../core/protocol/run.js';
-import { unixSeconds } from '../../core/time.js';
-import { finalAnswerEvents } from '../../turn/final-events.js';
+import { unixSeconds } from '../../core/platform/time.js';
+import { finalAnswerEvents } from '../final-events.js';
 import type { RunAgentOutcome, RunScope } from './scope.js';
 import { saveUsageAndSnapshot } from './usage.js';
 

@@ -1,16 +1,16 @@
 /**
  * A run the backend refused to create (a 4xx of POST /runs: an invalid composition, an unknown or unavailable
- * module, a snapshot of another topology; turn/backend-refusal.ts). Nothing ran, so there is nothing to consume:
+ * module, a snapshot of another topology; activities/backend-refusal.ts). Nothing ran, so there is nothing to consume:
  * the failure commits through the same terminal path as a `run_failed` (message, its `error` event, the
  * conversation's lock, `terminal_type` that makes a retried attempt return the same outcome), and the
  * activity completes with `failed` instead of throwing — one attempt, no retries, the error within a second.
  */
 import { emptyUsage, type CreateRunRequest } from '../../core/protocol/run.js';
-import type { AgentBackendClient } from '../../core/backend-client.js';
-import { backendRefusal } from '../../turn/backend-refusal.js';
-import type { TurnErrorDetails } from '../../turn/errors.js';
-import { errorEvents } from '../../turn/final-events.js';
-import { usageColumns } from '../../turn/ledger-usage.js';
+import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
+import { backendRefusal } from '../backend-refusal.js';
+import type { TurnErrorDetails } from '../errors.js';
+import { errorEvents } from '../final-events.js';
+import { usageColumns } from '../ledger-usage.js';
 import type { RunAgentOutcome, RunScope } from './scope.js';
 
 export type CreateRunResult = { run_id: string } | { refused: TurnErrorDetails };

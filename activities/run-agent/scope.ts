@@ -1,8 +1,8 @@
 /** What every part of one runAgent attempt works with: the turn's rows, its logger and its committed state. */
 import type { Context } from '@temporalio/activity';
-import type { Prisma } from '../../core/db.js';
-import type { Logger } from '../../core/logger.js';
-import type { ActivityDeps } from '../../turn/deps.js';
+import type { Prisma } from '../../core/platform/db.js';
+import type { Logger } from '../../core/platform/logger.js';
+import type { ActivityDeps } from '../deps.js';
 import type { RunCommitter } from './commit.js';
 import type { ThoughtLog } from './thoughts.js';
 

@@ -2,15 +2,15 @@
  * How a run ends, each in one commit with its cursor and terminal type: succeeded (output moderation may
  * replace the answer), paused for ask_human (pause.ts), cancelled by the backend, failed, and a stop the
  * backend did not confirm in time (or before any run existed). The final client events come from
- * turn/final-events.ts, as for every other producer.
+ * activities/final-events.ts, as for every other producer.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { CancelledFailure } from '@temporalio/common';
 import type { RunEvent, SessionSnapshot, Usage } from '../../core/protocol/run.js';
-import { classifyFailure } from '../../turn/classify-failure.js';
-import { errorEvents, finalAnswerEvents } from '../../turn/final-events.js';
-import { keywordHit } from '../../turn/steps/input-guards.js';
+import { classifyFailure } from '../classify-failure.js';
+import { errorEvents, finalAnswerEvents } from '../final-events.js';
+import { keywordHit } from '../prepare/input-guards.js';
 import type { Tx } from './commit.js';
 import { pauseForHuman } from './pause.js';
 import type { RunAgentOutcome, RunScope } from './scope.js';
@@ -87,7 +87,7 @@ async function failed(scope: RunScope, ev: Extract<TerminalEvent, { type: 'run_f
       ev.run_id,
     );
     // The backend found the binding's workspace gone (seed 001 binding_lost, issue 31): the binding and its workspace
-    // are retired with the failure, and the owner's next turn starts the next binding (turn/steps/binding.ts).
+    // are retired with the failure, and the owner's next turn starts the next binding (activities/prepare/binding.ts).
     if (d.reason === 'binding_lost' && scope.bindingId) await retireLostBinding(tx, scope.bindingId);
     return [...streamed, ...errorEvents(msg, err, usage)];
   });

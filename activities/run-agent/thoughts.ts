@@ -3,12 +3,12 @@
  * stream events into rows; this persists each changed row inside the attempt's commit and publishes it whole
  * as `agent_thought`, except an answer row held back until a later row proves it was not the final answer.
  */
-import type { ClientEventInput, NewClientEvent } from '../../core/client-events.js';
-import { turnEventBase } from '../../core/client-events.js';
-import type { Db, Prisma } from '../../core/db.js';
+import type { ClientEventInput, NewClientEvent } from '../../core/protocol/client-events.js';
+import { turnEventBase } from '../../core/protocol/client-events.js';
+import type { Db, Prisma } from '../../core/platform/db.js';
 import type { AgentStreamEvent } from '../../core/protocol/run.js';
-import type { TurnMessage } from '../../turn/final-events.js';
-import { ProcessRecorder, type ThoughtRow } from '../../turn/process-recorder.js';
+import type { TurnMessage } from '../final-events.js';
+import { ProcessRecorder, type ThoughtRow } from '../process-recorder.js';
 import type { Tx } from './commit.js';
 
 export class ThoughtLog {

@@ -5,18 +5,18 @@
  * UploadFile and MessageFile rows in the commit that stores the tool's thought row, and the thought's
  * message_files get the MessageFile ids (Dify's shape). Ids are derived from (message, tool call, name), so a
  * retried attempt that replays the event writes the same rows and the same storage key again: never a second row.
- * The byte quota per turn and per tenant-day (core/output-quota.ts) is checked here against the stored rows;
+ * The byte quota per turn and per tenant-day (core/domain/output-quota.ts) is checked here against the stored rows;
  * files over it are not attached and the thought's observation says why.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { NewClientEvent } from '../../core/client-events.js';
-import { turnEventBase } from '../../core/client-events.js';
+import type { NewClientEvent } from '../../core/protocol/client-events.js';
+import { turnEventBase } from '../../core/protocol/client-events.js';
 import type { AgentStreamEvent } from '../../core/protocol/run.js';
-import { signedFileUrl, uploadsDir } from '../../core/uploads.js';
-import { OutputQuota, outputQuotaLimits } from '../../core/output-quota.js';
-import { OUTPUTS_DIR, OutputRefused, outputFileType, parseOutputRef, readOutputFile, sha256 } from '../../core/workspace-outputs.js';
+import { signedFileUrl, uploadsDir } from '../../core/domain/uploads.js';
+import { OutputQuota, outputQuotaLimits } from '../../core/domain/output-quota.js';
+import { OUTPUTS_DIR, OutputRefused, outputFileType, parseOutputRef, readOutputFile, sha256 } from '../../core/domain/workspace-outputs.js';
 import type { Tx } from './commit.js';
 import type { RunScope } from './scope.js';
 
@@ -45,7 +45,7 @@ export async function attachToolFiles(scope: Scope, ev: AgentStreamEvent, source
   const workspaceDir = await bindingWorkspaceDir(scope);
   const toolCall = ev.tool_call_id ?? `index-${ev.index ?? 0}`;
   const rows: { upload: UploadRow; file: FileRow }[] = [];
-  // The byte quota (core/output-quota.ts). Rows this event already wrote (a replayed attempt) were admitted then:
+  // The byte quota (core/domain/output-quota.ts). Rows this event already wrote (a replayed attempt) were admitted then:
   // they are attached again whatever the quota says now, and count against the rest.
   const keyOf = (name: string) => `${toolCall}:${name}`;
   const candidates = ev.files.map((f) => parseOutputRef(f.url)).filter((n): n is string => n !== null);

@@ -2,13 +2,13 @@
  * What a finished run leaves on the message (usage, prices, and the caller's own fields: status, answer, …) in one
  * update, and on its binding and the message's own row (the session snapshot). One statement per row: each is a round trip inside the terminal
  * transaction, which the client's `message_end` waits for. A terminal without usage (the reaper's `backend_restarted`,
- * a stop the backend never confirmed) takes the run's ledger rows instead (turn/ledger-usage.ts), read in the same
+ * a stop the backend never confirmed) takes the run's ledger rows instead (activities/ledger-usage.ts), read in the same
  * transaction: the message shows what was billed.
  */
-import type { Prisma } from '../../core/db.js';
+import type { Prisma } from '../../core/platform/db.js';
 import type { SessionSnapshot, Usage } from '../../core/protocol/run.js';
-import { saveMessageSnapshot } from '../../core/session-snapshots.js';
-import { ledgerUsage, usageColumns } from '../../turn/ledger-usage.js';
+import { saveMessageSnapshot } from '../../core/domain/session-snapshots.js';
+import { ledgerUsage, usageColumns } from '../ledger-usage.js';
 import type { Tx } from './commit.js';
 import type { RunScope } from './scope.js';
 
@@ -31,7 +31,7 @@ export async function saveUsageAndSnapshot(
       where: { id: scope.bindingId },
       data: { session_snapshot: snapshot as unknown as Prisma.InputJsonValue },
     });
-    // And per message, for a regenerate or a fork from here (core/session-snapshots.ts).
+    // And per message, for a regenerate or a fork from here (core/domain/session-snapshots.ts).
     await saveMessageSnapshot(tx, {
       messageId: scope.msg.id,
       conversationId: scope.msg.conversation_id,

@@ -26,14 +26,14 @@ import type {
 } from '@ai-sdk/provider';
 import type { InvokeRequest, ToolDefinition } from '../../core/protocol/inner-llm.js';
 import type { ExecutionContextLayerConfig, Usage } from '../../core/protocol/run.js';
-import { parseSse } from '../../core/sse.js';
-import type { Logger } from '../../core/logger.js';
+import { parseSse } from '../../core/platform/sse.js';
+import type { Logger } from '../../core/platform/logger.js';
 import { ModelCallError } from '../errors.js';
 import { fromV3Prompt } from './prompt.js';
 import { emptyV3Usage, toPartStream } from './part-stream.js';
 import { DEFAULT_INNER_LLM_RETRY, RetryBudget, TransportFailure, type InnerLlmRetryOptions } from './retry.js';
-import { recordBackendModelRequest } from '../../core/metrics/index.js';
-import { inSpan, withTraceHeaders } from '../../core/tracing/index.js';
+import { recordBackendModelRequest } from '../../core/platform/metrics/index.js';
+import { inSpan, withTraceHeaders } from '../../core/platform/tracing/index.js';
 
 export { DEFAULT_INNER_LLM_RETRY, type InnerLlmRetryOptions };
 

@@ -3,7 +3,7 @@
  * was re-sent after a transport failure (see inner-llm-model.ts).
  */
 import type { LanguageModelV3FinishReason, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
-import { redactSecrets } from '../../core/llm/redact.js';
+import { redactSecrets } from '../../core/domain/llm/redact.js';
 import { InvokeChunk, type ChunkData } from '../../core/protocol/inner-llm.js';
 import type { Usage } from '../../core/protocol/run.js';
 import { ModelCallError } from '../errors.js';

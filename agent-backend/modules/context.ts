@@ -22,8 +22,8 @@ import {
   OutputRefused,
   readOutputFile,
   sha256,
-} from '../../core/workspace-outputs.js';
-import { OutputQuota } from '../../core/output-quota.js';
+} from '../../core/domain/workspace-outputs.js';
+import { OutputQuota } from '../../core/domain/output-quota.js';
 import { defineModule, Mutex, type ToolOutcome } from './types.js';
 import { toolParameters } from './json-schema.js';
 
@@ -188,7 +188,7 @@ const ShellConfig = z
     runtime: z.string().default('runtime'),
     timeout_ms: z.number().int().positive().max(3_600_000).optional(),
     max_output_bytes: z.number().int().positive().max(10_000_000).optional(),
-    /** What this turn may still attach from outputs/, bytes (core/output-quota.ts; the api computes it). */
+    /** What this turn may still attach from outputs/, bytes (core/domain/output-quota.ts; the api computes it). */
     output_quota: z
       .object({
         turn_bytes: z.number().int().nonnegative(),

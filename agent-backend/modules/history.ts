@@ -3,7 +3,7 @@
  * with the previous run's session snapshot continues the conversation.
  */
 import { z } from 'zod';
-import { countPromptTokens, countTokens } from '../../core/llm/tokens.js';
+import { countPromptTokens, countTokens } from '../../core/domain/llm/tokens.js';
 import { PromptMessage } from '../../core/protocol/inner-llm.js';
 import { defineModule } from './types.js';
 
@@ -44,7 +44,7 @@ export const history = defineModule<z.infer<typeof HistoryConfig>, HistoryState>
 });
 
 /**
- * Share of the window a prompt may fill by our count: the tokenizer is o200k_base (core/llm/tokens.ts), and other
+ * Share of the window a prompt may fill by our count: the tokenizer is o200k_base (core/domain/llm/tokens.ts), and other
  * models' tokenizers count the same text up to ~10-15% higher, so a prompt is fitted into 85% of what is left.
  */
 export const TOKENIZER_MARGIN = 0.85;

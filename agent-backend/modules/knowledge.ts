@@ -5,7 +5,7 @@
  * (POST /inner/api/knowledge/retrieve), scoped by the run's signed execution context.
  */
 import { z } from 'zod';
-import { formatKnowledgeBlock, sourceLabel } from '../../core/knowledge/context-block.js';
+import { formatKnowledgeBlock, sourceLabel } from '../../core/protocol/context-block.js';
 import type { RetrievedChunk } from '../../core/protocol/knowledge.js';
 import type { PromptMessage } from '../../core/protocol/inner-llm.js';
 import { formatZodError } from '../errors.js';

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { formatZodError } from '../errors.js';
 import { CalculatorError, evaluate } from './calculator.js';
-import { BUILTIN_TOOL_NAMES, qualifiedToolName, type BuiltinToolName } from '../../core/tool-names.js';
+import { BUILTIN_TOOL_NAMES, qualifiedToolName, type BuiltinToolName } from '../../core/protocol/tool-names.js';
 import { defineModule, Mutex, ToolErrorResult, ToolNotAvailableError, type ToolOutcome, type ToolSpec } from './types.js';
 import { toolParameters } from './json-schema.js';
 
@@ -151,7 +151,7 @@ export const pluginTools = defineModule<z.infer<typeof PluginToolsConfig>, Recor
   references: (c) =>
     c.execution_context ? [{ field: 'execution_context', layer: c.execution_context, types: ['execution_context'] }] : [],
   create: ({ name, config, state, services }) => {
-    // One naming scheme (core/tool-names.ts): the model sees `<provider>__<tool>`.
+    // One naming scheme (core/protocol/tool-names.ts): the model sees `<provider>__<tool>`.
     const byName = new Map(config.tools.map((t) => [qualifiedToolName(t.provider, t.name), t]));
     return {
       name,

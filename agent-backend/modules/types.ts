@@ -5,8 +5,8 @@
  * module it uses, so aliases get independent config and state. Instances are created fresh per run.
  */
 import type { z } from 'zod';
-import type { ModelPrice } from '../../core/llm/pricing.js';
-import type { Logger } from '../../core/logger.js';
+import type { ModelPrice } from '../../core/domain/llm/pricing.js';
+import type { Logger } from '../../core/platform/logger.js';
 import type { PromptMessage } from '../../core/protocol/inner-llm.js';
 import type { AgentStreamEvent, ExecutionContextLayerConfig, ModelSettings } from '../../core/protocol/run.js';
 

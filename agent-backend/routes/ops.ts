@@ -6,8 +6,8 @@
  */
 import { Router } from 'express';
 import { Gauge } from 'prom-client';
-import { metricsRoute } from '../../core/metrics/http.js';
-import { registries } from '../../core/metrics/index.js';
+import { metricsRoute } from '../../core/platform/metrics/http.js';
+import { registries } from '../../core/platform/metrics/index.js';
 import type { PgRunStore } from '../store.js';
 import type { IsolationReport } from '../workspace/sandbox.js';
 

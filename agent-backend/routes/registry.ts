@@ -3,7 +3,7 @@
  * - GET /modules: every registered module with its capability, availability (and why not) and config schema;
  * - POST /compositions/validate: the planning POST /runs does (agent-backend/composition.ts planRun), with no
  *   I/O and no run: 200 {ok: true}, or the 400/422 POST /runs would answer. The api checks soul configs with it
- *   when they are saved (core/soul-validation.ts), so a config the backend cannot run is refused at the console.
+ *   when they are saved (core/domain/soul-validation.ts), so a config the backend cannot run is refused at the console.
  */
 import express, { type Router } from 'express';
 import { z } from 'zod';

@@ -3,9 +3,9 @@
  */
 import crypto from 'node:crypto';
 import express, { type Request, type Response, type Router } from 'express';
-import type { Logger } from '../../core/logger.js';
+import type { Logger } from '../../core/platform/logger.js';
 import { CancelRunRequest, isTerminal, type RunStatus } from '../../core/protocol/run.js';
-import { startSse, writeSse, writeSseComment } from '../../core/sse.js';
+import { startSse, writeSse, writeSseComment } from '../../core/platform/sse.js';
 import { planRun, type RunLimits } from '../composition.js';
 import { formatZodError, HttpError } from '../errors.js';
 import type { ModuleRegistry } from '../modules/registry.js';

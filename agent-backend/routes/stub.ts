@@ -7,8 +7,8 @@
  */
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
-import { jsonBody } from '../../core/json-guard.js';
-import type { Logger } from '../../core/logger.js';
+import { jsonBody } from '../../core/platform/json-guard.js';
+import type { Logger } from '../../core/platform/logger.js';
 import { CreateRunRequest, ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 import { HttpError } from '../errors.js';
 import type { PgRunStore } from '../store.js';

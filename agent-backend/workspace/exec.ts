@@ -36,7 +36,7 @@ export const ShellctlStatus = z.object({
 });
 export type ShellctlStatus = z.infer<typeof ShellctlStatus>;
 
-/** Resource limits of one command (core/config.ts SHELL_LIMIT_*, WORKSPACE_QUOTA_BYTES). */
+/** Resource limits of one command (core/platform/config.ts SHELL_LIMIT_*, WORKSPACE_QUOTA_BYTES). */
 export interface ShellLimits {
   procs: number;
   memoryBytes: number;
@@ -54,7 +54,7 @@ export interface ShellctlInvocation {
   readOnly: string[];
   /** Unix sockets bind-mounted into the sandbox: host path → path inside (the agent stub). */
   bindSockets: { host: string; sandbox: string }[];
-  /** The workspace's own uid/gid (core/workspace-uid.ts); omitted when shellctl cannot switch uids. */
+  /** The workspace's own uid/gid (core/protocol/workspace-uid.ts); omitted when shellctl cannot switch uids. */
   owner?: { uid: number; gid: number };
   limits: ShellLimits;
   isolation: boolean;

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { RunRefusedError } from '../errors.js';
 
 export const MARKER_FILE = '.dify-workspace';
-/** The reason a run fails with when its workspace is gone (turn/classify-failure.ts maps it to the seed's message). */
+/** The reason a run fails with when its workspace is gone (activities/classify-failure.ts maps it to the seed's message). */
 export const BINDING_LOST = 'binding_lost';
 const MAX_MARKER_BYTES = 4096;
 

@@ -9,11 +9,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { z } from 'zod';
-import { sandboxWeakSecrets, type Config } from '../../core/config.js';
-import type { Logger } from '../../core/logger.js';
+import { sandboxWeakSecrets, type Config } from '../../core/platform/config.js';
+import type { Logger } from '../../core/platform/logger.js';
 import { ensureSandboxTools, type SandboxTools } from '../../sandbox/build.js';
-import { OUTPUTS_DIR } from '../../core/workspace-outputs.js';
-import { workspaceUid } from '../../core/workspace-uid.js';
+import { OUTPUTS_DIR } from '../../core/domain/workspace-outputs.js';
+import { workspaceUid } from '../../core/protocol/workspace-uid.js';
 import { runShellctl, stopHelper, type ShellResult } from './exec.js';
 
 const run = promisify(execFile);

@@ -1,12 +1,12 @@
 /**
  * The checks every inner route applies to an execution context the agent backend forwards (issue 17 L2,
- * core/exec-context.ts): signed with EXECUTION_CONTEXT_SIGNING_KEY, not expired, its turn still in progress, and —
+ * core/protocol/exec-context.ts): signed with EXECUTION_CONTEXT_SIGNING_KEY, not expired, its turn still in progress, and —
  * once the api recorded the backend run of that turn — named by that run (X-Agent-Run-Id / run_id / agent_run_id).
  * One statement (the message and its recorded run side by side): on the LLM route, called for every model request, it
  * replaces the app lookup that route made before (no round trip added), and a turn that ended is refused at once.
  */
-import type { Db } from '../../core/db.js';
-import { checkExecutionContext } from '../../core/exec-context.js';
+import type { Db } from '../../core/platform/db.js';
+import { checkExecutionContext } from '../../core/protocol/exec-context.js';
 import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 import { HttpError } from '../errors.js';
 import { Uuid } from '../schemas.js';

@@ -1,24 +1,24 @@
 /**
  * POST /inner/api/agent/llm/invoke (docs/PROTOCOL.md §3.1): the agent backend's every model call. HTTP only:
  * key check, body validation, the run's signed execution context (scope), SSE framing and "caller disconnected →
- * abort the provider call"; credentials, credits and streaming live in core/llm/invoke.ts.
+ * abort the provider call"; credentials, credits and streaming live in core/domain/llm/invoke.ts.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
-import type { Config } from '../../core/config.js';
-import { isDependencyUnavailable } from '../../core/dependency-errors.js';
+import type { Config } from '../../core/platform/config.js';
+import { isDependencyUnavailable } from '../../core/platform/dependency-errors.js';
 import type { PrismaClient } from '../../core/generated/prisma/client.js';
-import { parseEncryptionKey } from '../../core/llm/credentials.js';
-import { createLlmInvoker, type Clock } from '../../core/llm/invoke.js';
-import type { ProviderRegistry } from '../../core/llm/provider.js';
-import type { Logger } from '../../core/logger.js';
+import { parseEncryptionKey } from '../../core/domain/llm/credentials.js';
+import { createLlmInvoker, type Clock } from '../../core/domain/llm/invoke.js';
+import type { ProviderRegistry } from '../../core/domain/llm/provider.js';
+import type { Logger } from '../../core/platform/logger.js';
 import type { ErrorCode } from '../../core/protocol/error-codes.js';
 import { InvokeRequest, type InvokeRequestParsed } from '../../core/protocol/inner-llm.js';
-import { uploadsDir, verifyFileSignature } from '../../core/uploads.js';
-import { jsonBody } from '../../core/json-guard.js';
-import { startSse, writeSse, writeSseComment } from '../../core/sse.js';
+import { uploadsDir, verifyFileSignature } from '../../core/domain/uploads.js';
+import { jsonBody } from '../../core/platform/json-guard.js';
+import { startSse, writeSse, writeSseComment } from '../../core/platform/sse.js';
 import { HttpError } from '../errors.js';
 import { requireInnerApiKey } from './auth.js';
 import { verifyForwardedContext } from './execution-context.js';

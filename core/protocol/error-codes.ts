@@ -73,7 +73,7 @@ export const ERROR_CODES = {
     status: [503],
     audience: SC,
     meaning:
-      'A new turn while the deployment has `MAX_TURNS_IN_FLIGHT` turns pending or running (with `Retry-After`; refused before anything is written, `api/admission.ts`)',
+      'A new turn while the deployment has `MAX_TURNS_IN_FLIGHT` turns pending or running (with `Retry-After`; refused before anything is written, `api/turns/admission.ts`)',
   },
   internal_server_error: {
     status: [500],

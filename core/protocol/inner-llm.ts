@@ -99,7 +99,7 @@ export const InvokeChunk = z.union([
   z.object({
     code: z.number().int().negative(),
     message: z.string(),
-    // `code`: what a user can act on (core/llm/errors.ts InvokeErrorReason), beside the Dify kind.
+    // `code`: what a user can act on (core/domain/llm/errors.ts InvokeErrorReason), beside the Dify kind.
     data: z.object({ error_type: z.string(), message: z.string(), code: z.string().max(64).optional() }),
   }),
 ]);

@@ -4,10 +4,10 @@
  */
 import type { ModuleRegistry } from '../../agent-backend/modules/registry.js';
 import { noPluginTools } from '../../agent-backend/modules/types.js';
-import { loadConfig, type Config, type Env } from '../../core/config.js';
-import { createLogger } from '../../core/logger.js';
+import { loadConfig, type Config, type Env } from '../../core/platform/config.js';
+import { createLogger } from '../../core/platform/logger.js';
 import { RunEvent, type AgentStreamEvent, type CreateRunRequest } from '../../core/protocol/run.js';
-import { parseSse } from '../../core/sse.js';
+import { parseSse } from '../../core/platform/sse.js';
 import { createAgentBackend, type AgentBackendOptions, type RunningBackend } from '../../agent-backend/server.js';
 import { PgRunStore } from '../../agent-backend/store.js';
 import { freshDatabase } from '../support/db.js';

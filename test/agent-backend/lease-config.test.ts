@@ -1,5 +1,5 @@
 /**
- * The run lease takes its configured timings (AGENT_RUN_LEASE_*, core/config.ts) when no explicit options are
+ * The run lease takes its configured timings (AGENT_RUN_LEASE_*, core/platform/config.ts) when no explicit options are
  * given: a backend configured with a 400 ms lease reaps a dead peer's run well before the 5 s default could.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

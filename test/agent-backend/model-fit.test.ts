@@ -6,8 +6,8 @@
  * the gateway. Over HTTP against the scripted inner LLM (fake-inner-llm.ts).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { priceUsage } from '../../core/llm/pricing.js';
-import { countPromptTokens } from '../../core/llm/tokens.js';
+import { priceUsage } from '../../core/domain/llm/pricing.js';
+import { countPromptTokens } from '../../core/domain/llm/tokens.js';
 import type { PromptMessage } from '../../core/protocol/inner-llm.js';
 import { isTerminal, type RunEvent } from '../../core/protocol/run.js';
 import { fitToContextWindow, outputReserve, TOKENIZER_MARGIN } from '../../agent-backend/modules/history.js';

@@ -14,7 +14,7 @@ import { createInnerLlmCaller } from '../../agent-backend/model/inner-llm-model.
 import { CalculatorError, evaluate } from '../../agent-backend/modules/calculator.js';
 import { createRegistry } from '../../agent-backend/modules/registry.js';
 import { Mutex, noPluginTools } from '../../agent-backend/modules/types.js';
-import { createLogger } from '../../core/logger.js';
+import { createLogger } from '../../core/platform/logger.js';
 import { runRequest } from './harness.js';
 
 describe('calculator', () => {

@@ -4,10 +4,10 @@
  * runtime, or with an own key, it saves.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validatedSoul } from '../../api/agent-config-validation.js';
-import { createDb, type Db } from '../../core/db.js';
-import { ensureTenant } from '../../core/provision.js';
-import { demoSoulConfig } from '../../core/soul.js';
+import { validatedSoul } from '../../api/console/agent-config-validation.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { ensureTenant } from '../../core/domain/provision.js';
+import { demoSoulConfig } from '../../core/domain/soul.js';
 import { freshDatabase } from '../support/db.js';
 
 let db: Db;

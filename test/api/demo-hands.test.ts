@@ -6,9 +6,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type Db } from '../../core/db.js';
-import { enableDemoHands, ensureDemoData } from '../../core/seed.js';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { enableDemoHands, ensureDemoData } from '../../core/domain/seed.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import { freshDatabase } from '../support/db.js';
 
 let db: Db;

@@ -9,8 +9,8 @@ import express from 'express';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorHandler, HttpError } from '../../api/errors.js';
-import { Prisma } from '../../core/db.js';
-import { createLogger } from '../../core/logger.js';
+import { Prisma } from '../../core/platform/db.js';
+import { createLogger } from '../../core/platform/logger.js';
 
 const known = (code: string, message: string, meta: Record<string, unknown> = {}) =>
   new Prisma.PrismaClientKnownRequestError(message, { code, clientVersion: 'test', meta });

@@ -20,8 +20,8 @@ import { Connection, Client } from '@temporalio/client';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintStubToken } from '../../agent-backend/stub-token.js';
-import { signExecutionContext } from '../../core/exec-context.js';
-import { MAX_BYTES } from '../../core/uploads.js';
+import { signExecutionContext } from '../../core/protocol/exec-context.js';
+import { MAX_BYTES } from '../../core/domain/uploads.js';
 import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { assertAuditClean } from '../faults/audit.js';
@@ -309,7 +309,7 @@ interface Body {
 }
 
 const BOUNDARY = 'fzBoundary';
-/** One byte over the largest upload the api takes (core/uploads.ts MAX_BYTES). */
+/** One byte over the largest upload the api takes (core/domain/uploads.ts MAX_BYTES). */
 const bigFile = Buffer.alloc(MAX_BYTES + 1, 0x61);
 
 const part = (name: string, filename: string | null, content: Buffer | string, type = 'text/plain') =>

@@ -5,8 +5,8 @@
  * The owner gets 2xx on the same requests, so the 404s are isolation, not broken routes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateAppApiKey } from '../../core/api-keys.js';
-import { createAgentApp } from '../../core/seed.js';
+import { generateAppApiKey } from '../../core/domain/api-keys.js';
+import { createAgentApp } from '../../core/domain/seed.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

@@ -5,7 +5,7 @@
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openApiDocument } from '../../api/openapi.js';
+import { openApiDocument } from '../../api/openapi/index.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

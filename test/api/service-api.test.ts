@@ -4,8 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ParametersResponse } from '../../api/schemas.js';
-import { AgentSoulConfig } from '../../core/soul.js';
-import { createAgentApp } from '../../core/seed.js';
+import { AgentSoulConfig } from '../../core/domain/soul.js';
+import { createAgentApp } from '../../core/domain/seed.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

@@ -1,5 +1,5 @@
 /**
- * The per-tenant quota on stored uploads (TENANT_MAX_UPLOAD_BYTES, core/upload-quota.ts): POST /v1/files/upload and
+ * The per-tenant quota on stored uploads (TENANT_MAX_UPLOAD_BYTES, core/domain/upload-quota.ts): POST /v1/files/upload and
  * remote_url files of chat requests may store up to the quota; past it 413 `storage_quota_exceeded` naming the
  * setting, with no file on disk and no upload_files row. Checked by the declared size, on the bytes as they stream,
  * and under a per-tenant lock when the row is written: of two concurrent uploads that together exceed it, exactly
@@ -12,9 +12,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AppContext } from '../../api/auth.js';
 import { HttpError } from '../../api/errors.js';
-import { prepareMessageFiles } from '../../api/message-files.js';
-import { ensureTenant } from '../../core/provision.js';
-import { createAgentApp } from '../../core/seed.js';
+import { prepareMessageFiles } from '../../api/turns/message-files.js';
+import { ensureTenant } from '../../core/domain/provision.js';
+import { createAgentApp } from '../../core/domain/seed.js';
 import { tinyPng, upload } from './helpers.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';

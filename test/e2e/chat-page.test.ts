@@ -14,7 +14,7 @@ import path from 'node:path';
 import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { axeViolations, chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 import { screenshotDir } from '../support/artifacts.js';

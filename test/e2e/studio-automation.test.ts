@@ -11,7 +11,7 @@
 import http from 'node:http';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifySignature } from '../../core/webhooks/signature.js';
+import { verifySignature } from '../../core/domain/webhooks/signature.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { scheduleIdForRow } from '../../workflows/automation-definitions.js';
 import { axeViolations, chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';

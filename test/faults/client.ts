@@ -3,8 +3,8 @@
  * the connection drops (the api was killed, the database went away), re-attaches with `Last-Event-ID`
  * until the turn's terminal event arrives. What it received is kept for the audit (stream == stored log).
  */
-import { parseSse, type SseFrame } from '../../core/sse.js';
-import { isTerminalClientEvent } from '../../core/client-events.js';
+import { parseSse, type SseFrame } from '../../core/platform/sse.js';
+import { isTerminalClientEvent } from '../../core/protocol/client-events.js';
 import { sleep } from './harness.js';
 
 export interface ClientFrame {

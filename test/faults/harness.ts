@@ -3,17 +3,17 @@
  * start again at a chosen moment: embedded PostgreSQL (crashed with an immediate shutdown, restarted on the
  * same data dir and port), the Temporal dev server (SIGKILLed, restarted on the same SQLite file and port),
  * and the api, the worker and the agent backend, each `node --import tsx <entry>` configured through
- * core/config.ts's variables, logging to files under the stack's data dir.
+ * core/platform/config.ts's variables, logging to files under the stack's data dir.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Connection, Client } from '@temporalio/client';
-import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
-import { createDb } from '../../core/db.js';
-import { applyMigrations } from '../../core/migrate.js';
-import { ensureDemoData, type DemoData } from '../../core/seed.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../../core/platform/embedded-pg.js';
+import { createDb } from '../../core/platform/db.js';
+import { applyMigrations } from '../../core/platform/migrate.js';
+import { ensureDemoData, type DemoData } from '../../core/domain/seed.js';
 import { stablePort } from '../../stack/ports.js';
 import { healthzReady, ipcReady, ServiceProcess, sleep, waitFor } from '../../stack/service-process.js';
 import { locateTemporal, portOpen, startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
@@ -34,7 +34,7 @@ export { sleep, waitFor };
 export { ServiceProcess };
 
 export interface FaultStackOptions {
-  /** Extra configuration for every Node service (core/config.ts variables). */
+  /** Extra configuration for every Node service (core/platform/config.ts variables). */
   env?: Record<string, string>;
   /** The agent backend reaches PostgreSQL through a TCP proxy the test can cut (`stack.backendPg`, pg-proxy.ts). */
   backendPgProxy?: boolean;
@@ -178,7 +178,7 @@ export class FaultStack {
     return this.secrets[name];
   }
 
-  /** The environment every Node service reads (core/config.ts). */
+  /** The environment every Node service reads (core/platform/config.ts). */
   private baseEnv(): Record<string, string> {
     return {
       ...this.secrets,

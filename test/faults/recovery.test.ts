@@ -9,7 +9,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { signExecutionContext } from '../../core/exec-context.js';
+import { signExecutionContext } from '../../core/protocol/exec-context.js';
 import { history, postChat, runTurn, TurnStream } from './client.js';
 import { sleep, step, waitFor } from './harness.js';
 import { useFaultStack } from './fixture.js';

@@ -8,10 +8,10 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { hashApiKey } from '../../core/api-keys.js';
-import { createDb, type Db } from '../../core/db.js';
-import { loadCredentials } from '../../core/llm/credentials.js';
-import { DEMO_TENANT_NAME, ensureDemoData } from '../../core/seed.js';
+import { hashApiKey } from '../../core/domain/api-keys.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { loadCredentials } from '../../core/domain/llm/credentials.js';
+import { DEMO_TENANT_NAME, ensureDemoData } from '../../core/domain/seed.js';
 import { freshDatabase } from '../support/db.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

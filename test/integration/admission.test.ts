@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { backendRunsOf } from '../support/sql.js';
-import { parseSse } from '../../core/sse.js';
+import { parseSse } from '../../core/platform/sse.js';
 import { postChat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 

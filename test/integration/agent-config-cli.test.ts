@@ -10,10 +10,10 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildComposition } from '../../turn/steps/build-request.js';
+import { buildComposition } from '../../core/domain/soul-composition.js';
 import { mintStubToken } from '../../agent-backend/stub-token.js';
-import { AgentBackendClient } from '../../core/backend-client.js';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { AgentBackendClient } from '../../core/protocol/backend-client.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 

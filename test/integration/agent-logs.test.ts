@@ -4,7 +4,7 @@
  * error. GET /console/api/apps/{app_id}/agent/logs groups them into iterations whose tokens add up to the message's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONSOLE_RESPONSES } from '../../api/openapi-console.js';
+import { CONSOLE_RESPONSES } from '../../api/openapi/console.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
@@ -44,7 +44,7 @@ describe('agent log: one iteration per model request with its own usage', () => 
     const res = await logs(stack.demo!.appId, { conversation_id: conversationId, message_id: messageId });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { meta: Record<string, unknown>; iterations: Iteration[] };
-    // The shape the OpenAPI document gives it (api/openapi-console.ts).
+    // The shape the OpenAPI document gives it (api/openapi/console.ts).
     expect(CONSOLE_RESPONSES.AgentLogResponse.safeParse(body).error).toBeUndefined();
     expect(body.meta).toMatchObject({ status: 'success', executor: 'end_user', agent_mode: 'function_call', iterations: 2 });
     const [first, second] = body.iterations;

@@ -15,10 +15,10 @@
 import crypto from 'node:crypto';
 import type { temporal } from '@temporalio/proto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONSOLE_RESPONSES } from '../../api/openapi-console.js';
-import { AgentBackendClient } from '../../core/backend-client.js';
-import { createAgentApp } from '../../core/seed.js';
-import { demoSoulConfig } from '../../core/soul.js';
+import { CONSOLE_RESPONSES } from '../../api/openapi/console.js';
+import { AgentBackendClient } from '../../core/protocol/backend-client.js';
+import { createAgentApp } from '../../core/domain/seed.js';
+import { demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { backendRunsOf } from '../support/sql.js';
@@ -139,7 +139,7 @@ describe('a turn on a config that cannot run fails fast, once, naming the proble
 
   it('knowledge enabled with a dataset that does not exist', async () => {
     const r = await failingTurn(CASES.knowledgeUnknownDataset);
-    // Refused before the backend: the dataset check (core/knowledge/validate.ts) finds no such dataset in the tenant.
+    // Refused before the backend: the dataset check (core/domain/knowledge/validate.ts) finds no such dataset in the tenant.
     expectFailedInPrepare(r);
     expect(r.error.message).toMatch(/knowledge\.dataset_ids\[0\]/);
     expect(r.ms).toBeLessThan(FAST_MS);
@@ -163,7 +163,7 @@ describe('a turn on a config that cannot run fails fast, once, naming the proble
   it('a plugin tool named like a builtin', async () => {
     const r = await failingTurn(CASES.pluginToolNamedLikeBuiltin);
     // Provider tools are offered as provider__name, so the clash with the builtin is gone; what is left wrong is a
-    // provider that does not exist in the tenant (core/tools/validate.ts), refused before the backend.
+    // provider that does not exist in the tenant (core/domain/tools/validate.ts), refused before the backend.
     expectFailedInPrepare(r);
     expect(r.error.message).toMatch(/tools\.plugin\[0\]\.provider/);
     expect(r.ms).toBeLessThan(FAST_MS);
@@ -197,7 +197,7 @@ describe('the console refuses a config that cannot run: 400 invalid_agent_config
   async function refused(res: Response): Promise<{ message: string; issues: { path: string; message: string }[] }> {
     const body = (await res.json()) as { code: string; status: number; message: string; issues: { path: string; message: string }[] };
     expect([res.status, body.code, body.status], JSON.stringify(body)).toEqual([400, 'invalid_agent_config', 400]);
-    // The shape the OpenAPI document gives it (api/openapi-console.ts).
+    // The shape the OpenAPI document gives it (api/openapi/console.ts).
     expect(CONSOLE_RESPONSES.InvalidAgentConfigResponse.safeParse(body).success).toBe(true);
     expect(body.issues.length).toBeGreaterThan(0);
     // The message names every issue's field.

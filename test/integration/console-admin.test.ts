@@ -1,12 +1,12 @@
 /**
- * The studio's app administration (api/routes/console-admin.ts, issue 34 item 2) on the real stack: an app's API
+ * The studio's app administration (api/console/admin.ts, issue 34 item 2) on the real stack: an app's API
  * keys created (shown once), listed by prefix, revoked (then /v1 answers 401 for it), and a past version restored
  * (published again as a new version, or loaded into the shared draft); another tenant's app reads as missing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CONSOLE_ADMIN_RESPONSES } from '../../api/openapi-console-admin.js';
-import { ensureAccount, ensureTenant, issueConsoleKey } from '../../core/provision.js';
-import { demoSoulConfig } from '../../core/soul.js';
+import { CONSOLE_ADMIN_RESPONSES } from '../../api/openapi/console-admin.js';
+import { ensureAccount, ensureTenant, issueConsoleKey } from '../../core/domain/provision.js';
+import { demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
 

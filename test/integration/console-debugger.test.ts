@@ -5,8 +5,8 @@
  * another account of the tenant and to another tenant.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureAccount, ensureAgentApp, ensureTenant, issueConsoleKey } from '../../core/provision.js';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { ensureAccount, ensureAgentApp, ensureTenant, issueConsoleKey } from '../../core/domain/provision.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

@@ -6,10 +6,10 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type Db } from '../../core/db.js';
-import { appendEvents, commitAnswerText, readEvents } from '../../core/event-log.js';
-import type { NewClientEvent, StoredClientEvent } from '../../core/client-events.js';
-import { ensureDemoData, type DemoData } from '../../core/seed.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { appendEvents, commitAnswerText, readEvents } from '../../core/protocol/event-log.js';
+import type { NewClientEvent, StoredClientEvent } from '../../core/protocol/client-events.js';
+import { ensureDemoData, type DemoData } from '../../core/domain/seed.js';
 import { freshDatabase } from '../support/db.js';
 
 let db: Db;

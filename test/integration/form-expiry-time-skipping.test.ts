@@ -9,7 +9,7 @@ import path from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EnvSchema } from '../../core/config.js';
+import { EnvSchema } from '../../core/platform/config.js';
 import { scriptedActivities } from '../../scripts/scripted-activities.js';
 import { locateTemporalTestServer } from '../../stack/temporal.js';
 import { AGENT_TURN_WORKFLOW, formSubmittedSignal, type AgentTurnInput, type AgentTurnResult } from '../../workflows/definitions.js';

@@ -7,10 +7,10 @@
  * usage priced from the catalogue, and a calculator round trip on each.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUILTIN_CATALOGUE } from '../../core/llm/catalogue/index.js';
-import { priceUsage } from '../../core/llm/pricing.js';
-import { createAgentApp } from '../../core/seed.js';
-import { AgentSoulConfig } from '../../core/soul.js';
+import { BUILTIN_CATALOGUE } from '../../core/domain/llm/catalogue/index.js';
+import { priceUsage } from '../../core/domain/llm/pricing.js';
+import { createAgentApp } from '../../core/domain/seed.js';
+import { AgentSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startFakeProvider, TOOL_CALL_ID, USAGE, type FakeProvider, type Wire } from '../llm/providers/fake-providers.js';
 import { chat } from '../support/sse.js';

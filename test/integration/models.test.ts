@@ -7,10 +7,10 @@
  */
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUILTIN_CATALOGUE } from '../../core/llm/catalogue/index.js';
-import { priceUsage } from '../../core/llm/pricing.js';
-import { createAgentApp } from '../../core/seed.js';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { BUILTIN_CATALOGUE } from '../../core/domain/llm/catalogue/index.js';
+import { priceUsage } from '../../core/domain/llm/pricing.js';
+import { createAgentApp } from '../../core/domain/seed.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startFakeProvider, USAGE, type FakeProvider } from '../llm/providers/fake-providers.js';
 import { chat, FrameReader, postChat } from '../support/sse.js';

@@ -163,7 +163,7 @@ describe('multitask strategies', () => {
     expect(a.answer).toBe(partial);
     expect(partial.trim().split(/\s+/).length).toBeLessThan(300);
     expect(a.total_tokens).toBeGreaterThan(0);
-    // Billed: the cut model call is in the ledger (an estimate of what it streamed, core/llm/credits.ts).
+    // Billed: the cut model call is in the ledger (an estimate of what it streamed, core/domain/llm/credits.ts).
     expect((await ledgerRows(a.id)).reduce((t, r) => t + r.total_tokens, 0)).toBeGreaterThan(0);
     // The next turn started from the stopped turn's post-cancel snapshot: the partial answer is in its history.
     const b = await stack.db.message.findUniqueOrThrow({ where: { id: frames.at(-1)!.data.message_id as string } });
@@ -194,7 +194,7 @@ describe('multitask strategies', () => {
     expect(a.status).toBe('stopped');
     expect(a.rolled_back_at).not.toBeNull();
     expect(a.total_tokens).toBeGreaterThan(0);
-    // Billed: the cut model call is in the ledger (an estimate of what it streamed, core/llm/credits.ts).
+    // Billed: the cut model call is in the ledger (an estimate of what it streamed, core/domain/llm/credits.ts).
     expect((await ledgerRows(a.id)).reduce((t, r) => t + r.total_tokens, 0)).toBeGreaterThan(0);
     const b = frames.at(-1)!.data.message_id as string;
     expect(await runRequestSnapshot(b)).not.toContain('/slow 40 /long 300');

@@ -5,10 +5,10 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { loadConfig, type Env } from '../../core/config.js';
-import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
-import { EventNotifier } from '../../core/event-log.js';
-import { createLogger } from '../../core/logger.js';
+import { loadConfig, type Env } from '../../core/platform/config.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../../core/platform/embedded-pg.js';
+import { EventNotifier } from '../../core/protocol/event-log.js';
+import { createLogger } from '../../core/platform/logger.js';
 import { stablePort } from '../../stack/ports.js';
 import { startStack, type Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat } from '../support/sse.js';

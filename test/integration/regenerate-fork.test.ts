@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UUID_NIL } from '../../core/message-thread.js';
+import { UUID_NIL } from '../../core/domain/message-thread.js';
 import { MessageListResponse } from '../../api/schemas.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { assertAuditClean } from '../faults/audit.js';

@@ -6,7 +6,7 @@
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
-import { AUTOMATION_RESPONSES } from '../../api/openapi-automation.js';
+import { AUTOMATION_RESPONSES } from '../../api/openapi/automation.js';
 import { startTestStack } from '../support/stack.js';
 
 let stack: Stack;

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyMigrations } from '../../core/migrate.js';
+import { applyMigrations } from '../../core/platform/migrate.js';
 import { freshDatabase } from '../support/db.js';
 
 interface DmmfField {

@@ -5,7 +5,7 @@
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ensureTurnSearchAttributes } from '../../core/search-attribute-registry.js';
+import { ensureTurnSearchAttributes } from '../../worker/search-attribute-registry.js';
 import { TURN_SEARCH_ATTRIBUTE_NAMES } from '../../workflows/search-attributes.js';
 
 let connection: Connection;

@@ -1,12 +1,12 @@
 /**
- * The studio's console reads (api/routes/studio.ts, issue 19 §3) on the real stack: the tenant's agent apps, one
+ * The studio's console reads (api/console/studio.ts, issue 19 §3) on the real stack: the tenant's agent apps, one
  * version's config, and a turn's run facts with its Temporal UI link — and nothing of another tenant's (404, or
  * absent from the list).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STUDIO_RESPONSES } from '../../api/openapi-studio.js';
-import { ensureAccount, ensureAgentApp, ensureTenant, issueConsoleKey } from '../../core/provision.js';
-import { demoSoulConfig } from '../../core/soul.js';
+import { STUDIO_RESPONSES } from '../../api/openapi/studio.js';
+import { ensureAccount, ensureAgentApp, ensureTenant, issueConsoleKey } from '../../core/domain/provision.js';
+import { demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

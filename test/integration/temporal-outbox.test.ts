@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { enqueueOutbox } from '../../core/outbox.js';
+import { enqueueOutbox } from '../../core/domain/outbox.js';
 import { freePort, stablePort } from '../../stack/ports.js';
 import { configToEnv, type Stack } from '../../stack/start-stack.js';
 import { startTemporalDevServer, type DevServer } from '../../stack/temporal.js';

@@ -4,8 +4,8 @@
  * (keyword moderation, annotation reply), output moderation, and failure classification with usage.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SESSION_CONFIG_CHANGED_MESSAGE } from '../../turn/errors.js';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { SESSION_CONFIG_CHANGED_MESSAGE } from '../../activities/errors.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

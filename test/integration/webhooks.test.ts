@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
-import { AUTOMATION_RESPONSES } from '../../api/openapi-automation.js';
+import { AUTOMATION_RESPONSES } from '../../api/openapi/automation.js';
 import { startTestStack } from '../support/stack.js';
 
 interface Received {

@@ -7,10 +7,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createDb, type Db } from '../../core/db.js';
-import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
-import { applyMigrations } from '../../core/migrate.js';
-import { enqueueOutbox } from '../../core/outbox.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../../core/platform/embedded-pg.js';
+import { applyMigrations } from '../../core/platform/migrate.js';
+import { enqueueOutbox } from '../../core/domain/outbox.js';
 import { freePort, stablePort } from '../../stack/ports.js';
 import { startTemporalDevServer, type DevServer } from '../../stack/temporal.js';
 

@@ -7,9 +7,9 @@
  * a resumed ask_human turn neither retrieves again nor repeats the user message; another tenant's dataset is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { saveCredentials } from '../../core/llm/credentials.js';
-import { createAgentApp } from '../../core/seed.js';
-import { AgentSoulConfig } from '../../core/soul.js';
+import { saveCredentials } from '../../core/domain/llm/credentials.js';
+import { createAgentApp } from '../../core/domain/seed.js';
+import { AgentSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../llm/fake-openai.js';
 import { chat } from '../support/sse.js';

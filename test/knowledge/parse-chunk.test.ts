@@ -1,9 +1,9 @@
 /** Knowledge uploads: which documents we read and how (text, Markdown, HTML, PDF), and chunking with overlap. */
 import { describe, expect, it } from 'vitest';
-import { CHUNK_MAX_CHARS, CHUNK_OVERLAP_CHARS, chunkText } from '../../core/knowledge/chunk.js';
-import { formatKnowledgeBlock, parseKnowledgeBlock } from '../../core/knowledge/context-block.js';
-import { KnowledgeError } from '../../core/knowledge/errors.js';
-import { documentKind, extractDocumentText } from '../../core/knowledge/parse.js';
+import { CHUNK_MAX_CHARS, CHUNK_OVERLAP_CHARS, chunkText } from '../../core/domain/knowledge/chunk.js';
+import { formatKnowledgeBlock, parseKnowledgeBlock } from '../../core/protocol/context-block.js';
+import { KnowledgeError } from '../../core/domain/knowledge/errors.js';
+import { documentKind, extractDocumentText } from '../../core/domain/knowledge/parse.js';
 import { tinyPdf } from '../support/tiny-pdf.js';
 
 describe('document kinds', () => {

@@ -1,13 +1,13 @@
 /**
- * Issue 28 item 3: document parsing runs in a child process with limits (core/knowledge/parse-sandbox.ts). Each limit
+ * Issue 28 item 3: document parsing runs in a child process with limits (core/domain/knowledge/parse-sandbox.ts). Each limit
  * is hit for real and is 400 `document_unreadable`: too many pages, too much decoded text, the wall clock, and the
  * address space (a compression bomb: 5 MB of PDF that inflates to 1.2 GB; before, offline, a 510 KB one took 1.1 GB
  * of the api's own memory).
  */
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SANDBOX_LIMITS } from '../../core/knowledge/indexer.js';
-import { prepareInSandbox } from '../../core/knowledge/parse-sandbox.js';
+import { DEFAULT_SANDBOX_LIMITS } from '../../core/domain/knowledge/indexer.js';
+import { prepareInSandbox } from '../../core/domain/knowledge/parse-sandbox.js';
 import { manyPagePdf } from '../support/tiny-pdf.js';
 
 const pages = (n: number) => Array.from({ length: n }, (_, i) => [`Page ${i + 1}.`, `Item ${i} weighs ${i * 3} grams.`]);

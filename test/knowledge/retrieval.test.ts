@@ -4,12 +4,12 @@
  * datasets of another tenant are never searched. Indexing is idempotent and deleting a document removes its chunks.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type Db } from '../../core/db.js';
-import { createEmbedder } from '../../core/knowledge/embed.js';
-import { ingestDocument } from '../../core/knowledge/ingest.js';
-import { retrieveChunks } from '../../core/knowledge/retrieve.js';
-import { demoEmbedding } from '../../core/llm/providers/demo.js';
-import { createDefaultProviders } from '../../core/llm/providers/index.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { createEmbedder } from '../../core/domain/knowledge/embed.js';
+import { ingestDocument } from '../../core/domain/knowledge/ingest.js';
+import { retrieveChunks } from '../../core/domain/knowledge/retrieve.js';
+import { demoEmbedding } from '../../core/domain/llm/providers/demo.js';
+import { createDefaultProviders } from '../../core/domain/llm/providers/index.js';
 import { freshDatabase } from '../support/db.js';
 
 let db: Db;

@@ -6,9 +6,9 @@
  * only the difference; a second cut of it records nothing more (issue 18 item 3).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDefaultProviders } from '../../core/llm/providers/index.js';
-import { countPromptTokens, countTokens } from '../../core/llm/tokens.js';
-import { createLogger } from '../../core/logger.js';
+import { createDefaultProviders } from '../../core/domain/llm/providers/index.js';
+import { countPromptTokens, countTokens } from '../../core/domain/llm/tokens.js';
+import { createLogger } from '../../core/platform/logger.js';
 import { createTenant, invokeBody, post, readChunks, serveRouter, startTestDb, type Served, type TestDb } from './helpers.js';
 
 let tdb: TestDb;

@@ -2,9 +2,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { PromptMessage, ToolDefinition } from '../../core/protocol/inner-llm.js';
-import type { ProviderEvent } from '../../core/llm/provider.js';
-import { InvokeError } from '../../core/llm/errors.js';
-import { countTokens, createDemoProvider, DEMO_TRIGGERS, planDemoReply, streamPieces } from '../../core/llm/providers/demo.js';
+import type { ProviderEvent } from '../../core/domain/llm/provider.js';
+import { InvokeError } from '../../core/domain/llm/errors.js';
+import { countTokens, createDemoProvider, DEMO_TRIGGERS, planDemoReply, streamPieces } from '../../core/domain/llm/providers/demo.js';
 
 const tool = (name: string, parameters: Record<string, unknown> = {}): ToolDefinition => ({ name, description: '', parameters });
 const user = (content: string): PromptMessage => ({ role: 'user', content });
@@ -143,7 +143,7 @@ describe('demo model', () => {
 
   it('documents every trigger in DEMO_MODEL.md', async () => {
     const fs = await import('node:fs/promises');
-    const doc = await fs.readFile(new URL('../../core/llm/DEMO_MODEL.md', import.meta.url), 'utf8');
+    const doc = await fs.readFile(new URL('../../core/domain/llm/DEMO_MODEL.md', import.meta.url), 'utf8');
     for (const t of DEMO_TRIGGERS) expect(doc).toContain(t.trigger.split(' ')[0]);
   });
 });

@@ -5,11 +5,11 @@ import { Writable } from 'node:stream';
 import express from 'express';
 import pino from 'pino';
 import { createInnerLlmRouter, type InnerLlmRouterDeps } from '../../api/inner/llm.js';
-import { createDb, type Db } from '../../core/db.js';
-import { REDACT_PATHS, type Logger } from '../../core/logger.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { REDACT_PATHS, type Logger } from '../../core/platform/logger.js';
 import { freshDatabase } from '../support/db.js';
 import type { InvokeRequest } from '../../core/protocol/inner-llm.js';
-import { parseSse } from '../../core/sse.js';
+import { parseSse } from '../../core/platform/sse.js';
 import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 import { callerOf, startedTurn } from '../support/exec-context.js';
 
@@ -45,7 +45,7 @@ export function captureLogger(): { logger: Logger; text: () => string } {
       cb();
     },
   });
-  // Same redaction as core/logger.ts.
+  // Same redaction as core/platform/logger.ts.
   const logger = pino(
     {
       level: 'trace',

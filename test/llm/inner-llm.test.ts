@@ -3,10 +3,16 @@
  * model and a fake OpenAI-compatible server with real SSE streaming.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadCredentials, parseEncryptionKey, saveCredentials, CredentialsDecryptError, decryptJson } from '../../core/llm/credentials.js';
-import { countPromptTokens, countTokens } from '../../core/llm/providers/demo.js';
+import {
+  loadCredentials,
+  parseEncryptionKey,
+  saveCredentials,
+  CredentialsDecryptError,
+  decryptJson,
+} from '../../core/domain/llm/credentials.js';
+import { countPromptTokens, countTokens } from '../../core/domain/llm/providers/demo.js';
 import { InvokeChunk } from '../../core/protocol/inner-llm.js';
-import { createDefaultProviders } from '../../core/llm/providers/index.js';
+import { createDefaultProviders } from '../../core/domain/llm/providers/index.js';
 import { startFakeOpenAi, type FakeOpenAi } from './fake-openai.js';
 import {
   answerOf,

@@ -2,8 +2,8 @@
 import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decryptJson, encryptJson, parseEncryptionKey } from '../../core/llm/credentials.js';
-import { formatDecimal, parseDecimal, priceFor, priceUsage } from '../../core/llm/pricing.js';
+import { decryptJson, encryptJson, parseEncryptionKey } from '../../core/domain/llm/credentials.js';
+import { formatDecimal, parseDecimal, priceFor, priceUsage } from '../../core/domain/llm/pricing.js';
 
 describe('pricing', () => {
   it('prices demo tokens at 1 / 2 micro-USD per prompt / completion token', () => {

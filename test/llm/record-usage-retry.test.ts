@@ -4,9 +4,9 @@
  * charged once, instead of failing an answer the caller already has.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../core/db.js';
-import { createDefaultProviders } from '../../core/llm/providers/index.js';
-import { createLogger } from '../../core/logger.js';
+import type { Db } from '../../core/platform/db.js';
+import { createDefaultProviders } from '../../core/domain/llm/providers/index.js';
+import { createLogger } from '../../core/platform/logger.js';
 import { answerOf, createTenant, invokeBody, post, readChunks, serveRouter, startTestDb, type Served, type TestDb } from './helpers.js';
 
 let tdb: TestDb;

@@ -6,7 +6,7 @@
  */
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initTracing, shutdownTracing } from '../../core/tracing/index.js';
+import { initTracing, shutdownTracing } from '../../core/platform/tracing/index.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

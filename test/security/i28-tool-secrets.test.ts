@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, type ClientFrame } from '../support/sse.js';
 import { query } from '../support/sql.js';

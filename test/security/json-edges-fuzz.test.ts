@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintStubToken } from '../../agent-backend/stub-token.js';
-import { signExecutionContext } from '../../core/exec-context.js';
+import { signExecutionContext } from '../../core/protocol/exec-context.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redactSecrets } from '../../core/llm/redact.js';
+import { redactSecrets } from '../../core/domain/llm/redact.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

@@ -6,7 +6,7 @@
  * for a call naming an app of tenant A.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkExecutionContext, signExecutionContext, verifyExecutionContext } from '../../core/exec-context.js';
+import { checkExecutionContext, signExecutionContext, verifyExecutionContext } from '../../core/protocol/exec-context.js';
 import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { readFrames } from '../support/sse.js';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inlineOwnImages } from '../../api/inner/llm.js';
-import { signedFileUrl } from '../../core/uploads.js';
+import { signedFileUrl } from '../../core/domain/uploads.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { api, tinyPng, upload } from '../api/helpers.js';
 import { chat } from '../support/sse.js';

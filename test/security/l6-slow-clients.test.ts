@@ -1,6 +1,6 @@
 /**
  * L6 (slowloris): a client that trickles its request headers is answered 408 and disconnected once
- * HTTP_HEADERS_TIMEOUT_MS passes (core/http-server.ts), instead of holding the socket for Node's defaults (60 s,
+ * HTTP_HEADERS_TIMEOUT_MS passes (core/platform/http-server.ts), instead of holding the socket for Node's defaults (60 s,
  * checked every 30 s). A client that sends its request normally is unaffected.
  */
 import net from 'node:net';

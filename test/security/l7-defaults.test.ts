@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { startEmbeddedPg, type EmbeddedPg } from '../../core/embedded-pg.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../../core/platform/embedded-pg.js';
 import { freePort } from '../../stack/ports.js';
 
 const own = {

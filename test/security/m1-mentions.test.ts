@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { expandPromptMentions, type MentionResolver } from '../../core/mentions.js';
+import { expandPromptMentions, type MentionResolver } from '../../core/domain/mentions.js';
 
 /** The former implementation: the specification of the output (not of the running time). */
 function reference(text: string, resolve: MentionResolver = () => undefined): string {

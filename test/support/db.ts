@@ -1,7 +1,7 @@
 /** Per-test-file databases on the shared embedded PostgreSQL. */
 import pg from 'pg';
 import { inject } from 'vitest';
-import { applyMigrations } from '../../core/migrate.js';
+import { applyMigrations } from '../../core/platform/migrate.js';
 
 export function pgUrl(database: string): string {
   return `postgresql://postgres:postgres@127.0.0.1:${inject('pgPort')}/${database}`;

@@ -4,8 +4,8 @@
  * (unless given), an app, a conversation and a `running` message; no backend run is recorded, so any run id passes.
  */
 import crypto from 'node:crypto';
-import type { Db } from '../../core/db.js';
-import { signExecutionContext } from '../../core/exec-context.js';
+import type { Db } from '../../core/platform/db.js';
+import { signExecutionContext } from '../../core/protocol/exec-context.js';
 import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
 
 export interface TurnScope {

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPg } from '../../core/embedded-pg.js';
+import { startEmbeddedPg } from '../../core/platform/embedded-pg.js';
 import { locateTemporal, startTemporalDevServer } from '../../stack/temporal.js';
 import { freePort } from '../../stack/ports.js';
 import { ensureWebBuild } from '../../scripts/build-web.js';

@@ -1,5 +1,5 @@
 /** A client for the api's SSE streams, as a browser or the Dify SDK would read them. */
-import { parseSse } from '../../core/sse.js';
+import { parseSse } from '../../core/platform/sse.js';
 
 export interface ClientFrame {
   id: string | undefined;

@@ -5,8 +5,8 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { inject } from 'vitest';
-import { loadConfig, type Env } from '../../core/config.js';
-import { createLogger, type Logger } from '../../core/logger.js';
+import { loadConfig, type Env } from '../../core/platform/config.js';
+import { createLogger, type Logger } from '../../core/platform/logger.js';
 import { ONE_CLIENT_LIMITS, startStack, type Stack, type StackOptions } from '../../stack/start-stack.js';
 import { freshDatabase } from './db.js';
 

@@ -5,11 +5,11 @@
  * without a second create. MockActivityEnvironment + real PostgreSQL + scripted backend (run-agent-harness.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BackendHttpError } from '../../core/backend-client.js';
-import { loadConfig } from '../../core/config.js';
-import { createDb, type Db } from '../../core/db.js';
-import { createLogger } from '../../core/logger.js';
-import { backendRefusal } from '../../turn/backend-refusal.js';
+import { BackendHttpError } from '../../core/protocol/backend-client.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { backendRefusal } from '../../activities/backend-refusal.js';
 import { freshDatabase } from '../support/db.js';
 import { attempt, preparedTurn, ScriptedBackend } from './run-agent-harness.js';
 

@@ -7,10 +7,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AgentBackendClient, StreamIdleError } from '../../core/backend-client.js';
-import { loadConfig } from '../../core/config.js';
-import { createDb, type Db } from '../../core/db.js';
-import { createLogger } from '../../core/logger.js';
+import { AgentBackendClient, StreamIdleError } from '../../core/protocol/backend-client.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { createLogger } from '../../core/platform/logger.js';
 import { emptyUsage } from '../../core/protocol/run.js';
 import { freshDatabase } from '../support/db.js';
 import { attempt, preparedTurn, type ScriptedBackend } from './run-agent-harness.js';

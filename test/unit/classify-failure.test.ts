@@ -1,6 +1,6 @@
 /** A failed agent run as the client sees it: error_type first, then the reason, then a generic error. */
 import { describe, expect, it } from 'vitest';
-import { classifyFailure } from '../../turn/classify-failure.js';
+import { classifyFailure } from '../../activities/classify-failure.js';
 
 describe('classifyFailure', () => {
   it.each([

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SECRET_VARS } from '../../core/config.js';
+import { SECRET_VARS } from '../../core/platform/config.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -117,7 +117,7 @@ describe('docker-compose.yml (validated by compose-go)', () => {
   it('takes every secret from a file, none from a value in the compose file', () => {
     for (const name of [...APP, 'migrate', 'provision']) {
       const env = project.services[name]!.environment ?? {};
-      expect(env.NODE_ENV, name).toBe('production'); // production refuses the dev defaults (core/config.ts)
+      expect(env.NODE_ENV, name).toBe('production'); // production refuses the dev defaults (core/platform/config.ts)
       const mounted = (project.services[name]!.secrets ?? []).map((s) => s.source);
       for (const v of [...SECRET_VARS, 'DATABASE_URL', 'SHELLCTL_AUTH_TOKEN']) {
         expect(env[v], `${name}: ${v} inline`).toBeUndefined();

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { projectRoot } from '../../core/project-root.js';
+import { projectRoot } from '../../core/platform/project-root.js';
 
 const ROOT = projectRoot(import.meta.url);
 const SKIP_DIRS = new Set(['node_modules', '.git', '.data', '.cache', 'dist', 'test-results', 'coverage', 'scratch']);
@@ -57,7 +57,7 @@ interface Citation {
 
 const SECTION = String.raw`(?: (§\d+(?:\.\d+)*)| \\?"([^"\\\n]+)\\?")?`;
 const FORMS: { re: RegExp; file: (m: RegExpMatchArray) => string }[] = [
-  // docs/PROTOCOL.md §2, bench/README.md "Knowledge", core/llm/README.md, ../../core/llm/DEMO_MODEL.md
+  // docs/PROTOCOL.md §2, bench/README.md "Knowledge", core/domain/llm/README.md, ../../core/llm/DEMO_MODEL.md
   {
     re: new RegExp(String.raw`(?<![\w/.\-])((?:[\w.\-]+/)+[\w.\-]+\.md)\b` + SECTION, 'g'),
     file: (m) => m[1]!.replace(/^(?:\.\.?\/)+/, ''),

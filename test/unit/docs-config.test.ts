@@ -1,10 +1,10 @@
 /**
- * docs/configuration.md against the zod config schema (core/config.ts): its settings tables are what
+ * docs/configuration.md against the zod config schema (core/platform/config.ts): its settings tables are what
  * `npm run docs:config` writes from the schema now, every variable of the schema is in the doc, and every variable
  * the doc names exists (or is `<NAME>_FILE` / `PREFIX_*` of one that does).
  */
 import { describe, expect, it } from 'vitest';
-import { EnvSchema } from '../../core/config.js';
+import { EnvSchema } from '../../core/platform/config.js';
 import { BEGIN, CONFIG_DOC, CONFIG_SOURCE, END, readProjectFile, readSections, renderSettings } from '../../scripts/docs-config.js';
 
 const doc = readProjectFile(CONFIG_DOC);
@@ -18,7 +18,7 @@ function namedVariables(text: string): string[] {
 }
 
 describe('docs/configuration.md', () => {
-  it('has the settings tables the schema gives now (run `npm run docs:config` after changing core/config.ts)', () => {
+  it('has the settings tables the schema gives now (run `npm run docs:config` after changing core/platform/config.ts)', () => {
     const a = doc.indexOf(BEGIN);
     const b = doc.indexOf(END);
     expect(a, 'the BEGIN marker').toBeGreaterThanOrEqual(0);

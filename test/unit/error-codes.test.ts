@@ -6,8 +6,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openApiDocument } from '../../api/openapi.js';
-import { projectRoot } from '../../core/project-root.js';
+import { openApiDocument } from '../../api/openapi/index.js';
+import { projectRoot } from '../../core/platform/project-root.js';
 import { ERROR_CODE_LIST, ERROR_CODES, isErrorCode } from '../../core/protocol/error-codes.js';
 import { BEGIN, END, PROTOCOL_DOC, readProjectFile, renderErrorTables } from '../../scripts/docs-errors.js';
 

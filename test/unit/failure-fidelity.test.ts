@@ -6,7 +6,7 @@ import type { LanguageModelV3CallOptions } from '@ai-sdk/provider';
 import { describe, expect, it } from 'vitest';
 import { ModelCallError } from '../../agent-backend/errors.js';
 import { InnerLlmModel } from '../../agent-backend/model/inner-llm-model.js';
-import { classifyFailure } from '../../turn/classify-failure.js';
+import { classifyFailure } from '../../activities/classify-failure.js';
 
 const target = {
   runId: 'run-1',

@@ -1,10 +1,10 @@
 /**
- * The raw-bytes depth check of core/json-guard.ts against the nesting of the parsed value: brackets inside strings,
+ * The raw-bytes depth check of core/platform/json-guard.ts against the nesting of the parsed value: brackets inside strings,
  * escaped quotes and runs of backslashes before a quote must not fool it (it skips strings with a native search for
  * the next quote and counts the backslashes in front of it).
  */
 import { describe, expect, it } from 'vitest';
-import { assertJsonDepth, JsonGuardError } from '../../core/json-guard.js';
+import { assertJsonDepth, JsonGuardError } from '../../core/platform/json-guard.js';
 
 function depthOf(v: unknown): number {
   if (Array.isArray(v)) return 1 + Math.max(0, ...v.map(depthOf));

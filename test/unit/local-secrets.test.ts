@@ -1,5 +1,5 @@
 /**
- * npm start's own secrets (issue 27 item 8, core/local-secrets.ts): generated into DATA_DIR/secrets.json (0600) on
+ * npm start's own secrets (issue 27 item 8, core/platform/local-secrets.ts): generated into DATA_DIR/secrets.json (0600) on
  * first start, reused after, only for what the environment does not set; a data dir with a database but no secrets
  * file keeps the default ENCRYPTION_KEY; and the shell is refused while the backend's secrets are the public defaults.
  */
@@ -7,11 +7,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { devDefaultSecrets, EnvSchema, loadConfig } from '../../core/config.js';
-import { createLogger } from '../../core/logger.js';
-import { ensureLocalSecrets, LOCAL_SECRET_VARS, loadConfigWithLocalSecrets } from '../../core/local-secrets.js';
+import { devDefaultSecrets, EnvSchema, loadConfig } from '../../core/platform/config.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { ensureLocalSecrets, LOCAL_SECRET_VARS, loadConfigWithLocalSecrets } from '../../core/platform/local-secrets.js';
 import { Sandbox } from '../../agent-backend/workspace/sandbox.js';
-import { fnv1a32, workspaceUid } from '../../core/workspace-uid.js';
+import { fnv1a32, workspaceUid } from '../../core/protocol/workspace-uid.js';
 
 const tmpDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'local-secrets-'));
 const defaults = EnvSchema.parse({});

@@ -1,7 +1,7 @@
-/** OpenAPI 3 document → API tools (core/tools/openapi.ts) and one tool call → HTTP request (core/tools/invoke.ts). */
+/** OpenAPI 3 document → API tools (core/domain/tools/openapi.ts) and one tool call → HTTP request (core/domain/tools/invoke.ts). */
 import { describe, expect, it } from 'vitest';
-import { buildRequest } from '../../core/tools/invoke.js';
-import { openApiToTools, operationSlug, OpenApiError } from '../../core/tools/openapi.js';
+import { buildRequest } from '../../core/domain/tools/invoke.js';
+import { openApiToTools, operationSlug, OpenApiError } from '../../core/domain/tools/openapi.js';
 
 const doc = {
   openapi: '3.0.3',

@@ -1,5 +1,5 @@
 /**
- * The turn's preparation (activities/prepare-turn.ts) on a real PostgreSQL: a first turn's binding is one statement
+ * The turn's preparation (activities/prepare/index.ts) on a real PostgreSQL: a first turn's binding is one statement
  * (workspace, binding and the write-back to the conversation together), and every way of meeting an earlier
  * attempt's leftovers — a retry, a workspace an interrupted attempt left, two attempts at once — ends with one
  * workspace, one binding written back, one run row. The statements a first turn's preparation sends are counted:
@@ -8,13 +8,13 @@
 import crypto from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTurnPreparation } from '../../activities/prepare-turn.js';
-import type { AgentBackendClient } from '../../core/backend-client.js';
-import { loadConfig } from '../../core/config.js';
-import { createDb, type Db } from '../../core/db.js';
-import { createLogger } from '../../core/logger.js';
-import { createAgentApp } from '../../core/seed.js';
-import { sessionScopeKey, workspaceIdFor } from '../../turn/steps/binding.js';
+import { createTurnPreparation } from '../../activities/prepare/index.js';
+import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createAgentApp } from '../../core/domain/seed.js';
+import { sessionScopeKey, workspaceIdFor } from '../../activities/prepare/binding.js';
 import { freshDatabase } from '../support/db.js';
 
 let db: Db;
@@ -35,7 +35,7 @@ beforeAll(async () => {
 });
 afterAll(async () => db?.$disconnect());
 
-/** A new conversation holding its first message's lock, as api/turns.ts leaves it. */
+/** A new conversation holding its first message's lock, as api/turns/start.ts leaves it. */
 async function newTurn(): Promise<{ messageId: string; conversationId: string }> {
   const messageId = crypto.randomUUID();
   const conv = await db.conversation.create({

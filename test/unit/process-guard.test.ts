@@ -1,6 +1,6 @@
-/** core/process-guard.ts (issue 28 item 1): an error no handler caught is logged at fatal with its stack and counted. */
+/** core/platform/process-guard.ts (issue 28 item 1): an error no handler caught is logged at fatal with its stack and counted. */
 import { describe, expect, it, vi } from 'vitest';
-import { handleUncaught, uncaughtErrors } from '../../core/process-guard.js';
+import { handleUncaught, uncaughtErrors } from '../../core/platform/process-guard.js';
 
 describe('process guard', () => {
   it('counts an uncaught error by kind and class and keeps the process (policy log)', async () => {

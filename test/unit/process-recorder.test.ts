@@ -1,6 +1,6 @@
 /** The process recorder (docs/seeds/001): thinking and tool rows, correlation of results, reattach. */
 import { describe, expect, it } from 'vitest';
-import { observationText, ProcessRecorder, trimAnswerSuffix } from '../../turn/process-recorder.js';
+import { observationText, ProcessRecorder, trimAnswerSuffix } from '../../activities/process-recorder.js';
 
 describe('ProcessRecorder', () => {
   it('records thinking as one row per part index and appends its deltas', () => {

@@ -1,15 +1,15 @@
 /**
  * Production configuration (issue 15): secrets may come from files (`<NAME>_FILE`, Docker / Kubernetes secrets),
  * production still refuses the development defaults however they arrive, and the Temporal connection takes TLS,
- * mTLS and an API key from config (core/temporal-connection.ts) — the options both the api's Connection and the
+ * mTLS and an API key from config (core/platform/temporal-connection.ts) — the options both the api's Connection and the
  * worker's NativeConnection are created with.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { temporalSecurity } from '../../core/temporal-connection.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { temporalSecurity } from '../../core/platform/temporal-connection.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'prod-config-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -1,11 +1,12 @@
 /** Request builder pieces (docs/seeds/000): mentions, model-settings whitelist, layer order, topology check. */
 import { describe, expect, it } from 'vitest';
-import { assertSnapshotMatches, buildComposition } from '../../turn/steps/build-request.js';
-import { keywordHit } from '../../turn/steps/input-guards.js';
-import { verifyExecutionContext } from '../../core/exec-context.js';
-import { expandPromptMentions } from '../../core/mentions.js';
+import { assertSnapshotMatches } from '../../activities/prepare/build-request.js';
+import { buildComposition } from '../../core/domain/soul-composition.js';
+import { keywordHit } from '../../activities/prepare/input-guards.js';
+import { verifyExecutionContext } from '../../core/protocol/exec-context.js';
+import { expandPromptMentions } from '../../core/domain/mentions.js';
 import type { ExecutionContextLayerConfig } from '../../core/protocol/run.js';
-import { demoSoulConfig, whitelistModelSettings } from '../../core/soul.js';
+import { demoSoulConfig, whitelistModelSettings } from '../../core/domain/soul.js';
 
 const turn = {
   tenantId: 't',

@@ -6,9 +6,9 @@
 import { ActivityCancellationDetails, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunAgentOutcome } from '../../activities/run-agent/index.js';
-import { loadConfig } from '../../core/config.js';
-import { createDb, type Db } from '../../core/db.js';
-import { createLogger } from '../../core/logger.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { createLogger } from '../../core/platform/logger.js';
 import { freshDatabase } from '../support/db.js';
 import { attempt as harnessAttempt, committed, preparedTurn as prepared, ScriptedBackend } from './run-agent-harness.js';
 

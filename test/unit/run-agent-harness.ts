@@ -6,10 +6,10 @@ import crypto from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { createRunAgent } from '../../activities/run-agent/index.js';
-import type { AgentBackendClient } from '../../core/backend-client.js';
-import type { Config } from '../../core/config.js';
-import type { Db } from '../../core/db.js';
-import type { Logger } from '../../core/logger.js';
+import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
+import type { Config } from '../../core/platform/config.js';
+import type { Db } from '../../core/platform/db.js';
+import type { Logger } from '../../core/platform/logger.js';
 import { emptyUsage, isTerminal, type AgentStreamEvent, type RunEvent, type Usage } from '../../core/protocol/run.js';
 
 type Data<T extends RunEvent['type']> = Extract<RunEvent, { type: T }>['data'];

@@ -5,9 +5,9 @@
  */
 import { ActivityCancellationDetails, CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { createDb, type Db } from '../../core/db.js';
-import { createLogger } from '../../core/logger.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { createLogger } from '../../core/platform/logger.js';
 import type { SessionSnapshot } from '../../core/protocol/run.js';
 import { freshDatabase } from '../support/db.js';
 import { attempt, committed, preparedTurn, ScriptedBackend, usage } from './run-agent-harness.js';

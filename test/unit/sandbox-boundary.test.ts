@@ -10,7 +10,7 @@ import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { shellObservation } from '../../agent-backend/modules/context.js';
 import { startStubServer, stubSocketPath } from '../../agent-backend/stub-server.js';
-import { createLogger } from '../../core/logger.js';
+import { createLogger } from '../../core/platform/logger.js';
 import { socketRequest } from '../support/stub-socket.js';
 import { ShellctlStatus, type ShellResult } from '../../agent-backend/workspace/exec.js';
 import { missingIsolation, ShellctlProbe } from '../../agent-backend/workspace/sandbox.js';

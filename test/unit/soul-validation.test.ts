@@ -1,11 +1,11 @@
 /**
- * core/soul-validation.ts without a database: schema issues name the field and the value given, and a refusal of
+ * core/domain/soul-validation.ts without a database: schema issues name the field and the value given, and a refusal of
  * the backend's registry lands on the soul field its layer comes from (issue 14 "fail fast").
  */
 import { describe, expect, it } from 'vitest';
-import { demoSoulConfig } from '../../core/soul.js';
-import { describeSoulIssues, issueFromBackendError, parseSoul, validateSoul } from '../../core/soul-validation.js';
-import type { Db } from '../../core/db.js';
+import { demoSoulConfig } from '../../core/domain/soul.js';
+import { describeSoulIssues, issueFromBackendError, parseSoul, validateSoul } from '../../core/domain/soul-validation.js';
+import type { Db } from '../../core/platform/db.js';
 
 const base = () => structuredClone(demoSoulConfig()) as unknown as Record<string, Record<string, unknown>>;
 

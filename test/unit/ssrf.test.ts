@@ -1,12 +1,19 @@
 /**
- * The SSRF guard (core/net/ssrf.ts) on its own: which addresses and URLs are refused and why, and its two fetches
+ * The SSRF guard (core/platform/net/ssrf.ts) on its own: which addresses and URLs are refused and why, and its two fetches
  * connecting to the address they checked (never resolving the name again). A real HTTP server on 127.0.0.1 plays
  * the remote host; "files.example.test" does not exist in DNS, so only the pinned address can reach it.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AddressRefusedError, checkUrl, createGuardedFetch, fetchPinned, isForbiddenAddress, type Lookup } from '../../core/net/ssrf.js';
+import {
+  AddressRefusedError,
+  checkUrl,
+  createGuardedFetch,
+  fetchPinned,
+  isForbiddenAddress,
+  type Lookup,
+} from '../../core/platform/net/ssrf.js';
 
 describe('isForbiddenAddress', () => {
   it.each([

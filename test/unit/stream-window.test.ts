@@ -1,14 +1,14 @@
 /**
- * The write window of a stream (core/stream-window.ts) and its two users: the backend's delta coalescing and
+ * The write window of a stream (core/platform/stream-window.ts) and its two users: the backend's delta coalescing and
  * runAgent's debounce. The window starts at the base, grows by the base per second of the stream, and stops at 3×.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { RunCommitter } from '../../activities/run-agent/commit.js';
 import { RunEmitter } from '../../agent-backend/events.js';
 import type { PgRunStore } from '../../agent-backend/store.js';
-import { createLogger } from '../../core/logger.js';
-import type { Db } from '../../core/db.js';
-import { streamWindowMs } from '../../core/stream-window.js';
+import { createLogger } from '../../core/platform/logger.js';
+import type { Db } from '../../core/platform/db.js';
+import { streamWindowMs } from '../../core/platform/stream-window.js';
 
 describe('streamWindowMs', () => {
   it('is the base for a young stream, grows with its age and is capped at three times the base', () => {

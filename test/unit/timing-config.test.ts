@@ -1,10 +1,10 @@
 /**
- * The run lease's and the turn sweeper's timings as settings (core/config.ts, issue 30): documented defaults, bounds,
+ * The run lease's and the turn sweeper's timings as settings (core/platform/config.ts, issue 30): documented defaults, bounds,
  * and the refine that keeps the lease's TTL at least 3 renewals long.
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { sweeperTimings } from '../../turn/sweeper.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { sweeperTimings } from '../../worker/sweeper.js';
 
 describe('run lease and turn sweeper settings', () => {
   it('default to the values issue 30 chose', () => {

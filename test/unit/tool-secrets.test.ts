@@ -1,16 +1,16 @@
 /**
- * Issue 28 item 4, the pure parts: a tool secret in every form it travels (core/tools/secret-forms.ts), path
+ * Issue 28 item 4, the pure parts: a tool secret in every form it travels (core/domain/tools/secret-forms.ts), path
  * arguments that would leave the operation's path and header parameters that would reframe or reroute the request
- * (core/tools/invoke.ts buildRequest, core/tools/reserved-headers.ts), and the logger's header redaction.
+ * (core/domain/tools/invoke.ts buildRequest, core/domain/tools/reserved-headers.ts), and the logger's header redaction.
  */
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { REDACT_PATHS } from '../../core/logger.js';
-import { buildRequest } from '../../core/tools/invoke.js';
-import type { ApiOperation } from '../../core/tools/provider-tool.js';
-import { hasUserinfo, headerParamProblem } from '../../core/tools/reserved-headers.js';
-import { headerTokenParts, scrubSecrets, secretForms } from '../../core/tools/secret-forms.js';
+import { REDACT_PATHS } from '../../core/platform/logger.js';
+import { buildRequest } from '../../core/domain/tools/invoke.js';
+import type { ApiOperation } from '../../core/domain/tools/provider-tool.js';
+import { hasUserinfo, headerParamProblem } from '../../core/domain/tools/reserved-headers.js';
+import { headerTokenParts, scrubSecrets, secretForms } from '../../core/domain/tools/secret-forms.js';
 
 const SECRET = 'k3y with space+plus/slash=eq&amp~é';
 

@@ -1,13 +1,13 @@
 /**
- * The turn sweeper takes its configured timings (TURN_SWEEP_*, core/config.ts): a batch of one ends one turn a pass,
+ * The turn sweeper takes its configured timings (TURN_SWEEP_*, core/platform/config.ts): a batch of one ends one turn a pass,
  * and a started sweeper passes at the configured interval (not every 5 s).
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../core/config.js';
-import { createDb, type Db } from '../../core/db.js';
-import { createLogger } from '../../core/logger.js';
-import { sweeperTimings, TurnSweeper } from '../../turn/sweeper.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { sweeperTimings, TurnSweeper } from '../../worker/sweeper.js';
 import { freshDatabase } from '../support/db.js';
 import { preparedTurn } from './run-agent-harness.js';
 

@@ -1,12 +1,12 @@
 /**
- * The turn sweeper (turn/sweeper.ts, issue 30) over a real PostgreSQL with a scripted Temporal: what it ends, what it
+ * The turn sweeper (worker/sweeper.ts, issue 30) over a real PostgreSQL with a scripted Temporal: what it ends, what it
  * leaves alone (a workflow still running, a message inside the grace, a paused turn's lock), and what it records.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb, type Db } from '../../core/db.js';
-import { createLogger } from '../../core/logger.js';
-import { TurnSweeper } from '../../turn/sweeper.js';
+import { createDb, type Db } from '../../core/platform/db.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { TurnSweeper } from '../../worker/sweeper.js';
 import { freshDatabase } from '../support/db.js';
 import { preparedTurn } from './run-agent-harness.js';
 

@@ -1,8 +1,8 @@
-/** Webhook signatures (core/webhooks/signature.ts, docs/PROTOCOL.md "Scheduled turns and webhooks"): HMAC-SHA256 over `<t>.<body>`. */
+/** Webhook signatures (core/domain/webhooks/signature.ts, docs/PROTOCOL.md "Scheduled turns and webhooks"): HMAC-SHA256 over `<t>.<body>`. */
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { newWebhookSecret, signatureHeader, verifySignature } from '../../core/webhooks/signature.js';
-import { decryptWebhookSecret, encryptWebhookSecret } from '../../core/webhooks/secret.js';
+import { newWebhookSecret, signatureHeader, verifySignature } from '../../core/domain/webhooks/signature.js';
+import { decryptWebhookSecret, encryptWebhookSecret } from '../../core/domain/webhooks/secret.js';
 
 const secret = 'whsec_test';
 const body = '{"id":"e1","event":"turn.succeeded"}';

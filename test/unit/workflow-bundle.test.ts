@@ -1,7 +1,7 @@
 /** The workflow bundle builds: no Node, I/O, Prisma or express import can sneak into workflows/. */
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { WORKFLOWS_PATH } from '../../worker.js';
+import { WORKFLOWS_PATH } from '../../worker/start.js';
 
 describe('workflows bundle', () => {
   it('bundles workflows/ with the Temporal bundler and exports agentTurn', async () => {

@@ -8,12 +8,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgentApp } from '../../core/seed.js';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { createAgentApp } from '../../core/domain/seed.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { LayerSpec } from '../../core/protocol/run.js';
 import type { Stack } from '../../stack/start-stack.js';
-import { buildComposition } from '../../turn/steps/build-request.js';
-import { BINDING_LOST_MESSAGE } from '../../turn/classify-failure.js';
+import { buildComposition } from '../../core/domain/soul-composition.js';
+import { BINDING_LOST_MESSAGE } from '../../activities/classify-failure.js';
 import { MARKER_FILE } from '../../agent-backend/workspace/marker.js';
 import { chat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

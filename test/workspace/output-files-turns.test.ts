@@ -7,9 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachToolFiles } from '../../activities/run-agent/tool-files.js';
-import { createLogger } from '../../core/logger.js';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
-import { sha256 } from '../../core/workspace-outputs.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
+import { sha256 } from '../../core/domain/workspace-outputs.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

@@ -1,5 +1,5 @@
 /**
- * What a shell command hands back from `outputs/` (core/workspace-outputs.ts, the shell module's withOutputFiles):
+ * What a shell command hands back from `outputs/` (core/domain/workspace-outputs.ts, the shell module's withOutputFiles):
  * new or changed regular files only, at most MAX_OUTPUT_FILES, each under the cap, never through a link.
  * Plain files in a temp directory; the real-stack turns are in output-files-turns.test.ts.
  */
@@ -8,8 +8,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { withOutputFiles } from '../../agent-backend/modules/context.js';
-import { OutputQuota } from '../../core/output-quota.js';
-import { changedOutputs, listOutputs, MAX_OUTPUT_FILES, OutputRefused, readOutputFile, sha256 } from '../../core/workspace-outputs.js';
+import { OutputQuota } from '../../core/domain/output-quota.js';
+import {
+  changedOutputs,
+  listOutputs,
+  MAX_OUTPUT_FILES,
+  OutputRefused,
+  readOutputFile,
+  sha256,
+} from '../../core/domain/workspace-outputs.js';
 
 let ws: string;
 let outside: string;

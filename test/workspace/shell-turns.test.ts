@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';

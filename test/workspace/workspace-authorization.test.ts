@@ -10,12 +10,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentBackendClient } from '../../core/backend-client.js';
-import { signExecutionContext } from '../../core/exec-context.js';
+import { AgentBackendClient } from '../../core/protocol/backend-client.js';
+import { signExecutionContext } from '../../core/protocol/exec-context.js';
 import type { ExecutionContextLayerConfig, LayerSpec, RunEvent } from '../../core/protocol/run.js';
-import { AgentSoulConfig, demoSoulConfig } from '../../core/soul.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
-import { buildComposition } from '../../turn/steps/build-request.js';
+import { buildComposition } from '../../core/domain/soul-composition.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 

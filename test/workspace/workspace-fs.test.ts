@@ -1,5 +1,5 @@
 /**
- * core/workspace-fs.ts: placement into and reads out of a workspace never follow a link the agent planted, at any
+ * core/domain/workspace-fs.ts: placement into and reads out of a workspace never follow a link the agent planted, at any
  * level (issue 27 item 5). Plain directories in a temp dir; each case plants the attack and checks both the
  * refusal and that the directory outside stayed as it was. The race case swaps `uploads` for a symlink from a
  * worker thread while files are placed, a few hundred times.
@@ -10,8 +10,8 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { listWorkspaceDir, placeWorkspaceFile, readWorkspaceFile, WorkspaceRefused } from '../../core/workspace-fs.js';
-import { placeTurnFiles, safeName } from '../../turn/steps/workspace-files.js';
+import { listWorkspaceDir, placeWorkspaceFile, readWorkspaceFile, WorkspaceRefused } from '../../core/domain/workspace-fs.js';
+import { placeTurnFiles, safeName } from '../../activities/prepare/workspace-files.js';
 
 let base: string;
 let ws: string;

@@ -6,9 +6,9 @@
  * to what a user can act on.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUILTIN_CATALOGUE } from '../../../core/llm/catalogue/index.js';
-import { priceUsage } from '../../../core/llm/pricing.js';
-import { createDefaultProviders, type ProviderConfig } from '../../../core/llm/providers/index.js';
+import { BUILTIN_CATALOGUE } from '../../../core/domain/llm/catalogue/index.js';
+import { priceUsage } from '../../../core/domain/llm/pricing.js';
+import { createDefaultProviders, type ProviderConfig } from '../../../core/domain/llm/providers/index.js';
 import { InvokeChunk } from '../../../core/protocol/inner-llm.js';
 import {
   answerOf,

@@ -3,16 +3,16 @@
  * workspace; the `uploads/` symlink the agent plants before a turn with a file (item 5: the api placed the file as
  * root wherever the link pointed, into another tenant's workspace); `outputs/` as a symlink to another workspace; a
  * forged run naming another conversation's workspace; the byte quota on files attached from outputs/.
- * Depends on: the new shellctl (uid per workspace) for the cross-workspace read; core/workspace-fs.ts for the
- * symlinks; the backend's workspace authorization (helper B) for the forged run; core/output-quota.ts.
+ * Depends on: the new shellctl (uid per workspace) for the cross-workspace read; core/domain/workspace-fs.ts for the
+ * symlinks; the backend's workspace authorization (helper B) for the forged run; core/domain/output-quota.ts.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachToolFiles } from '../../../activities/run-agent/tool-files.js';
-import { createLogger } from '../../../core/logger.js';
-import { sha256 } from '../../../core/workspace-outputs.js';
+import { createLogger } from '../../../core/platform/logger.js';
+import { sha256 } from '../../../core/domain/workspace-outputs.js';
 import { upload } from '../../api/helpers.js';
 import { startSandboxStack, type SandboxStack } from './support.js';
 

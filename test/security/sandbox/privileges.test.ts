@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { workspaceUid } from '../../../core/workspace-uid.js';
+import { workspaceUid } from '../../../core/protocol/workspace-uid.js';
 import { pythonProbe, refusalOf, startSandboxStack, type SandboxStack } from './support.js';
 
 let s: SandboxStack;
@@ -47,7 +47,7 @@ describe('privileges of a sandboxed command', () => {
       expect(uid).not.toBe(0);
       expect(uid).toBeGreaterThanOrEqual(200_000);
     }
-    // The workspace's own uid (core/workspace-uid.ts), the same for all four ids (no saved root to return to).
+    // The workspace's own uid (core/protocol/workspace-uid.ts), the same for all four ids (no saved root to return to).
     const { workspaceId } = await s.workspaceOf(conversationId!);
     const own = workspaceUid(workspaceId, { base: s.stack.config.SHELL_UID_BASE, range: s.stack.config.SHELL_UID_RANGE });
     expect(uids).toEqual([own.uid, own.uid, own.uid, own.uid]);

@@ -9,8 +9,8 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { expect } from 'vitest';
-import type { Env } from '../../../core/config.js';
-import { AgentSoulConfig, demoSoulConfig } from '../../../core/soul.js';
+import type { Env } from '../../../core/platform/config.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../../core/domain/soul.js';
 import type { Stack } from '../../../stack/start-stack.js';
 import { chat, type ClientFrame } from '../../support/sse.js';
 import { startTestStack } from '../../support/stack.js';

@@ -1,0 +1,79 @@
+/**
+ * The studio's app administration (api/console/admin.ts) in the OpenAPI document (api/openapi/index.ts merges it):
+ * an app's API keys (list, create — the key shown once —, revoke) and restoring a past agent version.
+ */
+import {
+  ApiKeyListResponse,
+  CreateApiKeyBody,
+  CreatedApiKeyResponse,
+  RestoreVersionBody,
+  RestoreVersionResponse,
+} from '../console/admin.js';
+import { PAGE_PARAMETERS } from '../pagination.js';
+
+type JsonSchema = Record<string, unknown>;
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
+
+export const CONSOLE_ADMIN_REQUESTS = { CreateApiKeyRequest: CreateApiKeyBody, RestoreVersionRequest: RestoreVersionBody };
+export const CONSOLE_ADMIN_RESPONSES = { ApiKeyListResponse, CreatedApiKeyResponse, RestoreVersionResponse };
+
+export function consoleAdminPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
+  const security = [{ ConsoleKey: [] }];
+  const uuid = (name: string, description: string) => ({
+    name,
+    in: 'path',
+    required: true,
+    description,
+    schema: { type: 'string', format: 'uuid' },
+  });
+  const appId = uuid('app_id', 'App id.');
+  return {
+    '/console/api/apps/{app_id}/api-keys': {
+      get: {
+        operationId: 'listAppApiKeys',
+        tags: ['console'],
+        security,
+        parameters: [appId, ...PAGE_PARAMETERS],
+        summary: "The app's API keys by prefix (never the key), newest first, revoked ones with revoked_at, a page at a time.",
+        responses: { '200': { description: 'The keys.', content: json(ref('ApiKeyListResponse')) }, ...errors() },
+      },
+      post: {
+        operationId: 'createAppApiKey',
+        tags: ['console'],
+        security,
+        parameters: [appId],
+        summary: 'A new API key of the app; the response carries the key this once (only its SHA-256 is stored).',
+        requestBody: { required: false, content: json(ref('CreateApiKeyRequest')) },
+        responses: { '201': { description: 'The key.', content: json(ref('CreatedApiKeyResponse')) }, ...errors() },
+      },
+    },
+    '/console/api/apps/{app_id}/api-keys/{key_id}': {
+      delete: {
+        operationId: 'revokeAppApiKey',
+        tags: ['console'],
+        security,
+        parameters: [appId, uuid('key_id', 'Key id (from the list).')],
+        summary: 'Revoke the key: every later /v1 request with it is a 401. Revoking a revoked key is a no-op. 404 `api_key_not_found`.',
+        responses: { '204': { description: 'Revoked.' }, ...errors() },
+      },
+    },
+    '/console/api/apps/{app_id}/agent/versions/{version_id}/restore': {
+      post: {
+        operationId: 'restoreAgentVersion',
+        tags: ['console'],
+        security,
+        parameters: [appId, uuid('version_id', 'The past version (from the versions list).')],
+        summary:
+          'Restore a past version: `to: publish` publishes its config again as a new version (201), `to: draft` loads it into the ' +
+          'shared draft (200). Validated again first: 400 `invalid_agent_config` when it no longer holds (a dataset deleted since).',
+        requestBody: { required: false, content: json(ref('RestoreVersionRequest')) },
+        responses: {
+          '200': { description: 'Loaded into the draft.', content: json(ref('RestoreVersionResponse')) },
+          '201': { description: 'Published as a new version.', content: json(ref('RestoreVersionResponse')) },
+          ...errors(),
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,196 @@
+/**
+ * Fork a conversation at any of its messages (issue 35 item 2): a new conversation of the same end user whose history is
+ * a copy of the thread up to that message (messages, thoughts, files, event logs, per-message snapshots; ids new,
+ * times kept), with a binding of its own holding the session after that message, and a copy of the workspace as it is
+ * now (workspaces are not versioned per message). Copied, not referenced: the fork outlives its source's deletion and
+ * reads like any conversation. (docs/ARCHITECTURE.md "Threads, regenerate and fork")
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../../core/platform/config.js';
+import { Prisma, type Db } from '../../core/platform/db.js';
+import type { Logger } from '../../core/platform/logger.js';
+import { threadNodes, threadTo, effectiveParents, UUID_NIL } from '../../core/domain/message-thread.js';
+import { workspaceUid } from '../../core/protocol/workspace-uid.js';
+import { MARKER_FILE, writeMarker } from '../../agent-backend/workspace/marker.js';
+import { HOME_SNAPSHOT_ID, sessionScopeKey, workspaceIdFor } from '../../activities/prepare/binding.js';
+import { HttpError } from '../errors.js';
+import { sessionOrRefuse } from '../turns/threads.js';
+
+type Conversation = Prisma.ConversationModel;
+type Deps = { db: Db; config: Pick<Config, 'workspacesDir' | 'SHELL_ISOLATION' | 'SHELL_UID_BASE' | 'SHELL_UID_RANGE'>; logger: Logger };
+
+const ENDED = new Set(['succeeded', 'failed', 'stopped', 'paused']);
+
+export async function forkConversation(deps: Deps, src: Conversation, messageId: string): Promise<Conversation> {
+  const { db, config, logger } = deps;
+  const point = await db.message.findFirst({ where: { id: messageId, conversation_id: src.id }, select: { id: true, status: true } });
+  if (!point) throw new HttpError(404, 'message_not_exists', 'Message Not Exists.');
+  if (!ENDED.has(point.status)) throw new HttpError(409, 'message_not_finished', 'That message has not finished yet; fork once it ended.');
+  // The workspace is copied as it is: not in the middle of a turn.
+  if (src.active_message_id)
+    throw new HttpError(409, 'conversation_busy', 'A turn is running in this conversation; fork once it ended.', {
+      task_id: src.active_message_id,
+    });
+  const srcBinding = src.agent_workspace_binding_id
+    ? await db.agentWorkspaceBinding.findUnique({ where: { id: src.agent_workspace_binding_id } })
+    : null;
+  const binding = srcBinding && !srcBinding.retired_at ? srcBinding : null;
+  const session = await sessionOrRefuse(db, src.id, binding?.id ?? null, messageId);
+  if (session.pendingToolCallId)
+    throw new HttpError(409, 'fork_point_waiting_for_human', 'That message asked a form; fork at the message that answered it, or later.');
+
+  const conversationId = crypto.randomUUID();
+  const scopeKey = binding
+    ? sessionScopeKey({
+        tenantId: src.tenant_id,
+        appId: src.app_id,
+        conversationId,
+        agentId: binding.agent_id,
+        scopeId: binding.session_scope_config_version_id,
+      })
+    : null;
+  const workspaceId = scopeKey ? workspaceIdFor(scopeKey) : null;
+  // Files first: a failed copy leaves no conversation behind, a failed transaction no directory.
+  const dst = workspaceId ? path.join(config.workspacesDir, workspaceId) : null;
+  if (binding && dst && workspaceId)
+    await copyWorkspace(config, path.join(config.workspacesDir, binding.workspace_id.toLowerCase()), dst, workspaceId);
+  try {
+    const fork = await db.$transaction(async (tx) => {
+      const nodes = await threadNodes(tx, src.id);
+      const thread = threadTo(nodes, messageId);
+      const parents = effectiveParents(nodes);
+      const ids = new Map(thread.map((id) => [id, crypto.randomUUID()]));
+      const conv = await tx.conversation.create({
+        data: {
+          id: conversationId,
+          tenant_id: src.tenant_id,
+          app_id: src.app_id,
+          end_user_id: src.end_user_id,
+          account_id: src.account_id,
+          name: src.name,
+          inputs: src.inputs as Prisma.InputJsonValue,
+          invoke_from: src.invoke_from,
+          dialogue_count: thread.length,
+        },
+      });
+      const oldIds = thread;
+      const newIds = thread.map((id) => ids.get(id)!);
+      const newParents = thread.map((id) => {
+        const p = parents.get(id);
+        return p ? (ids.get(p) ?? UUID_NIL) : UUID_NIL;
+      });
+      await tx.$executeRaw`
+        insert into messages (id, conversation_id, parent_message_id, tenant_id, app_id, end_user_id, account_id, invoke_from, query,
+          inputs, answer, status, error, error_code, message_tokens, answer_tokens, total_tokens, message_unit_price,
+          message_price_unit, answer_unit_price, answer_price_unit, total_price, currency, provider_response_latency,
+          time_to_first_token, usage, metadata, workflow_id, agent_config_version_id, resumed_from_message_id, event_seq,
+          created_at, updated_at)
+        select map.new_id, ${conversationId}::uuid, map.parent_id, m.tenant_id, m.app_id, m.end_user_id, m.account_id, m.invoke_from,
+          m.query, m.inputs, m.answer, m.status, m.error, m.error_code, m.message_tokens, m.answer_tokens, m.total_tokens,
+          m.message_unit_price, m.message_price_unit, m.answer_unit_price, m.answer_price_unit, m.total_price, m.currency,
+          m.provider_response_latency, m.time_to_first_token, m.usage,
+          m.metadata || jsonb_build_object('forked_from_message_id', m.id::text), m.workflow_id, m.agent_config_version_id,
+          resumed.new_id, m.event_seq, m.created_at, m.created_at
+          from unnest(${oldIds}::uuid[], ${newIds}::uuid[], ${newParents}::uuid[]) as map(old_id, new_id, parent_id)
+          join messages m on m.id = map.old_id
+          left join unnest(${oldIds}::uuid[], ${newIds}::uuid[]) as resumed(old_id, new_id) on resumed.old_id = m.resumed_from_message_id`;
+      await tx.$executeRaw`
+        insert into message_agent_thoughts (id, message_id, position, kind, thought, tool, tool_labels, tool_input, observation,
+          tool_call_id, part_index, message_files, call_index, tool_meta, created_at, updated_at)
+        select gen_random_uuid(), map.new_id, t.position, t.kind, t.thought, t.tool, t.tool_labels, t.tool_input, t.observation,
+          t.tool_call_id, t.part_index, t.message_files, t.call_index, t.tool_meta, t.created_at, t.updated_at
+          from unnest(${oldIds}::uuid[], ${newIds}::uuid[]) as map(old_id, new_id) join message_agent_thoughts t on t.message_id = map.old_id`;
+      await tx.$executeRaw`
+        insert into message_files (id, message_id, type, transfer_method, url, upload_file_id, belongs_to, created_at)
+        select gen_random_uuid(), map.new_id, f.type, f.transfer_method, f.url, f.upload_file_id, f.belongs_to, f.created_at
+          from unnest(${oldIds}::uuid[], ${newIds}::uuid[]) as map(old_id, new_id) join message_files f on f.message_id = map.old_id`;
+      // The event log, so a re-attach to a copied message replays it; the ids inside its payloads are the copy's.
+      await tx.$executeRaw`
+        insert into message_events (message_id, seq, event, data, source_key, created_at)
+        select map.new_id, e.seq, e.event,
+               replace(replace(e.data::text, map.old_id::text, map.new_id::text), ${src.id}, ${conversationId})::jsonb,
+               e.source_key, e.created_at
+          from unnest(${oldIds}::uuid[], ${newIds}::uuid[]) as map(old_id, new_id) join message_events e on e.message_id = map.old_id`;
+      if (binding && scopeKey && workspaceId) {
+        const newBinding = crypto.randomUUID();
+        await tx.agentWorkspace.create({
+          data: {
+            id: workspaceId,
+            tenant_id: src.tenant_id,
+            agent_id: binding.agent_id,
+            home_snapshot_id: HOME_SNAPSHOT_ID,
+            backend_workspace_ref: workspaceId,
+          },
+        });
+        await tx.agentWorkspaceBinding.create({
+          data: {
+            id: newBinding,
+            tenant_id: binding.tenant_id,
+            app_id: binding.app_id,
+            agent_id: binding.agent_id,
+            workspace_id: workspaceId,
+            owner_type: 'CONVERSATION',
+            owner_id: conversationId,
+            scope_key: scopeKey,
+            agent_config_version_id: binding.agent_config_version_id,
+            session_scope_config_version_id: binding.session_scope_config_version_id,
+            config_kind: binding.config_kind,
+            home_snapshot_id: HOME_SNAPSHOT_ID,
+            backend_binding_ref: `participant-${crypto.randomUUID()}`,
+            session_snapshot: session.snapshot === null ? Prisma.DbNull : (session.snapshot as unknown as Prisma.InputJsonValue),
+          },
+        });
+        // The thread's snapshots go with it (regenerates inside the fork), now on the fork's binding.
+        await tx.$executeRaw`
+          insert into message_session_snapshots (message_id, conversation_id, binding_id, snapshot, size_bytes, pending_tool_call_id,
+            pruned_at, created_at, updated_at)
+          select map.new_id, ${conversationId}::uuid, ${newBinding}::uuid, s.snapshot, s.size_bytes, s.pending_tool_call_id, s.pruned_at,
+                 s.created_at, now()
+            from unnest(${oldIds}::uuid[], ${newIds}::uuid[]) as map(old_id, new_id)
+            join message_session_snapshots s on s.message_id = map.old_id and s.binding_id = ${binding.id}::uuid`;
+        return tx.conversation.update({ where: { id: conversationId }, data: { agent_workspace_binding_id: newBinding } });
+      }
+      return conv;
+    });
+    logger.info(
+      {
+        tenant_id: src.tenant_id,
+        app_id: src.app_id,
+        conversation_id: fork.id,
+        forked_from_conversation_id: src.id,
+        message_id: messageId,
+      },
+      'conversation forked',
+    );
+    return fork;
+  } catch (err) {
+    if (dst) await fs.promises.rm(dst, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * The source workspace's files into the fork's (links copied as links, never followed), under the fork's own identity
+ * marker and, with isolated shells, its own uid. A source that never had a directory gives none.
+ */
+async function copyWorkspace(config: Deps['config'], from: string, to: string, workspaceId: string): Promise<void> {
+  const st = await fs.promises.lstat(from).catch(() => null);
+  if (!st?.isDirectory()) return;
+  await fs.promises.cp(from, to, {
+    recursive: true,
+    verbatimSymlinks: true,
+    errorOnExist: true,
+    force: false,
+    filter: (p) => p !== path.join(from, MARKER_FILE),
+  });
+  const owner =
+    config.SHELL_ISOLATION === 'on' ? workspaceUid(workspaceId, { base: config.SHELL_UID_BASE, range: config.SHELL_UID_RANGE }) : undefined;
+  if (owner) {
+    for (const rel of await fs.promises.readdir(to, { recursive: true }))
+      await fs.promises.lchown(path.join(to, rel), owner.uid, owner.gid);
+    await fs.promises.lchown(to, owner.uid, owner.gid);
+  }
+  writeMarker(to, { workspaceId, generation: 1 });
+}

@@ -1,0 +1,270 @@
+/**
+ * Starting a turn (docs/seeds/000 AgentAppGenerator.generate + _init_generate_records): the Conversation (first
+ * turn) and the Message rows, the one-in-flight-turn lock, and the `agentTurn` workflow with a
+ * deterministic id, search attributes and a readable summary.
+ */
+import type { Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import crypto from 'node:crypto';
+import type { Config } from '../../core/platform/config.js';
+import type { Db } from '../../core/platform/db.js';
+import type { Logger } from '../../core/platform/logger.js';
+import { AGENT_TURN_WORKFLOW, workflowIdForMessage, type AgentTurnInput, type InvokeFrom } from '../../workflows/definitions.js';
+import { TURN_SEARCH_ATTRIBUTES as SA } from '../../workflows/search-attributes.js';
+import type { AppContext } from '../auth.js';
+import { admitTurn } from './admission.js';
+import { HttpError } from '../errors.js';
+import { findEndUser, upsertEndUser } from '../ownership.js';
+import { createMessageFiles, prepareMessageFiles } from './message-files.js';
+import type { ChatRequest } from '../schemas.js';
+import { unixSeconds } from '../../core/platform/time.js';
+import { recordTurnStarted } from '../../core/platform/metrics/index.js';
+import { heldByFirstTurn, releaseTurnLock, takeTurnLock } from '../../activities/turn-lock.js';
+import type { MultitaskStrategy } from '../../workflows/multitask-definitions.js';
+import { afterQueued, queueBehindTurn, type QueuedTurn } from './multitask.js';
+import type { OutboxDispatcher } from '../../core/domain/outbox.js';
+import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
+import { placeInThread } from './threads.js';
+
+/** How long a workflow start may take before the turn counts as not started (well inside TURN_SWEEP_MIN_AGE_MS, at least 15 s). */
+const START_DEADLINE_MS = 10_000;
+
+export interface StartedTurn {
+  messageId: string;
+  conversationId: string;
+  workflowId: string;
+  createdAt: number;
+  /** Queued behind the turn in flight (multitask strategies): its strategy and place. */
+  queued?: { strategy: QueuedTurn['strategy']; position: number };
+}
+
+export interface TurnServiceDeps {
+  db: Db;
+  temporal: Client;
+  config: Config;
+  logger: Logger;
+  /** The client shares its NativeConnection with a worker of this process: ask the server to hand the
+   * first workflow task straight to it (eager workflow start, no matching round trip). */
+  eagerStart?: boolean;
+  /** interrupt / rollback stop the turn in flight at once with these (else the outbox dispatchers deliver the stop). */
+  outbox?: OutboxDispatcher;
+  backend?: Pick<AgentBackendClient, 'cancelRun'>;
+}
+
+export function conversationName(query: string): string {
+  const oneLine = query.replace(/\s+/g, ' ').trim();
+  return oneLine.length <= 40 ? oneLine : `${oneLine.slice(0, 39)}…`;
+}
+
+/**
+ * `text` as Markdown that renders as exactly that text: one line (control characters and line breaks become
+ * spaces), at most `max` characters, every ASCII punctuation character backslash-escaped (CommonMark allows
+ * escaping any of them), so no emphasis, code span, link, image, autolink, HTML or heading can start.
+ */
+export function markdownText(text: string, max = 200): string {
+  const line = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').slice(0, max);
+  return line.replace(/[!-/:-@[-`{-~]/g, (c) => `\\${c}`);
+}
+
+/** Who a turn belongs to: a service-API end user, or a console account debugging a draft. */
+export type TurnCaller = { kind: 'end-user' } | { kind: 'account'; accountId: string; draftType: 'DRAFT' | 'BUILD_DRAFT' };
+
+export interface TurnRecords {
+  messageId: string;
+  conversationId: string;
+  workflowId: string;
+  createdAt: number;
+  input: AgentTurnInput;
+  /** Set when the message was queued behind the turn in flight (multitask strategies): no workflow to start. */
+  queued?: QueuedTurn;
+}
+
+/**
+ * The rows of a turn, without its workflow: admission, the end user, the conversation (new, or its lock taken) and the
+ * Message with its files, in one transaction. startTurn then starts `agentTurn`; a scheduled turn
+ * (activities/scheduled-turn.ts) passes its own deterministic `messageId` and starts it as a child workflow.
+ */
+export async function createTurnRecords(
+  deps: Pick<TurnServiceDeps, 'db' | 'config'>,
+  app: AppContext,
+  body: ChatRequest,
+  invokeFrom: InvokeFrom,
+  caller: TurnCaller,
+  opts: {
+    messageId?: string;
+    metadata?: Record<string, string>;
+    /** What to do when the conversation is busy (api/turns/multitask.ts); absent: reject, as Dify does. */
+    multitask?: MultitaskStrategy | 'app_default';
+  } = {},
+): Promise<TurnRecords> {
+  const { db, config } = deps;
+  if (!app.agentId) throw new HttpError(400, 'app_unavailable', 'This app has no agent configured.');
+  // Before the end user's row or anything else is written: a refused turn leaves nothing behind. A returning end
+  // user is read alongside (one round trip for both); a new one is inserted only once the turn is admitted.
+  const [, known] = await Promise.all([admitTurn(db, config), caller.kind === 'end-user' ? findEndUser(db, app, body.user) : null]);
+  const endUser = caller.kind === 'end-user' ? (known ?? (await upsertEndUser(db, app, body.user))) : null;
+  const accountId = caller.kind === 'account' ? caller.accountId : null;
+  const owner = endUser ? { end_user_id: endUser.id } : { account_id: accountId };
+  const messageId = opts.messageId ?? crypto.randomUUID();
+  const workflowId = workflowIdForMessage(messageId);
+  const files = endUser ? await prepareMessageFiles(deps, app, endUser.id, body.files) : [];
+
+  const { conversationId, createdAt, queued } = await db.$transaction(
+    async (
+      tx,
+    ): Promise<{
+      conversationId: string;
+      createdAt: number;
+      queued?: QueuedTurn;
+    }> => {
+      let conversationId = body.conversation_id || null;
+      let locked = false;
+      if (conversationId) {
+        const conv = await tx.conversation.findFirst({
+          where: { id: conversationId, app_id: app.appId, ...owner, invoke_from: invokeFrom, deleted_at: null },
+        });
+        if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
+        // The turn lock first: inserting a message first would key-share-lock the conversation row and
+        // deadlock with a racing request's lock update (active_message_id is a unique, i.e. key, column).
+        locked = await takeTurnLock(tx, conversationId, messageId);
+      } else {
+        const conv = await tx.conversation.create({
+          data: {
+            tenant_id: app.tenantId,
+            app_id: app.appId,
+            ...owner,
+            inputs: body.inputs as object,
+            invoke_from: invokeFrom,
+            name: body.auto_generate_name ? conversationName(body.query) : 'New conversation',
+            // A new conversation is born holding its first turn's lock: nobody else can know its id yet.
+            ...heldByFirstTurn(messageId),
+          },
+        });
+        conversationId = conv.id;
+        locked = true;
+      }
+      // Busy, with a multitask strategy (a branch — regenerate — only ever starts on a free conversation).
+      if (!locked && opts.multitask && opts.multitask !== 'reject' && !body.parent_message_id) {
+        const decision = await queueBehindTurn(tx, {
+          appId: app.appId,
+          tenantId: app.tenantId,
+          conversationId,
+          messageId,
+          workflowId,
+          owner,
+          invokeFrom,
+          query: body.query,
+          inputs: body.inputs as object,
+          files,
+          metadata: { ...opts.metadata },
+          strategy: opts.multitask,
+          limit: config.CONVERSATION_QUEUE_LIMIT,
+        });
+        if (decision.kind === 'lock_taken') locked = true;
+        else if (decision.kind === 'queued') return { conversationId, createdAt: unixSeconds(decision.createdAt), queued: decision };
+      }
+      if (!locked) {
+        const conv = await tx.conversation.findUniqueOrThrow({ where: { id: conversationId } });
+        const form = conv.active_message_id
+          ? await tx.humanInputForm.findFirst({ where: { message_id: conv.active_message_id, status: 'waiting' } })
+          : null;
+        if (form) {
+          throw new HttpError(409, 'conversation_waiting_for_human', 'This conversation is waiting for a form to be submitted.', {
+            form_token: form.token,
+          });
+        }
+        throw new HttpError(409, 'conversation_busy', 'A turn is already running in this conversation; wait for it to finish or stop it.', {
+          task_id: conv.active_message_id,
+        });
+      }
+      // Its place in the thread; a branch (regenerate) moves the binding's session to its parent's (api/turns/threads.ts).
+      const parentMessageId = await placeInThread(tx, { conversationId, isNew: !body.conversation_id, requested: body.parent_message_id });
+      const msg = await tx.message.create({
+        data: {
+          id: messageId,
+          parent_message_id: parentMessageId,
+          tenant_id: app.tenantId,
+          app_id: app.appId,
+          conversation_id: conversationId,
+          ...owner,
+          invoke_from: invokeFrom,
+          query: body.query,
+          inputs: body.inputs as object,
+          workflow_id: workflowId,
+          metadata: { ...opts.metadata, ...(caller.kind === 'account' ? { draft_type: caller.draftType } : {}) },
+        },
+      });
+      await createMessageFiles(tx, messageId, files);
+      // The one-in-flight-turn lock: atomic, so of two racing messages exactly one wins.
+      return { conversationId, createdAt: unixSeconds(msg.created_at) };
+    },
+  );
+
+  const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
+  return { messageId, conversationId, workflowId, createdAt, input, ...(queued ? { queued } : {}) };
+}
+
+export async function startTurn(
+  deps: TurnServiceDeps,
+  app: AppContext,
+  body: ChatRequest,
+  invokeFrom: InvokeFrom = 'service-api',
+  caller: TurnCaller = { kind: 'end-user' },
+): Promise<StartedTurn> {
+  const { db, temporal, config, logger } = deps;
+  // Multitask strategies are the service API's (a console debugger turn is refused as before when busy).
+  const multitask = invokeFrom === 'service-api' && caller.kind === 'end-user' ? (body.multitask_strategy ?? 'app_default') : undefined;
+  const { messageId, conversationId, workflowId, createdAt, input, queued } = await createTurnRecords(deps, app, body, invokeFrom, caller, {
+    multitask,
+  });
+  if (queued) {
+    await afterQueued(deps, { conversationId, tenantId: app.tenantId, appId: app.appId, messageId }, queued);
+    return { messageId, conversationId, workflowId, createdAt, queued: { strategy: queued.strategy, position: queued.position } };
+  }
+  try {
+    // Bounded: a start that hangs (a blackholed Temporal) must end well inside the turn sweeper's grace (worker/sweeper.ts).
+    const handle = await temporal.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+      temporal.workflow.start(AGENT_TURN_WORKFLOW, {
+        taskQueue: config.TEMPORAL_TASK_QUEUE,
+        workflowId,
+        args: [input],
+        requestEagerStart: deps.eagerStart ?? false,
+        typedSearchAttributes: [
+          { key: SA.TenantId, value: app.tenantId },
+          { key: SA.AppId, value: app.appId },
+          { key: SA.AgentId, value: input.agentId },
+          { key: SA.ConversationId, value: conversationId },
+          { key: SA.MessageId, value: messageId },
+          { key: SA.MessageIds, value: [messageId] },
+          { key: SA.InvokeFrom, value: invokeFrom },
+          // The workflow updates it as the turn ends (TurnStatus, ErrorCode: docs/operations.md).
+          { key: SA.TurnStatus, value: 'running' },
+        ],
+        // The Temporal UI renders both as Markdown: what users and app builders wrote goes in as plain text (issue 17 L4).
+        staticSummary: `Agent turn · ${markdownText(app.appName)} · "${markdownText(conversationName(body.query))}"`,
+        staticDetails: `conversation \`${conversationId}\`\n\nmessage \`${messageId}\`\n\nuser ${markdownText(body.user)}`,
+      }),
+    );
+    logger.debug({ message_id: messageId, workflow_id: workflowId, eagerly_started: handle.eagerlyStarted }, 'turn workflow started');
+  } catch (err) {
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) {
+      logger.error({ err: (err as Error).message, message_id: messageId }, 'could not start the turn workflow');
+      // If PostgreSQL is down too, this throws (the client still gets a 503) and the turn sweeper ends the message
+      // and frees the conversation once it is back (worker/sweeper.ts).
+      await db.$transaction(async (tx) => {
+        await tx.message.update({
+          where: { id: messageId },
+          data: { status: 'failed', error: 'The turn could not be started.', error_code: 'temporal_unavailable' },
+        });
+        await releaseTurnLock(tx, conversationId, messageId);
+      });
+      throw new HttpError(503, 'service_unavailable', 'The turn could not be started; try again shortly.');
+    }
+  }
+  recordTurnStarted(invokeFrom);
+  logger.info(
+    { tenant_id: app.tenantId, app_id: app.appId, conversation_id: conversationId, message_id: messageId, workflow_id: workflowId },
+    'turn started',
+  );
+  return { messageId, conversationId, workflowId, createdAt };
+}

@@ -1,0 +1,54 @@
+/**
+ * How every process reaches the Temporal frontend: address plus the TLS / mTLS / API-key settings of
+ * core/platform/config.ts, in the shape both the client's Connection and the worker's NativeConnection take. The PEM
+ * files are read once, here, at start-up, so a wrong path stops the process with its name instead of a
+ * handshake error later.
+ */
+import fs from 'node:fs';
+import type { TLSConfig } from '@temporalio/client';
+import type { Env } from './config.js';
+
+type TemporalEnv = Pick<
+  Env,
+  | 'TEMPORAL_TLS'
+  | 'TEMPORAL_TLS_SERVER_NAME'
+  | 'TEMPORAL_TLS_CA_FILE'
+  | 'TEMPORAL_TLS_CERT_FILE'
+  | 'TEMPORAL_TLS_KEY_FILE'
+  | 'TEMPORAL_API_KEY'
+>;
+
+/** What Connection.connect/lazy and NativeConnection.connect take besides the address. */
+export interface TemporalSecurity {
+  tls?: TLSConfig;
+  apiKey?: string;
+}
+
+function readPem(name: string, file: string): Buffer {
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    throw new Error(`${name}=${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
+/** TLS when asked for, or implied by a TLS file or an API key (a key must never travel in clear text). */
+export function temporalSecurity(e: TemporalEnv): TemporalSecurity {
+  const implied = Boolean(e.TEMPORAL_API_KEY || e.TEMPORAL_TLS_CA_FILE || e.TEMPORAL_TLS_CERT_FILE || e.TEMPORAL_TLS_SERVER_NAME);
+  const useTls = e.TEMPORAL_TLS ?? implied;
+  if (!useTls && (e.TEMPORAL_TLS_CA_FILE || e.TEMPORAL_TLS_CERT_FILE))
+    throw new Error('TEMPORAL_TLS=false contradicts the TEMPORAL_TLS_* files that are set');
+  const out: TemporalSecurity = {};
+  if (e.TEMPORAL_API_KEY) out.apiKey = e.TEMPORAL_API_KEY;
+  if (!useTls) return out;
+  const tls: TLSConfig = {};
+  if (e.TEMPORAL_TLS_SERVER_NAME) tls.serverNameOverride = e.TEMPORAL_TLS_SERVER_NAME;
+  if (e.TEMPORAL_TLS_CA_FILE) tls.serverRootCACertificate = readPem('TEMPORAL_TLS_CA_FILE', e.TEMPORAL_TLS_CA_FILE);
+  if (e.TEMPORAL_TLS_CERT_FILE && e.TEMPORAL_TLS_KEY_FILE)
+    tls.clientCertPair = {
+      crt: readPem('TEMPORAL_TLS_CERT_FILE', e.TEMPORAL_TLS_CERT_FILE),
+      key: readPem('TEMPORAL_TLS_KEY_FILE', e.TEMPORAL_TLS_KEY_FILE),
+    };
+  out.tls = tls;
+  return out;
+}
