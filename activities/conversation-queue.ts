@@ -15,7 +15,7 @@ import type { Config } from '../core/platform/config.js';
 import { Prisma, type Db } from '../core/platform/db.js';
 import { appendEvents } from '../core/protocol/event-log.js';
 import type { Logger } from '../core/platform/logger.js';
-import { markdownText, conversationName } from '../api/turns/start.js';
+import { markdownText, conversationName } from '../core/domain/turn-text.js';
 import type { AgentTurnInput, InvokeFrom } from '../workflows/definitions.js';
 import { finalAnswerEvents } from './final-events.js';
 import { ledgerUsage } from './ledger-usage.js';

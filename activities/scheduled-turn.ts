@@ -9,7 +9,8 @@ import type { Db } from '../core/platform/db.js';
 import type { Logger } from '../core/platform/logger.js';
 import { HttpError } from '../api/errors.js';
 import { ChatRequest } from '../api/schemas.js';
-import { conversationName, createTurnRecords, markdownText } from '../api/turns/start.js';
+import { createTurnRecords } from '../api/turns/start.js';
+import { conversationName, markdownText } from '../core/domain/turn-text.js';
 
 export interface ScheduleActivityDeps {
   db: Db;

@@ -19,7 +19,7 @@ import {
   Uuid,
   type ConversationResponse,
 } from '../schemas.js';
-import { conversationName } from '../turns/start.js';
+import { conversationName } from '../../core/domain/turn-text.js';
 import { findOwnedConversation } from '../ownership.js';
 import { unixSeconds } from '../../core/platform/time.js';
 import { retireBinding } from '../../activities/prepare/binding.js';

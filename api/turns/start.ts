@@ -25,6 +25,7 @@ import { afterQueued, queueBehindTurn, type QueuedTurn } from './multitask.js';
 import type { OutboxDispatcher } from '../../core/domain/outbox.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import { placeInThread } from './threads.js';
+import { conversationName, markdownText } from '../../core/domain/turn-text.js';
 
 /** How long a workflow start may take before the turn counts as not started (well inside TURN_SWEEP_MIN_AGE_MS, at least 15 s). */
 const START_DEADLINE_MS = 10_000;
@@ -49,21 +50,6 @@ export interface TurnServiceDeps {
   /** interrupt / rollback stop the turn in flight at once with these (else the outbox dispatchers deliver the stop). */
   outbox?: OutboxDispatcher;
   backend?: Pick<AgentBackendClient, 'cancelRun'>;
-}
-
-export function conversationName(query: string): string {
-  const oneLine = query.replace(/\s+/g, ' ').trim();
-  return oneLine.length <= 40 ? oneLine : `${oneLine.slice(0, 39)}…`;
-}
-
-/**
- * `text` as Markdown that renders as exactly that text: one line (control characters and line breaks become
- * spaces), at most `max` characters, every ASCII punctuation character backslash-escaped (CommonMark allows
- * escaping any of them), so no emphasis, code span, link, image, autolink, HTML or heading can start.
- */
-export function markdownText(text: string, max = 200): string {
-  const line = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').slice(0, max);
-  return line.replace(/[!-/:-@[-`{-~]/g, (c) => `\\${c}`);
 }
 
 /** Who a turn belongs to: a service-API end user, or a console account debugging a draft. */

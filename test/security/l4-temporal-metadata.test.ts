@@ -4,7 +4,7 @@
  * closed the backtick it sat in and the User Metadata tab rendered an image and a `javascript:` link.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { markdownText } from '../../api/turns/start.js';
+import { markdownText } from '../../core/domain/turn-text.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { workflowIdForMessage } from '../../workflows/definitions.js';
 import { chat } from '../support/sse.js';
