@@ -1,7 +1,8 @@
 # One image for every role: the api (default command), the worker, the agent backend, the migrate and provision
 # jobs — docker-compose.yml picks the role with the command. Production runs compiled JavaScript (npm run build:
 # tsc + the prebuilt workflow bundle) as the non-root `node` user; docs/deploying.md.
-ARG NODE_IMAGE=node:22-bookworm-slim
+# The image's Node major is the one package.json pins for development and CI (devDependency `node`, engines).
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- shellctl: the Landlock helper the agent's shell commands run under (Go, sandbox/) -------------------------
 FROM golang:1.26-bookworm AS shellctl
@@ -16,7 +17,8 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # NODE_ENV stays unset here: `npm ci` must install the dev dependencies the build needs. No install scripts, as
-# npm 11 does by default: nothing here needs one, and some would try to download binaries.
+# npm 11 does by default: nothing here needs one, and some would try to download binaries. So the `node`
+# devDependency stays without its binary (its preinstall fetches it) and the image's own Node runs the build.
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 # prebuild runs `prisma generate` (offline, scripts/prisma-generate.ts); build type-checks, compiles into dist/

@@ -122,7 +122,7 @@ export async function ensureCliBundle(opts: BuildOptions = {}): Promise<string> 
     bundle: true,
     platform: 'node',
     format: 'esm',
-    target: 'node20',
+    target: 'node24', // the wrapper below runs it with this very node (package.json pins Node 24)
     outfile: tmp,
     logLevel: 'silent',
   });
