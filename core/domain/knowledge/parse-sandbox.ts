@@ -52,7 +52,14 @@ function runChild(kind: DocumentKind, bytes: Uint8Array, limits: SandboxLimits):
   // `ulimit -v` (RLIMIT_AS, KB) is set by the shell on itself, then it becomes node: the limit covers the whole child.
   const child = spawn('/bin/sh', ['-c', 'ulimit -v "$PARSE_AS_KB" || exit 97; exec "$0" "$@"', process.execPath, ...nodeArgs], {
     cwd: projectRoot(import.meta.url),
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PARSE_AS_KB: String(limits.memoryMb * 1024), NODE_ENV: 'production' },
+    // MALLOC_ARENA_MAX: glibc reserves 64 MB of address space per thread's malloc arena; Node 24 starts with ~1.25 GB
+    // of reservations (Node 20: ~0.7 GB), which left a 2 GB limit no room for a thread more (tsx's esbuild worker).
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      PARSE_AS_KB: String(limits.memoryMb * 1024),
+      NODE_ENV: 'production',
+      MALLOC_ARENA_MAX: '2',
+    },
     stdio: ['pipe', 'pipe', 'pipe', 'ipc'],
   });
   // Chunks overlap and JSON escapes: the answer is bounded by a few times the text limit.
