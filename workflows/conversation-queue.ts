@@ -23,7 +23,7 @@ import type { ConversationQueueActivities } from '../activities/conversation-que
 import { agentTurn } from './agent-turn.js';
 import { workflowIdForMessage } from './definitions.js';
 import { turnQueuedSignal, type ConversationQueueInput } from './multitask-definitions.js';
-import { TURN_SEARCH_ATTRIBUTES as SA } from './search-attributes.js';
+import { turnStartSearchAttributes } from './search-attributes.js';
 
 /** The claim waits (heartbeating) while another turn holds the conversation: as long as a turn may run, and retried. */
 const queue = proxyActivities<ConversationQueueActivities>({
@@ -58,16 +58,7 @@ export async function conversationQueue(input: ConversationQueueInput): Promise<
         // Terminating the coordinator must not kill a turn; a closed turn's id is never run again.
         parentClosePolicy: ParentClosePolicy.ABANDON,
         workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-        typedSearchAttributes: [
-          { key: SA.TenantId, value: turn.tenantId },
-          { key: SA.AppId, value: turn.appId },
-          { key: SA.AgentId, value: turn.agentId },
-          { key: SA.ConversationId, value: turn.conversationId },
-          { key: SA.MessageId, value: turn.messageId },
-          { key: SA.MessageIds, value: [turn.messageId] },
-          { key: SA.InvokeFrom, value: turn.invokeFrom },
-          { key: SA.TurnStatus, value: 'running' },
-        ],
+        typedSearchAttributes: turnStartSearchAttributes(turn),
         staticSummary: next.summary,
         staticDetails: next.details,
       });

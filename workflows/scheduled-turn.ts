@@ -12,7 +12,7 @@ import type { ScheduleActivities } from '../activities/scheduled-turn.js';
 import { agentTurn } from './agent-turn.js';
 import type { ScheduledTurnInput, ScheduledTurnResult } from './automation-definitions.js';
 import { workflowIdForMessage } from './definitions.js';
-import { TURN_SEARCH_ATTRIBUTES as SA } from './search-attributes.js';
+import { turnStartSearchAttributes } from './search-attributes.js';
 
 const steps = proxyActivities<ScheduleActivities>({
   startToCloseTimeout: '30 seconds',
@@ -32,16 +32,7 @@ export async function scheduledTurn(input: ScheduledTurnInput): Promise<Schedule
     workflowId: workflowIdForMessage(turn.messageId),
     args: [turn],
     parentClosePolicy: ParentClosePolicy.ABANDON,
-    typedSearchAttributes: [
-      { key: SA.TenantId, value: turn.tenantId },
-      { key: SA.AppId, value: turn.appId },
-      { key: SA.AgentId, value: turn.agentId },
-      { key: SA.ConversationId, value: turn.conversationId },
-      { key: SA.MessageId, value: turn.messageId },
-      { key: SA.MessageIds, value: [turn.messageId] },
-      { key: SA.InvokeFrom, value: turn.invokeFrom },
-      { key: SA.TurnStatus, value: 'running' },
-    ],
+    typedSearchAttributes: turnStartSearchAttributes(turn),
     staticSummary: started.summary,
     staticDetails: started.details,
   });

@@ -2,7 +2,8 @@
  * The search attributes every turn workflow carries, defined once: the api sets them at start, the dev
  * server and the cluster register them (stack/temporal.ts, docker-compose.yml), ops query by them.
  */
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
+import type { AgentTurnInput } from './definitions.js';
 
 export const TURN_SEARCH_ATTRIBUTES = {
   TenantId: defineSearchAttributeKey('TenantId', SearchAttributeType.KEYWORD),
@@ -32,3 +33,19 @@ export const TURN_SEARCH_ATTRIBUTE_NAMES = Object.keys(TURN_SEARCH_ATTRIBUTES) a
 export const TURN_SEARCH_ATTRIBUTE_SPECS = TURN_SEARCH_ATTRIBUTE_NAMES.map(
   (n) => `${n}=${TURN_SEARCH_ATTRIBUTES[n].type === SearchAttributeType.KEYWORD_LIST ? 'KeywordList' : 'Keyword'}`,
 );
+
+/** What a turn workflow starts with (the api's start, the schedule's and the conversation queue's child starts). */
+export function turnStartSearchAttributes(turn: AgentTurnInput): SearchAttributePair[] {
+  const SA = TURN_SEARCH_ATTRIBUTES;
+  return [
+    { key: SA.TenantId, value: turn.tenantId },
+    { key: SA.AppId, value: turn.appId },
+    { key: SA.AgentId, value: turn.agentId },
+    { key: SA.ConversationId, value: turn.conversationId },
+    { key: SA.MessageId, value: turn.messageId },
+    { key: SA.MessageIds, value: [turn.messageId] },
+    { key: SA.InvokeFrom, value: turn.invokeFrom },
+    // The workflow updates it as the turn ends (TurnStatus, ErrorCode: docs/operations.md).
+    { key: SA.TurnStatus, value: 'running' },
+  ];
+}

@@ -10,7 +10,7 @@ import type { Config } from '../../core/platform/config.js';
 import type { Db } from '../../core/platform/db.js';
 import type { Logger } from '../../core/platform/logger.js';
 import { AGENT_TURN_WORKFLOW, workflowIdForMessage, type AgentTurnInput, type InvokeFrom } from '../../workflows/definitions.js';
-import { TURN_SEARCH_ATTRIBUTES as SA } from '../../workflows/search-attributes.js';
+import { turnStartSearchAttributes } from '../../workflows/search-attributes.js';
 import type { AppContext } from '../auth.js';
 import { admitTurn } from './admission.js';
 import { HttpError } from '../errors.js';
@@ -215,17 +215,7 @@ export async function startTurn(
         workflowId,
         args: [input],
         requestEagerStart: deps.eagerStart ?? false,
-        typedSearchAttributes: [
-          { key: SA.TenantId, value: app.tenantId },
-          { key: SA.AppId, value: app.appId },
-          { key: SA.AgentId, value: input.agentId },
-          { key: SA.ConversationId, value: conversationId },
-          { key: SA.MessageId, value: messageId },
-          { key: SA.MessageIds, value: [messageId] },
-          { key: SA.InvokeFrom, value: invokeFrom },
-          // The workflow updates it as the turn ends (TurnStatus, ErrorCode: docs/operations.md).
-          { key: SA.TurnStatus, value: 'running' },
-        ],
+        typedSearchAttributes: turnStartSearchAttributes(input),
         // The Temporal UI renders both as Markdown: what users and app builders wrote goes in as plain text (issue 17 L4).
         staticSummary: `Agent turn · ${markdownText(app.appName)} · "${markdownText(conversationName(body.query))}"`,
         staticDetails: `conversation \`${conversationId}\`\n\nmessage \`${messageId}\`\n\nuser ${markdownText(body.user)}`,
