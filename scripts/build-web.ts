@@ -5,12 +5,15 @@
  * Vite emits no inline script, and nothing in the pages uses eval.
  *
  * `webBuildDir()` is where the api reads them: .cache/web when the api runs from TypeScript (npm start, tests),
- * <dist>/web when it runs compiled (scripts/build.ts writes it there). `ensureWebBuild()` builds only when a source
- * under web/ (or this file, or package-lock.json) is newer than the last build; it builds into a temporary directory
- * and swaps it in, so a concurrent test run serving the old build never sees half a build.
+ * <dist>/web when it runs compiled (scripts/build.ts writes it there). `ensureWebBuild()` builds only when an input
+ * changed since the last build: a sha256 of every file under web/, this script and the package.json of each npm
+ * module the sources import (and Vite's) is the build's stamp (.build-stamp in the output), so an edit, a new or
+ * removed file, a checkout that keeps old mtimes or a new vendor version all rebuild, and nothing else does. It builds
+ * into a temporary directory and swaps it in, so a concurrent test run serving the old build never sees half a build.
  *
  * CLI: `tsx scripts/build-web.ts [--out-dir DIR] [--force]` (prestart, pretest; scripts/build.ts calls buildWeb).
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,32 +25,53 @@ const SRC = path.join(ROOT, 'web');
 const DEFAULT_OUT = path.join(ROOT, '.cache', 'web');
 const STAMP = '.build-stamp';
 
-/** The newest modification time among the build's inputs. */
-function newestInput(): number {
-  let newest = 0;
+/** The files a build reads: every file under `src`, this script, and the package.json of each npm module the
+ * sources import (their vendor libs, e.g. marked and DOMPurify: a new version there changes the bundle) and of Vite. */
+export function webBuildInputs(src: string = SRC): string[] {
+  const files: string[] = [];
   const walk = (dir: string) => {
-    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else newest = Math.max(newest, fs.statSync(p).mtimeMs);
+      else if (e.isFile()) files.push(p);
     }
   };
-  walk(SRC);
-  for (const f of [fileURLToPath(import.meta.url), path.join(ROOT, 'package-lock.json')]) newest = Math.max(newest, fs.statSync(f).mtimeMs);
-  return newest;
+  walk(src);
+  const modules = new Set(['vite']);
+  for (const f of files)
+    if (/\.(m?js|ts|html)$/.test(f))
+      for (const m of fs.readFileSync(f, 'utf8').matchAll(/\bfrom\s+['"]([^'"./][^'"]*)['"]|\bimport\s*\(?\s*['"]([^'"./][^'"]*)['"]/g)) {
+        const spec = m[1] ?? m[2]!;
+        modules.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+      }
+  const vendor = [...modules].sort().map((m) => path.join(ROOT, 'node_modules', m, 'package.json'));
+  return [...files, fileURLToPath(import.meta.url), ...vendor];
+}
+
+/** A sha256 over the inputs' paths (relative to the project) and contents; a missing input counts as its absence. */
+export function webInputsHash(src: string = SRC): string {
+  const h = createHash('sha256');
+  for (const f of webBuildInputs(src)) {
+    h.update(`${path.relative(ROOT, f)}\0`);
+    h.update(fs.existsSync(f) ? fs.readFileSync(f) : '(missing)');
+    h.update('\0');
+  }
+  return h.digest('hex');
 }
 
 /** Builds the pages into `outDir` (replaced whole). Returns the bytes written. */
-export async function buildWeb(outDir: string = DEFAULT_OUT): Promise<number> {
+export async function buildWeb(outDir: string = DEFAULT_OUT, src: string = SRC): Promise<number> {
   const { build } = await import('vite');
+  // Hashed before the build reads them: a source edited while it runs makes the next ensureWebBuild build again.
+  const inputs = webInputsHash(src);
   const tmp = `${outDir}.tmp-${process.pid}-${Date.now()}`;
   await build({
-    root: SRC,
+    root: src,
     // Relative asset URLs: the same files serve /chat/ and /studio/.
     base: './',
     configFile: false,
     logLevel: 'warn',
-    publicDir: path.join(SRC, 'public'),
+    publicDir: path.join(src, 'public'),
     build: {
       outDir: tmp,
       emptyOutDir: true,
@@ -57,10 +81,10 @@ export async function buildWeb(outDir: string = DEFAULT_OUT): Promise<number> {
       modulePreload: { polyfill: false },
       assetsInlineLimit: 0,
       target: 'es2022',
-      rollupOptions: { input: { chat: path.join(SRC, 'index.html'), studio: path.join(SRC, 'studio.html') } },
+      rollupOptions: { input: { chat: path.join(src, 'index.html'), studio: path.join(src, 'studio.html') } },
     },
   });
-  fs.writeFileSync(path.join(tmp, STAMP), String(Date.now()));
+  fs.writeFileSync(path.join(tmp, STAMP), `${inputs}\n`);
   const old = `${outDir}.old-${process.pid}-${Date.now()}`;
   if (fs.existsSync(outDir)) fs.renameSync(outDir, old);
   fs.renameSync(tmp, outDir);
@@ -75,11 +99,16 @@ export async function buildWeb(outDir: string = DEFAULT_OUT): Promise<number> {
   return bytes;
 }
 
-/** Builds when the last build is missing or older than its inputs; true when it built. */
-export async function ensureWebBuild(outDir: string = DEFAULT_OUT, force = false): Promise<boolean> {
+/** Whether `outDir` holds a build of exactly the current inputs (its stamp is their hash). */
+export function webBuildIsCurrent(outDir: string = DEFAULT_OUT, src: string = SRC): boolean {
   const stamp = path.join(outDir, STAMP);
-  if (!force && fs.existsSync(stamp) && Number(fs.readFileSync(stamp, 'utf8')) >= newestInput()) return false;
-  await buildWeb(outDir);
+  return fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8').trim() === webInputsHash(src);
+}
+
+/** Builds when the last build is missing or was built from other inputs (any file changed, added or removed); true when it built. */
+export async function ensureWebBuild(outDir: string = DEFAULT_OUT, force = false, src: string = SRC): Promise<boolean> {
+  if (!force && webBuildIsCurrent(outDir, src)) return false;
+  await buildWeb(outDir, src);
   return true;
 }
 
