@@ -16,7 +16,7 @@ import { Prisma, type Db } from '../core/platform/db.js';
 import { appendEvents } from '../core/protocol/event-log.js';
 import type { Logger } from '../core/platform/logger.js';
 import { markdownText, conversationName } from '../core/domain/turn-text.js';
-import type { AgentTurnInput, InvokeFrom } from '../workflows/definitions.js';
+import type { AgentTurnInput, InvokeFrom } from '../core/protocol/workflow-contract.js';
 import { finalAnswerEvents } from './final-events.js';
 import { ledgerUsage } from './ledger-usage.js';
 import { releaseTurnLock } from './turn-lock.js';

@@ -1,27 +1,41 @@
 /**
  * The activities of `scheduledTurn` (workflows/scheduled-turn.ts): create a scheduled run's turn through startTurn's
- * own records code (api/turns/start.ts createTurnRecords: the same admission, end user, lock and Message a chat request
- * gets, so audit and billing cannot tell them apart), and record how the run ended.
+ * own records code (api/turns/scheduled.ts, injected by the worker as `createTurn`: the same admission, end user, lock
+ * and Message a chat request gets, so audit and billing cannot tell them apart), and record how the run ended.
  */
-import { AGENT_TURN_WORKFLOW, type AgentTurnInput } from '../workflows/definitions.js';
-import type { Config } from '../core/platform/config.js';
+import { AGENT_TURN_WORKFLOW, type AgentTurnInput } from '../core/protocol/workflow-contract.js';
 import type { Db } from '../core/platform/db.js';
 import type { Logger } from '../core/platform/logger.js';
-import { HttpError } from '../api/errors.js';
-import { ChatRequest } from '../api/schemas.js';
-import { createTurnRecords } from '../api/turns/start.js';
 import { conversationName, markdownText } from '../core/domain/turn-text.js';
+
+/** One scheduled run's turn request: what a chat request of the schedule's user would carry. */
+export interface ScheduledTurnRequest {
+  app: { tenantId: string; appId: string; agentId: string | null; appName: string };
+  query: string;
+  inputs: unknown;
+  user: string;
+  /** The schedule's one conversation (conversation_mode `single`), or null for a new one. */
+  conversationId: string | null;
+  /** Deterministic per run (the workflow's), so a retried attempt finds its own rows. */
+  messageId: string;
+  metadata: Record<string, string>;
+}
+
+/** Creates the turn's rows as a chat request would, or says why a chat request would have been refused. */
+export type CreateScheduledTurn = (
+  request: ScheduledTurnRequest,
+) => Promise<{ kind: 'created'; conversationId: string; input: AgentTurnInput } | { kind: 'refused'; error: string }>;
 
 export interface ScheduleActivityDeps {
   db: Db;
-  config: Config;
   logger: Logger;
+  createTurn: CreateScheduledTurn;
 }
 
 export type StartedScheduledTurn =
   { kind: 'started'; input: AgentTurnInput; summary: string; details: string } | { kind: 'refused'; error: string };
 
-export function createScheduleActivities({ db, config, logger }: ScheduleActivityDeps) {
+export function createScheduleActivities({ db, logger, createTurn }: ScheduleActivityDeps) {
   async function startScheduledTurn(args: { scheduleId: string; messageId: string }): Promise<StartedScheduledTurn> {
     const schedule = await db.appSchedule.findUnique({ where: { id: args.scheduleId }, include: { app: { include: { agent: true } } } });
     if (!schedule) return { kind: 'refused', error: 'schedule_not_found: the schedule was deleted.' };
@@ -48,38 +62,25 @@ export function createScheduleActivities({ db, config, logger }: ScheduleActivit
       agentId: schedule.app.agent?.id ?? null,
       appName: schedule.app.name,
     };
-    const body = ChatRequest.parse({
+    const created = await createTurn({
+      app,
       query: schedule.query,
       inputs: schedule.inputs,
       user: schedule.user,
-      response_mode: 'blocking',
-      conversation_id: schedule.conversation_mode === 'single' ? schedule.conversation_id : null,
+      conversationId: schedule.conversation_mode === 'single' ? schedule.conversation_id : null,
+      messageId: args.messageId,
+      metadata: { schedule_id: schedule.id },
     });
-    try {
-      const records = await createTurnRecords(
-        { db, config },
-        app,
-        body,
-        'service-api',
-        { kind: 'end-user' },
-        {
-          messageId: args.messageId,
-          metadata: { schedule_id: schedule.id },
-        },
-      );
-      if (schedule.conversation_mode === 'single' && !schedule.conversation_id) {
-        await db.appSchedule.updateMany({
-          where: { id: schedule.id, conversation_id: null },
-          data: { conversation_id: records.conversationId },
-        });
-      }
-      logger.info({ schedule_id: schedule.id, message_id: records.messageId, workflow: AGENT_TURN_WORKFLOW }, 'scheduled turn created');
-      return { kind: 'started', input: records.input, ...describe(records.conversationId) };
-    } catch (err) {
-      // The client-facing refusals of a chat request (busy conversation, server at capacity, …): this run is skipped.
-      if (err instanceof HttpError) return { kind: 'refused', error: `${err.code}: ${err.message}` };
-      throw err;
+    // The client-facing refusals of a chat request (busy conversation, server at capacity, …): this run is skipped.
+    if (created.kind === 'refused') return created;
+    if (schedule.conversation_mode === 'single' && !schedule.conversation_id) {
+      await db.appSchedule.updateMany({
+        where: { id: schedule.id, conversation_id: null },
+        data: { conversation_id: created.conversationId },
+      });
     }
+    logger.info({ schedule_id: schedule.id, message_id: args.messageId, workflow: AGENT_TURN_WORKFLOW }, 'scheduled turn created');
+    return { kind: 'started', input: created.input, ...describe(created.conversationId) };
   }
 
   async function recordScheduleRun(args: {

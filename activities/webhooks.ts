@@ -10,7 +10,7 @@ import type { Logger } from '../core/platform/logger.js';
 import { AddressRefusedError, createGuardedFetch, readCapped, type Lookup } from '../core/platform/net/ssrf.js';
 import { decryptWebhookSecret } from '../core/domain/webhooks/secret.js';
 import { SIGNATURE_HEADER, signatureHeader } from '../core/domain/webhooks/signature.js';
-import { WEBHOOK_REFUSED } from '../workflows/automation-definitions.js';
+import { WEBHOOK_REFUSED } from '../core/protocol/workflow-contract.js';
 
 export interface WebhookActivityDeps {
   db: Db;

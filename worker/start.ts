@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createActivities } from '../activities/index.js';
 import { createScheduleActivities } from '../activities/scheduled-turn.js';
+import { scheduledTurnCreator } from '../api/turns/scheduled.js';
 import { createConversationQueueActivities } from '../activities/conversation-queue.js';
 import { createWebhookActivities } from '../activities/webhooks.js';
 import { WebhookDispatcher } from './webhook-dispatcher.js';
@@ -118,7 +119,12 @@ export async function startWorker(opts: {
         resolveModel: (tenantId, provider, model) => resolveTenantModel(db, config.ENCRYPTION_KEY, providers, tenantId, provider, model),
       }),
       // Scheduled turns and webhook deliveries (issue 35: workflows/scheduled-turn.ts, workflows/deliver-webhook.ts).
-      ...createScheduleActivities({ db, config, logger: logger.child({ component: 'schedules' }) }),
+      ...createScheduleActivities({
+        db,
+        logger: logger.child({ component: 'schedules' }),
+        // A scheduled run's turn is created by the chat request's records code (api/turns/scheduled.ts).
+        createTurn: scheduledTurnCreator({ db, config }),
+      }),
       ...createWebhookActivities({ db, config, logger: logger.child({ component: 'webhooks' }) }),
       // Multitask strategies: the conversation queue's claim (workflows/conversation-queue.ts).
       ...createConversationQueueActivities({ db, config, logger: logger.child({ component: 'conversation-queue' }) }),

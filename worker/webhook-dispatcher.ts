@@ -5,60 +5,36 @@
  * workflow id is derived from the row id, so two dispatchers starting the same row start one workflow
  * (WorkflowExecutionAlreadyStartedError counts as done).
  */
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import type { Config } from '../core/platform/config.js';
+import type { Client } from '@temporalio/client';
 import type { Db } from '../core/platform/db.js';
 import type { Logger } from '../core/platform/logger.js';
-import { DELIVER_WEBHOOK_WORKFLOW, workflowIdForDelivery, type DeliverWebhookInput } from '../workflows/automation-definitions.js';
+import { PollingLoop } from '../core/platform/polling-loop.js';
+import { startDelivery, type WebhookDispatchConfig } from '../core/domain/webhooks/start-delivery.js';
+
+export type { WebhookDispatchConfig };
 
 const LEASE_S = 30;
 const BATCH = 20;
 
-export type WebhookDispatchConfig = Pick<
-  Config,
-  'TEMPORAL_TASK_QUEUE' | 'WEBHOOK_RETRY_INITIAL_MS' | 'WEBHOOK_RETRY_MAX_INTERVAL_MS' | 'WEBHOOK_RETRY_FOR_MS' | 'WEBHOOK_DISPATCH_POLL_MS'
->;
-
-/** Starts one delivery's workflow (idempotent). */
-export async function startDelivery(client: Client, config: WebhookDispatchConfig, deliveryId: string): Promise<void> {
-  const input: DeliverWebhookInput = {
-    deliveryId,
-    retry: {
-      initialIntervalMs: config.WEBHOOK_RETRY_INITIAL_MS,
-      maximumIntervalMs: config.WEBHOOK_RETRY_MAX_INTERVAL_MS,
-      retryForMs: config.WEBHOOK_RETRY_FOR_MS,
-    },
-  };
-  try {
-    await client.workflow.start(DELIVER_WEBHOOK_WORKFLOW, {
-      taskQueue: config.TEMPORAL_TASK_QUEUE,
-      workflowId: workflowIdForDelivery(deliveryId),
-      args: [input],
-      staticSummary: `Webhook delivery \`${deliveryId}\``,
-    });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-  }
-}
-
 export class WebhookDispatcher {
-  private stopped = false;
-  private running: Promise<void> | null = null;
-  private wake: (() => void) | null = null;
+  private readonly loop: PollingLoop;
 
-  constructor(private readonly opts: { db: Db; client: Client; config: WebhookDispatchConfig; logger: Logger }) {}
+  constructor(private readonly opts: { db: Db; client: Client; config: WebhookDispatchConfig; logger: Logger }) {
+    this.loop = new PollingLoop({
+      name: 'webhook dispatcher',
+      logger: opts.logger,
+      pollMs: opts.config.WEBHOOK_DISPATCH_POLL_MS,
+      batch: BATCH,
+      drain: () => this.drainOnce(),
+    });
+  }
 
   start(): void {
-    if (this.running) return;
-    this.stopped = false;
-    this.running = this.loop();
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    await this.running;
-    this.running = null;
+    await this.loop.stop();
   }
 
   /** Claims due rows and starts their workflows; returns how many were claimed. */
@@ -82,29 +58,5 @@ export class WebhookDispatcher {
       }),
     );
     return rows.length;
-  }
-
-  private async loop(): Promise<void> {
-    let failing = false;
-    while (!this.stopped) {
-      let claimed = 0;
-      try {
-        claimed = await this.drainOnce();
-        failing = false;
-      } catch (err) {
-        if (!failing) this.opts.logger.warn({ err: (err as Error).message }, 'webhook dispatcher: cannot reach the database; retrying');
-        failing = true;
-      }
-      if (claimed < BATCH && !this.stopped) {
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(
-            resolve,
-            failing ? Math.max(2000, this.opts.config.WEBHOOK_DISPATCH_POLL_MS) : this.opts.config.WEBHOOK_DISPATCH_POLL_MS,
-          );
-          this.wake = () => (clearTimeout(t), resolve());
-        });
-        this.wake = null;
-      }
-    }
   }
 }

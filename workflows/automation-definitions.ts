@@ -3,7 +3,6 @@
  * schedule, and `deliverWebhook`, one webhook delivery. Ids and small settings only, like definitions.ts.
  */
 export const SCHEDULED_TURN_WORKFLOW = 'scheduledTurn';
-export const DELIVER_WEBHOOK_WORKFLOW = 'deliverWebhook';
 
 export interface ScheduledTurnInput {
   scheduleId: string;
@@ -16,21 +15,15 @@ export interface ScheduledTurnResult {
   status: string;
 }
 
-export interface DeliverWebhookInput {
-  deliveryId: string;
-  /** The deployment's WEBHOOK_RETRY_* settings when the delivery was started (a workflow reads no config). */
-  retry: { initialIntervalMs: number; maximumIntervalMs: number; retryForMs: number };
-}
-
 /** The Temporal schedule of an `app_schedules` row. */
 export function scheduleIdForRow(rowId: string): string {
   return `app-schedule-${rowId}`;
 }
 
-/** The workflow of one delivery: started at most once per row, whoever dispatches it. */
-export function workflowIdForDelivery(deliveryId: string): string {
-  return `webhook-delivery-${deliveryId}`;
-}
-
-/** Thrown by a delivery attempt that must not be retried (SSRF refusal, webhook deleted). */
-export const WEBHOOK_REFUSED = 'WebhookRefused';
+// A delivery's workflow name, input, id and refusal type are shared with its starters and activity (core/protocol/workflow-contract.ts).
+export {
+  DELIVER_WEBHOOK_WORKFLOW,
+  WEBHOOK_REFUSED,
+  workflowIdForDelivery,
+  type DeliverWebhookInput,
+} from '../core/protocol/workflow-contract.js';

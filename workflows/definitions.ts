@@ -4,22 +4,8 @@
  */
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 
-export const AGENT_TURN_WORKFLOW = 'agentTurn';
-
-import type { InvokeFrom } from '../core/protocol/run.js';
-
-export type { InvokeFrom };
-
-export interface AgentTurnInput {
-  tenantId: string;
-  appId: string;
-  agentId: string;
-  conversationId: string;
-  messageId: string;
-  invokeFrom: InvokeFrom;
-  /** Set when this turn continues a paused one (ask_human): input guards are skipped. */
-  resumeOfMessageId?: string;
-}
+// The workflow's name, input and id live with the activities' contract (core/protocol/workflow-contract.ts).
+export { AGENT_TURN_WORKFLOW, workflowIdForMessage, type AgentTurnInput, type InvokeFrom } from '../core/protocol/workflow-contract.js';
 
 export type TurnPhase =
   | 'resolving_config'
@@ -54,7 +40,3 @@ export interface FormSubmittedSignal {
 
 export const formSubmittedSignal = defineSignal<[FormSubmittedSignal]>('formSubmitted');
 export const turnStateQuery = defineQuery<TurnState>('turnState');
-
-export function workflowIdForMessage(messageId: string): string {
-  return `agent-turn-${messageId}`;
-}

@@ -13,7 +13,7 @@ import type { AppWebhook, WebhookDelivery } from '../../core/generated/prisma/cl
 import { jsonBody } from '../../core/platform/json-guard.js';
 import type { Logger } from '../../core/platform/logger.js';
 import { unixSeconds } from '../../core/platform/time.js';
-import { startDelivery } from '../../worker/webhook-dispatcher.js';
+import { startDelivery } from '../../core/domain/webhooks/start-delivery.js';
 import { encryptWebhookSecret } from '../../core/domain/webhooks/secret.js';
 import { newWebhookSecret } from '../../core/domain/webhooks/signature.js';
 import { consoleApp, consoleAuth } from './auth.js';

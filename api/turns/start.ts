@@ -68,7 +68,8 @@ export interface TurnRecords {
 /**
  * The rows of a turn, without its workflow: admission, the end user, the conversation (new, or its lock taken) and the
  * Message with its files, in one transaction. startTurn then starts `agentTurn`; a scheduled turn
- * (activities/scheduled-turn.ts) passes its own deterministic `messageId` and starts it as a child workflow.
+ * (api/turns/scheduled.ts, for activities/scheduled-turn.ts) passes its own deterministic `messageId` and starts it as
+ * a child workflow.
  */
 export async function createTurnRecords(
   deps: Pick<TurnServiceDeps, 'db' | 'config'>,

@@ -16,6 +16,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { Db, Prisma } from '../platform/db.js';
 import type { Logger } from '../platform/logger.js';
+import { PollingLoop } from '../platform/polling-loop.js';
 
 /** How long the claimant of a row (or the request that just wrote it) has before another dispatcher may retry it. */
 export const OUTBOX_LEASE_MS = 15_000;
@@ -88,32 +89,30 @@ export interface OutboxDispatcherOptions {
 export class OutboxDispatcher {
   private readonly db: Db;
   private readonly logger: Logger;
-  private readonly pollMs: number;
-  private running: Promise<void> | null = null;
-  private stopped = false;
-  private wake: (() => void) | null = null;
-  private databaseDown = false;
+  private readonly loop: PollingLoop;
   private lastPrune = 0;
 
   constructor(private readonly opts: OutboxDispatcherOptions) {
     this.db = opts.db;
     this.logger = opts.logger.child({ component: 'temporal-outbox' });
-    this.pollMs = opts.pollMs ?? 1000;
+    this.loop = new PollingLoop({
+      name: 'outbox',
+      logger: this.logger,
+      pollMs: opts.pollMs ?? 1000,
+      batch: BATCH,
+      drain: () => this.drainOnce(),
+      afterDrain: () => this.prune(),
+    });
   }
 
   /** Starts the background loop (idempotent). */
   start(): void {
-    if (this.running) return;
-    this.stopped = false;
-    this.running = this.loop();
+    this.loop.start();
   }
 
   /** Stops the loop; a delivery in flight finishes (its row's lease covers a crash anyway). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.wake?.();
-    await this.running;
-    this.running = null;
+    await this.loop.stop();
   }
 
   /**
@@ -185,33 +184,6 @@ export class OutboxDispatcher {
       this.logger.warn({ ...log, err: (err as Error).message }, 'outbox: could not record the delivery outcome');
     }
     return result;
-  }
-
-  private async loop(): Promise<void> {
-    while (!this.stopped) {
-      let claimed: number | null = 0;
-      try {
-        claimed = await this.drainOnce();
-        if (claimed !== null) {
-          await this.prune();
-          if (this.databaseDown) this.logger.info('outbox: database reachable again');
-          this.databaseDown = false;
-        }
-      } catch (err) {
-        if (!this.databaseDown) this.logger.warn({ err: (err as Error).message }, 'outbox: cannot reach the database; retrying');
-        this.databaseDown = true;
-      }
-      if ((claimed ?? 0) < BATCH && !this.stopped) {
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.databaseDown ? Math.max(this.pollMs, 2000) : this.pollMs);
-          this.wake = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
-        this.wake = null;
-      }
-    }
   }
 
   private async prune(): Promise<void> {
