@@ -31,6 +31,7 @@ import { createRateLimits } from '../rate-limit.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { streamTurn } from '../turns/stream.js';
 import { consoleDebuggerRoutes, DebugChat, type ConsoleDebuggerDeps } from './debugger.js';
+import { consoleForkRoutes } from './fork.js';
 import { startTurn, type TurnServiceDeps } from '../turns/start.js';
 import { unixSeconds } from '../../core/platform/time.js';
 import { pageJson, pageOf } from '../pagination.js';
@@ -283,6 +284,7 @@ export function consoleRoutes(
 
   // Stop, re-attach, forms and history of the caller's debugger turns (behind the console key above).
   r.use(consoleDebuggerRoutes(deps));
+  r.use(consoleForkRoutes(deps));
 
   return r;
 }

@@ -1,11 +1,14 @@
 /**
- * Scheduled turns and webhooks (api/console/schedules.ts, api/console/webhooks.ts; issue 35) in the OpenAPI document
+ * Scheduled turns, webhooks and the console's fork (api/console/schedules.ts, api/console/webhooks.ts, api/console/fork.ts;
+ * issue 35) in the OpenAPI document
  * (api/openapi/index.ts merges it). The response schemas are zod, so the integration tests check live answers against them.
  */
 import { z } from 'zod';
 import { PAGE_PARAMETERS } from '../pagination.js';
 import { CreateScheduleBody } from '../console/schedules.js';
 import { CreateWebhookBody, UpdateWebhookBody, WEBHOOK_EVENTS } from '../console/webhooks.js';
+import { DebugForkRequest } from '../console/fork.js';
+import { ConversationResponse } from '../schemas.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -69,12 +72,18 @@ export const WebhookDeliveryResponse = z.object({
 export const WebhookDeliveryDetailResponse = WebhookDeliveryResponse.extend({ payload: z.unknown().describe('The body as sent.') });
 export const WebhookDeliveryListResponse = page(WebhookDeliveryResponse);
 
+export const DebugForkResponse = ConversationResponse.extend({
+  active_message_id: Id.nullable().describe('Always null: a fork starts with no turn in flight.'),
+});
+
 export const AUTOMATION_REQUESTS = {
+  DebugForkRequest,
   CreateScheduleRequest: CreateScheduleBody,
   CreateWebhookRequest: CreateWebhookBody,
   UpdateWebhookRequest: UpdateWebhookBody,
 };
 export const AUTOMATION_RESPONSES = {
+  DebugForkResponse,
   ScheduleResponse,
   ScheduleDetailResponse,
   ScheduleListResponse,
@@ -99,6 +108,7 @@ export function automationPaths(errors: (...statuses: number[]) => Record<string
   const scheduleId = uuid('schedule_id', 'Schedule id.');
   const webhookId = uuid('webhook_id', 'Webhook id.');
   const deliveryId = uuid('delivery_id', 'Delivery id (from the log).');
+  const conversationId = uuid('conversation_id', 'One of the caller’s debugger conversations.');
   const op = (operationId: string, summary: string, parameters: unknown[], responses: Record<string, unknown>, extra: JsonSchema = {}) => ({
     operationId,
     tags: ['console'],
@@ -113,6 +123,15 @@ export function automationPaths(errors: (...statuses: number[]) => Record<string
     post: op(`${name}AppSchedule`, summary, [appId, scheduleId], { [status]: ok('The schedule.', 'ScheduleResponse') }),
   });
   return {
+    '/console/api/apps/{app_id}/agent/debug/conversations/{conversation_id}/fork': {
+      post: op(
+        'forkDebugConversation',
+        'A new debugger conversation of the caller forked at `message_id`, as `POST /v1/conversations/{conversation_id}/fork` does for an end user: a copy of the thread up to it, its own binding holding the session after it, a copy of the workspace. 404 `conversation_not_exists` (another account’s, or not a debugger conversation), `message_not_exists`; 409 `message_not_finished`, `conversation_busy`, `fork_point_waiting_for_human`.',
+        [appId, conversationId],
+        { '201': ok('The new debugger conversation.', 'DebugForkResponse') },
+        { requestBody: { required: true, content: json(ref('DebugForkRequest')) } },
+      ),
+    },
     '/console/api/apps/{app_id}/schedules': {
       get: op('listAppSchedules', "The app's schedules, newest first, a page at a time.", [appId, ...PAGE_PARAMETERS], {
         '200': ok('The schedules.', 'ScheduleListResponse'),
