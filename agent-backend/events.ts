@@ -17,9 +17,9 @@
  */
 import type { Logger } from '../core/platform/logger.js';
 import type { RunEventType } from '../core/protocol/run.js';
-import { isConnectionError, type PgRunStore, type StoredEvent, type TerminalUpdate } from './store.js';
+import { isConnectionError, type OwnedAppend, type PgRunStore, type StoredEvent, type TerminalUpdate } from './store.js';
 import { recordBackendRunEnded } from '../core/platform/metrics/index.js';
-import { streamWindowMs } from '../core/platform/stream-window.js';
+import { streamWindowMs, windowDelayMs } from '../core/platform/stream-window.js';
 
 type DeltaKind = 'text' | 'thinking';
 type TerminalType = 'run_succeeded' | 'run_failed' | 'run_cancelled';
@@ -27,7 +27,12 @@ type TerminalType = 'run_succeeded' | 'run_failed' | 'run_cancelled';
 export interface CoalesceOptions {
   ms: number;
   chars: number;
+  /** Runs streaming in this process now: the window grows with it (core/platform/stream-window.ts loadFactor). */
+  inFlight?: () => number;
 }
+
+/** What an emitter appends through: the store itself, or the process's GroupAppender. */
+export type EventWriter = Pick<PgRunStore, 'appendEvent'>;
 
 export interface AppendRetryOptions {
   /** Epoch ms after which a failing (non-terminal) append is given up: the run's wall-clock deadline. */
@@ -73,7 +78,7 @@ export class RunEmitter {
   private readonly retry: Required<AppendRetryOptions>;
 
   constructor(
-    private readonly store: PgRunStore,
+    private readonly store: EventWriter,
     readonly runId: string,
     private readonly coalesce: CoalesceOptions,
     private readonly hooks: EmitterHooks,
@@ -93,8 +98,13 @@ export class RunEmitter {
     if (!this.pending) this.pending = { kind, index, text: '' };
     this.pending.text += text;
     if (firstOfPart || this.pending.text.length >= this.coalesce.chars) this.flushPending();
-    else if (!this.timer)
-      this.timer = setTimeout(() => this.flushPending(), streamWindowMs(this.coalesce.ms, Date.now() - this.partStartedAt));
+    else if (!this.timer) {
+      const now = Date.now();
+      const inFlight = this.coalesce.inFlight?.() ?? 1;
+      const windowMs = streamWindowMs(this.coalesce.ms, now - this.partStartedAt, inFlight);
+      // Under load the window ends on a shared clock slot: many runs' deltas fall due together (one INSERT).
+      this.timer = setTimeout(() => this.flushPending(), windowDelayMs(now, windowMs, this.coalesce.ms, inFlight));
+    }
   }
 
   /** Appends a non-delta event after flushing buffered deltas; resolves once stored (null: not stored). */
@@ -234,6 +244,77 @@ export class RunEmitter {
       }
     }
   }
+}
+
+/**
+ * Group commit across runs (docs/decisions/0014). Every emitter of the process appends through one GroupAppender:
+ * while no group statement is in flight, an append goes out at once, alone, as today's statement (a run alone waits
+ * for nothing); while one is in flight, the appends that arrive meanwhile wait for it and then go out together, one
+ * statement for all their runs (`PgRunStore.appendOwnedEvents`). So the batch grows exactly as the writer falls
+ * behind. An append is acknowledged (its promise resolves) only once its statement has committed; every rule of a
+ * single append holds per run (the expected sequence number, the first terminal wins, the retry of an append whose
+ * answer was lost finds its own event). A run has at most one append in flight (its emitter writes in order); a
+ * second one waits for the next statement. Appends without `expectedSeq` (the reaper's) go straight to the store.
+ */
+export class GroupAppender implements EventWriter {
+  private queue: Array<OwnedAppend & { resolve: (s: StoredEvent | null) => void; reject: (err: unknown) => void }> = [];
+  private busy = false;
+  /** Statements sent and appends they carried (a test and the decision record read them). */
+  readonly stats = { statements: 0, appends: 0 };
+
+  constructor(private readonly store: Pick<PgRunStore, 'appendEvent' | 'appendOwnedEvents'>) {}
+
+  appendEvent(
+    runId: string,
+    type: string,
+    data: unknown,
+    terminal?: TerminalUpdate,
+    opts: { staleAfterMs?: number; expectedSeq?: number } = {},
+  ): Promise<StoredEvent | null> {
+    const expectedSeq = opts.expectedSeq;
+    if (expectedSeq === undefined || opts.staleAfterMs !== undefined) return this.store.appendEvent(runId, type, data, terminal, opts);
+    return new Promise((resolve, reject) => {
+      this.queue.push({ runId, type, data, terminal, expectedSeq, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.busy || this.queue.length === 0) return;
+    const batch: typeof this.queue = [];
+    const later: typeof this.queue = [];
+    const runs = new Set<string>();
+    for (const e of this.queue) (runs.has(e.runId) ? later : (runs.add(e.runId), batch)).push(e);
+    this.queue = later;
+    this.busy = true;
+    this.stats.statements += 1;
+    this.stats.appends += batch.length;
+    const e0 = batch[0]!;
+    const write: Promise<Array<StoredEvent | null>> =
+      batch.length === 1
+        ? this.store.appendEvent(e0.runId, e0.type, e0.data, e0.terminal, { expectedSeq: e0.expectedSeq }).then((s) => [s])
+        : this.store.appendOwnedEvents(batch);
+    write
+      .then(
+        (stored) => batch.forEach((e, i) => e.resolve(stored[i] ?? null)),
+        (err: unknown) => {
+          // A deadlock or serialization failure rolled the whole statement back: each append goes again, alone.
+          if (batch.length > 1 && isRetryableConflict(err)) {
+            for (const e of batch)
+              this.store.appendEvent(e.runId, e.type, e.data, e.terminal, { expectedSeq: e.expectedSeq }).then(e.resolve, e.reject);
+          } else for (const e of batch) e.reject(err);
+        },
+      )
+      .finally(() => {
+        this.busy = false;
+        this.pump();
+      });
+  }
+}
+
+function isRetryableConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
 }
 
 /** The terminal of a run whose log could not be continued: `run_failed`, keeping usage/snapshot/output. */

@@ -14,7 +14,7 @@
 import type { Logger } from '../core/platform/logger.js';
 import type { RunPlan } from './composition.js';
 import type { AbortCause } from './errors.js';
-import { EventHub, RunEmitter, type CoalesceOptions } from './events.js';
+import { EventHub, GroupAppender, RunEmitter, type CoalesceOptions } from './events.js';
 import type { ModelCaller } from './model/inner-llm-model.js';
 import type { PluginToolResolver } from './modules/types.js';
 import { executeRun } from './run-task.js';
@@ -44,6 +44,8 @@ export class RunManager {
   /** Runs whose create is in flight here (inserted, not yet started): never adopted as orphans. */
   private readonly creating = new Set<string>();
   private timers: NodeJS.Timeout[] = [];
+  /** Every run's appends go through one group commit (docs/decisions/0014). */
+  readonly appender: GroupAppender;
 
   constructor(
     private readonly store: PgRunStore,
@@ -52,7 +54,9 @@ export class RunManager {
     private readonly toolResolver: PluginToolResolver,
     private readonly logger: Logger,
     readonly options: RunManagerOptions,
-  ) {}
+  ) {
+    this.appender = new GroupAppender(store);
+  }
 
   get activeRunIds(): string[] {
     return [...this.active.keys()];
@@ -61,9 +65,10 @@ export class RunManager {
   start(runId: string, plan: RunPlan): void {
     const controller = new AbortController();
     const emitter = new RunEmitter(
-      this.store,
+      this.appender,
       runId,
-      this.options.coalesce,
+      // The coalescing window grows with the runs streaming here (core/platform/stream-window.ts loadFactor).
+      { ...this.options.coalesce, inFlight: () => this.active.size },
       {
         onAppended: (id, seq) => this.hub.notify(id, seq),
         onRunEndedElsewhere: () => controller.abort({ kind: 'abandon' } satisfies AbortCause),

@@ -58,6 +58,15 @@ export interface TerminalUpdate {
   error_type?: string | null;
 }
 
+/** One owner append of a group commit (`appendOwnedEvents`). */
+export interface OwnedAppend {
+  runId: string;
+  type: string;
+  data: unknown;
+  terminal?: TerminalUpdate;
+  expectedSeq: number;
+}
+
 export type CancelOutcome =
   { kind: 'requested'; run: RunRow } | { kind: 'already_cancelled'; run: RunRow } | { kind: 'ended'; run: RunRow } | { kind: 'not_found' };
 
@@ -331,10 +340,74 @@ export class PgRunStore {
     if (opts.expectedSeq === undefined) return null;
     // Nothing applied: either an earlier attempt of this very append committed, or the run moved on
     // without us (ended elsewhere).
+    return this.findOwnAppend(runId, opts.expectedSeq, type, data);
+  }
+
+  /**
+   * Group commit (docs/decisions/0014): the owners' appends of several runs — at most one per run, each with its
+   * `expectedSeq` — as ONE statement, with the same rules as `appendEvent` row by row. Returns, per entry in order, the
+   * stored event, or null when that run's append did not apply (then, like `appendEvent`, an earlier attempt of the same
+   * append may have committed: that event is looked up and returned). A connection failure fails every entry; none of
+   * them is then known to be stored, and each is retried by its emitter (idempotent through `expectedSeq`).
+   */
+  async appendOwnedEvents(entries: OwnedAppend[]): Promise<Array<StoredEvent | null>> {
+    if (new Set(entries.map((e) => e.runId)).size !== entries.length) throw new Error('appendOwnedEvents: one entry per run');
+    const batch = JSON.stringify(
+      entries.map((e, ord) => ({
+        ord,
+        run_id: e.runId,
+        type: e.type,
+        data: e.data ?? null,
+        expected: e.expectedSeq,
+        status: e.terminal?.status ?? null,
+        error: e.terminal?.error ?? null,
+        error_type: e.terminal?.error_type ?? null,
+      })),
+    );
+    // The rows are locked in run id order first (lock), so two batches (or a batch and the heartbeat) cannot deadlock.
+    const r = await this.q(
+      `with b as (
+         select * from jsonb_to_recordset($1::jsonb)
+           as x(ord int, run_id text, type text, data jsonb, expected bigint, status text, error text, error_type text)
+       ), lock as (
+         select runs.run_id from ${SCHEMA}.runs runs join b using (run_id)
+          where runs.status = 'running' and runs.last_seq = b.expected - 1
+          order by runs.run_id for update of runs
+       ), r as (
+         update ${SCHEMA}.runs runs
+            set last_seq = runs.last_seq + 1,
+                updated_at = now(),
+                status = coalesce(b.status, runs.status),
+                error = case when b.status is null then runs.error else b.error end,
+                error_type = case when b.status is null then runs.error_type else b.error_type end
+           from b
+          where runs.run_id = b.run_id and runs.run_id in (select run_id from lock)
+            and runs.status = 'running' and runs.last_seq = b.expected - 1
+          returning b.ord, runs.last_seq
+       ), ins as (
+         insert into ${SCHEMA}.events (run_id, seq, type, data)
+         select b.run_id, r.last_seq, b.type, coalesce(b.data, 'null'::jsonb) from r join b using (ord)
+         returning run_id, seq, created_at
+       )
+       select b.ord, ins.seq::text as seq, ins.created_at, pg_notify('${EVENTS_CHANNEL}', ins.run_id || ':' || ins.seq)
+         from ins join b on b.run_id = ins.run_id`,
+      [batch],
+    );
+    const out: Array<StoredEvent | null> = entries.map(() => null);
+    for (const row of r.rows as Array<{ ord: number; seq: string; created_at: unknown }>) {
+      const e = entries[row.ord]!;
+      out[row.ord] = { id: row.seq, run_id: e.runId, type: e.type, data: e.data, created_at: iso(row.created_at) };
+    }
+    // Not applied: an earlier attempt of this very append may have committed (its answer lost), or the run moved on.
+    for (const [i, e] of entries.entries()) if (!out[i]) out[i] = await this.findOwnAppend(e.runId, e.expectedSeq, e.type, e.data);
+    return out;
+  }
+
+  private async findOwnAppend(runId: string, seq: number, type: string, data: unknown): Promise<StoredEvent | null> {
     const mine = await this.q(
       `select seq::text as seq, created_at from ${SCHEMA}.events
         where run_id = $1 and seq = $2 and type = $3 and data = $4::jsonb`,
-      [runId, opts.expectedSeq, type, json],
+      [runId, seq, type, JSON.stringify(data)],
     );
     if (mine.rowCount !== 1) return null;
     return { id: mine.rows[0].seq, run_id: runId, type, data, created_at: iso(mine.rows[0].created_at) };

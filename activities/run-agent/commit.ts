@@ -8,9 +8,10 @@
 import type { Db, Prisma } from '../../core/platform/db.js';
 import type { NewClientEvent } from '../../core/protocol/client-events.js';
 import { turnEventBase } from '../../core/protocol/client-events.js';
-import { appendEvents, commitAnswerText } from '../../core/protocol/event-log.js';
+import { appendEvents, commitAnswerText, commitAnswerTexts, type AnswerTextCommit } from '../../core/protocol/event-log.js';
+import { isDependencyUnavailable } from '../../core/platform/dependency-errors.js';
 import { timedCommit } from '../../core/platform/metrics/index.js';
-import { streamWindowMs } from '../../core/platform/stream-window.js';
+import { streamWindowMs, windowDelayMs } from '../../core/platform/stream-window.js';
 import type { TurnMessage } from '../final-events.js';
 import { keepTurnLock, releaseTurnLock } from '../turn-lock.js';
 
@@ -20,6 +21,67 @@ export class FencedOut extends Error {
   constructor() {
     super('another attempt advanced this turn; this one stops');
   }
+}
+
+/** Runs this process is consuming now (consume.ts counts them): the debounce window grows with it. */
+export const consuming = { runs: 0 };
+
+/**
+ * Group commit of the streamed text across the runs of this process (docs/decisions/0014): while no text statement
+ * is in flight a flush goes out at once, alone (`commitAnswerText`, as before); flushes that arrive while one is in
+ * flight wait for it, then go out together as one statement (`commitAnswerTexts`). A flush resolves only once its
+ * statement committed, with its own compare-and-set's answer.
+ */
+class TextCommitGroup {
+  private queue: Array<AnswerTextCommit & { resolve: (ok: boolean) => void; reject: (err: unknown) => void }> = [];
+  private busy = false;
+  readonly stats = { statements: 0, commits: 0 };
+
+  constructor(private readonly db: Db) {}
+
+  commit(entry: AnswerTextCommit): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ ...entry, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.busy || this.queue.length === 0) return;
+    const batch: typeof this.queue = [];
+    const later: typeof this.queue = [];
+    const seen = new Set<string>();
+    for (const e of this.queue) (seen.has(e.messageId) ? later : (seen.add(e.messageId), batch)).push(e);
+    this.queue = later;
+    this.busy = true;
+    this.stats.statements += 1;
+    this.stats.commits += batch.length;
+    const alone = (e: AnswerTextCommit) => timedCommit('text', () => commitAnswerText(this.db, e));
+    const write: Promise<boolean[]> =
+      batch.length === 1 ? alone(batch[0]!).then((ok) => [ok]) : timedCommit('text', () => commitAnswerTexts(this.db, batch));
+    write
+      .then(
+        (oks) => batch.forEach((e, i) => e.resolve(oks[i] ?? false)),
+        (err: unknown) => {
+          // Rolled back as a whole for one entry's sake (a deadlock, a unique violation): each goes again, alone.
+          if (batch.length > 1 && !isDependencyUnavailable(err)) for (const e of batch) alone(e).then(e.resolve, e.reject);
+          else for (const e of batch) e.reject(err);
+        },
+      )
+      .finally(() => {
+        this.busy = false;
+        this.pump();
+      });
+  }
+}
+
+const groups = new WeakMap<Db, TextCommitGroup>();
+
+/** The text group commit of a database client (one per process and client). */
+export function textCommitGroup(db: Db): TextCommitGroup {
+  let g = groups.get(db);
+  if (!g) groups.set(db, (g = new TextCommitGroup(db)));
+  return g;
 }
 
 export class RunCommitter {
@@ -66,11 +128,16 @@ export class RunCommitter {
     this.pendingLastId = eventId;
   }
 
-  /** Milliseconds until the pending text is due (the debounce window, grown with the stream's age); null when nothing is pending. */
-  dueIn(debounceMs: number, now = Date.now()): number | null {
+  /**
+   * Milliseconds until the pending text is due (the debounce window, grown with the stream's age and with the runs
+   * consumed here; under load it ends on a shared clock slot, so many runs' flushes go out together); null when
+   * nothing is pending.
+   */
+  dueIn(debounceMs: number, now = Date.now(), inFlight = consuming.runs): number | null {
     if (!this.pendingText) return null;
-    const windowMs = streamWindowMs(debounceMs, this.pendingFirstAt - this.streamStartedAt);
-    return Math.max(0, this.pendingFirstAt + windowMs - now);
+    const windowMs = streamWindowMs(debounceMs, this.pendingFirstAt - this.streamStartedAt, inFlight);
+    const delay = windowDelayMs(this.pendingFirstAt, windowMs, debounceMs, inFlight);
+    return Math.max(0, this.pendingFirstAt + delay - now);
   }
 
   /** The pending text, then the effects, with the cursor CAS in one transaction. */
@@ -140,15 +207,13 @@ export class RunCommitter {
     if (!this.pendingText || !this.pendingLastId) return;
     const [event] = this.pendingEvents();
     const newCursor = this.pendingLastId;
-    const ok = await timedCommit('text', () =>
-      commitAnswerText(this.db, {
-        messageId: this.msg.id,
-        expectedCursor: this.cursor,
-        newCursor,
-        text: this.pendingText,
-        event: event!,
-      }),
-    );
+    const ok = await textCommitGroup(this.db).commit({
+      messageId: this.msg.id,
+      expectedCursor: this.cursor,
+      newCursor,
+      text: this.pendingText,
+      event: event!,
+    });
     if (!ok) throw new FencedOut();
     this.cursor = newCursor;
     this.clearPending();

@@ -9,7 +9,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import type { RunEvent } from '../../core/protocol/run.js';
 import { attemptLostError, cancellationCause, isAttemptLost, UserStop } from './cancellation.js';
-import { FencedOut } from './commit.js';
+import { consuming, FencedOut } from './commit.js';
 import type { RunAgentOutcome, RunScope } from './scope.js';
 import { endRun, isTerminalEvent, stopWithoutTerminal } from './terminal.js';
 import { attachToolFiles } from './tool-files.js';
@@ -38,6 +38,7 @@ export async function consumeRun(scope: RunScope, backendRunId: string): Promise
   ctx.cancellationSignal.addEventListener('abort', onCancel);
   if (ctx.cancellationSignal.aborted) onCancel();
   const beat = setInterval(() => ctx.heartbeat({ backendRunId, cursor: committer.cursor }), HEARTBEAT_EVERY_MS);
+  consuming.runs += 1;
 
   try {
     let reconnects = 0;
@@ -104,6 +105,7 @@ export async function consumeRun(scope: RunScope, backendRunId: string): Promise
       if ((await firstOf(new Promise<never>(() => undefined), backoff, lost.signal)) === LOST) throw attemptLostError(ctx);
     }
   } finally {
+    consuming.runs -= 1;
     clearInterval(beat);
     ctx.cancellationSignal.removeEventListener('abort', onCancel);
   }

@@ -68,6 +68,60 @@ export async function commitAnswerText(
   return rows.length > 0;
 }
 
+/** One message's text commit of a group (`commitAnswerTexts`): the arguments of `commitAnswerText`. */
+export interface AnswerTextCommit {
+  messageId: string;
+  expectedCursor: string | null;
+  newCursor: string;
+  text: string;
+  event: NewClientEvent;
+}
+
+/**
+ * Group commit (docs/decisions/0014): `commitAnswerText` for several messages (at most one entry each) as ONE
+ * statement, each entry under its own cursor compare-and-set. Returns, per entry in order, whether it applied (false:
+ * that message's cursor had moved, and nothing of it was written). The cursor rows are locked in message id order
+ * first, so two groups cannot deadlock.
+ */
+export async function commitAnswerTexts(db: Tx, entries: AnswerTextCommit[]): Promise<boolean[]> {
+  if (new Set(entries.map((e) => e.messageId)).size !== entries.length) throw new Error('commitAnswerTexts: one entry per message');
+  const batch = JSON.stringify(
+    entries.map((e) => ({
+      message_id: e.messageId,
+      expected: e.expectedCursor,
+      new_cursor: e.newCursor,
+      text: e.text,
+      event: e.event.event,
+      data: e.event.data,
+      source_key: e.event.sourceKey,
+    })),
+  );
+  const rows = await db.$queryRaw<{ message_id: string }[]>`
+    with b as (
+      select * from jsonb_to_recordset(${batch}::jsonb)
+        as x(message_id uuid, expected text, new_cursor text, text text, event text, data jsonb, source_key text)
+    ), lock as (
+      select r.message_id from agent_backend_runs r join b using (message_id)
+       where r.cursor is not distinct from b.expected
+       order by r.message_id for update of r
+    ), cas as (
+      update agent_backend_runs r set cursor = b.new_cursor, updated_at = now()
+        from b
+       where r.message_id = b.message_id and r.message_id in (select message_id from lock) and r.cursor is not distinct from b.expected
+      returning r.message_id
+    ), msg as (
+      update messages m set answer = m.answer || b.text, event_seq = m.event_seq + 1, updated_at = now()
+        from b
+       where m.id = b.message_id and m.id in (select message_id from cas)
+      returning m.id, m.event_seq
+    )
+    insert into message_events (message_id, seq, event, data, source_key)
+    select msg.id, msg.event_seq, b.event, b.data, b.source_key from msg join b on b.message_id = msg.id
+    returning message_id::text`;
+  const applied = new Set(rows.map((r) => r.message_id));
+  return entries.map((e) => applied.has(e.messageId.toLowerCase()));
+}
+
 export async function readEvents(db: Db, messageId: string, afterSeq: number, limit = 500): Promise<StoredClientEvent[]> {
   const rows = await db.messageEvent.findMany({
     where: { message_id: messageId, seq: { gt: afterSeq } },
@@ -89,12 +143,16 @@ async function lastTerminalSeq(db: Db, messageId: string): Promise<number | null
 }
 
 /**
- * One LISTEN connection per process, fanning notifications out by message id. Reconnects on error.
+ * One LISTEN connection per process, fanning notifications out by message id. Reconnects on error. Other channels
+ * ride on the same connection (`onChannel`: the gateway cache's invalidations, core/domain/llm/gateway-cache.ts).
  */
 export class EventNotifier {
   private readonly emitter = new EventEmitter();
   private client: pg.Client | null = null;
   private closed = false;
+  /** Handlers of the other channels; `listened`: those the current connection has LISTENed to. */
+  private readonly channels = new Map<string, Set<(payload?: string) => void>>();
+  private listened = new Set<string>();
 
   constructor(
     private readonly databaseUrl: string,
@@ -126,10 +184,12 @@ export class EventNotifier {
   private async connect(): Promise<void> {
     const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 5_000 });
     client.on('notification', (n) => {
-      if (n.payload) this.emitter.emit(n.payload);
+      if (n.channel !== 'message_events') for (const fn of this.channels.get(n.channel) ?? []) fn(n.payload);
+      else if (n.payload) this.emitter.emit(n.payload);
     });
     client.on('error', (err) => {
       this.client = null;
+      this.listened = new Set();
       if (this.closed) return;
       this.logger?.warn({ err: err.message }, 'event notifier connection lost; reconnecting');
       this.reconnect(500);
@@ -137,6 +197,7 @@ export class EventNotifier {
     try {
       await client.connect();
       await client.query('LISTEN message_events');
+      for (const channel of this.channels.keys()) await client.query(`LISTEN "${channel}"`);
     } catch (err) {
       client.removeAllListeners('error');
       client.on('error', () => undefined);
@@ -148,8 +209,37 @@ export class EventNotifier {
       return;
     }
     this.client = client;
-    // Wake everyone once after a reconnect: they re-read rows, so nothing is missed.
+    this.listened = new Set(this.channels.keys());
+    // Wake everyone once after a reconnect: they re-read rows, so nothing is missed (a channel's handlers: no payload).
     for (const name of this.emitter.eventNames()) this.emitter.emit(name);
+    for (const fns of this.channels.values()) for (const fn of fns) fn(undefined);
+  }
+
+  /** True while the connection is up and LISTENs to `channel` (until then its notifications may be missed). */
+  listensTo(channel: string): boolean {
+    return this.client !== null && this.listened.has(channel);
+  }
+
+  /**
+   * Calls `fn` with each notification's payload on `channel` (a plain identifier), and with none once the channel is
+   * listened to after a (re)connect: whatever was sent meanwhile may have been missed.
+   */
+  onChannel(channel: string, fn: (payload?: string) => void): () => void {
+    if (!/^[a-z_][a-z0-9_]*$/.test(channel)) throw new Error(`not a channel name: ${channel}`);
+    let fns = this.channels.get(channel);
+    if (!fns) this.channels.set(channel, (fns = new Set()));
+    fns.add(fn);
+    const client = this.client;
+    if (client && !this.listened.has(channel))
+      client.query(`LISTEN "${channel}"`).then(
+        () => {
+          if (this.client !== client) return;
+          this.listened.add(channel);
+          for (const f of this.channels.get(channel) ?? []) f(undefined);
+        },
+        () => undefined, // the connection's error handler reconnects, and the reconnect LISTENs
+      );
+    return () => void fns.delete(fn);
   }
 
   private reconnecting = false;

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../core/platform/db.js';
-import { appendEvents, commitAnswerText, readEvents } from '../../core/protocol/event-log.js';
+import { appendEvents, commitAnswerText, commitAnswerTexts, readEvents } from '../../core/protocol/event-log.js';
 import type { NewClientEvent, StoredClientEvent } from '../../core/protocol/client-events.js';
 import { ensureDemoData, type DemoData } from '../../core/domain/seed.js';
 import { freshDatabase } from '../support/db.js';
@@ -115,5 +115,47 @@ describe('appendEvents', () => {
       [3, 'lo'],
       [4, 'end#0'],
     ]);
+  });
+
+  it('commits the text of several messages in one statement, each under its own compare-and-set (group commit)', async () => {
+    const [a, b, c] = [await newMessage(), await newMessage(), await newMessage()];
+    for (const id of [a, b, c]) await db.agentBackendRun.create({ data: { message_id: id, request: {} } });
+    const text = (t: string, key: string): NewClientEvent => ({
+      event: 'agent_message',
+      sourceKey: key,
+      data: { ...base, event: 'agent_message', id: base.message_id, answer: t },
+    });
+    expect(await commitAnswerText(db, { messageId: c, expectedCursor: null, newCursor: '3', text: 'C', event: text('C', 'be:3') })).toBe(
+      true,
+    );
+    // a and b start; c's entry is stale (expects no cursor, it is 3): it alone writes nothing.
+    expect(
+      await commitAnswerTexts(db, [
+        { messageId: a, expectedCursor: null, newCursor: '2', text: 'A1', event: text('A1', 'be:2') },
+        { messageId: b, expectedCursor: null, newCursor: '4', text: 'B1', event: text('B1', 'be:4') },
+        { messageId: c, expectedCursor: null, newCursor: '7', text: 'XX', event: text('XX', 'be:7') },
+      ]),
+    ).toEqual([true, true, false]);
+    expect(
+      await commitAnswerTexts(db, [
+        { messageId: b, expectedCursor: '4', newCursor: '6', text: 'B2', event: text('B2', 'be:6') },
+        { messageId: a, expectedCursor: '2', newCursor: '5', text: 'A2', event: text('A2', 'be:5') },
+      ]),
+    ).toEqual([true, true]);
+    await expect(
+      commitAnswerTexts(db, [
+        { messageId: a, expectedCursor: '5', newCursor: '8', text: 'x', event: text('x', 'be:8') },
+        { messageId: a, expectedCursor: '5', newCursor: '9', text: 'y', event: text('y', 'be:9') },
+      ]),
+    ).rejects.toThrow('one entry per message');
+    for (const [id, answer, cursor, events] of [
+      [a, 'A1A2', '5', ['A1', 'A2']],
+      [b, 'B1B2', '6', ['B1', 'B2']],
+      [c, 'C', '3', ['C']],
+    ] as const) {
+      const msg = await db.message.findUniqueOrThrow({ where: { id }, include: { agent_run: true } });
+      expect([msg.answer, msg.agent_run!.cursor]).toEqual([answer, cursor]);
+      expect((await readEvents(db, id, 0)).map((r) => [r.seq, answerOf(r)])).toEqual(events.map((e, i) => [i + 1, e]));
+    }
   });
 });
