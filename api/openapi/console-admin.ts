@@ -10,6 +10,7 @@ import {
   RestoreVersionResponse,
 } from '../console/admin.js';
 import { PAGE_PARAMETERS } from '../pagination.js';
+import { appIdParam, pathParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -20,14 +21,7 @@ export const CONSOLE_ADMIN_RESPONSES = { ApiKeyListResponse, CreatedApiKeyRespon
 
 export function consoleAdminPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
   const security = [{ ConsoleKey: [] }];
-  const uuid = (name: string, description: string) => ({
-    name,
-    in: 'path',
-    required: true,
-    description,
-    schema: { type: 'string', format: 'uuid' },
-  });
-  const appId = uuid('app_id', 'App id.');
+  const appId = appIdParam;
   return {
     '/console/api/apps/{app_id}/api-keys': {
       get: {
@@ -53,7 +47,7 @@ export function consoleAdminPaths(errors: (...statuses: number[]) => Record<stri
         operationId: 'revokeAppApiKey',
         tags: ['console'],
         security,
-        parameters: [appId, uuid('key_id', 'Key id (from the list).')],
+        parameters: [appId, pathParam('key_id', 'Key id (from the list).')],
         summary: 'Revoke the key: every later /v1 request with it is a 401. Revoking a revoked key is a no-op. 404 `api_key_not_found`.',
         responses: { '204': { description: 'Revoked.' }, ...errors() },
       },
@@ -63,7 +57,7 @@ export function consoleAdminPaths(errors: (...statuses: number[]) => Record<stri
         operationId: 'restoreAgentVersion',
         tags: ['console'],
         security,
-        parameters: [appId, uuid('version_id', 'The past version (from the versions list).')],
+        parameters: [appId, pathParam('version_id', 'The past version (from the versions list).')],
         summary:
           'Restore a past version: `to: publish` publishes its config again as a new version (201), `to: draft` loads it into the ' +
           'shared draft (200). Validated again first: 400 `invalid_agent_config` when it no longer holds (a dataset deleted since).',

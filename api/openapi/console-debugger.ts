@@ -5,7 +5,7 @@
  * the ones those routes validate with.
  */
 import { z } from 'zod';
-import { queryParams } from './params.js';
+import { appIdParam, pathParam, queryParams } from './params.js';
 import { DebugChat, DebugConversationsQuery, DebugFormSubmitRequest, DebugMessagesQuery } from '../console/debugger.js';
 import { ConversationResponse, MessageResponse, Uuid } from '../schemas.js';
 
@@ -39,21 +39,9 @@ export function consoleDebuggerPaths(
   errors: (...statuses: number[]) => Record<string, unknown>,
   sse: { description: string; content: JsonSchema },
 ): Record<string, Record<string, JsonSchema>> {
-  const appId = { name: 'app_id', in: 'path', required: true, description: 'App id.', schema: { type: 'string', format: 'uuid' } };
-  const taskId = {
-    name: 'task_id',
-    in: 'path',
-    required: true,
-    description: 'The message id of a debugger turn (`task_id` in its events).',
-    schema: { type: 'string', format: 'uuid' },
-  };
-  const formToken = {
-    name: 'form_token',
-    in: 'path',
-    required: true,
-    description: 'The form token of `human_input_required`.',
-    schema: { type: 'string' },
-  };
+  const appId = appIdParam;
+  const taskId = pathParam('task_id', 'The message id of a debugger turn (`task_id` in its events).');
+  const formToken = pathParam('form_token', 'The form token of `human_input_required`.', { type: 'string' });
   const op = (o: JsonSchema, ...params: JsonSchema[]): JsonSchema => ({
     tags: ['console'],
     security: [{ ConsoleKey: [] }],

@@ -8,6 +8,7 @@ import { AgentSoulConfig } from '../../core/domain/soul.js';
 import { PAGE_PARAMETERS, pageSchema } from '../pagination.js';
 import { MultitaskSettings } from '../schemas.js';
 import { MULTITASK_STRATEGIES } from '../../workflows/multitask-definitions.js';
+import { appIdParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -143,7 +144,7 @@ const INVALID_CONFIG = {
  * routes that check a config answer the specific 400 instead.
  */
 export function consoleAgentPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
-  const appId = { name: 'app_id', in: 'path', required: true, description: 'App id.', schema: { type: 'string', format: 'uuid' } };
+  const appId = appIdParam;
   const security = [{ ConsoleKey: [] }];
   const op = (o: JsonSchema): JsonSchema => ({ tags: ['console'], security, parameters: [appId], ...o });
   const checked = (description: string, id: string, status = '200') => ({

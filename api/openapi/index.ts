@@ -12,7 +12,7 @@ import { projectRoot } from '../../core/platform/project-root.js';
 import { ERROR_CODES } from '../../core/protocol/error-codes.js';
 import type { RequestHandler } from 'express';
 import { z } from 'zod';
-import { queryParams } from './params.js';
+import { pathParam, queryParams } from './params.js';
 import * as S from '../schemas.js';
 import { CONSOLE_REQUESTS, CONSOLE_RESPONSES, consoleAgentPaths } from './console.js';
 import { CONSOLE_DEBUGGER_REQUESTS, CONSOLE_DEBUGGER_RESPONSES, consoleDebuggerPaths } from './console-debugger.js';
@@ -87,13 +87,6 @@ function components(schemas: Record<string, z.ZodType>, io: 'input' | 'output'):
   return Object.fromEntries(Object.entries(out).map(([id, { $schema: _s, $id: _i, ...rest }]) => [id, rest as JsonSchema]));
 }
 
-const pathParam = (name: string, description: string) => ({
-  name,
-  in: 'path',
-  required: true,
-  description,
-  schema: { type: 'string', format: 'uuid' },
-});
 const json = (schemaRef: JsonSchema) => ({ 'application/json': { schema: schemaRef } });
 const ok = (description: string, id: string) => ({ description, content: json(ref(id)) });
 const errors = (...statuses: number[]) =>

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { RetrievedChunk } from '../../core/protocol/knowledge.js';
 import { PAGE_PARAMETERS, pageSchema } from '../pagination.js';
 import { CreateDatasetBody, HitTestBody, TextDocumentBody } from '../console/knowledge.js';
+import { pathParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -75,13 +76,7 @@ export const KNOWLEDGE_RESPONSES = {
 };
 
 export function knowledgePaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
-  const id = (name: string, what: string) => ({
-    name,
-    in: 'path',
-    required: true,
-    description: what,
-    schema: { type: 'string', format: 'uuid' },
-  });
+  const id = pathParam;
   const security = [{ ConsoleKey: [] }];
   const op = (o: JsonSchema, parameters: JsonSchema[] = []): JsonSchema => ({ tags: ['knowledge'], security, parameters, ...o });
   const ds = id('dataset_id', 'Dataset id.');

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { CheckModelCredentialsBody, SaveModelCredentialsBody } from '../console/model-providers.js';
+import { pathParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -53,13 +54,7 @@ export const MODEL_RESPONSES = {
 
 export function modelProviderPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
   const security = [{ ConsoleKey: [] }];
-  const provider = {
-    name: 'provider',
-    in: 'path',
-    required: true,
-    description: 'Provider name (`openai`, `anthropic`, …).',
-    schema: { type: 'string' },
-  };
+  const provider = pathParam('provider', 'Provider name (`openai`, `anthropic`, …).', { type: 'string' });
   const op = (o: JsonSchema, parameters: JsonSchema[] = [provider]): JsonSchema => ({ tags: ['models'], security, parameters, ...o });
   const ok = (description: string, schema: string) => ({ '200': { description, content: json(ref(schema)) } });
   return {

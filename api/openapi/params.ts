@@ -16,3 +16,11 @@ export function queryParams(schema: z.ZodObject): JsonSchema[] {
     schema: s,
   }));
 }
+
+/** A required path parameter; a uuid unless `schema` says otherwise. */
+export function pathParam(name: string, description: string, schema: JsonSchema = { type: 'string', format: 'uuid' }): JsonSchema {
+  return { name, in: 'path', required: true, description, schema };
+}
+
+/** `{app_id}` of the console's per-app routes. */
+export const appIdParam = pathParam('app_id', 'App id.');

@@ -7,6 +7,7 @@ import { AnnotationBody, AnnotationSettings } from '../console/agent.js';
 import { CreateAppBody, CreatedAppResponse } from '../console/admin.js';
 import { AgentVersionResponse, AnnotationListResponse, StudioAppList, TurnRunResponse } from '../console/studio.js';
 import { PAGE_PARAMETERS } from '../pagination.js';
+import { appIdParam, pathParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -38,14 +39,7 @@ export const STUDIO_RESPONSES = {
 
 export function studioPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
   const security = [{ ConsoleKey: [] }];
-  const uuid = (name: string, description: string) => ({
-    name,
-    in: 'path',
-    required: true,
-    description,
-    schema: { type: 'string', format: 'uuid' },
-  });
-  const appId = uuid('app_id', 'App id.');
+  const appId = appIdParam;
   return {
     '/console/api/apps': {
       get: {
@@ -73,7 +67,7 @@ export function studioPaths(errors: (...statuses: number[]) => Record<string, un
         operationId: 'getAgentVersion',
         tags: ['console'],
         security,
-        parameters: [appId, uuid('version_id', 'Version id (from the versions list).')],
+        parameters: [appId, pathParam('version_id', 'Version id (from the versions list).')],
         summary: "One published version with its config (the studio diffs two). 404 `agent_version_not_found` for another agent's version.",
         responses: { '200': { description: 'The version.', content: json(ref('AgentVersionResponse')) }, ...errors() },
       },
@@ -114,7 +108,7 @@ export function studioPaths(errors: (...statuses: number[]) => Record<string, un
         operationId: 'getTurnRun',
         tags: ['console'],
         security,
-        parameters: [appId, uuid('message_id', 'A message (turn) of the app, service or debugger.')],
+        parameters: [appId, pathParam('message_id', 'A message (turn) of the app, service or debugger.')],
         summary:
           "A turn's run facts for the studio's inspector: status, error, usage, its Temporal workflow id with a link into the " +
           "Temporal UI (when TEMPORAL_UI_URL is known) and the agent backend run id. 404 `message_not_found` for another app's message.",
