@@ -123,6 +123,7 @@ export function createWiredApi(deps: {
           providers,
           maxJsonDepth: config.JSON_MAX_DEPTH,
           uploads: config,
+          notifier,
         }),
       },
       {

@@ -11,7 +11,7 @@ import { z } from 'zod';
 import type { Config } from '../../core/platform/config.js';
 import type { Db } from '../../core/platform/db.js';
 import { jsonBody } from '../../core/platform/json-guard.js';
-import { loadCredentials, saveCredentials } from '../../core/domain/llm/credentials.js';
+import { deleteCredentials, loadCredentials, saveCredentials } from '../../core/domain/llm/credentials.js';
 import { toInvokeError } from '../../core/domain/llm/errors.js';
 import type { LlmProvider, ModelInfo, ProviderRegistry } from '../../core/domain/llm/provider.js';
 import { createDefaultProviders, type ProviderConfig } from '../../core/domain/llm/providers/index.js';
@@ -168,7 +168,7 @@ export function modelProviderRoutes(deps: ModelProviderRouteDeps): Router {
 
   r.delete('/:provider/credentials', async (req, res) => {
     const p = providerOf(req);
-    const { count } = await db.modelProviderCredential.deleteMany({ where: { tenant_id: req.consoleCtx!.tenantId, provider: p.name } });
+    const count = await deleteCredentials(db, req.consoleCtx!.tenantId, p.name);
     if (count === 0) throw new HttpError(404, 'model_credentials_not_found', `This workspace has no ${p.name} credentials.`);
     res.status(204).end();
   });

@@ -12,6 +12,7 @@ import { isDependencyUnavailable } from '../../core/platform/dependency-errors.j
 import type { PrismaClient } from '../../core/generated/prisma/client.js';
 import { parseEncryptionKey } from '../../core/domain/llm/credentials.js';
 import { createLlmInvoker, type Clock } from '../../core/domain/llm/invoke.js';
+import { GatewayCache, setProcessGatewayCache, type InvalidationSource } from '../../core/domain/llm/gateway-cache.js';
 import type { ProviderRegistry } from '../../core/domain/llm/provider.js';
 import type { Logger } from '../../core/platform/logger.js';
 import type { ErrorCode } from '../../core/protocol/error-codes.js';
@@ -38,17 +39,26 @@ export interface InnerLlmRouterDeps {
   maxJsonDepth?: number;
   /** Keep-alive comment interval while a model is slow to answer, ms (default 10 s). */
   pingMs?: number;
+  /**
+   * The process's LISTEN connection (EventNotifier): with it, credentials and pool verdicts are cached in process and
+   * dropped on NOTIFY gateway_cache (core/domain/llm/gateway-cache.ts); the cache becomes the process's, so a worker
+   * in this process reads a turn's credentials through it too. Without it every call reads them.
+   */
+  notifier?: InvalidationSource;
 }
 
 /** Mount at `/inner/api/agent/llm`. */
 export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
   const log = deps.logger.child({ component: 'inner-llm' });
+  const cache = deps.notifier ? new GatewayCache(deps.notifier) : undefined;
+  if (cache) setProcessGatewayCache(cache);
   const invoker = createLlmInvoker({
     db: deps.db,
     providers: deps.providers,
     encryptionKey: parseEncryptionKey(deps.config.ENCRYPTION_KEY),
     logger: log,
     clock: deps.clock,
+    cache,
   });
   const pingMs = deps.pingMs ?? 10_000;
   const router = express.Router();

@@ -52,6 +52,16 @@ export type EncryptionKey = Buffer | string;
 
 const keyOf = (key: EncryptionKey) => (typeof key === 'string' ? parseEncryptionKey(key) : key);
 
+let afterWrite: ((tenantId: string, provider: string) => void) | null = null;
+
+/**
+ * Called after each write below. The process's gateway cache (gateway-cache.ts) drops the entry at once here, so
+ * this process's next read sees its own write even before the NOTIFY of the write has come back.
+ */
+export function onCredentialsWritten(fn: ((tenantId: string, provider: string) => void) | null): void {
+  afterWrite = fn;
+}
+
 /** Create or replace the tenant's credentials for a provider. */
 export async function saveCredentials(
   db: Db,
@@ -66,6 +76,14 @@ export async function saveCredentials(
     create: { tenant_id: tenantId, provider, encrypted_config },
     update: { encrypted_config },
   });
+  afterWrite?.(tenantId, provider);
+}
+
+/** Delete the tenant's credentials for a provider; how many rows went (0 or 1). */
+export async function deleteCredentials(db: Db, tenantId: string, provider: string): Promise<number> {
+  const { count } = await db.modelProviderCredential.deleteMany({ where: { tenant_id: tenantId, provider } });
+  afterWrite?.(tenantId, provider);
+  return count;
 }
 
 /** The tenant's decrypted credentials for a provider, or null when it has none (system-hosted). */

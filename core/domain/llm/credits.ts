@@ -6,6 +6,7 @@
  */
 import crypto from 'node:crypto';
 import type { PrismaClient } from '../../generated/prisma/client.js';
+import type { PoolState } from './gateway-cache.js';
 
 type Db = Pick<PrismaClient, 'creditPool' | 'creditLedger' | '$transaction' | '$queryRaw'>;
 
@@ -23,6 +24,8 @@ export type QuotaCheck =
 export interface CallState {
   encryptedConfig: string | null;
   quota: QuotaCheck;
+  /** The pool as the gateway cache keeps it (gateway-cache.ts): none, or whether it is used up. */
+  pool: PoolState;
 }
 
 export async function readCallState(db: Db, tenantId: string, provider: string, billingId: string): Promise<CallState> {
@@ -33,7 +36,11 @@ export async function readCallState(db: Db, tenantId: string, provider: string, 
              AS encrypted_config,
            EXISTS (SELECT 1 FROM credit_ledger WHERE billing_request_id = ${billingId}) AS existing, p.quota_limit, p.quota_used
       FROM (SELECT 1) one LEFT JOIN credit_pools p ON p.tenant_id = ${tenantId}::uuid`;
-  return { encryptedConfig: row?.encrypted_config ?? null, quota: quotaOf(row) };
+  const pool: PoolState =
+    row && row.quota_limit !== null && row.quota_used !== null
+      ? { exists: true, exhausted: BigInt(row.quota_used) >= BigInt(row.quota_limit) }
+      : { exists: false };
+  return { encryptedConfig: row?.encrypted_config ?? null, quota: quotaOf(row), pool };
 }
 
 function quotaOf(row: { existing: boolean; quota_limit: bigint | null; quota_used: bigint | null } | undefined): QuotaCheck {
@@ -68,13 +75,20 @@ export interface LedgerEntry {
  * connection, then replayed to the end) and moves only the difference. Returns whether this call
  * wrote the row and how many credits it moved.
  */
-export async function recordUsage(db: Db, e: LedgerEntry): Promise<{ recorded: boolean; charged: bigint }> {
+export async function recordUsage(
+  db: Db,
+  e: LedgerEntry,
+): Promise<{
+  recorded: boolean;
+  charged: bigint;
+  /** The pool after this call's increment (set when it moved). */ poolExhausted?: boolean;
+}> {
   const credits = e.billable ? e.credits : 0n;
   const estimated = e.estimated === true;
   // The common case in one statement (issue 33: one metering write per model call, no interactive transaction): the
   // ledger row with its pool, and the pool's increment only when the row was inserted (a data-modifying CTE runs once,
   // in the statement's transaction). A conflict (a replayed call) inserts and increments nothing.
-  const [first] = await db.$queryRaw<{ inserted: number; pool_id: string | null }[]>`
+  const [first] = await db.$queryRaw<{ inserted: number; pool_id: string | null; exhausted: boolean | null }[]>`
     WITH pool AS (SELECT id FROM credit_pools WHERE tenant_id = ${e.tenantId}::uuid AND ${e.billable}::boolean),
     ins AS (
       INSERT INTO credit_ledger
@@ -89,10 +103,15 @@ export async function recordUsage(db: Db, e: LedgerEntry): Promise<{ recorded: b
     upd AS (
       UPDATE credit_pools p SET quota_used = p.quota_used + ins.credits, updated_at = now()
         FROM ins WHERE p.id = ins.pool_id AND ins.credits <> 0
-      RETURNING p.id)
-    SELECT (SELECT count(*) FROM ins)::int AS inserted, (SELECT id::text FROM pool) AS pool_id`;
+      RETURNING p.id, p.quota_used >= p.quota_limit AS exhausted)
+    SELECT (SELECT count(*) FROM ins)::int AS inserted, (SELECT id::text FROM pool) AS pool_id, (SELECT exhausted FROM upd) AS exhausted`;
   const pool = first?.pool_id ? { id: first.pool_id } : null;
-  if (first?.inserted === 1) return { recorded: true, charged: pool ? credits : 0n };
+  if (first?.inserted === 1)
+    return {
+      recorded: true,
+      charged: pool ? credits : 0n,
+      ...(typeof first.exhausted === 'boolean' ? { poolExhausted: first.exhausted } : {}),
+    };
   if (estimated) return { recorded: false, charged: 0n };
   // The row may hold an estimate of this very call (a cut call replayed to its end): the exact counts replace it, once.
   return db.$transaction(async (tx) => {

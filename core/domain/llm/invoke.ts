@@ -8,9 +8,9 @@ import type { Logger } from '../../platform/logger.js';
 import type { PrismaClient } from '../../generated/prisma/client.js';
 import type { ChunkData, InvokeChunk, InvokeRequestParsed, ToolCall } from '../../protocol/inner-llm.js';
 import { Usage } from '../../protocol/run.js';
-import { openCredentials } from './credentials.js';
+import { StoredCredentials, type GatewayCache } from './gateway-cache.js';
 import { recordModelCall } from '../../platform/metrics/index.js';
-import { billingRequestId, readCallState, recordUsage, type LedgerEntry } from './credits.js';
+import { billingRequestId, readCallState, recordUsage, type LedgerEntry, type QuotaCheck } from './credits.js';
 import { InvokeError, toInvokeError } from './errors.js';
 import { publicInvokeMessage, redactSecrets } from './redact.js';
 import { priceUsage } from './pricing.js';
@@ -35,6 +35,8 @@ export interface LlmInvokerDeps {
   encryptionKey: Buffer;
   logger: Logger;
   clock?: Clock;
+  /** Credentials and pool verdicts kept in process, invalidated by NOTIFY (gateway-cache.ts); none: read per call. */
+  cache?: GatewayCache;
 }
 
 /** A refusal before streaming (HTTP status + error code of docs/PROTOCOL.md §3). */
@@ -74,9 +76,8 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
         return refuse(400, 'invalid_request', `target.provider: unknown provider '${target.provider}' (known: ${known.join(', ')})`);
       }
       const billingId = billingRequestId(caller.invocation_id, caller.call_index);
-      // Credentials, the ledger's row for this call and the credit pool in one round trip; the checks below keep their order.
-      const state = await readCallState(deps.db, caller.tenant_id, provider.name, billingId);
-      const credentials = state.encryptedConfig === null ? null : openCredentials(deps.encryptionKey, provider.name, state.encryptedConfig);
+      const state = await callState(deps, caller.tenant_id, provider.name, billingId);
+      const credentials = state.credentials.open(deps.encryptionKey);
       // The tenant's credentials may declare custom models of an open provider (openai_compatible, ollama).
       const model = provider.resolveModel(target.model, credentials);
       if (!model) return refuse(400, 'invalid_request', `target.model: provider '${provider.name}' has no model '${target.model}'`);
@@ -112,6 +113,34 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
       };
     },
   };
+}
+
+/**
+ * The call's credentials and quota check. From the gateway cache when it has the credentials and, for a
+ * system-hosted call, a pool that is not used up: no statement. Otherwise credentials, the ledger's row for this call
+ * and the credit pool in one round trip (readCallState), which fills the cache; a refusal (a used-up pool, unless the
+ * ledger already has this billing id) is only ever decided on that fresh read.
+ */
+async function callState(
+  deps: LlmInvokerDeps,
+  tenantId: string,
+  provider: string,
+  billingId: string,
+): Promise<{ credentials: StoredCredentials; quota: QuotaCheck }> {
+  const cache = deps.cache;
+  const cached = cache?.getCredentials(tenantId, provider);
+  if (cached) {
+    if (cached.encrypted !== null) return { credentials: cached, quota: { allowed: true, alreadyBilled: false } };
+    const pool = cache!.getPool(tenantId);
+    if (pool && !(pool.exists && pool.exhausted)) return { credentials: cached, quota: { allowed: true, alreadyBilled: false } };
+  }
+  const token = cache?.token() ?? 0;
+  const state = await readCallState(deps.db, tenantId, provider, billingId);
+  const credentials = cache
+    ? cache.putCredentials(token, tenantId, provider, state.encryptedConfig)
+    : new StoredCredentials(provider, state.encryptedConfig);
+  cache?.putPool(token, tenantId, state.pool);
+  return { credentials, quota: state.quota };
 }
 
 /**
@@ -199,6 +228,10 @@ function modelCall(
     billable: credentials === null,
     estimated,
   });
+  /** This call's increment moved the pool: the cache learns the pool's verdict at once, before the NOTIFY of a crossing. */
+  const notePool = (exhausted: boolean | undefined) => {
+    if (exhausted !== undefined) deps.cache?.notePool(caller.tenant_id, exhausted);
+  };
   /** The tokenizer's estimate of what was sent and streamed (a cut call, a provider that reports no usage). */
   const estimate = () => estimatedTokens(target.prompt_messages, streamed.reasoning + streamed.content, streamed.toolCalls);
   return {
@@ -216,6 +249,7 @@ function modelCall(
     failure,
     priceCall,
     ledgerEntry,
+    notePool,
     estimate,
   };
 }
@@ -271,8 +305,9 @@ async function recordCutCall(call: ModelCall): Promise<void> {
   const cut = call.estimate();
   const usage = call.priceCall(cut, true);
   try {
-    const { charged } = await recordUsage(call.deps.db, call.ledgerEntry(usage, priceUsage(cut, call.model.pricing).credits, true));
-    call.metric('aborted', cut, charged);
+    const recorded = await recordUsage(call.deps.db, call.ledgerEntry(usage, priceUsage(cut, call.model.pricing).credits, true));
+    call.notePool(recorded.poolExhausted);
+    call.metric('aborted', cut, recorded.charged);
   } catch (err) {
     call.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording the usage of a cut model call failed');
   }
@@ -304,7 +339,9 @@ async function* settleCall(call: ModelCall, signal: AbortSignal): AsyncGenerator
   // PostgreSQL restart at the end of a call must not fail an answer that was already streamed.
   for (let delay = 250, since = Date.now(), attempt = 1; ; delay = Math.min(delay * 2, 4_000), attempt++) {
     try {
-      charged = (await recordUsage(call.deps.db, entry)).charged;
+      const recorded = await recordUsage(call.deps.db, entry);
+      charged = recorded.charged;
+      call.notePool(recorded.poolExhausted);
       break;
     } catch (err) {
       if (signal.aborted || Date.now() - since + delay > RECORD_RETRY_MS) {

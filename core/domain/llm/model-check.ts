@@ -11,7 +11,8 @@ import type { AgentSoulConfig } from '../soul.js';
 import type { SoulIssue } from '../soul-issues.js';
 import type { Db } from '../../platform/db.js';
 import { OPEN_PROVIDERS } from './catalogue/index.js';
-import { loadCredentials, type EncryptionKey } from './credentials.js';
+import type { EncryptionKey } from './credentials.js';
+import { readStoredCredentials } from './gateway-cache.js';
 import type { ModelInfo, ProviderCredentials, ProviderRegistry } from './provider.js';
 
 let active: { registry: ProviderRegistry; encryptionKey?: EncryptionKey } | null = null;
@@ -113,10 +114,16 @@ export async function modelIssues(
     return [{ path: ['model', 'provider'], message: `unknown model provider '${name}' (this deployment has: ${known})` }];
   }
   let credentials: ProviderCredentials | null = null;
-  const hasRow = (await db.modelProviderCredential.count({ where: { tenant_id: tenantId, provider: name } })) > 0;
+  // One read (none with the process's gateway cache): whether the tenant has a row, and its declarations.
+  const stored = await readStoredCredentials(db, tenantId, name);
+  const hasRow = stored.encrypted !== null;
   const key = active?.encryptionKey ?? pendingKey;
   if (hasRow && key && OPEN_PROVIDERS.has(name)) {
-    credentials = await loadCredentials(db, key, tenantId, name).catch(() => null);
+    try {
+      credentials = stored.open(key);
+    } catch {
+      credentials = null;
+    }
   }
   const known = provider.isKnownModel ? provider.isKnownModel(modelName, credentials) : provider.resolveModel(modelName) !== undefined;
   const model = provider.resolveModel(modelName, credentials);

@@ -7,7 +7,8 @@
  * model is what it declares everywhere, not only when it is called.
  */
 import type { Db } from '../../platform/db.js';
-import { loadCredentials, type EncryptionKey } from './credentials.js';
+import type { EncryptionKey } from './credentials.js';
+import { readStoredCredentials } from './gateway-cache.js';
 import type { ModelInfo, ProviderCredentials, ProviderRegistry } from './provider.js';
 
 type CredentialDb = Pick<Db, 'modelProviderCredential'>;
@@ -20,7 +21,10 @@ export async function tenantCredentials(
   provider: string,
 ): Promise<ProviderCredentials | null> {
   if (!encryptionKey) return null;
-  return loadCredentials(db, encryptionKey, tenantId, provider).catch(() => null);
+  // Through the process's gateway cache when the api in this process has one (a turn's preparation in an in-process worker).
+  return readStoredCredentials(db, tenantId, provider)
+    .then((stored) => stored.open(encryptionKey))
+    .catch(() => null);
 }
 
 /** The model `provider/model` for this tenant (its declarations included); undefined when no provider serves it. */
