@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifySignature } from '../../core/domain/webhooks/signature.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { scheduleIdForRow } from '../../workflows/automation-definitions.js';
-import { axeViolations, chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';
+import { axeViolations, chromiumPath, screenshot } from '../support/browser.js';
+import { checkPhoneScreens, closeLocal, listenLocal, openStudio, studioScreen } from '../support/studio-page.js';
 import { startTestStack } from '../support/stack.js';
 
 let stack: Stack;
@@ -33,7 +34,7 @@ const expectedFailure = (pattern: RegExp) => {
 };
 
 const status = () => page.locator('#status').textContent();
-const screen = (name: string) => page.click(`#screens button[data-screen="${name}"]`);
+const screen = (name: string) => studioScreen(page, name);
 const appId = () => page.locator('#apps li.active').getAttribute('data-app');
 
 describe.runIf(chromiumPath)('the studio’s New agent, Schedules and Webhooks screens in a browser', () => {
@@ -47,8 +48,7 @@ describe.runIf(chromiumPath)('the studio’s New agent, Schedules and Webhooks s
         res.end(received.length === 1 ? 'not yet' : 'ok');
       });
     });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks/agent`;
+    receiverUrl = `${await listenLocal(receiver)}/hooks/agent`;
     stack = await startTestStack('studio_automation', {
       env: {
         DEMO_MODEL_TOKEN_DELAY_MS: 0,
@@ -58,17 +58,12 @@ describe.runIf(chromiumPath)('the studio’s New agent, Schedules and Webhooks s
         WEBHOOK_DISPATCH_POLL_MS: 200,
       },
     });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    watchPage(page, failures, (s, url) => s === 404 && url.endsWith('/agent/build-draft'));
-    await page.goto(`${stack.apiUrl}/studio/#key=${stack.demo!.consoleKey}`);
-    await page.locator('#apps li.active').waitFor({ timeout: 30_000 });
+    ({ browser, page } = await openStudio(stack, failures));
   }, 180_000);
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
-    receiver?.closeAllConnections();
-    await new Promise((r) => receiver?.close(r));
+    await closeLocal(receiver);
   });
 
   it('New agent: refuses a taken name and an unknown mention next to their fields, then creates one and opens its config', async () => {
@@ -274,15 +269,7 @@ describe.runIf(chromiumPath)('the studio’s New agent, Schedules and Webhooks s
   }, 120_000);
 
   it('the phone layout: New agent, Schedules and Webhooks fit the screen with no serious axe violation', async () => {
-    await page.setViewportSize({ width: 390, height: 844 });
-    for (const name of ['new-app', 'schedules', 'webhooks']) {
-      await screen(name);
-      await page.waitForTimeout(300);
-      const width = await page.evaluate(() => document.documentElement.scrollWidth);
-      expect(width, `${name} fits the phone`).toBeLessThanOrEqual(400);
-      expect(await axeViolations(page), name).toEqual([]);
-      await screenshot(page, `studio-${name}-phone.png`);
-    }
+    await checkPhoneScreens(page, ['new-app', 'schedules', 'webhooks'], 'studio');
     // The webhook's delete, on the phone.
     const hook = page.locator('#wh-table tbody tr', { hasText: receiverUrl });
     await hook.locator('button:has-text("Delete")').click();

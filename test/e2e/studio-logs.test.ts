@@ -6,7 +6,8 @@
  * checked directly too, another tenant's key reading nothing. Needs Chromium like test/e2e/chat-page.test.ts.
  */
 import { type Browser, type Page } from 'playwright-core';
-import { axeViolations, chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';
+import { axeViolations, chromiumPath, screenshot } from '../support/browser.js';
+import { openStudio } from '../support/studio-page.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, readFrames } from '../support/sse.js';
@@ -46,10 +47,7 @@ describe.runIf(chromiumPath)('the studio logs in a browser', () => {
     expect(debug.status).toBe(200);
     await readFrames(debug);
 
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
-    watchPage(page, failures, (s, url) => s === 404 && url.endsWith('/agent/build-draft'));
-    await page.goto(`${stack.apiUrl}/studio/#key=${stack.demo!.consoleKey}`);
+    ({ browser, page } = await openStudio(stack, failures, { viewport: { width: 1280, height: 1000 } }));
   }, 300_000);
   afterAll(async () => {
     await browser?.close();

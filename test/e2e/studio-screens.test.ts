@@ -12,7 +12,8 @@
 import http from 'node:http';
 import path from 'node:path';
 import { type Browser, type Page } from 'playwright-core';
-import { axeViolations as axeOf, chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';
+import { axeViolations as axeOf, chromiumPath, screenshot } from '../support/browser.js';
+import { checkPhoneScreens, closeLocal, listenLocal, openStudio, studioScreen } from '../support/studio-page.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -69,7 +70,7 @@ const INVENTORY_OPENAPI = () => ({
 const status = () => page.locator('#status').textContent();
 const lastAgent = () => page.locator('.msg.agent').last();
 const idle = () => expect.poll(() => page.locator('#send').isEnabled(), { timeout: 30_000 }).toBe(true);
-const screen = (name: string) => page.click(`#screens button[data-screen="${name}"]`);
+const screen = (name: string) => studioScreen(page, name);
 async function ask(text: string) {
   await screen('agent');
   // A new conversation: the draft's layers changed since the last one (a retained session would refuse them).
@@ -89,8 +90,7 @@ describe.runIf(chromiumPath)('the studio’s screens in a browser', () => {
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ result: `${u.searchParams.get('item')}: 17 in stock` }));
     });
-    await new Promise<void>((r) => toolServer.listen(0, '127.0.0.1', r));
-    toolUrl = `http://127.0.0.1:${(toolServer.address() as { port: number }).port}`;
+    toolUrl = await listenLocal(toolServer);
     openai = await startFakeProvider('openai-responses');
     // A stateless MCP server over streamable HTTP (as test/integration/provider-tools.test.ts runs it).
     mcpServer = http.createServer(async (req, res) => {
@@ -110,22 +110,16 @@ describe.runIf(chromiumPath)('the studio’s screens in a browser', () => {
       for await (const c of req) chunks.push(c as Buffer);
       await transport.handleRequest(req, res, chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined);
     });
-    await new Promise<void>((r) => mcpServer.listen(0, '127.0.0.1', r));
-    mcpUrl = `http://127.0.0.1:${(mcpServer.address() as { port: number }).port}/mcp`;
+    mcpUrl = `${await listenLocal(mcpServer)}/mcp`;
     stack = await startTestStack('studio_screens', { env: { TOOL_ALLOW_PRIVATE_NETWORK: true, DEMO_MODEL_TOKEN_DELAY_MS: 0 } });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    watchPage(page, failures, (status, url) => status === 404 && url.endsWith('/agent/build-draft'));
-    await page.goto(`${stack.apiUrl}/studio/#key=${stack.demo!.consoleKey}`);
-    await page.locator('#apps li.active').waitFor({ timeout: 30_000 });
+    ({ browser, page } = await openStudio(stack, failures));
   }, 180_000);
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
     await openai?.close();
-    await new Promise((r) => toolServer?.close(r));
-    mcpServer?.closeAllConnections();
-    await new Promise((r) => mcpServer?.close(r));
+    await closeLocal(toolServer);
+    await closeLocal(mcpServer);
   });
 
   it('the agent screen: config and debugger side by side on a desktop', async () => {
@@ -362,15 +356,7 @@ describe.runIf(chromiumPath)('the studio’s screens in a browser', () => {
   }, 60_000);
 
   it('the phone layout: one column, every screen scanned by axe', async () => {
-    await page.setViewportSize({ width: 390, height: 844 });
-    for (const name of ['agent', 'datasets', 'tools', 'models', 'keys', 'versions']) {
-      await screen(name);
-      await page.waitForTimeout(300);
-      const width = await page.evaluate(() => document.documentElement.scrollWidth);
-      expect(width, `${name} fits the phone`).toBeLessThanOrEqual(400);
-      expect(await axeViolations(), name).toEqual([]);
-      await shot(`studio-screens-${name}-phone.png`);
-    }
+    await checkPhoneScreens(page, ['agent', 'datasets', 'tools', 'models', 'keys', 'versions'], 'studio-screens');
     await screen('agent');
     // The logs section at a phone size: its conversations table scrolls sideways in a focusable, named region.
     expect(await page.locator('#logs').isVisible()).toBe(true);

@@ -6,7 +6,8 @@
  * Needs Chromium like test/e2e/chat-page.test.ts; screenshots go next to that test's (the test data dir).
  */
 import { type Browser, type Page } from 'playwright-core';
-import { chromiumPath, launchChromium, screenshot, watchPage } from '../support/browser.js';
+import { chromiumPath, screenshot } from '../support/browser.js';
+import { noBuildDraftYet, openStudio } from '../support/studio-page.js';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
@@ -23,17 +24,13 @@ const shot = (name: string) => screenshot(page, name);
 describe.runIf(chromiumPath)('the studio in a browser', () => {
   beforeAll(async () => {
     stack = await startTestStack('studio_page', { env: { TEMPORAL_UI_URL: UI } });
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
     // A script or style the CSP blocks, or an uncaught error, shows up as a console error. Expected: the invalid
     // save's 400, and the 404 that says there is no build draft yet.
-    watchPage(
-      page,
-      failures,
-      (status, url) => (status === 400 && url.endsWith('/agent/draft')) || (status === 404 && url.endsWith('/agent/build-draft')),
-    );
-    await page.goto(`${stack.apiUrl}/studio/#key=${stack.demo!.consoleKey}`);
-  });
+    ({ browser, page } = await openStudio(stack, failures, {
+      viewport: { width: 1280, height: 1000 },
+      expected: (status, url) => (status === 400 && url.endsWith('/agent/draft')) || noBuildDraftYet(status, url),
+    }));
+  }, 180_000);
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
