@@ -43,6 +43,8 @@ async function show(name) {
     if (document.body.dataset.screen) status.textContent = '';
   }
   document.body.dataset.screen = tab.name;
+  // The agent screen (studio.js) refreshes what other screens may have changed, e.g. the datasets it offers.
+  document.dispatchEvent(new CustomEvent('studio:screen', { detail: tab.name }));
   for (const b of nav.children) b.setAttribute('aria-current', b.dataset.screen === tab.name ? 'page' : 'false');
   if (location.hash.slice(1) !== tab.name && !location.hash.includes('key=')) history.replaceState(null, '', `#${tab.name}`);
   try {

@@ -70,7 +70,47 @@ async function loadDraft() {
   $('draft-info').textContent = fresh ? 'new build draft (from the shared draft)' : `${d.draft_type} revision ${d.revision}`;
   fillForm(state.config);
   clearIssues();
+  void refreshDatasetChoices();
 }
+
+// The knowledge layer's datasets, picked by name from the tenant's datasets (GET /datasets); an attached id the list
+// does not know (deleted, or beyond its first 100) stays ticked under its id, so a save keeps it unless unticked.
+let datasetChoices = [];
+const chosenDatasets = () => [...$('f-datasets').querySelectorAll('input:checked')].map((b) => b.value);
+function showDatasetChoices(chosen) {
+  const box = $('f-datasets');
+  box.textContent = '';
+  const known = new Set(datasetChoices.map((d) => d.id));
+  const all = [...datasetChoices, ...chosen.filter((id) => !known.has(id)).map((id) => ({ id, name: id }))];
+  if (!all.length) box.append(el('span', 'hint', 'No datasets yet: create one in the Datasets screen.'));
+  for (const d of all) {
+    const label = el('label', 'check');
+    const b = el('input');
+    b.type = 'checkbox';
+    b.value = d.id;
+    b.checked = chosen.includes(d.id);
+    // Ticking a dataset turns retrieval on (unticking the last one leaves the switch as it is).
+    b.addEventListener('change', () => {
+      if (b.checked) $('f-knowledge').checked = true;
+    });
+    label.append(b, ` ${d.name}`);
+    box.append(label);
+  }
+}
+/** Reloads the tenant's datasets into the picker, keeping what the form has ticked (the agent screen calls it when shown). */
+async function refreshDatasetChoices() {
+  try {
+    const page = await getJson('/datasets?limit=100');
+    datasetChoices = (page.data ?? []).map((d) => ({ id: d.id, name: d.name }));
+    for (const d of datasetChoices) datasetNames.set(d.id, d.name);
+  } catch {
+    return;
+  }
+  showDatasetChoices(chosenDatasets());
+}
+document.addEventListener('studio:screen', (ev) => {
+  if (ev.detail === 'agent' && state.appId) void refreshDatasetChoices();
+});
 
 function fillForm(c) {
   $('f-prompt').value = c.prompt?.system_prompt ?? '';
@@ -96,7 +136,7 @@ function fillForm(c) {
     : '';
   $('f-ask-human').checked = !!c.ask_human?.enabled;
   $('f-knowledge').checked = !!c.knowledge?.enabled;
-  $('f-datasets').value = (c.knowledge?.dataset_ids ?? []).join('\n');
+  showDatasetChoices(c.knowledge?.dataset_ids ?? []);
   $('f-runtime').checked = !!c.runtime?.enabled;
   $('f-shell').checked = !!c.shell?.enabled;
 }
@@ -117,11 +157,7 @@ function readForm() {
   const core = [...$('f-tools').querySelectorAll('input:checked')].map((b) => b.value);
   c.tools = { ...c.tools, core };
   c.ask_human = { ...c.ask_human, enabled: $('f-ask-human').checked };
-  const datasets = $('f-datasets')
-    .value.split('\n')
-    .map((s) => s.trim())
-    .filter(Boolean);
-  c.knowledge = { ...c.knowledge, enabled: $('f-knowledge').checked, dataset_ids: datasets };
+  c.knowledge = { ...c.knowledge, enabled: $('f-knowledge').checked, dataset_ids: chosenDatasets() };
   c.runtime = { ...c.runtime, enabled: $('f-runtime').checked };
   c.shell = { ...c.shell, enabled: $('f-shell').checked };
   return c;
