@@ -3,7 +3,7 @@
  * a copy of the thread up to that message (messages, thoughts, files, event logs, per-message snapshots; ids new,
  * times kept), with a binding of its own holding the session after that message, and a copy of the workspace as it is
  * now (workspaces are not versioned per message). Copied, not referenced: the fork outlives its source's deletion and
- * reads like any conversation. (docs/ARCHITECTURE.md "Threads, regenerate and fork")
+ * reads like any conversation — except that the copied messages carry no usage (billed once, to their source). (docs/ARCHITECTURE.md "Threads, regenerate and fork")
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -76,6 +76,9 @@ export async function forkConversation(deps: Deps, src: Conversation, messageId:
         },
       });
       const oldIds = thread;
+      // A copy carries no usage of its own (tokens, price, usage 0/null): it was billed once, to the source message
+      // (metadata.forked_from_message_id), so the app's totals over its messages do not grow by forking. The copied
+      // event log keeps the source's message_end as it was streamed.
       const newIds = thread.map((id) => ids.get(id)!);
       const newParents = thread.map((id) => {
         const p = parents.get(id);
@@ -88,9 +91,9 @@ export async function forkConversation(deps: Deps, src: Conversation, messageId:
           time_to_first_token, usage, metadata, workflow_id, agent_config_version_id, resumed_from_message_id, event_seq,
           created_at, updated_at)
         select map.new_id, ${conversationId}::uuid, map.parent_id, m.tenant_id, m.app_id, m.end_user_id, m.account_id, m.invoke_from,
-          m.query, m.inputs, m.answer, m.status, m.error, m.error_code, m.message_tokens, m.answer_tokens, m.total_tokens,
-          m.message_unit_price, m.message_price_unit, m.answer_unit_price, m.answer_price_unit, m.total_price, m.currency,
-          m.provider_response_latency, m.time_to_first_token, m.usage,
+          m.query, m.inputs, m.answer, m.status, m.error, m.error_code, 0, 0, 0,
+          m.message_unit_price, m.message_price_unit, m.answer_unit_price, m.answer_price_unit, 0, m.currency,
+          m.provider_response_latency, m.time_to_first_token, null,
           m.metadata || jsonb_build_object('forked_from_message_id', m.id::text), m.workflow_id, m.agent_config_version_id,
           resumed.new_id, m.event_seq, m.created_at, m.created_at
           from unnest(${oldIds}::uuid[], ${newIds}::uuid[], ${newParents}::uuid[]) as map(old_id, new_id, parent_id)
