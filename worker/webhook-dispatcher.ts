@@ -3,13 +3,15 @@
  * enqueue_webhook_event inside the transaction that committed the event: migration 20261208000000). Runs in every
  * worker; no leader: a claim is `FOR UPDATE SKIP LOCKED` with a lease (dispatch_after moves forward), and the
  * workflow id is derived from the row id, so two dispatchers starting the same row start one workflow
- * (WorkflowExecutionAlreadyStartedError counts as done).
+ * (WorkflowExecutionAlreadyStartedError counts as done). After a pass, at most once an hour, it prunes finished
+ * deliveries past their retention (core/domain/webhooks/retention.ts).
  */
 import type { Client } from '@temporalio/client';
 import type { Db } from '../core/platform/db.js';
 import type { Logger } from '../core/platform/logger.js';
 import { PollingLoop } from '../core/platform/polling-loop.js';
 import { startDelivery, type WebhookDispatchConfig } from '../core/domain/webhooks/start-delivery.js';
+import { pruneWebhookDeliveries, WEBHOOK_PRUNE_INTERVAL_MS } from '../core/domain/webhooks/retention.js';
 
 export type { WebhookDispatchConfig };
 
@@ -18,6 +20,7 @@ const BATCH = 20;
 
 export class WebhookDispatcher {
   private readonly loop: PollingLoop;
+  private lastPrune = 0;
 
   constructor(private readonly opts: { db: Db; client: Client; config: WebhookDispatchConfig; logger: Logger }) {
     this.loop = new PollingLoop({
@@ -26,6 +29,7 @@ export class WebhookDispatcher {
       pollMs: opts.config.WEBHOOK_DISPATCH_POLL_MS,
       batch: BATCH,
       drain: () => this.drainOnce(),
+      afterDrain: () => this.prune(),
     });
   }
 
@@ -58,5 +62,12 @@ export class WebhookDispatcher {
       }),
     );
     return rows.length;
+  }
+
+  private async prune(): Promise<void> {
+    if (Date.now() - this.lastPrune < WEBHOOK_PRUNE_INTERVAL_MS) return;
+    this.lastPrune = Date.now();
+    const n = await pruneWebhookDeliveries(this.opts.db);
+    if (n) this.opts.logger.info({ deleted: n }, 'webhook dispatcher: pruned old deliveries');
   }
 }
