@@ -10,7 +10,9 @@ import { chat, FrameReader, postChat, type ClientFrame } from '../support/sse.js
 import { startTestStack } from '../support/stack.js';
 import { killWorkerChild } from '../support/processes.js';
 
-const QUEUE_LIMIT = 25;
+/** The issue's figure: parallel follow-ups queued behind one turn (the queue limit must hold them all). */
+const FOLLOW_UPS = 50;
+const QUEUE_LIMIT = FOLLOW_UPS;
 let stack: Stack;
 let key: string;
 const headers = () => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
@@ -47,9 +49,9 @@ async function busyConversation(user: string, query = '/slow 40 /long 300') {
   return { conversationId, reader, head, runningId: head[0]!.data.task_id as string };
 }
 
-/** Polls a database condition (the queue is rows: a test waits for what it then acts on). */
-async function until(cond: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 600 && !(await cond()); i++) await new Promise((r) => setTimeout(r, 50));
+/** Polls a database condition (the queue is rows: a test waits for what it then acts on), for up to `ms`. */
+async function until(cond: () => Promise<boolean>, ms = 30_000): Promise<void> {
+  for (const end = Date.now() + ms; Date.now() < end && !(await cond());) await new Promise((r) => setTimeout(r, 50));
 }
 
 function answerOf(frames: ClientFrame[]) {
@@ -82,14 +84,16 @@ describe('multitask strategies', () => {
     await busy.reader.read();
   });
 
-  it('enqueue: 20 parallel follow-ups all run, in order, one at a time, each exactly once — across a worker SIGKILL', async () => {
+  it(`enqueue: ${FOLLOW_UPS} parallel follow-ups all run, in order, one at a time, each exactly once — across a worker SIGKILL`, async () => {
     const user = 'quinn';
-    const busy = await busyConversation(user);
-    const queries = Array.from({ length: 20 }, (_, i) => `follow-up ${String(i + 1).padStart(2, '0')}`);
+    // Long enough (three minutes) to outlast queueing them all on a loaded machine; it is stopped once they are.
+    const busy = await busyConversation(user, '/slow 100 /long 1800');
+    const queries = Array.from({ length: FOLLOW_UPS }, (_, i) => `follow-up ${String(i + 1).padStart(2, '0')}`);
     const pending = queries.map((query) => blocking({ query, user, conversation_id: busy.conversationId, multitask_strategy: 'enqueue' }));
-    // All 20 are queued behind the running turn before it ends.
-    await until(async () => (await stack.db.message.count({ where: { conversation_id: busy.conversationId, status: 'queued' } })) === 20);
-    expect(await stack.db.message.count({ where: { conversation_id: busy.conversationId, status: 'queued' } })).toBe(20);
+    // All of them are queued behind the running turn before it ends.
+    const queued = () => stack.db.message.count({ where: { conversation_id: busy.conversationId, status: 'queued' } });
+    await until(async () => (await queued()) === FOLLOW_UPS, 150_000);
+    expect(await queued()).toBe(FOLLOW_UPS);
     await stop(busy.runningId, user);
     await busy.reader.read();
     // Once a few have run, the worker dies mid-queue and comes back.
@@ -104,7 +108,7 @@ describe('multitask strategies', () => {
     for (const r of results) expect(r.status).toBe(200);
 
     const msgs = await stack.db.message.findMany({ where: { conversation_id: busy.conversationId, query: { in: queries } } });
-    expect(msgs).toHaveLength(20);
+    expect(msgs).toHaveLength(FOLLOW_UPS);
     expect(new Set(results.map((r) => r.body.message_id))).toEqual(new Set(msgs.map((m) => m.id)));
     for (const m of msgs) expect(m.status).toBe('succeeded');
     const byPosition = [...msgs].sort((a, b) => Number(a.queue_position! - b.queue_position!));
@@ -139,7 +143,7 @@ describe('multitask strategies', () => {
     // Each turn was started once, by the conversation's coordinator.
     const d = await stack.temporal.workflow.getHandle(byPosition[0]!.workflow_id).describe();
     expect(d.parentExecution?.workflowId).toBe(`conversation-queue-${busy.conversationId}`);
-  }, 300_000);
+  }, 480_000);
 
   it('interrupt: the running turn stops as a user stop (partial answer, usage, snapshot kept); the next turn sees it', async () => {
     const user = 'ivan';
