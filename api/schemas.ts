@@ -133,6 +133,10 @@ export const MessageFileResponse = z.object({
   transfer_method: z.string(),
   /** Dify's: the upload behind the file (null for a remote_url file): a client sends it again (regenerate) as `files[].upload_file_id`. */
   upload_file_id: Uuid.nullable(),
+  /** Dify's: the file's name (its upload's; a remote_url file's, from its URL), MIME type and size in bytes; null when unknown. */
+  filename: z.string().nullable(),
+  mime_type: z.string().nullable(),
+  size: z.number().int().nullable(),
 });
 
 export const AgentThoughtResponse = z.object({
@@ -160,6 +164,8 @@ export const MessageResponse = z.object({
   answer: z.string(),
   status: z.enum(['normal', 'error']),
   turn_status: z.enum(['pending', 'running', 'paused', 'succeeded', 'failed', 'stopped', 'queued']),
+  /** Extension: a queued message's place in its conversation's line (1: it runs next); null for any other. */
+  queue_position: z.number().int().min(1).nullable(),
   /** Extension: set on an ask_human continuation, naming the paused message whose query it carries. */
   resumed_from_message_id: Uuid.nullable(),
   error: z.string().nullable(),

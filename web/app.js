@@ -12,7 +12,9 @@
 // While a turn runs, what a follow-up does is the app's multitask strategy (issue 35; GET /v1/parameters'
 // `multitask_strategy`, sent explicitly with every message): `reject` (Dify's) — Enter and Send do nothing until the
 // answer ends; otherwise the composer stays usable and `send` posts at once: `enqueue` shows the follow-up as queued
-// (`state.waiting`, its stream open with pings) until its turn starts; `interrupt` marks the running answer stopped
+// (`state.waiting`, its stream open with pings) until its turn starts, with its place in line and its own Stop (the
+// history lists it `turn_status: queued` with its id and `queue_position`: watchQueue polls it while anything waits,
+// and a queued message stopped before its turn ends without running); `interrupt` marks the running answer stopped
 // (its part so far stays) and streams the new one after it; `rollback` takes the running exchange out of the view
 // (the API hides it from history too) and streams the new one.
 
@@ -20,6 +22,7 @@ import { createApi } from './lib/api.js';
 import { icon } from './lib/icons.js';
 import { copyText } from './lib/markdown.js';
 import {
+  bytes,
   consumeTurn,
   el,
   markAnswered,
@@ -129,15 +132,22 @@ const eventsUrl = (taskId) => `/v1/chat-messages/${taskId}/events?user=${q(state
  * Runs one turn into `box`: `open(signal)` is the first response (the POST's stream or the events of a turn still
  * running). The turn owns its conversation id: a detached turn never changes the page's.
  */
-async function runTurn(box, open, { query, files, waiting = false, queued = false } = {}) {
-  const turn = { abort: new AbortController(), taskId: '', stopRequested: false, box, conversationId: state.conversationId };
+async function runTurn(box, open, { query, files, waiting = false, queued = false, taskId = '' } = {}) {
+  const turn = { abort: new AbortController(), taskId, stopRequested: false, box, conversationId: state.conversationId, query };
   // `waiting`: accepted behind the turn in flight (multitask); `queued` says so in its box (enqueue).
   if (waiting) state.waiting.push(turn);
   else state.turn = turn;
   box.classList.add('pending');
   if (queued) {
     box.classList.add('queued');
-    box.querySelector('.thoughts').before(el('div', 'queued-note', 'Queued: answered after the messages before it.'));
+    const note = el('div', 'queued-note');
+    note.append(
+      el('span', 'queue-place', 'Queued: answered after the messages before it.'),
+      actionButton('Stop', () => stopQueued(turn), { cls: 'stop-queued', aria: 'Stop this queued message before it runs' }),
+    );
+    box.querySelector('.thoughts').before(note);
+    if (taskId) box.dataset.messageId = taskId;
+    void watchQueue();
   }
   renderBusy();
   const current = () => state.turn === turn;
@@ -145,12 +155,12 @@ async function runTurn(box, open, { query, files, waiting = false, queued = fals
     box.classList.remove('queued');
     box.querySelector('.queued-note')?.remove();
   };
-  /** Its first event: a waiting message's turn has started, it is the running one now. */
+  /** Its first event: a waiting message's turn has started, it is the running one now (unless it was stopped while it waited: it ends without running). */
   const started = () => {
     if (!state.waiting.includes(turn)) return;
     state.waiting = state.waiting.filter((t) => t !== turn);
     unqueue();
-    state.turn = turn;
+    if (!turn.stopRequested || !state.turn) state.turn = turn;
     renderBusy();
   };
   try {
@@ -223,6 +233,66 @@ async function sendStop(turn) {
   }
 }
 
+// --- queued messages (multitask enqueue): their place in line, and Stop before their turn --------------------------
+
+const ordinal = (n) => `${n}${n % 100 >= 11 && n % 100 <= 13 ? 'th' : ['th', 'st', 'nd', 'rd'][n % 10] || 'th'}`;
+let watching = false;
+/** A waiting turn's conversation: the page's when it was sent before the first answer named it. */
+const conversationOf = (t) => t.conversationId || state.conversationId;
+
+/**
+ * While messages wait in line: reads the conversation's history every second — each queued message's id (a waiting
+ * box's stream says nothing until its turn starts; they are matched in the order they were sent, by their query) and
+ * its place in line — and sends a Stop asked for before the id was known.
+ */
+async function watchQueue() {
+  if (watching) return;
+  watching = true;
+  try {
+    while (state.waiting.some((t) => t.box.classList.contains('queued'))) {
+      const convs = [...new Set(state.waiting.map(conversationOf).filter(Boolean))];
+      for (const c of convs) await readQueue(c).catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  } finally {
+    watching = false;
+  }
+}
+
+async function readQueue(conversationId) {
+  const { data } = await api.get(`/v1/messages?conversation_id=${q(conversationId)}&user=${q(state.user)}&limit=100`);
+  const waiting = state.waiting.filter((t) => conversationOf(t) === conversationId && t.box.classList.contains('queued'));
+  const known = new Set(waiting.map((t) => t.taskId).filter(Boolean));
+  const unclaimed = data.filter((m) => m.turn_status === 'queued' && !known.has(m.id));
+  for (const t of waiting) {
+    if (t.taskId) continue;
+    const i = unclaimed.findIndex((m) => m.query === t.query);
+    if (i < 0) continue;
+    t.taskId = unclaimed[i].id;
+    t.box.dataset.messageId = t.taskId;
+    unclaimed.splice(i, 1);
+    if (t.stopRequested) void sendStop(t);
+  }
+  for (const t of waiting) {
+    const m = data.find((x) => x.id === t.taskId);
+    const place = t.box.querySelector('.queue-place');
+    if (!m || m.turn_status !== 'queued' || !place || t.stopRequested) continue;
+    t.box.dataset.queuePosition = String(m.queue_position ?? '');
+    place.textContent = m.queue_position === 1 ? 'Queued: next in line.' : `Queued: ${ordinal(m.queue_position)} in line.`;
+  }
+}
+
+/** Stops a message still waiting in line: it ends without running (sent once its id is known). */
+function stopQueued(turn) {
+  if (turn.stopRequested) return;
+  turn.stopRequested = true;
+  const place = turn.box.querySelector('.queue-place');
+  if (place) place.textContent = 'Stopping before its turn…';
+  turn.box.querySelector('.stop-queued')?.setAttribute('disabled', '');
+  if (turn.taskId) void sendStop(turn);
+  else if (conversationOf(turn)) void readQueue(conversationOf(turn)).catch((err) => say(err.message));
+}
+
 function stop() {
   const turn = state.turn;
   if (!turn) return;
@@ -253,7 +323,10 @@ function userMessage(query, files = []) {
     const list = el('div', 'sent-files');
     for (const f of files) {
       if (f.url && f.type === 'image') renderFile(m, f);
-      else list.append(el('span', '', f.name || f.type || 'file'));
+      else
+        list.append(
+          el('span', '', `${f.name || f.filename || f.type || 'file'}${typeof f.size === 'number' ? ` (${bytes(f.size)})` : ''}`),
+        );
     }
     if (list.childElementCount) m.append(list);
   }
@@ -659,7 +732,7 @@ async function openConversation(id, { branch } = {}) {
     box._answer = '';
     paintAnswer(box);
     const queued = m.turn_status === 'queued';
-    void runTurn(box, (signal) => api.request(eventsUrl(m.id), { signal }), { waiting: queued, queued });
+    void runTurn(box, (signal) => api.request(eventsUrl(m.id), { signal }), { waiting: queued, queued, taskId: queued ? m.id : '' });
   }
 }
 

@@ -151,8 +151,8 @@ async function fileName(url) {
 }
 
 /**
- * Shows one file attached to a message (`{id, type, url}`: a message_file event or history's message_files): an
- * image inline, every file as a download link named by its file name. Once per file id.
+ * Shows one file attached to a message (`{id, type, url, filename?, size?}`: a message_file event or history's
+ * message_files): an image inline, every file as a download link named by its file name. Once per file id.
  */
 export function renderFile(box, file) {
   let list = box.querySelector('.files');
@@ -176,13 +176,29 @@ export function renderFile(box, file) {
   }
   item.append(link);
   list.append(item);
-  void fileName(url).then((name) => {
+  const named = (name) => {
     if (!name) return;
-    link.textContent = `Download ${name}`;
+    link.textContent = `Download ${name}${typeof file.size === 'number' ? ` (${bytes(file.size)})` : ''}`;
     link.setAttribute('download', name);
     const img = item.querySelector('img');
     if (img) img.alt = name;
-  });
+  };
+  // History's message_files carry Dify's filename and size; a live message_file event does not: ask the link.
+  if (file.filename) named(file.filename);
+  else void fileName(url).then(named);
+}
+
+/** 1234 → "1.2 kB". */
+export function bytes(n) {
+  if (n < 1000) return `${n} B`;
+  const units = ['kB', 'MB', 'GB'];
+  let v = n / 1000;
+  let i = 0;
+  while (v >= 1000 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
 }
 
 /** Sets a message's answer (Markdown), re-rendered at most once a frame while it streams. */

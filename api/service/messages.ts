@@ -52,24 +52,57 @@ export async function messagePage(
   const ids = thread.slice(-q.limit);
   const rows = await db.message.findMany({
     where: { id: { in: ids } },
-    include: { thoughts: { orderBy: { position: 'asc' } }, files: true, ...(feedbacks ? { feedbacks } : {}) },
+    include: {
+      thoughts: { orderBy: { position: 'asc' } },
+      files: { include: { upload_file: { select: UPLOAD_FIELDS } } },
+      ...(feedbacks ? { feedbacks } : {}),
+    },
   });
   const byId = new Map(rows.map((r) => [r.id, r]));
+  // A queued message's place in line (1: it runs next), among all the conversation's waiting messages.
+  const line = rows.some((r) => r.status === 'queued')
+    ? await db.message.findMany({
+        where: { conversation_id: conversationId, status: 'queued' },
+        orderBy: { queue_position: 'asc' },
+        select: { id: true },
+      })
+    : [];
   const parents = effectiveParents(nodes);
   const children = childrenOf(nodes);
   const page = ids.flatMap((id) => {
     const m = byId.get(id);
     if (!m) return [];
     const parent = parents.get(id) ?? null;
-    return [{ ...m, thread: { parent, siblings: children.get(parent) ?? [id] } } as ThreadedRow];
+    const place = line.findIndex((w) => w.id === id) + 1;
+    return [{ ...m, thread: { parent, siblings: children.get(parent) ?? [id] }, ...(place ? { queue_place: place } : {}) } as ThreadedRow];
   });
   return { has_more: thread.length > q.limit, page };
 }
 
-/** Feedback is an end user's: a debugger message is listed without it. */
-type MessageRow = Prisma.MessageGetPayload<{ include: { thoughts: true; files: true } }> & { feedbacks?: { rating: string }[] };
-/** A history row with its place in the thread (messagePage); without it the stored parent is shown. */
-type ThreadedRow = MessageRow & { thread?: { parent: string | null; siblings: string[] } };
+/** What history shows of a file's upload: Dify's filename, mime_type and size. */
+const UPLOAD_FIELDS = { name: true, mime_type: true, size: true } as const;
+type FileRow = Prisma.MessageFileGetPayload<object> & { upload_file?: { name: string; mime_type: string; size: number } | null };
+/** Feedback is an end user's: a debugger message is listed without it. Its files' uploads, when the query included them. */
+type MessageRow = Omit<Prisma.MessageGetPayload<{ include: { thoughts: true } }>, 'files'> & {
+  files: FileRow[];
+  feedbacks?: { rating: string }[];
+};
+/**
+ * A history row with its place in the thread (messagePage); without it the stored parent is shown. `queue_place`: a
+ * queued message's place in its conversation's line (messagePage counts it).
+ */
+type ThreadedRow = MessageRow & { thread?: { parent: string | null; siblings: string[] }; queue_place?: number };
+
+/** A remote_url file's name: the last segment of its URL's path (Dify names it so), or null. */
+function remoteFileName(url: string | null): string | null {
+  if (!url) return null;
+  try {
+    const last = new URL(url).pathname.split('/').filter(Boolean).pop();
+    return last ? decodeURIComponent(last) : null;
+  } catch {
+    return null;
+  }
+}
 
 /** One message of the history as the service API shows it (the console's debugger history shares it). */
 export function messageJson(m: ThreadedRow, config: Pick<Config, 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'>) {
@@ -84,6 +117,8 @@ export function messageJson(m: ThreadedRow, config: Pick<Config, 'ENCRYPTION_KEY
     answer: m.answer,
     status: m.status === 'failed' ? 'error' : 'normal',
     turn_status: m.status,
+    // Extension: a queued message's place in line (1: it runs next); null once it runs (or where not counted).
+    queue_position: m.status === 'queued' ? (m.queue_place ?? null) : null,
     resumed_from_message_id: m.resumed_from_message_id,
     error: m.error,
     agent_failure: (m.metadata as { agent_failure?: unknown } | null)?.agent_failure ?? null,
@@ -96,6 +131,10 @@ export function messageJson(m: ThreadedRow, config: Pick<Config, 'ENCRYPTION_KEY
       // Dify's fields too: what a client needs to send the files again (the chat page's regenerate from history).
       transfer_method: f.transfer_method,
       upload_file_id: f.upload_file_id,
+      // Dify's: the file's name, type and bytes (from its upload; a remote_url file: the name in its URL, the rest unknown).
+      filename: f.upload_file?.name ?? (f.transfer_method === 'remote_url' ? remoteFileName(f.url) : null),
+      mime_type: f.upload_file?.mime_type ?? null,
+      size: f.upload_file?.size ?? null,
     })),
     feedback: m.feedbacks?.[0] ? { rating: m.feedbacks[0].rating } : null,
     retriever_resources: [],

@@ -285,6 +285,12 @@ describe.runIf(chromiumPath)('the chat page in a browser', () => {
     await page.locator('#conversations li .open').first().click();
     await expect.poll(() => page.locator('.msg.agent .files .file').count(), { timeout: 20_000 }).toBe(2);
     await expect.poll(() => page.locator('.msg.agent .files img').evaluate((i: HTMLImageElement) => i.complete && i.naturalWidth)).toBe(1);
+    // History's message_files carry Dify's filename and size: the links are named (and sized) from them.
+    const png = Buffer.from(PNG_B64, 'base64').length;
+    expect((await page.locator('.msg.agent .files a.download').allTextContents()).sort()).toEqual([
+      `Download dot.png (${png} B)`,
+      'Download report.txt (3 B)',
+    ]);
     expect(failures).toEqual([]);
     await shot(page, 'chat-desktop-files.png');
   }, 90_000);
@@ -404,13 +410,87 @@ describe.runIf(chromiumPath)('the chat page in a browser', () => {
     const conv = (await conversations(user)).find((c) => c.name.startsWith('/sh cat uploads'))!;
     const messages = (await api(`/v1/messages?conversation_id=${conv.id}&user=${user}`))!.data as {
       answer: string;
-      message_files: { belongs_to: string; type: string; filename?: string }[];
+      message_files: { belongs_to: string; type: string; filename: string | null; mime_type: string | null; size: number | null }[];
     }[];
     expect(messages).toHaveLength(1);
     expect(messages[0]!.answer).toContain(text);
-    expect(messages[0]!.message_files.filter((f) => f.belongs_to === 'user').map((f) => f.type)).toEqual(['document']);
+    expect(messages[0]!.message_files.filter((f) => f.belongs_to === 'user')).toEqual([
+      expect.objectContaining({ type: 'document', filename: 'notes.txt', mime_type: 'text/plain', size: text.length + 1 }),
+    ]);
     await shot(page, 'chat-desktop-document.png');
+    // Opened from the history, the question shows the document by its name and size.
+    await page.reload();
+    await page.locator('#conversations li .open', { hasText: '/sh cat uploads' }).click();
+    await expect
+      .poll(() => page.locator('.msg.user .sent-files').last().textContent(), { timeout: 20_000 })
+      .toBe(`notes.txt (${text.length + 1} B)`);
     expect(failures).toEqual([]);
+  }, 120_000);
+
+  it('enqueue: a queued message shows its place in line and is stopped from the page before its turn; the next one moves up', async () => {
+    const consoleApi = (body: unknown) =>
+      fetch(`${stack.apiUrl}/console/api/apps/${stack.demo!.appId}/multitask-settings`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect((await consoleApi({ default_strategy: 'enqueue' })).status).toBe(200);
+    const p = await desktop.newPage();
+    watch(p);
+    try {
+      await p.goto(`${stack.apiUrl}/chat/#key=${stack.demo!.apiKey}`);
+      await expect.poll(() => p.evaluate(() => document.body.classList.contains('multitask')), { timeout: 20_000 }).toBe(true);
+      const ask = async (text: string) => {
+        await p.fill('#query', text);
+        await p.click('#send');
+      };
+      // A long turn (a minute at most; it is stopped), then two follow-ups queued behind it.
+      await ask('/slow 100 /long 600');
+      await expect.poll(() => p.locator('.msg.agent .text').first().textContent(), { timeout: 30_000 }).toContain('alpha');
+      await ask('first follow-up');
+      await ask('second follow-up');
+      const queued = p.locator('.msg.agent.queued');
+      await expect.poll(() => queued.count()).toBe(2);
+      const first = queued.nth(0);
+      const second = queued.nth(1);
+      await expect.poll(() => first.locator('.queue-place').textContent(), { timeout: 20_000 }).toBe('Queued: next in line.');
+      await expect.poll(() => second.locator('.queue-place').textContent(), { timeout: 20_000 }).toBe('Queued: 2nd in line.');
+      const firstId = (await first.getAttribute('data-message-id'))!;
+      expect(firstId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(await axeViolations(p)).toEqual([]);
+      await shot(p, 'chat-desktop-queued.png');
+
+      // Stopped before its turn: it ends without running; the running answer goes on, the other follow-up moves up.
+      await first.locator('button.stop-queued').click();
+      const stoppedBox = p.locator(`.msg.agent[data-message-id="${firstId}"]`);
+      await expect.poll(() => stoppedBox.getAttribute('class'), { timeout: 20_000 }).toContain('stopped');
+      await expect.poll(() => stoppedBox.locator('.queued-note').count()).toBe(0);
+      await expect.poll(() => p.locator('.msg.agent.queued .queue-place').textContent(), { timeout: 20_000 }).toBe('Queued: next in line.');
+      expect(await p.locator('#stop').isEnabled()).toBe(true);
+      const row = await stack.db.message.findUniqueOrThrow({ where: { id: firstId } });
+      expect(row.query).toBe('first follow-up');
+      expect(row.status).toBe('stopped');
+      expect(await stack.db.agentBackendRun.count({ where: { message_id: firstId } })).toBe(0);
+
+      // Stop the running answer: the remaining follow-up runs and completes.
+      await p.click('#stop');
+      await expect.poll(() => p.locator('.msg.pending, .msg.queued').count(), { timeout: 60_000 }).toBe(0);
+      const statuses = await stack.db.message.findMany({
+        where: { conversation_id: row.conversation_id },
+        orderBy: { created_at: 'asc' },
+        select: { query: true, status: true },
+      });
+      expect(statuses).toEqual([
+        { query: '/slow 100 /long 600', status: 'stopped' },
+        { query: 'first follow-up', status: 'stopped' },
+        { query: 'second follow-up', status: 'succeeded' },
+      ]);
+      expect(await p.locator('.msg.agent .text').last().textContent()).not.toBe('');
+      expect(failures).toEqual([]);
+    } finally {
+      await p.close();
+      expect((await consoleApi({ default_strategy: 'reject' })).status).toBe(200);
+    }
   }, 120_000);
 
   it('has no serious accessibility violation (axe-core) on the desktop layout', async () => {
