@@ -170,13 +170,18 @@ describe.runIf(chromiumPath)('a journey from the printed studio link to a conver
       await chat.click('#send');
     };
 
+    /** Sends `query`; the answer has `result`, and the call of `tool` shows as a thought with it. */
+    const toolTurn = async (query: string, tool: string, result: string) => {
+      await send(query);
+      await expect.poll(lastText, { timeout: 60_000 }).toContain(result);
+      await idle();
+      const card = last().locator('.thought.tool').first();
+      expect(await card.textContent()).toContain(tool);
+      await expect.poll(() => card.locator('.tool-result').textContent()).toContain(result);
+    };
+
     // 6. Chat: the shell runs in the agent's workspace, shown as a thought.
-    await send('/sh echo packing list ready');
-    await expect.poll(lastText, { timeout: 60_000 }).toContain('packing list ready');
-    await idle();
-    const card = last().locator('.thought.tool').first();
-    expect(await card.textContent()).toContain('shell');
-    await expect.poll(() => card.locator('.tool-result').textContent()).toContain('packing list ready');
+    await toolTurn('/sh echo packing list ready', 'shell', 'packing list ready');
     await screenshot(chat, 'journey-5-chat-shell-phone.png');
 
     // 7. An ask_human form, answered in the page; the agent goes on with the answer.
@@ -200,12 +205,7 @@ describe.runIf(chromiumPath)('a journey from the printed studio link to a conver
     await screenshot(chat, 'journey-7-document-answer-phone.png');
 
     // 9. A question for the API tool: its call shows as a thought with its result, and the weather API got it with the secret.
-    await send('/tool weather__getForecast {"city":"Lisbon"}');
-    await expect.poll(lastText, { timeout: 60_000 }).toContain('Lisbon: sunny, 24 °C');
-    await idle();
-    const toolCard = last().locator('.thought.tool').first();
-    expect(await toolCard.textContent()).toContain('weather__getForecast');
-    await expect.poll(() => toolCard.locator('.tool-result').textContent()).toContain('Lisbon: sunny, 24 °C');
+    await toolTurn('/tool weather__getForecast {"city":"Lisbon"}', 'weather__getForecast', 'Lisbon: sunny, 24 °C');
     expect(weatherCalls).toEqual([{ url: '/forecast?city=Lisbon', auth: `Bearer ${WEATHER_SECRET}` }]);
     expect(await axeViolations(chat)).toEqual([]);
     await screenshot(chat, 'journey-8-api-tool-phone.png');
