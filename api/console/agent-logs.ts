@@ -17,7 +17,7 @@ import type {
 import { consoleApp, consoleAuth } from './auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { Uuid } from '../schemas.js';
-import { messageJson } from '../service/messages.js';
+import { messageFileJson, messageJson, queueLine, UPLOAD_FIELDS } from '../service/messages.js';
 
 const LogsQuery = z.object({ conversation_id: Uuid, message_id: Uuid });
 
@@ -110,7 +110,10 @@ export function agentLogRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_
     });
   });
 
-  /** GET /console/api/apps/{app_id}/agent/conversations/{conversation_id}/messages: its turns, oldest first, as the service API shows them. */
+  /**
+   * GET /console/api/apps/{app_id}/agent/conversations/{conversation_id}/messages: its turns, oldest first, as the
+   * service API shows them — files named and sized from their uploads, a queued message's `queue_position`.
+   */
   r.get('/apps/:app_id/agent/conversations/:conversation_id/messages', consoleAuth(db), async (req: Request, res) => {
     const { app } = await consoleApp(db, req);
     const conversationId = parseOr400(Uuid, req.params.conversation_id, 'conversation_id');
@@ -120,9 +123,15 @@ export function agentLogRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_
       where: { conversation_id: conversationId },
       orderBy: { created_at: 'asc' },
       take: 500,
-      include: { thoughts: { orderBy: { position: 'asc' } }, files: true, feedbacks: { select: { rating: true } } },
+      include: {
+        thoughts: { orderBy: { position: 'asc' } },
+        files: { include: { upload_file: { select: UPLOAD_FIELDS } } },
+        feedbacks: { select: { rating: true } },
+      },
     });
-    res.json({ data: rows.map((m) => ({ ...messageJson(m, deps.config), error_code: m.error_code })) });
+    const line = rows.some((m) => m.status === 'queued') ? await queueLine(db, conversationId) : [];
+    const placed = (m: (typeof rows)[number]) => (line.includes(m.id) ? { ...m, queue_place: line.indexOf(m.id) + 1 } : m);
+    res.json({ data: rows.map((m) => ({ ...messageJson(placed(m), deps.config), error_code: m.error_code })) });
   });
 
   r.get('/apps/:app_id/agent/logs', consoleAuth(db), async (req: Request, res) => {
@@ -133,12 +142,13 @@ export function agentLogRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_
       include: {
         thoughts: { orderBy: { position: 'asc' } },
         model_calls: { orderBy: { call_index: 'asc' } },
-        files: true,
+        files: { include: { upload_file: { select: UPLOAD_FIELDS } } },
         conversation: { select: { name: true } },
       },
     });
     if (!message) throw new HttpError(404, 'message_not_found', 'Message not found.');
     const iterations = agentIterations(message.model_calls, message.thoughts);
+    const place = message.status === 'queued' ? (await queueLine(db, message.conversation_id)).indexOf(message.id) + 1 : 0;
     res.json({
       meta: {
         status: message.status === 'failed' ? 'failed' : message.status === 'succeeded' ? 'success' : message.status,
@@ -148,9 +158,12 @@ export function agentLogRoutes(deps: { db: Db; config: Pick<Config, 'ENCRYPTION_
         total_tokens: message.total_tokens,
         agent_mode: 'function_call',
         iterations: iterations.length,
+        // Extension: a queued message's place in its conversation's line (1 = next); null once it runs.
+        queue_position: place || null,
       },
       iterations,
-      files: message.files.map((f) => ({ id: f.id, type: f.type, belongs_to: f.belongs_to })),
+      // The message's files as its history shows them (named and sized from their uploads).
+      files: message.files.map((f) => messageFileJson(f, deps.config)),
     });
   });
   return r;

@@ -11,7 +11,7 @@ import type { OutboxDispatcher } from '../../core/domain/outbox.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { ChatRequest, StopRequest, Uuid, UserId } from '../schemas.js';
-import { collectTurn, lastEventId, streamTurn } from '../turns/stream.js';
+import { collectTurn, lastEventId, queuedFrame, streamTurn } from '../turns/stream.js';
 import { startTurn } from '../turns/start.js';
 import { findOwnedMessage } from '../ownership.js';
 import { requestStop } from '../turns/stop.js';
@@ -36,7 +36,9 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     const body = parseOr400(ChatRequest, req.body);
     const turn = await startTurn(deps, app, body);
     if (body.response_mode === 'streaming') {
-      await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS, startedAtMs }, req, res, turn.messageId, 0);
+      // Queued behind the turn in flight (multitask): the stream says so first, with the message's id and place in line.
+      const queued = turn.queued ? await queuedFrame(db, turn.messageId, { always: true }) : null;
+      await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS, startedAtMs }, req, res, turn.messageId, 0, queued);
       return;
     }
     const abort = new AbortController();
@@ -63,14 +65,15 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     });
   });
 
-  /** Extension: re-attach to a turn's stream; honours Last-Event-ID. */
+  /** Extension: re-attach to a turn's stream; honours Last-Event-ID. A message still queued starts with `message_queued` (its place now). */
   r.get('/chat-messages/:task_id/events', async (req, res) => {
     const app = appCtx(req);
     const taskId = parseOr400(Uuid, req.params.task_id, 'task_id');
     const user = parseOr400(UserId, req.query.user, 'user');
     const after = lastEventId(req);
     const msg = await findOwnedMessage(db, app.appId, user, taskId);
-    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, msg.id, after);
+    const queued = msg.status === 'queued' ? await queuedFrame(db, msg.id) : null;
+    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, msg.id, after, queued);
   });
 
   r.post('/chat-messages/:task_id/stop', async (req, res) => {

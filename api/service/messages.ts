@@ -59,28 +59,31 @@ export async function messagePage(
     },
   });
   const byId = new Map(rows.map((r) => [r.id, r]));
-  // A queued message's place in line (1: it runs next), among all the conversation's waiting messages.
-  const line = rows.some((r) => r.status === 'queued')
-    ? await db.message.findMany({
-        where: { conversation_id: conversationId, status: 'queued' },
-        orderBy: { queue_position: 'asc' },
-        select: { id: true },
-      })
-    : [];
+  const line = rows.some((r) => r.status === 'queued') ? await queueLine(db, conversationId) : [];
   const parents = effectiveParents(nodes);
   const children = childrenOf(nodes);
   const page = ids.flatMap((id) => {
     const m = byId.get(id);
     if (!m) return [];
     const parent = parents.get(id) ?? null;
-    const place = line.findIndex((w) => w.id === id) + 1;
+    const place = line.indexOf(id) + 1;
     return [{ ...m, thread: { parent, siblings: children.get(parent) ?? [id] }, ...(place ? { queue_place: place } : {}) } as ThreadedRow];
   });
   return { has_more: thread.length > q.limit, page };
 }
 
-/** What history shows of a file's upload: Dify's filename, mime_type and size. */
-const UPLOAD_FIELDS = { name: true, mime_type: true, size: true } as const;
+/** A conversation's waiting messages, next first: a queued message's place in line is its index + 1 (1: it runs next). */
+export async function queueLine(db: Db, conversationId: string): Promise<string[]> {
+  const rows = await db.message.findMany({
+    where: { conversation_id: conversationId, status: 'queued' },
+    orderBy: { queue_position: 'asc' },
+    select: { id: true },
+  });
+  return rows.map((r) => r.id);
+}
+
+/** What history shows of a file's upload: Dify's filename, mime_type and size (`include: { files: { include: { upload_file: … } } }`). */
+export const UPLOAD_FIELDS = { name: true, mime_type: true, size: true } as const;
 type FileRow = Prisma.MessageFileGetPayload<object> & { upload_file?: { name: string; mime_type: string; size: number } | null };
 /** Feedback is an end user's: a debugger message is listed without it. Its files' uploads, when the query included them. */
 type MessageRow = Omit<Prisma.MessageGetPayload<{ include: { thoughts: true } }>, 'files'> & {
@@ -104,6 +107,23 @@ function remoteFileName(url: string | null): string | null {
   }
 }
 
+/** One file of a message as history shows it (the console's logs share it). */
+export function messageFileJson(f: FileRow, config: Pick<Config, 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'>) {
+  return {
+    id: f.id,
+    type: f.type,
+    url: f.upload_file_id ? resignFileUrl(config, f.url, f.upload_file_id) : f.url,
+    belongs_to: f.belongs_to,
+    // Dify's fields too: what a client needs to send the files again (the chat page's regenerate from history).
+    transfer_method: f.transfer_method,
+    upload_file_id: f.upload_file_id,
+    // Dify's: the file's name, type and bytes (from its upload; a remote_url file: the name in its URL, the rest unknown).
+    filename: f.upload_file?.name ?? (f.transfer_method === 'remote_url' ? remoteFileName(f.url) : null),
+    mime_type: f.upload_file?.mime_type ?? null,
+    size: f.upload_file?.size ?? null,
+  };
+}
+
 /** One message of the history as the service API shows it (the console's debugger history shares it). */
 export function messageJson(m: ThreadedRow, config: Pick<Config, 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'>) {
   const storedParent = m.parent_message_id === UUID_NIL ? null : m.parent_message_id;
@@ -123,19 +143,7 @@ export function messageJson(m: ThreadedRow, config: Pick<Config, 'ENCRYPTION_KEY
     error: m.error,
     agent_failure: (m.metadata as { agent_failure?: unknown } | null)?.agent_failure ?? null,
     // Signed links expire (issue 17 L5): history hands out fresh ones.
-    message_files: m.files.map((f) => ({
-      id: f.id,
-      type: f.type,
-      url: f.upload_file_id ? resignFileUrl(config, f.url, f.upload_file_id) : f.url,
-      belongs_to: f.belongs_to,
-      // Dify's fields too: what a client needs to send the files again (the chat page's regenerate from history).
-      transfer_method: f.transfer_method,
-      upload_file_id: f.upload_file_id,
-      // Dify's: the file's name, type and bytes (from its upload; a remote_url file: the name in its URL, the rest unknown).
-      filename: f.upload_file?.name ?? (f.transfer_method === 'remote_url' ? remoteFileName(f.url) : null),
-      mime_type: f.upload_file?.mime_type ?? null,
-      size: f.upload_file?.size ?? null,
-    })),
+    message_files: m.files.map((f) => messageFileJson(f, config)),
     feedback: m.feedbacks?.[0] ? { rating: m.feedbacks[0].rating } : null,
     retriever_resources: [],
     agent_thoughts: m.thoughts.map((t) => ({

@@ -1,7 +1,12 @@
 /** Serves a turn's events from the event log as text/event-stream (any replica, resumable). */
 import type { Request, Response } from 'express';
 import type { Db } from '../../core/platform/db.js';
-import { isTerminalClientEvent, type StoredClientEvent } from '../../core/protocol/client-events.js';
+import {
+  isTerminalClientEvent,
+  turnEventBase,
+  type MessageQueuedEvent,
+  type StoredClientEvent,
+} from '../../core/protocol/client-events.js';
 import { followEvents, type EventNotifier } from '../../core/protocol/event-log.js';
 import { startSse, writeSse } from '../../core/platform/sse.js';
 import { streamObserver } from '../../core/platform/metrics/index.js';
@@ -35,6 +40,35 @@ function parseEventId(raw: string, field: string): number {
   return n;
 }
 
+/** What a queued message's `message_queued` frame needs of its row. */
+type QueuedRow = {
+  id: string;
+  conversation_id: string;
+  created_at: Date;
+  status: string;
+  queue_position: bigint | null;
+  metadata: unknown;
+};
+const QUEUED_ROW = { id: true, conversation_id: true, created_at: true, status: true, queue_position: true, metadata: true } as const;
+
+/**
+ * The `message_queued` frame of a message waiting in its conversation's line (docs/PROTOCOL.md §1), its place counted
+ * now: 1 + the messages queued before it. `always`: the chat request that queued it says so even if its turn was
+ * claimed meanwhile (its place is then 1); a re-attach says so only while it still waits (null otherwise).
+ */
+export async function queuedFrame(db: Db, messageId: string, opts: { always?: boolean } = {}): Promise<MessageQueuedEvent | null> {
+  const m: QueuedRow | null = await db.message.findUnique({ where: { id: messageId }, select: QUEUED_ROW });
+  if (!m || m.queue_position === null || (m.status !== 'queued' && !opts.always)) return null;
+  const ahead =
+    m.status === 'queued'
+      ? await db.message.count({
+          where: { conversation_id: m.conversation_id, status: 'queued', queue_position: { lt: m.queue_position } },
+        })
+      : 0;
+  const strategy = (m.metadata as { multitask?: { strategy?: MessageQueuedEvent['strategy'] } } | null)?.multitask?.strategy ?? 'enqueue';
+  return { event: 'message_queued', ...turnEventBase(m), position: ahead + 1, strategy };
+}
+
 export async function streamTurn(
   /** `startedAtMs` (performance.now() when a chat request arrived): its first token and end are timed (metrics). */
   deps: { db: Db; notifier: EventNotifier; pingMs: number; startedAtMs?: number },
@@ -42,8 +76,11 @@ export async function streamTurn(
   res: Response,
   messageId: string,
   afterSeq: number,
+  /** A queued message's `message_queued` (queuedFrame): written first, without an `id:` (it is not in the event log). */
+  queued: MessageQueuedEvent | null = null,
 ): Promise<void> {
   startSse(res);
+  if (queued) writeSse(res, { event: queued.event, data: queued });
   const observed = streamObserver(deps.startedAtMs ?? null);
   const abort = new AbortController();
   const onClose = () => abort.abort();

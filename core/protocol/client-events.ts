@@ -97,6 +97,24 @@ export const ErrorEvent = TurnEventBase.extend({
   metadata: z.object({ usage: Usage }).optional(),
 }).meta({ description: 'The turn failed (the HTTP status of the stream stays 200); the stream closes after it.' });
 
+/**
+ * Extension (issue 34/35): the first frame of the stream of a message accepted behind the turn in flight (a
+ * `multitask_strategy` other than `reject`), before any turn event — so a client knows its id and place in line at
+ * once. It is no event of the log: no `id:` (Last-Event-ID is unchanged), written again with the current place when a
+ * client re-attaches while the message still waits. Dify's clients skip event names they do not know.
+ */
+export const MessageQueuedEvent = TurnEventBase.extend({
+  event: z.literal('message_queued'),
+  /** Its place in its conversation's line when the frame was written: 1 = it runs next. */
+  position: z.number().int().min(1),
+  /** The strategy it was accepted with (interrupt / rollback also stopped the turn in flight). */
+  strategy: z.enum(['enqueue', 'interrupt', 'rollback']),
+}).meta({
+  description:
+    "Extension: the message waits behind the turn in flight (multitask); first frame of its stream, no `id:`. `position`: its place in line (1 = next). Its turn's events follow when it runs (or `message` + `message_end` if it is stopped first).",
+});
+export type MessageQueuedEvent = z.output<typeof MessageQueuedEvent>;
+
 export const PingEvent = z.object({ event: z.literal('ping') }).meta({ description: 'Keep-alive, about every 10 s.' });
 
 export const SSE_EVENTS = {
@@ -108,6 +126,7 @@ export const SSE_EVENTS = {
   MessageReplaceEvent,
   HumanInputRequiredEvent,
   ErrorEvent,
+  MessageQueuedEvent,
   PingEvent,
 } as const;
 
@@ -120,6 +139,7 @@ export const SseEvent = z.discriminatedUnion('event', [
   MessageReplaceEvent,
   HumanInputRequiredEvent,
   ErrorEvent,
+  MessageQueuedEvent,
   PingEvent,
 ]);
 export type SseEvent = z.output<typeof SseEvent>;

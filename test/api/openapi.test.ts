@@ -196,6 +196,7 @@ describe('GET /openapi.json', () => {
         'MessageEvent',
         'MessageFileEvent',
         'MessageReplaceEvent',
+        'MessageQueuedEvent',
         'PingEvent',
       ].sort(),
     );
