@@ -8,7 +8,10 @@
  * transaction under the conversation's row lock — takes it, moves the head `queued` → `pending` and, for a
  * `rollback`, puts the rolled-back turn's pre-turn session snapshot back on the binding. It is idempotent: a retried
  * attempt (the result was lost with a worker) finds its message `pending` and holding the lock, and returns it
- * again; the workflow's child start is what runs it, once.
+ * again; the workflow's child start is what runs it, once. A stop that reached a claimed message before its child
+ * existed (its cancel found no workflow: the outbox counts that delivered) is found by its outbox row: the next claim
+ * ends such a message stopped instead of returning it, and the coordinator asks again right after a child's start
+ * (`stopRequestedBeforeStart`) and cancels it then.
  */
 import { Context } from '@temporalio/activity';
 import type { Config } from '../core/platform/config.js';
@@ -50,13 +53,25 @@ function multitaskOf(metadata: unknown): MultitaskMetadata | undefined {
  * `message` + `message_end` for a stream that waits on it. False when it is no longer queued (claimed meanwhile).
  */
 export async function stopQueuedMessage(tx: Tx, messageId: string): Promise<boolean> {
-  const n = await tx.message.updateMany({ where: { id: messageId, status: 'queued' }, data: { status: 'stopped' } });
+  return endUnstarted(tx, messageId, 'queued');
+}
+
+/** A message whose turn never started (`queued`, or claimed `pending` with no workflow) ends stopped. */
+async function endUnstarted(tx: Tx, messageId: string, from: 'queued' | 'pending'): Promise<boolean> {
+  const n = await tx.message.updateMany({ where: { id: messageId, status: from }, data: { status: 'stopped' } });
   if (n.count === 0) return false;
   const msg = await tx.message.findUniqueOrThrow({ where: { id: messageId } });
   // A queued message the lock was handed to passes it on to the next one.
   await releaseTurnLock(tx, msg.conversation_id, msg.id);
   await appendEvents(tx, msg.id, finalAnswerEvents(msg, { answer: '', usage: await ledgerUsage(tx, null) }));
   return true;
+}
+
+/** Whether a cancel of this workflow was ever asked through the outbox (a stop, an interrupt or a rollback writes one). */
+async function cancelAsked(tx: Tx | Db, workflowId: string): Promise<boolean> {
+  const [row] = await tx.$queryRaw<{ asked: boolean }[]>`
+    select exists(select 1 from temporal_outbox where workflow_id = ${workflowId} and kind = 'cancel') as asked`;
+  return row?.asked ?? false;
 }
 
 /**
@@ -125,8 +140,15 @@ export function createConversationQueueActivities({ db, config, logger }: Conver
       let next: { id: string; metadata: unknown } | null = null;
       if (conv.active_message_id) {
         const holder = await tx.message.findUnique({ where: { id: conv.active_message_id } });
-        // Claimed by an earlier attempt whose result was lost: the same turn again (its start is the workflow's).
-        if (holder?.status === 'pending' && holder.queue_position !== null) return describe(tx, holder.id);
+        // Claimed by an earlier attempt (or coordinator run) whose child never started: the same turn again (its start is
+        // the workflow's) — unless a stop reached it meanwhile: its cancel found no workflow, so it ends here, as a stop
+        // of a queued message does, and the lock goes on to the next one.
+        if (holder?.status === 'pending' && holder.queue_position !== null) {
+          if (!(await cancelAsked(tx, holder.workflow_id))) return describe(tx, holder.id);
+          await endUnstarted(tx, holder.id, 'pending');
+          logger.info({ conversation_id: conversationId, message_id: holder.id }, 'queued turn stopped before its start');
+          return null;
+        }
         // Handed over by the turn that ended (releaseTurnLock): ours to start. Anything else: a turn in flight.
         if (holder?.status !== 'queued') return null;
         next = holder;
@@ -165,7 +187,18 @@ export function createConversationQueueActivities({ db, config, logger }: Conver
     }
   }
 
-  return { claimQueuedTurn };
+  /**
+   * After the coordinator started a claimed turn's child: whether a cancel of its workflow was asked through the
+   * outbox. A row written before the start was delivered to no workflow (lost); one written after reaches the child
+   * anyway, so the coordinator's second cancel is a no-op then.
+   */
+  async function stopRequestedBeforeStart(args: { workflowId: string }): Promise<boolean> {
+    const asked = await cancelAsked(db, args.workflowId);
+    if (asked) logger.info({ workflow_id: args.workflowId }, 'queued turn: a stop asked around its start, delivered again');
+    return asked;
+  }
+
+  return { claimQueuedTurn, stopRequestedBeforeStart };
 }
 
 export type ConversationQueueActivities = ReturnType<typeof createConversationQueueActivities>;

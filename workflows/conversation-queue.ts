@@ -4,7 +4,9 @@
  * when a message is queued. The queue is rows in PostgreSQL (status `queued`, `queue_position`); this workflow only
  * turns them, one at a time and in order, into ordinary `agentTurn` children under their usual ids — the start is a
  * command in history, so a turn is never started twice whatever retries, replays or worker kills happen. It waits
- * for each child (stop, interrupt and rollback cancel the child directly, by its own id), then claims the next.
+ * for each child (stop, interrupt and rollback cancel the child directly, by its own id), then claims the next. A
+ * stop that reached a claimed message before its child existed (its cancel found no workflow) is looked up once the
+ * child has started, and delivered then (`patched('queue-stop-before-start')`).
  */
 import {
   ChildWorkflowFailure,
@@ -12,10 +14,12 @@ import {
   WorkflowIdReusePolicy,
   condition,
   continueAsNew,
-  executeChild,
+  getExternalWorkflowHandle,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
+  startChild,
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
@@ -29,6 +33,12 @@ import { turnStartSearchAttributes } from './search-attributes.js';
 const queue = proxyActivities<ConversationQueueActivities>({
   startToCloseTimeout: '3 hours',
   heartbeatTimeout: '10 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
+});
+
+/** The stop look-up after a child's start: one indexed read. */
+const check = proxyActivities<ConversationQueueActivities>({
+  startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 });
 
@@ -51,9 +61,11 @@ export async function conversationQueue(input: ConversationQueueInput): Promise<
     }
     const turn = next.input;
     turns++;
+    const workflowId = workflowIdForMessage(turn.messageId);
     try {
-      await executeChild(agentTurn, {
-        workflowId: workflowIdForMessage(turn.messageId),
+      // startChild + result() are the commands executeChild issued (histories of either replay).
+      const child = await startChild(agentTurn, {
+        workflowId,
         args: [turn],
         // Terminating the coordinator must not kill a turn; a closed turn's id is never run again.
         parentClosePolicy: ParentClosePolicy.ABANDON,
@@ -62,6 +74,15 @@ export async function conversationQueue(input: ConversationQueueInput): Promise<
         staticSummary: next.summary,
         staticDetails: next.details,
       });
+      // A stop (or an interrupt/rollback) between the claim and this start was a cancel of a workflow that did not
+      // exist yet: Temporal answered not-found and the outbox counted it delivered. Its row says it was asked for; the
+      // cancel is sent again now that the turn exists (a second cancel of a turn already cancelled is a no-op).
+      if (patched('queue-stop-before-start') && (await check.stopRequestedBeforeStart({ workflowId }))) {
+        await getExternalWorkflowHandle(workflowId)
+          .cancel()
+          .catch(() => undefined);
+      }
+      await child.result();
     } catch (err) {
       // Started by an earlier run of this coordinator (terminated, then woken again): its turn ends the message and
       // frees the conversation by itself; the next claim waits for that.
