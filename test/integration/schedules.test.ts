@@ -166,6 +166,30 @@ describe('scheduled turns', () => {
     expect((await api(`/schedules/${s.id}`, { method: 'DELETE' })).status).toBe(204);
   }, 60_000);
 
+  it('a paused schedule with overlap buffer_one runs none, buffers none; unpaused, the same schedule runs', async () => {
+    const s = await createSchedule({ interval_seconds: 1, user: 'buffered-user', overlap_policy: 'buffer_one', paused: true });
+    expect([s.overlap_policy, s.paused]).toEqual(['buffer_one', true]);
+    const handle = stack.temporal.schedule.getHandle(s.temporal_schedule_id);
+    const described = await handle.describe();
+    expect([described.policies.overlap, described.state.paused]).toEqual(['BUFFER_ONE', true]);
+    // Three of its firing times pass (by the schedule's own clock: Temporal's createdAt), and nothing was started.
+    const firstDue = described.info.createdAt.getTime() + 3_000;
+    await waitFor('three firing times to pass', async () => Date.now() > firstDue + 500);
+    const still = await handle.describe();
+    expect(still.info.numActionsTaken).toBe(0);
+    expect(still.info.recentActions).toEqual([]);
+    expect(still.info.runningActions).toEqual([]);
+    expect(still.info.numActionsSkippedOverlap).toBe(0);
+    expect(await turnsOf(s.id)).toHaveLength(0);
+    expect((await stack.db.appSchedule.findUniqueOrThrow({ where: { id: s.id } })).last_run_at).toBeNull();
+
+    // The same schedule unpaused does run (so the silence above was the pause).
+    expect((await api(`/schedules/${s.id}/unpause`, { method: 'POST' })).status).toBe(200);
+    await waitFor('a run after unpause', async () => (await turnsOf(s.id)).some((m) => m.status === 'succeeded'));
+    expect((await api(`/schedules/${s.id}/pause`, { method: 'POST' })).status).toBe(200);
+    expect((await api(`/schedules/${s.id}`, { method: 'DELETE' })).status).toBe(204);
+  }, 90_000);
+
   it('refuses a schedule with both cron and interval, an unknown time zone, or allow_all on one conversation', async () => {
     for (const body of [
       { cron: '* * * * *', interval_seconds: 5, user: 'u' },
