@@ -211,6 +211,7 @@ describe('GET /openapi.json', () => {
       'message',
       'message_end',
       'message_file',
+      'message_queued',
       'message_replace',
       'ping',
     ]);
