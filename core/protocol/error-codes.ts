@@ -93,7 +93,7 @@ export const ERROR_CODES = {
   first_message_not_exists: { status: [404], audience: ['service'], meaning: '`first_id` of a message page is not in this thread' },
   message_not_exists: {
     status: [404],
-    audience: ['service'],
+    audience: SC,
     meaning: 'No such message in this conversation (`branch_id`, feedback, fork point)',
   },
   parent_message_not_exists: {
@@ -102,20 +102,20 @@ export const ERROR_CODES = {
     meaning: '`parent_message_id` is not a message of this conversation (or any parent on a new conversation)',
   },
   parent_message_not_finished: { status: [409], audience: ['service'], meaning: 'The parent of a branch has not finished its turn yet' },
-  message_not_finished: { status: [409], audience: ['service'], meaning: 'The fork point has not finished its turn yet' },
+  message_not_finished: { status: [409], audience: SC, meaning: 'The fork point has not finished its turn yet' },
   session_snapshot_pruned: {
     status: [409],
-    audience: ['service'],
+    audience: SC,
     meaning: 'The session snapshot a branch or fork needs was pruned (`SESSION_SNAPSHOTS_PER_BRANCH`; extra `message_id`)',
   },
   session_snapshot_unavailable: {
     status: [409],
-    audience: ['service'],
+    audience: SC,
     meaning: 'The branch or fork point is older than per-message snapshots (extra `message_id`)',
   },
   fork_point_waiting_for_human: {
     status: [409],
-    audience: ['service'],
+    audience: SC,
     meaning: 'The fork point is a turn still waiting for a human answer',
   },
   conversation_busy: { status: [409], audience: SC, meaning: 'A turn is in flight in this conversation (extra `task_id`)' },
