@@ -12,9 +12,9 @@
 // While a turn runs, what a follow-up does is the app's multitask strategy (issue 35; GET /v1/parameters'
 // `multitask_strategy`, sent explicitly with every message): `reject` (Dify's) — Enter and Send do nothing until the
 // answer ends; otherwise the composer stays usable and `send` posts at once: `enqueue` shows the follow-up as queued
-// (`state.waiting`, its stream open with pings) until its turn starts, with its place in line and its own Stop (the
-// history lists it `turn_status: queued` with its id and `queue_position`: watchQueue polls it while anything waits,
-// and a queued message stopped before its turn ends without running); `interrupt` marks the running answer stopped
+// (`state.waiting`) until its turn starts, with its place in line and its own Stop: its stream's first frame,
+// `message_queued`, names its id and place (exact, whatever other tabs send), watchQueue refreshes the places from the
+// history while anything waits, and a queued message stopped before its turn ends without running); `interrupt` marks the running answer stopped
 // (its part so far stays) and streams the new one after it; `rollback` takes the running exchange out of the view
 // (the API hides it from history too) and streams the new one.
 
@@ -167,6 +167,16 @@ async function runTurn(box, open, { query, files, waiting = false, queued = fals
     const res = await open(turn.abort.signal);
     const result = await consumeTurn(box, res, {
       signal: turn.abort.signal,
+      // Accepted behind the turn in flight: its id (what its Stop stops) and place in line, before any turn event.
+      onQueued: (d) => {
+        if (!turn.taskId) {
+          turn.taskId = d.task_id;
+          box.dataset.messageId = d.task_id;
+          if (turn.stopRequested) void sendStop(turn);
+        }
+        if (!turn.conversationId) turn.conversationId = d.conversation_id;
+        showPlace(turn, d.position);
+      },
       onTask: (id) => {
         started();
         if (turn.taskId) return;
@@ -228,6 +238,8 @@ async function sendStop(turn) {
   try {
     await api.post(`/v1/chat-messages/${turn.taskId}/stop`, { user: state.user });
     turn.box.classList.add('stopped');
+    // A queued one left the line: the places of those after it, now.
+    if (turn.box.classList.contains('queued')) void readQueue(conversationOf(turn)).catch(() => undefined);
   } catch (err) {
     say(`Stop failed: ${err.message}`);
   }
@@ -240,19 +252,34 @@ let watching = false;
 /** A waiting turn's conversation: the page's when it was sent before the first answer named it. */
 const conversationOf = (t) => t.conversationId || state.conversationId;
 
+/** A queued box's place in line (1: next), as its stream or the history last said. */
+function showPlace(turn, position) {
+  const place = turn.box.querySelector('.queue-place');
+  if (!place || turn.stopRequested || !position) return;
+  turn.box.dataset.queuePosition = String(position);
+  place.textContent = position === 1 ? 'Queued: next in line.' : `Queued: ${ordinal(position)} in line.`;
+}
+
 /**
- * While messages wait in line: reads the conversation's history every second — each queued message's id (a waiting
- * box's stream says nothing until its turn starts; they are matched in the order they were sent, by their query) and
- * its place in line — and sends a Stop asked for before the id was known.
+ * While messages wait in line: every 2 s, their places from the conversation's history (they move up as the ones
+ * before them run or are stopped, from any tab). Each box's id is its stream's own (`message_queued`): nothing here
+ * guesses which message is whose.
  */
 async function watchQueue() {
   if (watching) return;
   watching = true;
   try {
     while (state.waiting.some((t) => t.box.classList.contains('queued'))) {
-      const convs = [...new Set(state.waiting.map(conversationOf).filter(Boolean))];
+      await new Promise((r) => setTimeout(r, 2000));
+      const convs = [
+        ...new Set(
+          state.waiting
+            .filter((t) => t.taskId)
+            .map(conversationOf)
+            .filter(Boolean),
+        ),
+      ];
       for (const c of convs) await readQueue(c).catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 1000));
     }
   } finally {
     watching = false;
@@ -261,24 +288,9 @@ async function watchQueue() {
 
 async function readQueue(conversationId) {
   const { data } = await api.get(`/v1/messages?conversation_id=${q(conversationId)}&user=${q(state.user)}&limit=100`);
-  const waiting = state.waiting.filter((t) => conversationOf(t) === conversationId && t.box.classList.contains('queued'));
-  const known = new Set(waiting.map((t) => t.taskId).filter(Boolean));
-  const unclaimed = data.filter((m) => m.turn_status === 'queued' && !known.has(m.id));
-  for (const t of waiting) {
-    if (t.taskId) continue;
-    const i = unclaimed.findIndex((m) => m.query === t.query);
-    if (i < 0) continue;
-    t.taskId = unclaimed[i].id;
-    t.box.dataset.messageId = t.taskId;
-    unclaimed.splice(i, 1);
-    if (t.stopRequested) void sendStop(t);
-  }
-  for (const t of waiting) {
-    const m = data.find((x) => x.id === t.taskId);
-    const place = t.box.querySelector('.queue-place');
-    if (!m || m.turn_status !== 'queued' || !place || t.stopRequested) continue;
-    t.box.dataset.queuePosition = String(m.queue_position ?? '');
-    place.textContent = m.queue_position === 1 ? 'Queued: next in line.' : `Queued: ${ordinal(m.queue_position)} in line.`;
+  for (const t of state.waiting) {
+    const m = t.taskId && conversationOf(t) === conversationId ? data.find((x) => x.id === t.taskId) : null;
+    if (m?.turn_status === 'queued') showPlace(t, m.queue_position);
   }
 }
 
@@ -289,8 +301,8 @@ function stopQueued(turn) {
   const place = turn.box.querySelector('.queue-place');
   if (place) place.textContent = 'Stopping before its turn…';
   turn.box.querySelector('.stop-queued')?.setAttribute('disabled', '');
+  // Before its id is known (its stream's first frame is on the way), the Stop is sent when it arrives.
   if (turn.taskId) void sendStop(turn);
-  else if (conversationOf(turn)) void readQueue(conversationOf(turn)).catch((err) => say(err.message));
 }
 
 function stop() {

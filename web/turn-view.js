@@ -232,6 +232,7 @@ export async function consumeTurn(box, res, hooks) {
   const result = await followTurn(res, {
     reattach: hooks.reattach,
     signal: hooks.signal,
+    onQueued: hooks.onQueued,
     onEvent: (event, d) => {
       if (d.task_id) hooks.onTask?.(d.task_id);
       if (d.conversation_id) hooks.onConversation?.(d.conversation_id);

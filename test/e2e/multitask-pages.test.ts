@@ -5,7 +5,8 @@
  * GET /v1/parameters and, unless `reject`, keeps the composer usable while a turn runs, sending `multitask_strategy`
  * explicitly: `enqueue` shows the follow-up as queued and streams it once the first answer ended (both complete);
  * `interrupt` marks the running answer stopped (its part so far kept) and streams the new one; `rollback` takes the
- * running exchange out of the view and the history, and the new answer does not remember it. axe-core finds no serious
+ * running exchange out of the view and the history, and the new answer does not remember it. Two tabs queueing the same
+ * text each know their own message (its stream's `message_queued`): a box's Stop stops that one. axe-core finds no serious
  * violation; screenshots go to test-results/screenshots (CI artifacts).
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -192,6 +193,59 @@ describe.runIf(chromiumPath)('multitask strategies in the studio and the chat pa
     expect(await agentText(p, 0).textContent()).toContain('This is the first message I remember');
     expect(await p.locator('.msg.agent').count()).toBe(1);
     expect((await history(p)).map((m) => m.query)).toEqual(['Instead, this']);
+    expect(failures).toEqual([]);
+    await context.close();
+  }, 120_000);
+
+  it('chat, enqueue in two tabs: the same text queued from each, a box knows its own message (message_queued) and its Stop stops that one', async () => {
+    // One browser context: both tabs are the same end user (localStorage) on the same conversation.
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    const one = await chatWith(context, 'enqueue');
+    await startLongTurn(one, '/slow 100 /long 600');
+    await expect.poll(() => one.locator('#conversations li.active').count()).toBe(1);
+    const conversationId = (await one.locator('#conversations li.active').getAttribute('data-id'))!;
+    // The second tab opens the conversation while the turn runs (it re-attaches to it) before anything is queued.
+    const two = await context.newPage();
+    watchPage(two, failures);
+    await two.goto(`${stack.apiUrl}/chat/#key=${stack.demo!.apiKey}`);
+    await two.locator(`#conversations li[data-id="${conversationId}"] button.open`).click();
+    await expect.poll(() => two.locator('#stop').isEnabled(), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => two.evaluate(() => document.body.classList.contains('multitask'))).toBe(true);
+
+    // The same text from each tab, one after the other: two queued messages the text cannot tell apart.
+    await send(one, 'Same text');
+    const mine = one.locator('.msg.agent.queued');
+    await expect.poll(() => mine.getAttribute('data-message-id'), { timeout: 20_000 }).toMatch(/^[0-9a-f-]{36}$/);
+    await send(two, 'Same text');
+    const theirs = two.locator('.msg.agent.queued').last();
+    await expect.poll(() => theirs.getAttribute('data-message-id'), { timeout: 20_000 }).toMatch(/^[0-9a-f-]{36}$/);
+    const rows = await stack.db.message.findMany({
+      where: { conversation_id: conversationId, query: 'Same text' },
+      orderBy: { created_at: 'asc' },
+    });
+    expect(rows.map((m) => m.status)).toEqual(['queued', 'queued']);
+    const [first, second] = rows as [(typeof rows)[0], (typeof rows)[0]];
+    // Each box holds the id of the message its own tab sent, and its place in line.
+    expect(await mine.getAttribute('data-message-id')).toBe(first.id);
+    expect(await theirs.getAttribute('data-message-id')).toBe(second.id);
+    await expect.poll(() => mine.locator('.queue-place').textContent()).toBe('Queued: next in line.');
+    await expect.poll(() => theirs.locator('.queue-place').textContent()).toBe('Queued: 2nd in line.');
+    await screenshot(two, 'chat-multitask-two-tabs-desktop.png');
+
+    // The second tab's Stop stops its own message; the first tab's still waits and runs after the long turn.
+    await theirs.locator('button.stop-queued').click();
+    await expect
+      .poll(async () => (await stack.db.message.findUniqueOrThrow({ where: { id: second.id } })).status, { timeout: 20_000 })
+      .toBe('stopped');
+    expect((await stack.db.message.findUniqueOrThrow({ where: { id: first.id } })).status).toBe('queued');
+    expect(await stack.db.agentBackendRun.count({ where: { message_id: second.id } })).toBe(0);
+    await expect.poll(() => mine.locator('.queue-place').textContent()).toBe('Queued: next in line.');
+    await one.click('#stop');
+    const answered = one.locator(`.msg.agent[data-message-id="${first.id}"] .text`);
+    await expect.poll(() => answered.textContent(), { timeout: 60_000 }).toContain('You said: "Same text"');
+    await settled(one);
+    expect((await stack.db.message.findUniqueOrThrow({ where: { id: first.id } })).status).toBe('succeeded');
+    expect((await stack.db.message.findUniqueOrThrow({ where: { id: second.id } })).status).toBe('stopped');
     expect(failures).toEqual([]);
     await context.close();
   }, 120_000);

@@ -34,9 +34,11 @@ const TERMINAL = new Set(['message_end', 'error']);
 
 /**
  * Follows one turn: `res` is the first response (the POST's stream or an events GET), `reattach(lastId)` opens the
- * events again after a break, `onEvent(event, data)` sees every frame. Resolves `{ended, aborted}`.
+ * events again after a break, `onEvent(event, data)` sees every frame of the turn. `message_queued` (a message waiting
+ * behind the turn in flight: its id and place in line, no event id) goes to `onQueued(data)` instead — it is no event
+ * of the turn, which has not started. Resolves `{ended, aborted}`.
  */
-export async function followTurn(res, { reattach, onEvent, signal, attempts = 5 }) {
+export async function followTurn(res, { reattach, onEvent, onQueued, signal, attempts = 5 }) {
   let lastId = 0;
   for (let attempt = 0; attempt < attempts; attempt++) {
     try {
@@ -44,6 +46,10 @@ export async function followTurn(res, { reattach, onEvent, signal, attempts = 5 
         if (signal?.aborted) return { ended: false, aborted: true };
         if (f.id) lastId = Number(f.id);
         const event = f.event || f.data.event;
+        if (event === 'message_queued') {
+          onQueued?.(f.data);
+          continue;
+        }
         onEvent(event, f.data);
         if (TERMINAL.has(event)) return { ended: true, aborted: false };
       }
