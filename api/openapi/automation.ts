@@ -9,6 +9,7 @@ import { CreateScheduleBody } from '../console/schedules.js';
 import { CreateWebhookBody, UpdateWebhookBody, WEBHOOK_EVENTS } from '../console/webhooks.js';
 import { DebugForkRequest } from '../console/fork.js';
 import { ConversationResponse } from '../schemas.js';
+import { appIdParam, pathParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
@@ -97,18 +98,11 @@ export const AUTOMATION_RESPONSES = {
 
 export function automationPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
   const security = [{ ConsoleKey: [] }];
-  const uuid = (name: string, description: string) => ({
-    name,
-    in: 'path',
-    required: true,
-    description,
-    schema: { type: 'string', format: 'uuid' },
-  });
-  const appId = uuid('app_id', 'App id.');
-  const scheduleId = uuid('schedule_id', 'Schedule id.');
-  const webhookId = uuid('webhook_id', 'Webhook id.');
-  const deliveryId = uuid('delivery_id', 'Delivery id (from the log).');
-  const conversationId = uuid('conversation_id', 'One of the caller’s debugger conversations.');
+  const appId = appIdParam;
+  const scheduleId = pathParam('schedule_id', 'Schedule id.');
+  const webhookId = pathParam('webhook_id', 'Webhook id.');
+  const deliveryId = pathParam('delivery_id', 'Delivery id (from the log).');
+  const conversationId = pathParam('conversation_id', 'One of the caller’s debugger conversations.');
   const op = (operationId: string, summary: string, parameters: unknown[], responses: Record<string, unknown>, extra: JsonSchema = {}) => ({
     operationId,
     tags: ['console'],
