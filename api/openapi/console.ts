@@ -79,6 +79,12 @@ export const CONSOLE_RESPONSES = {
       total_tokens: z.number().int(),
       agent_mode: z.literal('function_call'),
       iterations: z.number().int(),
+      queue_position: z
+        .number()
+        .int()
+        .min(1)
+        .nullable()
+        .describe("Extension: a queued message's place in its conversation's line (1 = next); null once it runs."),
     }),
     iterations: z.array(
       z.object({
@@ -108,7 +114,18 @@ export const CONSOLE_RESPONSES = {
         files: z.array(z.string()),
       }),
     ),
-    files: z.array(z.object({ id: z.string(), type: z.string(), belongs_to: z.string() })),
+    files: z.array(
+      z
+        .object({
+          id: z.string(),
+          type: z.string(),
+          belongs_to: z.string(),
+          filename: z.string().nullable(),
+          mime_type: z.string().nullable(),
+          size: z.number().int().nullable(),
+        })
+        .describe("As the history's `message_files` (also url, transfer_method, upload_file_id)."),
+    ),
   }),
   MergeBuildDraftResponse: z.object({
     /** The shared draft, now holding the build draft's config. */

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { MessageQueuedEvent } from '../../core/protocol/client-events.js';
+import { CONSOLE_RESPONSES } from '../../api/openapi/console.js';
 import { chat, FrameReader, postChat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 import { tinyPng, upload } from '../api/helpers.js';
@@ -100,7 +101,9 @@ describe('message_queued', () => {
     ]);
     const log = await consoleGet(`/agent/logs?conversation_id=${busy.conversationId}&message_id=${idOf('second in line')}`);
     expect(log.meta).toMatchObject({ status: 'queued', queue_position: 2 });
+    expect(CONSOLE_RESPONSES.AgentLogResponse.safeParse(log).error).toBeUndefined();
     const logA = await consoleGet(`/agent/logs?conversation_id=${busy.conversationId}&message_id=${idOf('first in line')}`);
+    expect(CONSOLE_RESPONSES.AgentLogResponse.safeParse(logA).error).toBeUndefined();
     expect(logA.files).toEqual([expect.objectContaining({ filename: 'queued.png', mime_type: 'image/png', size: png.length })]);
 
     // Blocking mode is unchanged: one JSON answer once its turn ran (third in line).
