@@ -1,6 +1,7 @@
 /**
  * Per-key and per-end-user limits of the public API (issue 17 L6), shared by every api replica through
- * PostgreSQL (rate-limiter-flexible's RateLimiterPostgres over the `rate_limits` table):
+ * PostgreSQL (the `rate_limits` table of rate-limiter-flexible's RateLimiterPostgres; the public API's counters of one
+ * request are taken in one statement of the same arithmetic, `upsertCounters`, the console's through the library):
  *
  * - request rate: RATE_LIMIT_KEY_PER_MINUTE per app key, RATE_LIMIT_USER_PER_MINUTE per (app, user) on
  *   requests that name a user;
@@ -48,6 +49,32 @@ function prismaStore(db: Db) {
 const TABLE = 'rate_limits';
 const STREAM_COUNTER_TTL_S = 3_600;
 
+/** One counter of a round: its row key (`<prefix>:<key>`, rate-limiter-flexible's), the points to add, its window. */
+interface CounterStep {
+  key: string;
+  points: number;
+  durationS: number;
+}
+
+/**
+ * RateLimiterPostgres's upsert for several counters in ONE statement (issue 33: the public API's round took one per
+ * counter, four for a chat request, and two more when its stream closed): the same rows and the same arithmetic — a
+ * row whose window ended starts again at the points given with a new expiry, otherwise the points are added under its
+ * expiry. Returns each row's points and expiry (ms since the epoch) after the statement. The keys must differ.
+ */
+export async function upsertCounters(db: Db, steps: CounterStep[]): Promise<Map<string, { points: number; expire: number | null }>> {
+  const now = Date.now();
+  const rows = await db.$queryRaw<{ key: string; points: number; expire: bigint | null }[]>`
+    INSERT INTO rate_limits (key, points, expire)
+    SELECT * FROM unnest(${steps.map((s) => s.key)}::text[], ${steps.map((s) => s.points)}::int[],
+                         ${steps.map((s) => String(now + s.durationS * 1000))}::bigint[])
+    ON CONFLICT (key) DO UPDATE SET
+      points = CASE WHEN rate_limits.expire <= ${String(now)}::bigint THEN EXCLUDED.points ELSE rate_limits.points + EXCLUDED.points END,
+      expire = CASE WHEN rate_limits.expire <= ${String(now)}::bigint THEN EXCLUDED.expire ELSE rate_limits.expire END
+    RETURNING key, points, expire`;
+  return new Map(rows.map((r) => [r.key, { points: Number(r.points), expire: r.expire === null ? null : Number(r.expire) }]));
+}
+
 export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger: Logger }) {
   const { db, config, logger } = deps;
   const store = prismaStore(db);
@@ -62,10 +89,42 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
       points,
       duration,
     });
-  const keyRate = limiter('rate_key', config.RATE_LIMIT_KEY_PER_MINUTE, 60);
-  const userRate = limiter('rate_user', config.RATE_LIMIT_USER_PER_MINUTE, 60);
-  const keyStreams = limiter('streams_key', config.STREAMS_PER_KEY, STREAM_COUNTER_TTL_S);
-  const userStreams = limiter('streams_user', config.STREAMS_PER_USER, STREAM_COUNTER_TTL_S);
+  // The public API's counters (rows `<prefix>:<key>`, as rate-limiter-flexible names them), taken in one statement per round.
+  const counter = (prefix: string, limit: number, durationS: number) => ({ prefix, limit, durationS });
+  const keyRate = counter('rate_key', config.RATE_LIMIT_KEY_PER_MINUTE, 60);
+  const userRate = counter('rate_user', config.RATE_LIMIT_USER_PER_MINUTE, 60);
+  const keyStreams = counter('streams_key', config.STREAMS_PER_KEY, STREAM_COUNTER_TTL_S);
+  const userStreams = counter('streams_user', config.STREAMS_PER_USER, STREAM_COUNTER_TTL_S);
+  type Counter = ReturnType<typeof counter>;
+  type Take = { counter: Counter; key: string };
+
+  /**
+   * Consumes one point of each counter in one statement: per take whether it is within its limit, and how long until
+   * its window ends when not. A store failure lets everything through (as `take` does).
+   */
+  const takeAll = async (takes: Take[]): Promise<{ ok: boolean; msBeforeNext: number }[]> => {
+    try {
+      const rows = await upsertCounters(
+        db,
+        takes.map((t) => ({ key: `${t.counter.prefix}:${t.key}`, points: 1, durationS: t.counter.durationS })),
+      );
+      return takes.map((t) => {
+        const row = rows.get(`${t.counter.prefix}:${t.key}`);
+        if (!row) return { ok: true, msBeforeNext: 0 };
+        const msBeforeNext = row.expire === null ? -1 : Math.max(row.expire - Date.now(), 0);
+        return { ok: row.points <= t.counter.limit, msBeforeNext };
+      });
+    } catch (err) {
+      logger.warn({ err: (err as Error)?.message }, 'rate limit store unavailable; request let through');
+      return takes.map(() => ({ ok: true, msBeforeNext: 0 }));
+    }
+  };
+  /** Gives one point of each counter back, in one statement (a concurrency counter's release). */
+  const giveAll = (takes: Take[]) =>
+    void upsertCounters(
+      db,
+      takes.map((t) => ({ key: `${t.counter.prefix}:${t.key}`, points: -1, durationS: t.counter.durationS })),
+    ).catch(() => undefined);
 
   const tooMany = (res: Response, what: string, retryAfterS: number) => {
     res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfterS))));
@@ -115,24 +174,27 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
       const user = userOf(req);
       const userKey = user ? `${app.appId}:${user}` : null;
       // Every check runs side by side, in one round of round trips (this sits in front of every request, and a turn's
-      // first token waits for it); a stream slot taken for a request refused for another reason is given back.
-      const r: { msBeforeNext?: number } = {};
-      const ru: { msBeforeNext?: number } = {};
+      // first token waits for it), the counters in one statement; a stream slot taken for a request refused for another
+      // reason is given back.
       const turnStart = isTurnStart(req);
       const stream = isStream(req);
       const inProgress = { in: ['pending', 'running'] as ('pending' | 'running')[] };
-      const [keyOk, userOk, appTurns, userTurns, keyIn, userIn] = await Promise.all([
-        take(keyRate, key, r),
-        userKey ? take(userRate, userKey, ru) : true,
+      const takes: Take[] = [{ counter: keyRate, key }];
+      if (userKey) takes.push({ counter: userRate, key: userKey });
+      const streamTakes: Take[] = stream ? [{ counter: keyStreams, key }] : [];
+      if (stream && userKey) streamTakes.push({ counter: userStreams, key: userKey });
+      const [taken, appTurns, userTurns] = await Promise.all([
+        takeAll([...takes, ...streamTakes]),
         turnStart ? db.message.count({ where: { app_id: app.appId, status: inProgress } }) : 0,
         turnStart && user ? userTurnsInProgress(app.appId, user) : 0,
-        stream ? take(keyStreams, key, {}) : true,
-        stream && userKey ? take(userStreams, userKey, {}) : true,
       ]);
-      const refusal = !keyOk
-        ? tooMany(res, 'requests for this key', (r.msBeforeNext ?? 1000) / 1000)
-        : !userOk
-          ? tooMany(res, 'requests for this user', (ru.msBeforeNext ?? 1000) / 1000)
+      const keyRated = taken[0]!;
+      const userRated = userKey ? taken[1]! : { ok: true, msBeforeNext: 0 };
+      const [keyIn, userIn] = [taken[takes.length]?.ok ?? true, taken[takes.length + 1]?.ok ?? true];
+      const refusal = !keyRated.ok
+        ? tooMany(res, 'requests for this key', keyRated.msBeforeNext / 1000)
+        : !userRated.ok
+          ? tooMany(res, 'requests for this user', userRated.msBeforeNext / 1000)
           : appTurns >= config.TURNS_PER_KEY
             ? tooMany(res, 'turns in progress for this app', 5)
             : userTurns >= config.TURNS_PER_USER
@@ -142,10 +204,7 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
                 : null;
       if (stream) {
         // A refused consume still counted: concurrency counters give it back at once (so does a refused request).
-        const release = () => {
-          give(keyStreams, key);
-          if (userKey) give(userStreams, userKey);
-        };
+        const release = () => giveAll(streamTakes);
         if (refusal) release();
         else res.once('close', release);
       }
