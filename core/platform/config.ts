@@ -79,7 +79,8 @@ export const EnvSchema = z.object({
   /** 32-byte key (hex or base64) for AES-256-GCM encryption of provider credentials at rest; also keys the signed file links. */
   ENCRYPTION_KEY: z.string().default('0000000000000000000000000000000000000000000000000000000000000001'),
   /** Text-delta debounce window for `agent_message` events, in ms. It grows by itself per second of the answer, up to 3×
-   * (core/platform/stream-window.ts: a long or slowed stream is written less often); the first text is never held. */
+   * (core/platform/stream-window.ts: a long or slowed stream is written less often), and with the runs the worker
+   * consumes at once, up to 2× more (docs/decisions/0014); the first text is never held. */
   DELTA_DEBOUNCE_MS: int(50),
   /** SSE keep-alive ping interval, in ms. */
   SSE_PING_MS: int(10_000),
@@ -190,7 +191,7 @@ export const EnvSchema = z.object({
   AGENT_BACKEND_STREAM_IDLE_MS: int(30_000),
   /** Largest run request body the agent backend parses (after its token check), bytes. */
   AGENT_BACKEND_MAX_BODY_BYTES: int(8 * 1024 * 1024),
-  /** Backend-side coalescing of text deltas (ms / chars); the window grows like DELTA_DEBOUNCE_MS's, up to 3×. */
+  /** Backend-side coalescing of text deltas (ms / chars); the window grows like DELTA_DEBOUNCE_MS's (age and load). */
   BACKEND_DELTA_COALESCE_MS: int(100),
   BACKEND_DELTA_COALESCE_CHARS: int(4096),
   /** Run budgets: model requests, tool calls and wall clock of one backend run (agent-backend/README.md "Limits"). */
