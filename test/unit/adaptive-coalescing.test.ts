@@ -4,7 +4,7 @@
  * together. Shown on the window itself and on its two users, the backend's RunEmitter and runAgent's RunCommitter.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { RunCommitter } from '../../activities/run-agent/commit.js';
+import { RunCommitter, textCommitGroup } from '../../activities/run-agent/commit.js';
 import { RunEmitter } from '../../agent-backend/events.js';
 import type { PgRunStore } from '../../agent-backend/store.js';
 import type { Db } from '../../core/platform/db.js';
@@ -96,5 +96,43 @@ describe("runAgent's debounce (RunCommitter) under load", () => {
     const due = busy.dueIn(50, 1_010, 32)!;
     expect(due).toBeGreaterThan(50);
     expect((1_010 + due) % 50).toBe(0);
+  });
+});
+
+describe("runAgent's text group commit", () => {
+  it('commits a flush alone when idle and the flushes that arrive while one is in flight as one statement', async () => {
+    const statements: Array<{ messages: string[]; release: () => void }> = [];
+    const db = {
+      $queryRaw: (strings: TemplateStringsArray, ...values: unknown[]) => {
+        const grouped = strings.join('').includes('jsonb_to_recordset');
+        const messages = grouped
+          ? (JSON.parse(values[0] as string) as Array<{ message_id: string }>).map((e) => e.message_id)
+          : [values[1] as string];
+        return new Promise((resolve) =>
+          statements.push({ messages, release: () => resolve(grouped ? messages.map((m) => ({ message_id: m })) : [{ seq: 1 }]) }),
+        );
+      },
+    } as unknown as Db;
+    const group = textCommitGroup(db);
+    const entry = (messageId: string) => ({
+      messageId,
+      expectedCursor: null,
+      newCursor: '1',
+      text: 't',
+      event: { event: 'agent_message' as const, sourceKey: `be:1:${messageId}`, data: {} as never },
+    });
+    const tick = () => new Promise((r) => setImmediate(r));
+    const first = group.commit(entry('m1'));
+    await tick();
+    const rest = ['m2', 'm3', 'm4'].map((m) => group.commit(entry(m)));
+    await tick();
+    expect(statements.map((s) => s.messages)).toEqual([['m1']]);
+    statements[0]!.release();
+    expect(await first).toBe(true);
+    await tick();
+    expect(statements.map((s) => s.messages)).toEqual([['m1'], ['m2', 'm3', 'm4']]);
+    statements[1]!.release();
+    expect(await Promise.all(rest)).toEqual([true, true, true]);
+    expect(group.stats).toEqual({ statements: 2, commits: 4 });
   });
 });
