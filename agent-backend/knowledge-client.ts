@@ -4,6 +4,7 @@
  * access and no embedding credentials.
  */
 import { RetrieveResponse, type RetrieveRequest, type RetrievedChunk } from '../core/protocol/knowledge.js';
+import { postInnerApi, type InnerApiTarget } from './inner-api-call.js';
 
 export interface KnowledgeClient {
   retrieve(req: RetrieveRequest, runId: string, signal: AbortSignal): Promise<RetrievedChunk[]>;
@@ -24,34 +25,23 @@ export class KnowledgeRefusedError extends Error {
 const RETRIEVE_TIMEOUT_MS = 30_000;
 const ATTEMPTS = 3;
 
-export function createKnowledgeClient(opts: { apiUrl: string; innerApiKey: string; fetch?: typeof fetch }): KnowledgeClient {
-  const doFetch = opts.fetch ?? fetch;
-  const url = `${opts.apiUrl.replace(/\/+$/, '')}/inner/api/knowledge/retrieve`;
+export function createKnowledgeClient(opts: InnerApiTarget): KnowledgeClient {
   return {
-    async retrieve(req, runId, signal) {
-      let last: unknown;
-      for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-        try {
-          const res = await doFetch(url, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-inner-api-key': opts.innerApiKey, 'x-agent-run-id': runId },
-            body: JSON.stringify(req),
-            signal: AbortSignal.any([signal, AbortSignal.timeout(RETRIEVE_TIMEOUT_MS)]),
-          });
-          const body = (await res.json().catch(() => null)) as { code?: string; message?: string } | null;
-          if (res.status >= 400 && res.status < 500)
-            throw new KnowledgeRefusedError(res.status, body?.code ?? 'knowledge_refused', body?.message ?? `HTTP ${res.status}`);
-          if (!res.ok) throw new Error(`knowledge retrieval answered HTTP ${res.status}`);
+    retrieve: (req, runId, signal) =>
+      // Transport errors and 5xx: retried (retrieval is read-only; the api records each chunk once per message and source).
+      postInnerApi(opts, '/inner/api/knowledge/retrieve', req, {
+        runId,
+        signal,
+        timeoutMs: RETRIEVE_TIMEOUT_MS,
+        attempts: ATTEMPTS,
+        settle: ({ status, ok, body }) => {
+          const b = body as { code?: string; message?: string } | null;
+          if (status >= 400) throw new KnowledgeRefusedError(status, b?.code ?? 'knowledge_refused', b?.message ?? `HTTP ${status}`);
+          if (!ok) throw new Error(`knowledge retrieval answered HTTP ${status}`);
           return RetrieveResponse.parse(body).chunks;
-        } catch (err) {
-          if (signal.aborted || err instanceof KnowledgeRefusedError) throw signal.aborted ? signal.reason : err;
-          last = err;
-          // Transport errors and 5xx: a short backoff, then again (retrieval is read-only; the api records each
-          // chunk once per message and source).
-          await new Promise((r) => setTimeout(r, 200 * attempt));
-        }
-      }
-      throw new Error(`knowledge retrieval failed: ${(last as Error)?.message ?? String(last)}`);
-    },
+        },
+        final: (err) => err instanceof KnowledgeRefusedError,
+        exhausted: (last) => new Error(`knowledge retrieval failed: ${(last as Error)?.message ?? String(last)}`),
+      }),
   };
 }

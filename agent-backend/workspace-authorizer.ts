@@ -5,6 +5,7 @@
  * EXECUTION_CONTEXT_SIGNING_KEY (it must not be able to mint a context). One round trip per run with a runtime layer.
  */
 import { RunRefusedError } from './errors.js';
+import { postInnerApi, type InnerApiTarget } from './inner-api-call.js';
 import type { ExecutionContextLayerConfig } from '../core/protocol/run.js';
 
 export interface WorkspaceAuthorizer {
@@ -20,40 +21,37 @@ export const WORKSPACE_NOT_AUTHORIZED = 'workspace_not_authorized';
 const TIMEOUT_MS = 15_000;
 const ATTEMPTS = 3;
 
-export function createWorkspaceAuthorizer(opts: { apiUrl: string; innerApiKey: string; fetch?: typeof fetch }): WorkspaceAuthorizer {
-  const doFetch = opts.fetch ?? fetch;
-  const url = `${opts.apiUrl.replace(/\/+$/, '')}/inner/api/agent/execution-context/verify`;
+export function createWorkspaceAuthorizer(opts: InnerApiTarget): WorkspaceAuthorizer {
   return {
     async authorize({ executionContext, workspaceId, runId, signal }) {
       if (!executionContext)
         throw new RunRefusedError(WORKSPACE_NOT_AUTHORIZED, `workspace ${workspaceId} is not authorized: the run has no execution context`);
-      let last: unknown;
-      for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
-        try {
-          const res = await doFetch(url, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-inner-api-key': opts.innerApiKey, 'x-agent-run-id': runId },
-            body: JSON.stringify({ execution_context: executionContext, workspace_id: workspaceId, run_id: runId }),
-            signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(TIMEOUT_MS)]) : AbortSignal.timeout(TIMEOUT_MS),
-          });
-          const body = (await res.json().catch(() => null)) as { ok?: unknown; message?: unknown } | null;
-          if (res.ok && body?.ok === true) return;
-          if (res.status >= 400 && res.status < 500) {
-            const why = typeof body?.message === 'string' ? body.message : `the api answered HTTP ${res.status}`;
-            throw new RunRefusedError(WORKSPACE_NOT_AUTHORIZED, `workspace ${workspaceId} is not authorized for this run: ${why}`);
-          }
-          throw new Error(`the api answered HTTP ${res.status}`);
-        } catch (err) {
-          if (err instanceof RunRefusedError) throw err;
-          if (signal?.aborted) throw signal.reason;
-          last = err;
-          await new Promise((r) => setTimeout(r, 200 * attempt));
-        }
-      }
-      throw new RunRefusedError(
-        null,
-        `workspace ${workspaceId} could not be authorized: the api's inner endpoint is unreachable (${(last as Error)?.message ?? String(last)})`,
-        'workspace_authorization_unavailable',
+      await postInnerApi(
+        opts,
+        '/inner/api/agent/execution-context/verify',
+        { execution_context: executionContext, workspace_id: workspaceId, run_id: runId },
+        {
+          runId,
+          signal,
+          timeoutMs: TIMEOUT_MS,
+          attempts: ATTEMPTS,
+          settle: ({ status, ok, body }) => {
+            const b = body as { ok?: unknown; message?: unknown } | null;
+            if (ok && b?.ok === true) return;
+            if (status >= 400) {
+              const why = typeof b?.message === 'string' ? b.message : `the api answered HTTP ${status}`;
+              throw new RunRefusedError(WORKSPACE_NOT_AUTHORIZED, `workspace ${workspaceId} is not authorized for this run: ${why}`);
+            }
+            throw new Error(`the api answered HTTP ${status}`);
+          },
+          final: (err) => err instanceof RunRefusedError,
+          exhausted: (last) =>
+            new RunRefusedError(
+              null,
+              `workspace ${workspaceId} could not be authorized: the api's inner endpoint is unreachable (${(last as Error)?.message ?? String(last)})`,
+              'workspace_authorization_unavailable',
+            ),
+        },
       );
     },
   };

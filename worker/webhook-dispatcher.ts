@@ -18,27 +18,15 @@ export type { WebhookDispatchConfig };
 const LEASE_S = 30;
 const BATCH = 20;
 
-export class WebhookDispatcher {
-  private readonly loop: PollingLoop;
+export class WebhookDispatcher extends PollingLoop {
   private lastPrune = 0;
 
   constructor(private readonly opts: { db: Db; client: Client; config: WebhookDispatchConfig; logger: Logger }) {
-    this.loop = new PollingLoop({
-      name: 'webhook dispatcher',
-      logger: opts.logger,
-      pollMs: opts.config.WEBHOOK_DISPATCH_POLL_MS,
-      batch: BATCH,
-      drain: () => this.drainOnce(),
-      afterDrain: () => this.prune(),
-    });
+    super({ name: 'webhook dispatcher', logger: opts.logger, pollMs: opts.config.WEBHOOK_DISPATCH_POLL_MS, batch: BATCH });
   }
 
-  start(): void {
-    this.loop.start();
-  }
-
-  async stop(): Promise<void> {
-    await this.loop.stop();
+  protected override afterDrain(): Promise<void> {
+    return this.prune();
   }
 
   /** Claims due rows and starts their workflows; returns how many were claimed. */

@@ -86,33 +86,20 @@ export interface OutboxDispatcherOptions {
   pollMs?: number;
 }
 
-export class OutboxDispatcher {
+export class OutboxDispatcher extends PollingLoop {
   private readonly db: Db;
   private readonly logger: Logger;
-  private readonly loop: PollingLoop;
   private lastPrune = 0;
 
   constructor(private readonly opts: OutboxDispatcherOptions) {
+    const logger = opts.logger.child({ component: 'temporal-outbox' });
+    super({ name: 'outbox', logger, pollMs: opts.pollMs ?? 1000, batch: BATCH });
     this.db = opts.db;
-    this.logger = opts.logger.child({ component: 'temporal-outbox' });
-    this.loop = new PollingLoop({
-      name: 'outbox',
-      logger: this.logger,
-      pollMs: opts.pollMs ?? 1000,
-      batch: BATCH,
-      drain: () => this.drainOnce(),
-      afterDrain: () => this.prune(),
-    });
+    this.logger = logger;
   }
 
-  /** Starts the background loop (idempotent). */
-  start(): void {
-    this.loop.start();
-  }
-
-  /** Stops the loop; a delivery in flight finishes (its row's lease covers a crash anyway). */
-  async stop(): Promise<void> {
-    await this.loop.stop();
+  protected override afterDrain(): Promise<void> {
+    return this.prune();
   }
 
   /**
