@@ -8,16 +8,12 @@
  *
  *   tsx scripts/record-histories.ts test/fixtures/histories/<name>
  */
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
 import type { RunAgentOutcome } from '../activities/index.js';
-import { freePort } from '../stack/ports.js';
 import { scriptedActivities } from './scripted-activities.js';
-import { locateTemporal, startTemporalDevServer } from '../stack/temporal.js';
+import { withRecordingServer } from './recording-server.js';
 import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -75,15 +71,7 @@ const scenarios: Scenario[] = [
   },
 ];
 
-Runtime.install({ logger: new DefaultLogger('WARN') });
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'record-histories-'));
-const bin = await locateTemporal({});
-const temporal = await startTemporalDevServer({ bin, dataDir, port: await freePort(), uiPort: await freePort(), headless: true });
-const connection = await Connection.connect({ address: temporal.address });
-const client = new Client({ connection });
-const native = await NativeConnection.connect({ address: temporal.address });
-fs.mkdirSync(outDir, { recursive: true });
-try {
+await withRecordingServer('record-histories', async ({ client, native, writeHistory }) => {
   for (const sc of scenarios) {
     const taskQueue = `record-${sc.name}-${process.pid}`;
     const { activities } = scriptedActivities((call) => sc.runAgent[Math.min(call, sc.runAgent.length - 1)]!);
@@ -110,16 +98,6 @@ try {
       await sc.drive?.(client.workflow.getHandle(workflowId));
       await h.result().catch(() => undefined);
     });
-    // The CLI's JSON is the canonical history format (what historyFromJSON and the Web UI's export read).
-    const json = execFileSync(bin, ['workflow', 'show', '--address', temporal.address, '--workflow-id', workflowId, '--output', 'json'], {
-      encoding: 'utf8',
-    });
-    fs.writeFileSync(path.join(outDir, `${sc.name}.json`), json);
-    console.log(`recorded ${sc.name}: ${(JSON.parse(json) as { events: unknown[] }).events.length} events`);
+    writeHistory(workflowId, outDir, sc.name);
   }
-} finally {
-  await connection.close();
-  await native.close();
-  await temporal.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-}
+});

@@ -7,15 +7,10 @@
  *
  *   tsx scripts/record-queue-histories.ts test/fixtures/histories/<name>
  */
-import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { freePort } from '../stack/ports.js';
+import { Worker } from '@temporalio/worker';
 import { scriptedActivities } from './scripted-activities.js';
-import { locateTemporal, startTemporalDevServer } from '../stack/temporal.js';
+import { withRecordingServer } from './recording-server.js';
 import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -25,15 +20,7 @@ if (!process.argv[2]) {
   process.exit(2);
 }
 
-Runtime.install({ logger: new DefaultLogger('WARN') });
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'record-queue-'));
-const bin = await locateTemporal({});
-const temporal = await startTemporalDevServer({ bin, dataDir, port: await freePort(), uiPort: await freePort(), headless: true });
-const connection = await Connection.connect({ address: temporal.address });
-const client = new Client({ connection });
-const native = await NativeConnection.connect({ address: temporal.address });
-fs.mkdirSync(outDir, { recursive: true });
-try {
+await withRecordingServer('record-queue', async ({ client, native, writeHistory }) => {
   const name = 'conversation-queue-two-turns';
   const taskQueue = `record-${name}-${process.pid}`;
   const { activities } = scriptedActivities(() => ({ status: 'succeeded' }));
@@ -73,14 +60,5 @@ try {
     });
     await h.result();
   });
-  const json = execFileSync(bin, ['workflow', 'show', '--address', temporal.address, '--workflow-id', workflowId, '--output', 'json'], {
-    encoding: 'utf8',
-  });
-  fs.writeFileSync(path.join(outDir, `${name}.json`), json);
-  console.log(`recorded ${name}: ${(JSON.parse(json) as { events: unknown[] }).events.length} events`);
-} finally {
-  await connection.close();
-  await native.close();
-  await temporal.stop();
-  fs.rmSync(dataDir, { recursive: true, force: true });
-}
+  writeHistory(workflowId, outDir, name);
+});

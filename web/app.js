@@ -448,26 +448,29 @@ async function regenerate(box) {
   const { query, files } = box._query;
   const next = messageBox('agent', '');
   box.replaceWith(next);
-  await runTurn(
-    next,
-    (signal) =>
-      api.request('/v1/chat-messages', {
-        json: {
-          inputs: {},
-          query,
-          user: state.user,
-          response_mode: 'streaming',
-          conversation_id: conversationId,
-          parent_message_id: parent || UUID_NIL,
-          files: (files || []).map((f) => ({ type: f.type, transfer_method: 'local_file', upload_file_id: f.id })),
-          multitask_strategy: strategy(),
-        },
-        signal,
-      }),
-    { query, files },
-  );
+  await runTurn(next, (signal) => sendChat({ query, conversationId, files, strategy: strategy(), parent: parent || UUID_NIL }, signal), {
+    query,
+    files,
+  });
   const newId = next.dataset.messageId || '';
   if (newId && state.conversationId === conversationId && !inFlight()) await openConversation(conversationId, { branch: newId });
+}
+
+/** POST /v1/chat-messages, streaming: a new message, or (with `parent`) a regenerated sibling answer. */
+function sendChat({ query, conversationId, files, strategy: how, parent }, signal) {
+  return api.request('/v1/chat-messages', {
+    json: {
+      inputs: {},
+      query,
+      user: state.user,
+      response_mode: 'streaming',
+      conversation_id: conversationId || undefined,
+      ...(parent ? { parent_message_id: parent } : {}),
+      files: (files || []).map((f) => ({ type: f.type, transfer_method: 'local_file', upload_file_id: f.id })),
+      multitask_strategy: how,
+    },
+    signal,
+  });
 }
 
 /** Renders an ask_human form whose submission continues the turn in a new agent message. */
@@ -521,23 +524,12 @@ function send(query, files = state.files.filter((f) => f.id)) {
   const box = addMessage('agent', '');
   toBottom(true);
   const conversationId = state.conversationId;
-  void runTurn(
-    box,
-    (signal) =>
-      api.request('/v1/chat-messages', {
-        json: {
-          inputs: {},
-          query,
-          user: state.user,
-          response_mode: 'streaming',
-          conversation_id: conversationId || undefined,
-          files: sent.map((f) => ({ type: f.type, transfer_method: 'local_file', upload_file_id: f.id })),
-          multitask_strategy: how,
-        },
-        signal,
-      }),
-    { query, files: sent, waiting: busy, queued: busy && how === 'enqueue' },
-  );
+  void runTurn(box, (signal) => sendChat({ query, conversationId, files: sent, strategy: how }, signal), {
+    query,
+    files: sent,
+    waiting: busy,
+    queued: busy && how === 'enqueue',
+  });
   return true;
 }
 
