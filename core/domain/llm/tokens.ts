@@ -11,11 +11,45 @@ import { contentText } from './provider.js';
 
 let encoder: Tiktoken | null = null;
 
+/**
+ * The longest run of whitespace or of non-whitespace the encoder is given whole. Its byte-pair merge is slow on a
+ * long pre-tokenized word (quadratic, and ~9 µs a character even at 16: a repeated letter), and a word can be the
+ * whole text — 100,000 letters with no space, a run of punctuation or of spaces: encoded whole, one such query held
+ * the event loop for minutes (the fuzzer found it). Text made of shorter runs is encoded whole, so prose counts
+ * exactly; a longer run (a hash, base64, an attack) is estimated from its first LONG_RUN characters, scaled to its
+ * length: these counts are estimates anyway (see above).
+ */
+const LONG_RUN = 32;
+
 /** Tokens of a text (the encoder is built on first use: parsing its ranks takes a moment). */
 export function countTokens(text: string): number {
   if (!text) return 0;
-  encoder ??= new Tiktoken(o200kBase);
-  return encoder.encode(text).length;
+  const enc = (encoder ??= new Tiktoken(o200kBase));
+  let n = 0;
+  let from = 0; // start of the text not yet counted
+  let run = 0; // start of the current run
+  for (let k = 1; k <= text.length; k++) {
+    if (k < text.length && isWhitespace(text.charCodeAt(k)) === isWhitespace(text.charCodeAt(run))) continue;
+    if (k - run > LONG_RUN) {
+      if (run > from) n += enc.encode(text.slice(from, run)).length;
+      let cut = run + LONG_RUN;
+      if (isHighSurrogate(text.charCodeAt(cut - 1))) cut--; // never split a surrogate pair
+      const sample = enc.encode(text.slice(run, cut)).length;
+      n += Math.ceil((sample * (k - run)) / (cut - run));
+      from = k;
+    }
+    run = k;
+  }
+  if (from < text.length) n += enc.encode(text.slice(from)).length;
+  return n;
+}
+
+function isWhitespace(code: number): boolean {
+  return code === 32 || (code >= 9 && code <= 13) || code === 0xa0 || code === 0x2028 || code === 0x2029 || code === 0x3000;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 /**
