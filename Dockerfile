@@ -2,10 +2,13 @@
 # jobs — docker-compose.yml picks the role with the command. Production runs compiled JavaScript (npm run build:
 # tsc + the prebuilt workflow bundle) as the non-root `node` user; docs/deploying.md.
 # The image's Node major is the one package.json pins for development and CI (devDependency `node`, engines).
+# Both base images are build arguments: where no image registry is reachable, deploy/containers/run.ts builds
+# stand-ins from Debian's packages and the npm registry's `node` (docs/deploying.md "Containers built and run here").
 ARG NODE_IMAGE=node:24-bookworm-slim
+ARG GO_IMAGE=golang:1.26-bookworm
 
 # --- shellctl: the Landlock helper the agent's shell commands run under (Go, sandbox/) -------------------------
-FROM golang:1.26-bookworm AS shellctl
+FROM ${GO_IMAGE} AS shellctl
 WORKDIR /src/sandbox
 COPY sandbox/go.mod sandbox/go.sum ./
 RUN go mod download

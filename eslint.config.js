@@ -17,6 +17,9 @@ const AGENT_BACKEND_DOMAIN_EXCEPTIONS = [
   // workspace/sandbox.ts) exactly as the api later copies them into uploads.
   'workspace-outputs',
   'output-quota',
+  // It prepares the workspace and reads/writes its marker by descriptor, as the api places files (issue 45:
+  // docs/security.md "Root never walks a tenant tree").
+  'workspace-fs',
 ];
 
 export default tseslint.config(

@@ -11,7 +11,7 @@ import { createDb } from './core/platform/db.js';
 import { createLogger } from './core/platform/logger.js';
 import { OutboxDispatcher } from './core/domain/outbox.js';
 import { sweeperTimings, TurnSweeper } from './worker/sweeper.js';
-import { temporalSecurity } from './core/platform/temporal-connection.js';
+import { explainTemporalConnectError, temporalSecurity } from './core/platform/temporal-connection.js';
 import { pickTemporalMetricsAddress } from './core/platform/metrics/temporal.js';
 import { setupObservability } from './core/platform/observability.js';
 import { startWorkerHttp } from './worker/http.js';
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
     logger: logger.child({ component: 'sweeper' }),
     ...sweeperTimings(config),
     taskQueue: config.TEMPORAL_TASK_QUEUE,
+    workspacesDir: config.workspacesDir,
   });
   sweeper.start();
   const health = config.WORKER_HEALTH_PORT
@@ -81,7 +82,9 @@ async function main(): Promise<void> {
   // Temporal: connect (and create the worker, which checks the namespace) until it works.
   for (let attempt = 0; !stopping.signal.aborted; attempt++) {
     try {
-      const connection = await NativeConnection.connect({ address, ...security });
+      const connection = await NativeConnection.connect({ address, ...security }).catch((err: unknown) => {
+        throw explainTemporalConnectError(err, address, config);
+      });
       try {
         running = await startWorker({ config, db, logger, temporalAddress: address, connection });
       } catch (err) {

@@ -34,6 +34,12 @@ const BY_REASON: Readonly<Record<string, { code: ErrorCode; status: number; mess
   provider_rate_limited: { code: 'provider_rate_limited', status: 429 },
   context_window_exceeded: { code: 'context_window_exceeded', status: 400 },
   content_filtered: { code: 'content_filtered', status: 400 },
+  provider_timeout: { code: 'provider_timeout', status: 504 },
+  provider_overloaded: { code: 'provider_overloaded', status: 503 },
+  provider_billing_error: { code: 'provider_billing_error', status: 400 },
+  provider_model_not_found: { code: 'provider_model_not_found', status: 400 },
+  provider_unreachable: { code: 'provider_unreachable', status: 502 },
+  provider_stream_interrupted: { code: 'provider_stream_interrupted', status: 502 },
   run_timeout: { code: 'agent_run_timeout', status: 504 },
   // Seed 001: the backend lost the binding's working environment (its workspace is gone).
   binding_lost: { code: 'completion_request_error', status: 400, message: BINDING_LOST_MESSAGE },

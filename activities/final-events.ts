@@ -6,6 +6,7 @@
  */
 import { turnEventBase, type ClientEventInput, type NewClientEvent } from '../core/protocol/client-events.js';
 import { emptyUsage, type Usage } from '../core/protocol/run.js';
+import type { RetrieverResource } from '../core/protocol/retriever-resource.js';
 import type { TurnErrorDetails } from './errors.js';
 
 /** The message the events belong to (what every turn event carries). */
@@ -33,6 +34,8 @@ export interface FinalAnswer {
   replacedBy?: 'output_moderation';
   /** The annotation that answered the turn, for `message_end` metadata. */
   annotationReply?: Record<string, unknown>;
+  /** The chunks the answer was given, when its config asks for citations (activities/citations.ts). */
+  retrieverResources?: RetrieverResource[] | null;
   /** An ask_human pause: the form clients render, published between the answer and its end. */
   humanInput?: ClientEventInput<'human_input_required'>['data'];
 }
@@ -60,7 +63,11 @@ export function finalAnswerEvents(msg: TurnMessage, final: FinalAnswer): NewClie
       data: { ...base, event: 'human_input_required', data: final.humanInput },
     });
   }
-  const metadata = { usage: final.usage ?? emptyUsage(), ...(final.annotationReply ? { annotation_reply: final.annotationReply } : {}) };
+  const metadata = {
+    usage: final.usage ?? emptyUsage(),
+    ...(final.annotationReply ? { annotation_reply: final.annotationReply } : {}),
+    ...(final.retrieverResources ? { retriever_resources: final.retrieverResources } : {}),
+  };
   events.push({
     event: 'message_end',
     sourceKey: TERMINAL_SOURCE_KEYS.message_end,

@@ -4,6 +4,7 @@ import { appendEvents } from '../core/protocol/event-log.js';
 import type { ErrorCode } from '../core/protocol/error-codes.js';
 import type { Usage } from '../core/protocol/run.js';
 import type { ActivityDeps } from './deps.js';
+import { turnCitations } from './citations.js';
 import { errorEvents, finalAnswerEvents } from './final-events.js';
 import { ledgerUsage, usageColumns } from './ledger-usage.js';
 import { releaseTurnLock } from './turn-lock.js';
@@ -59,7 +60,11 @@ export function createStopTurn({ db }: ActivityDeps) {
         msg = await tx.message.update({ where: { id: msg.id }, data: usageColumns(usage) });
       }
       await releaseTurnLock(tx, msg.conversation_id, msg.id);
-      await appendEvents(tx, msg.id, finalAnswerEvents(msg, { answer: msg.answer, usage }));
+      await appendEvents(
+        tx,
+        msg.id,
+        finalAnswerEvents(msg, { answer: msg.answer, usage, retrieverResources: await turnCitations(tx, msg) }),
+      );
     });
   };
 }

@@ -18,7 +18,7 @@ import { jsonSchema, streamText, tool, type TextStreamPart, type Tool, type Tool
 import { BUILTIN_CATALOGUE } from '../core/domain/llm/catalogue/index.js';
 import { priceFor } from '../core/domain/llm/pricing.js';
 import type { Logger } from '../core/platform/logger.js';
-import type { PromptMessage, ToolCall } from '../core/protocol/inner-llm.js';
+import type { PromptMessage, ProviderMetadata, ToolCall } from '../core/protocol/inner-llm.js';
 import type {
   CreateRunRequestParsed,
   DeferredToolCall,
@@ -30,6 +30,7 @@ import type { RunLimits } from './composition.js';
 import { ModelCallError, RunLimitExceededError } from './errors.js';
 import type { RunEmitter } from './events.js';
 import { difyUsageOf, rawToolArgsOf, type ModelCaller } from './model/inner-llm-model.js';
+import { assistantMetadataOf, toolCallMetadataOf, type DifyAssistantMetadata } from './model/part-stream.js';
 import { toModelMessages } from './model/prompt.js';
 import { fitToContextWindow, toolDefinitionTokens, type FitResult } from './modules/history.js';
 import type { LayerInstance, ToolOutcome, ToolSpec, UserMessageContext } from './modules/types.js';
@@ -79,6 +80,8 @@ interface StepToolCall {
   name: string;
   rawArgs: string;
   args: unknown;
+  /** What the provider needs back with the call (Gemini's thought signature). */
+  providerMetadata?: ProviderMetadata;
 }
 
 export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
@@ -237,16 +240,22 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
         ...(fit?.dropped_messages ? { history_trimmed: historyTrimmed(fit, contextWindow!) } : {}),
       });
     }
+    // With the provider metadata the next request must send back (signed thinking, thought signatures, encrypted
+    // reasoning): it lives in history, so in the session snapshot (docs/models.md "Provider metadata that must round-trip").
+    const { reasoning_parts, content_provider_metadata } = step.assistantMetadata;
     const assistant: PromptMessage = {
       role: 'assistant',
       content: step.text,
       ...(step.reasoning ? { reasoning_content: step.reasoning } : {}),
+      ...(reasoning_parts?.some((r) => r.provider_metadata) ? { reasoning_parts } : {}),
+      ...(content_provider_metadata ? { content_provider_metadata } : {}),
       ...(step.toolCalls.length
         ? {
             tool_calls: step.toolCalls.map((c): ToolCall => ({
               id: c.id,
               type: 'function',
               function: { name: c.name, arguments: c.rawArgs },
+              ...(c.providerMetadata ? { provider_metadata: c.providerMetadata } : {}),
             })),
           }
         : {}),
@@ -338,7 +347,13 @@ async function consumeStep(
   stream: ReadableStream<TextStreamPart<ToolSet>>,
   ctx: LoopContext,
   onCut: (generated: string) => void,
-): Promise<{ text: string; reasoning: string; toolCalls: StepToolCall[]; callUsage: Omit<ModelCallUsage, 'latency'> | null }> {
+): Promise<{
+  text: string;
+  reasoning: string;
+  toolCalls: StepToolCall[];
+  callUsage: Omit<ModelCallUsage, 'latency'> | null;
+  assistantMetadata: DifyAssistantMetadata;
+}> {
   const { emitter, usage, state, signal } = ctx;
   const reader = stream.getReader();
   let textIndex = -1;
@@ -348,6 +363,7 @@ async function consumeStep(
   const toolCalls: StepToolCall[] = [];
   let reported = false;
   let callUsage: Omit<ModelCallUsage, 'latency'> | null = null;
+  let assistantMetadata: DifyAssistantMetadata = {};
   // A model that ignores the abort signal must not keep the run alive.
   const aborted = new Promise<never>((_, reject) => {
     const onAbort = () => reject(signal.reason);
@@ -417,6 +433,8 @@ async function consumeStep(
             rawArgs: rawToolArgsOf(value.providerMetadata) ?? (typeof input === 'string' ? input : JSON.stringify(input ?? {})),
             args: input,
           };
+          const meta = toolCallMetadataOf(value.providerMetadata);
+          if (meta) call.providerMetadata = meta;
           toolCalls.push(call);
           await emitter.event('pydantic_ai_event', {
             event_kind: 'part_start',
@@ -428,6 +446,7 @@ async function consumeStep(
         case 'finish-step':
           // Per model request: the inner endpoint's usage (with prices) rides in providerMetadata.
           callUsage = usage.addModelUsage(difyUsageOf(value.providerMetadata), value.usage);
+          assistantMetadata = assistantMetadataOf(value.providerMetadata);
           reported = true;
           break;
         case 'error':
@@ -442,13 +461,15 @@ async function consumeStep(
     }
   } catch (err) {
     if (signal.aborted && !reported) onCut(reasoning + text + toolCalls.map((c) => c.name + c.rawArgs).join(''));
+    // A call the gateway billed although it failed (the provider stalled mid-answer): counted as it was billed.
+    else if (!reported && err instanceof ModelCallError && err.usage) usage.addModelUsage(err.usage);
     throwIfAborted(signal);
     throw err;
   } finally {
     reader.cancel().catch(() => undefined);
   }
   throwIfAborted(signal);
-  return { text, reasoning, toolCalls, callUsage };
+  return { text, reasoning, toolCalls, callUsage, assistantMetadata };
 }
 
 /**

@@ -79,7 +79,7 @@ export function planRun(body: unknown, registry: ModuleRegistry, defaults: RunLi
         );
       }
     }
-    layers.push({ spec, module, config: deepFreeze(cfg.data) as Readonly<Record<string, unknown>>, state: module.initialState() });
+    layers.push({ spec, module, config: deepFreeze(cfg.data) as Readonly<Record<string, unknown>>, state: module.initialState(cfg.data) });
   }
 
   const count = (kind: string) => layers.filter((l) => l.module.capability === kind).length;

@@ -2,6 +2,7 @@
  * Errors of the agent backend. HTTP errors answer as JSON `{code, message, status}` (the same shape
  * the api uses); run errors classify how a run ended (terminal event data).
  */
+import type { Usage } from '../core/protocol/run.js';
 import type { ErrorCode } from '../core/protocol/error-codes.js';
 import type { z } from 'zod';
 
@@ -64,6 +65,8 @@ export class ModelCallError extends Error {
     readonly status?: number,
     /** The gateway's actionable code (provider_auth_failed, …): the run's failure reason when present. */
     readonly code?: string,
+    /** What the gateway billed for the failed call (estimated; a provider that stalled mid-answer). */
+    readonly usage?: Partial<Usage>,
   ) {
     super(message);
     this.name = 'ModelCallError';

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Config } from '../core/platform/config.js';
 import type { Logger } from '../core/platform/logger.js';
+import { createGuardedFetch } from '../core/platform/net/ssrf.js';
 import type { RunLimits } from './composition.js';
 import { jsonBody } from '../core/platform/json-guard.js';
 import { HttpError } from './errors.js';
@@ -138,7 +139,14 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   });
   const knowledge = createKnowledgeClient({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch });
   const workspaces = createWorkspaceAuthorizer({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch });
-  const registry = deps.registry ?? createRegistry([], { sandbox, knowledge, workspaces });
+  // The builtin shelf's http_request: the SSRF guard with its own switch, the api's tool limits (docs/tools.md).
+  const builtins = {
+    fetch: createGuardedFetch({ allowPrivate: config.HTTP_REQUEST_ALLOW_PRIVATE_NETWORK }),
+    timeoutMs: config.TOOL_TIMEOUT_MS,
+    maxResponseBytes: config.TOOL_MAX_RESPONSE_BYTES,
+    logger: logger.child({ component: 'builtin_tools' }),
+  };
+  const registry = deps.registry ?? createRegistry([], { sandbox, knowledge, workspaces, builtins });
   app.use(
     ['/runs', '/modules', '/compositions'],
     bearerAuth(config.AGENT_BACKEND_TOKEN),

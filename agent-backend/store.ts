@@ -14,11 +14,15 @@
  *
  * Why one file: it is the backend's whole storage contract over one schema (each method one statement), and the
  * liveness and LISTEN rules below need the same connection state.
+ *
+ * What a run produced is stored with NUL and lone surrogates replaced by U+FFFD (core/platform/storable-text.ts): a
+ * shell command that prints a NUL byte must not fail its run; the returned events hold what was stored.
  */
 import pg from 'pg';
 import { isDependencyUnavailable } from '../core/platform/dependency-errors.js';
 import type { Logger } from '../core/platform/logger.js';
 import type { RunStatus } from '../core/protocol/run.js';
+import { storableJson, storableJsonText, storableText } from '../core/platform/storable-text.js';
 
 const { Pool, Client } = pg;
 
@@ -305,8 +309,10 @@ export class PgRunStore {
     terminal?: TerminalUpdate,
     opts: { staleAfterMs?: number; expectedSeq?: number } = {},
   ): Promise<StoredEvent | null> {
-    const json = JSON.stringify(data);
-    const params: unknown[] = [runId, type, json, terminal?.status ?? null, terminal?.error ?? null, terminal?.error_type ?? null];
+    const raw = JSON.stringify(data) ?? 'null';
+    const json = storableJsonText(raw);
+    const err = (v: string | null | undefined) => (v == null ? null : storableText(v));
+    const params: unknown[] = [runId, type, json, terminal?.status ?? null, err(terminal?.error), err(terminal?.error_type)];
     let extra = '';
     if (opts.staleAfterMs !== undefined) {
       params.push(opts.staleAfterMs);
@@ -336,7 +342,14 @@ export class PgRunStore {
        select ins.seq::text as seq, ins.created_at, pg_notify('${EVENTS_CHANNEL}', $1 || ':' || ins.seq) from ins`,
       params,
     );
-    if (r.rowCount === 1) return { id: r.rows[0].seq, run_id: runId, type, data, created_at: iso(r.rows[0].created_at) };
+    if (r.rowCount === 1)
+      return {
+        id: r.rows[0].seq,
+        run_id: runId,
+        type,
+        data: json === raw ? data : JSON.parse(json),
+        created_at: iso(r.rows[0].created_at),
+      };
     if (opts.expectedSeq === undefined) return null;
     // Nothing applied: either an earlier attempt of this very append committed, or the run moved on
     // without us (ended elsewhere).
@@ -352,7 +365,7 @@ export class PgRunStore {
    */
   async appendOwnedEvents(entries: OwnedAppend[]): Promise<Array<StoredEvent | null>> {
     if (new Set(entries.map((e) => e.runId)).size !== entries.length) throw new Error('appendOwnedEvents: one entry per run');
-    const batch = JSON.stringify(
+    const raw = JSON.stringify(
       entries.map((e, ord) => ({
         ord,
         run_id: e.runId,
@@ -364,6 +377,7 @@ export class PgRunStore {
         error_type: e.terminal?.error_type ?? null,
       })),
     );
+    const batch = storableJsonText(raw);
     // The rows are locked in run id order first (lock), so two batches (or a batch and the heartbeat) cannot deadlock.
     const r = await this.q(
       `with b as (
@@ -396,7 +410,13 @@ export class PgRunStore {
     const out: Array<StoredEvent | null> = entries.map(() => null);
     for (const row of r.rows as Array<{ ord: number; seq: string; created_at: unknown }>) {
       const e = entries[row.ord]!;
-      out[row.ord] = { id: row.seq, run_id: e.runId, type: e.type, data: e.data, created_at: iso(row.created_at) };
+      out[row.ord] = {
+        id: row.seq,
+        run_id: e.runId,
+        type: e.type,
+        data: batch === raw ? e.data : asStored(e.data),
+        created_at: iso(row.created_at),
+      };
     }
     // Not applied: an earlier attempt of this very append may have committed (its answer lost), or the run moved on.
     for (const [i, e] of entries.entries()) if (!out[i]) out[i] = await this.findOwnAppend(e.runId, e.expectedSeq, e.type, e.data);
@@ -404,13 +424,21 @@ export class PgRunStore {
   }
 
   private async findOwnAppend(runId: string, seq: number, type: string, data: unknown): Promise<StoredEvent | null> {
+    const raw = JSON.stringify(data) ?? 'null';
+    const json = storableJsonText(raw);
     const mine = await this.q(
       `select seq::text as seq, created_at from ${SCHEMA}.events
         where run_id = $1 and seq = $2 and type = $3 and data = $4::jsonb`,
-      [runId, seq, type, JSON.stringify(data)],
+      [runId, seq, type, json],
     );
     if (mine.rowCount !== 1) return null;
-    return { id: mine.rows[0].seq, run_id: runId, type, data, created_at: iso(mine.rows[0].created_at) };
+    return {
+      id: mine.rows[0].seq,
+      run_id: runId,
+      type,
+      data: json === raw ? data : JSON.parse(json),
+      created_at: iso(mine.rows[0].created_at),
+    };
   }
 
   /** Events after the exclusive cursor, ordered. */
@@ -553,6 +581,11 @@ export class PgRunStore {
     await this.pool.end().catch(() => undefined);
     await this.leasePool.end().catch(() => undefined);
   }
+}
+
+/** An event's data as it was stored: the value itself, or, when characters were replaced, the stored JSON's value. */
+function asStored(data: unknown): unknown {
+  return JSON.parse(storableJson(data));
 }
 
 function iso(v: unknown): string {

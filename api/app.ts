@@ -16,6 +16,7 @@ import type { EventNotifier } from '../core/protocol/event-log.js';
 import type { Logger } from '../core/platform/logger.js';
 import type { OutboxDispatcher } from '../core/domain/outbox.js';
 import { appKeyAuth } from './auth.js';
+import type { CredentialWatch } from './credential-watch.js';
 import { errorHandler, RETRY_AFTER_SECONDS, unknownRoute } from './errors.js';
 import { openApiRoute } from './openapi/index.js';
 import { createRateLimits } from './rate-limit.js';
@@ -60,6 +61,8 @@ export interface ApiDeps {
   /** See TurnServiceDeps.eagerStart. */
   eagerStart?: boolean;
   notifier: EventNotifier;
+  /** Ends the streams of a revoked app key on this replica (api/credential-watch.ts). */
+  credentials?: CredentialWatch;
   config: Config;
   logger: Logger;
   /** Routers mounted under /inner/api (LLM invoke, agent-config prompt). */

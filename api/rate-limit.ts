@@ -26,6 +26,7 @@ import type { Db } from '../core/platform/db.js';
 import type { Logger } from '../core/platform/logger.js';
 import { appCtx } from './auth.js';
 import { HttpError } from './errors.js';
+import { upsertCounters } from '../core/platform/rate-counters.js';
 
 export type RateLimitConfig = Pick<
   Config,
@@ -49,31 +50,7 @@ function prismaStore(db: Db) {
 const TABLE = 'rate_limits';
 const STREAM_COUNTER_TTL_S = 3_600;
 
-/** One counter of a round: its row key (`<prefix>:<key>`, rate-limiter-flexible's), the points to add, its window. */
-interface CounterStep {
-  key: string;
-  points: number;
-  durationS: number;
-}
-
-/**
- * RateLimiterPostgres's upsert for several counters in ONE statement (issue 33: the public API's round took one per
- * counter, four for a chat request, and two more when its stream closed): the same rows and the same arithmetic — a
- * row whose window ended starts again at the points given with a new expiry, otherwise the points are added under its
- * expiry. Returns each row's points and expiry (ms since the epoch) after the statement. The keys must differ.
- */
-export async function upsertCounters(db: Db, steps: CounterStep[]): Promise<Map<string, { points: number; expire: number | null }>> {
-  const now = Date.now();
-  const rows = await db.$queryRaw<{ key: string; points: number; expire: bigint | null }[]>`
-    INSERT INTO rate_limits (key, points, expire)
-    SELECT * FROM unnest(${steps.map((s) => s.key)}::text[], ${steps.map((s) => s.points)}::int[],
-                         ${steps.map((s) => String(now + s.durationS * 1000))}::bigint[])
-    ON CONFLICT (key) DO UPDATE SET
-      points = CASE WHEN rate_limits.expire <= ${String(now)}::bigint THEN EXCLUDED.points ELSE rate_limits.points + EXCLUDED.points END,
-      expire = CASE WHEN rate_limits.expire <= ${String(now)}::bigint THEN EXCLUDED.expire ELSE rate_limits.expire END
-    RETURNING key, points, expire`;
-  return new Map(rows.map((r) => [r.key, { points: Number(r.points), expire: r.expire === null ? null : Number(r.expire) }]));
-}
+export { upsertCounters };
 
 export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger: Logger }) {
   const { db, config, logger } = deps;

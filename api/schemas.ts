@@ -1,6 +1,8 @@
 /** Request schemas of the public service API (docs/PROTOCOL.md §1, Dify's field names). */
 import { z } from 'zod';
+import { SKIP_REASONS } from '../core/domain/workspace-tree.js';
 import { HumanInputFormView } from '../core/protocol/client-events.js';
+import { RetrieverResource } from '../core/protocol/retriever-resource.js';
 import { ERROR_CODE_LIST } from '../core/protocol/error-codes.js';
 import { MULTITASK_STRATEGIES } from '../workflows/multitask-definitions.js';
 
@@ -118,10 +120,46 @@ export const ConversationResponse = z.object({
   updated_at: z.number().int(),
 });
 
+/** What a fork's copy of the workspace took and left out (api/service/fork.ts; PROTOCOL §1). */
+export const WorkspaceCopyResponse = z
+  .object({
+    bytes: z
+      .number()
+      .int()
+      .describe('What the copy counts against the quotas: each entry in whole 4 KiB blocks, at least one block an entry.'),
+    entries: z.number().int().describe('Directories, files and links copied.'),
+    skipped: z
+      .array(
+        z.object({
+          path: z.string().describe('Relative to the workspace.'),
+          reason: z
+            .enum(SKIP_REASONS)
+            .describe(
+              '`fifo`, `socket`, `device`: special files are never copied; `hard_link`: a link to a file outside the workspace; `not_readable`: the workspace’s own user could not read it; `other_filesystem`; `too_deep` (more than 256 levels); `changed_during_copy`: replaced while the copy reached it (a process still running in the workspace).',
+            ),
+        }),
+      )
+      .describe('The first 100 entries left out.'),
+    skipped_total: z.number().int().describe('How many entries were left out in all.'),
+  })
+  .describe('Extension: the copy of the source workspace; null when the source had no workspace.');
+
+export const ForkConversationResponse = ConversationResponse.extend({ workspace_copy: WorkspaceCopyResponse.nullable() });
+
 export const ConversationListResponse = z.object({
   limit: z.number().int(),
   has_more: z.boolean(),
-  data: z.array(ConversationResponse),
+  data: z.array(
+    ConversationResponse.extend({
+      active_turn: z
+        .object({
+          message_id: Uuid.describe('Its task id: GET /v1/chat-messages/{task_id}/events re-attaches to it.'),
+          status: z.enum(['pending', 'running', 'paused', 'queued']).describe('paused: waiting for the answer to its ask_human form.'),
+        })
+        .nullable()
+        .describe('Extension (issue 42): the turn in flight (running, or waiting for its form); null when none.'),
+    }),
+  ),
 });
 
 export const MessageFileResponse = z.object({
@@ -175,7 +213,8 @@ export const MessageResponse = z.object({
     .nullable(),
   message_files: z.array(MessageFileResponse),
   feedback: z.object({ rating: z.string() }).nullable(),
-  retriever_resources: z.array(z.unknown()),
+  /** Dify's citation and attribution list: filled when the app's retriever_resource feature was on for the turn. */
+  retriever_resources: z.array(RetrieverResource),
   agent_thoughts: z.array(AgentThoughtResponse),
   metadata: z.object({ usage: z.unknown() }),
   created_at: z.number().int(),

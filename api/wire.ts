@@ -11,6 +11,7 @@ import type { Logger } from '../core/platform/logger.js';
 import type { TemporalSecurity } from '../core/platform/temporal-connection.js';
 import { OutboxDispatcher } from '../core/domain/outbox.js';
 import { createApiApp } from './app.js';
+import { CredentialWatch } from './credential-watch.js';
 import { createInnerLlmRouter } from './inner/llm.js';
 import { innerAgentConfigRoutes } from './inner/agent-config.js';
 import { innerExecutionContextRoutes } from './inner/execution-context-verify.js';
@@ -100,6 +101,9 @@ export function createWiredApi(deps: {
   const outbox = new OutboxDispatcher({ db, temporal: () => temporal, logger });
   outbox.start();
   const unwatch = watchTemporal(connection, logger.child({ component: 'api' }));
+  // A revoked app key's open streams end on every replica, whichever revoked it (issue 47).
+  const credentials = new CredentialWatch({ databaseUrl: config.DATABASE_URL!, db, logger: logger.child({ component: 'api' }) });
+  credentials.start().catch((err: Error) => logger.error({ err: err.message }, 'credential watch could not start'));
   // One provider registry: model calls (inner LLM) and knowledge embeddings.
   const providers = createDefaultProviders(config);
   const embed = createEmbedder(providers);
@@ -110,6 +114,7 @@ export function createWiredApi(deps: {
     outbox,
     eagerStart: deps.eagerStart,
     notifier,
+    credentials,
     embed,
     config,
     logger: logger.child({ component: 'api' }),
@@ -174,10 +179,11 @@ export function createWiredApi(deps: {
       return { database, temporal: temporalUp, agent_backend: agentBackend };
     },
   });
-  /** Stops the background work (outbox dispatcher, Temporal watch); the caller closes db and connection. */
+  /** Stops the background work (outbox dispatcher, Temporal and credential watches); the caller closes db and connection. */
   const stop = async () => {
     unwatch();
+    await credentials.stop();
     await outbox.stop();
   };
-  return { app, temporal, outbox, stop };
+  return { app, temporal, outbox, credentials, stop };
 }

@@ -5,11 +5,11 @@
  * the tables and writes the JSON result (git-ignored unless --record, which also records the run in
  * bench/README.md). See bench/README.md.
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { codeUnderTest } from './code-under-test.js';
 import { parseCli, USAGE } from './cli-options.js';
 import { progressTo } from './progress.js';
 import { renderMarkdown } from './report.js';
@@ -114,13 +114,4 @@ async function startProfile(): Promise<(file: string) => Promise<string>> {
     session.disconnect();
     return file;
   };
-}
-
-/** The commit measured, and whether files outside bench/ differ from it. */
-function codeUnderTest(): { commit: string | null; dirty: boolean | null } {
-  const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
-  const head = git('rev-parse', '--short', 'HEAD');
-  if (head.status !== 0) return { commit: null, dirty: null };
-  const status = git('status', '--porcelain', '--', '.', ':!bench', ':!test/bench');
-  return { commit: head.stdout.trim(), dirty: status.stdout.trim() !== '' };
 }

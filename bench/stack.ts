@@ -35,6 +35,8 @@ export interface BenchStackOptions {
   keepData?: boolean;
   /** `dev`: the stack starts the dev server; `cluster`: the PostgreSQL-backed server (default dev). */
   temporal?: 'dev' | 'cluster';
+  /** More configuration over the bench's (e.g. bench/paused.ts's worker health port). */
+  env?: Partial<Env>;
 }
 
 /** PostgreSQL and the PostgreSQL-backed Temporal server, for a stack pointed at them (DATABASE_URL, TEMPORAL_ADDRESS). */
@@ -89,6 +91,7 @@ export async function startBenchStack(opts: BenchStackOptions): Promise<BenchSta
       // the overload cells then show turns shed with 503 + Retry-After instead of turns that time out.
       ...(process.env.MAX_TURNS_IN_FLIGHT ? { MAX_TURNS_IN_FLIGHT: Number(process.env.MAX_TURNS_IN_FLIGHT) } : {}),
       ...(process.env.MAX_RUNS_PER_BACKEND ? { MAX_RUNS_PER_BACKEND: Number(process.env.MAX_RUNS_PER_BACKEND) } : {}),
+      ...opts.env,
     },
   );
   const stack = await startStack({

@@ -207,9 +207,11 @@ async function stubJson(io: CliIo, method: 'GET' | 'PUT', stubPath: string, body
     parsed = undefined;
   }
   if (res.status < 200 || res.status > 299) {
-    const message = (parsed as { message?: unknown } | undefined)?.message;
+    const { message, code } = (parsed as { message?: unknown; code?: unknown } | undefined) ?? {};
+    // The api's error code too (e.g. invalid_agent_config, as the studio's save answers it): what a script can test.
+    const named = typeof code === 'string' && /^[a-z0-9_]{1,64}$/.test(code) ? ` ${code}` : '';
     throw new CliError(
-      `the agent stub answered ${res.status}: ${typeof message === 'string' ? message : raw.slice(0, 200) || res.statusText}`,
+      `the agent stub answered ${res.status}${named}: ${typeof message === 'string' ? message : raw.slice(0, 200) || res.statusText}`,
     );
   }
   const answer = parsed;

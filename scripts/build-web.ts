@@ -1,6 +1,7 @@
 /**
  * The pages' static assets (issue 34): web/index.html (the chat page) and web/studio.html (the studio) with their
- * modules and npm dependencies (marked, DOMPurify) bundled by Vite into hashed files under one directory, which the
+ * modules and npm dependencies (marked, DOMPurify; highlight.js in a chunk of its own, web/lib/highlight.js, that
+ * the pages import only once an answer has a code block) bundled by Vite into hashed files under one directory, which the
  * api serves at /chat/ and /studio/ with the strict CSP (api/app.ts): external module scripts and stylesheets only —
  * Vite emits no inline script, and nothing in the pages uses eval.
  *

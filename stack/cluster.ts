@@ -22,6 +22,7 @@ import { applyMigrations } from '../core/platform/migrate.js';
 import { ensureTurnSearchAttributes } from '../worker/search-attribute-registry.js';
 import { ensureDemoData, type DemoData } from '../core/domain/seed.js';
 import { startBalancer, type Balancer } from './balancer.js';
+import { stablePort } from './ports.js';
 import { healthzReady, ipcReady, ServiceProcess, waitFor } from './service-process.js';
 import {
   locateTemporalServer,
@@ -51,6 +52,35 @@ export interface ClusterPorts {
   backendReplicas: number[];
   /** Each worker's GET /healthz. */
   workerHealth: number[];
+}
+
+/** Free ports for a cluster beside others on this machine (the failover tests, bench:distance), each one distinct. */
+export async function freeClusterPorts(): Promise<ClusterPorts> {
+  const taken = new Set<number>();
+  const next = async () => {
+    for (;;) {
+      const p = await stablePort();
+      if (!taken.has(p)) {
+        taken.add(p);
+        return p;
+      }
+    }
+  };
+  const record = async () => {
+    const out = {} as ClusterPorts['temporal']['grpc'];
+    for (const s of TEMPORAL_SERVICES) out[s] = await next();
+    return out;
+  };
+  return {
+    postgres: await next(),
+    temporal: { grpc: await record(), membership: await record(), frontendHttp: await next() },
+    ui: await next(),
+    api: await next(),
+    backend: await next(),
+    apiReplicas: [await next(), await next()],
+    backendReplicas: [await next(), await next()],
+    workerHealth: [await next(), await next()],
+  };
 }
 
 /** `npm run cluster`'s fixed ports: the api and backend balancers where `npm start` puts the api and backend. */

@@ -384,6 +384,7 @@ async function startInProcessWorker(
       logger: logger.child({ component: 'sweeper' }),
       ...sweeperTimings(config),
       taskQueue: config.TEMPORAL_TASK_QUEUE,
+      workspacesDir: config.workspacesDir,
     });
     sweeper.start();
     stops.push(() => sweeper.stop());

@@ -18,6 +18,10 @@
 // (its part so far stays) and streams the new one after it; `rollback` takes the running exchange out of the view
 // (the API hides it from history too) and streams the new one.
 
+import { conversationList } from './chat-conversations.js';
+import { forkAction } from './chat-fork.js';
+import { renderCitations } from './citations.js';
+import { onPastedKey, readKey, showKeyError, storeKey } from './chat-key.js';
 import { createApi } from './lib/api.js';
 import { icon } from './lib/icons.js';
 import { copyText } from './lib/markdown.js';
@@ -47,21 +51,27 @@ const state = {
   /** Files picked for the next message: {localId, name, type, id?, error?}. */
   files: [],
   conversations: [],
+  /** The ask_human form waiting in the open conversation: {conversationId, form}; null when none. */
+  openForm: null,
 };
-const api = createApi({ key: () => state.key });
+// A 401 anywhere (the key revoked or mistyped): the page becomes the key's full-page error (chat-key.js).
+const api = createApi({ key: () => state.key, onUnauthorized: () => showKeyError(true, useKey) });
 const q = (s) => encodeURIComponent(s);
 /** Dify's parent_message_id for a thread's root (regenerating the first answer). */
 const UUID_NIL = '00000000-0000-0000-0000-000000000000';
 
 // --- settings --------------------------------------------------------------------------------------------------
 
+/** The conversation open in this tab survives a reload (issue 42 problem 2): a turn running in it is re-attached. */
+const OPEN_CONVERSATION = 'agent-chat-conversation';
+function setConversation(id) {
+  state.conversationId = id;
+  if (id) sessionStorage.setItem(OPEN_CONVERSATION, id);
+  else sessionStorage.removeItem(OPEN_CONVERSATION);
+}
+
 function loadSettings() {
-  const hash = new URLSearchParams(location.hash.slice(1));
-  if (hash.get('key')) {
-    sessionStorage.setItem('agent-chat-key', hash.get('key'));
-    history.replaceState(null, '', location.pathname);
-  }
-  state.key = sessionStorage.getItem('agent-chat-key') || '';
+  state.key = readKey();
   state.user = localStorage.getItem('agent-chat-user') || `web-${Math.random().toString(36).slice(2, 10)}`;
   localStorage.setItem('agent-chat-user', state.user);
   $('api-key').value = state.key;
@@ -132,8 +142,9 @@ const eventsUrl = (taskId) => `/v1/chat-messages/${taskId}/events?user=${q(state
  * Runs one turn into `box`: `open(signal)` is the first response (the POST's stream or the events of a turn still
  * running). The turn owns its conversation id: a detached turn never changes the page's.
  */
-async function runTurn(box, open, { query, files, waiting = false, queued = false, taskId = '' } = {}) {
+async function runTurn(box, open, { query, files, waiting = false, queued = false, taskId = '', question = null } = {}) {
   const turn = { abort: new AbortController(), taskId, stopRequested: false, box, conversationId: state.conversationId, query };
+  turn.sentFiles = files;
   // `waiting`: accepted behind the turn in flight (multitask); `queued` says so in its box (enqueue).
   if (waiting) state.waiting.push(turn);
   else state.turn = turn;
@@ -180,6 +191,8 @@ async function runTurn(box, open, { query, files, waiting = false, queued = fals
       onTask: (id) => {
         started();
         if (turn.taskId) return;
+        if (turn.conversationId) conversations.settle(turn.conversationId, id);
+        void showSentImages(question, turn);
         turn.taskId = id;
         box.dataset.messageId = id;
         if (turn.stopRequested) void sendStop(turn);
@@ -188,11 +201,13 @@ async function runTurn(box, open, { query, files, waiting = false, queued = fals
         if (turn.conversationId) return;
         turn.conversationId = id;
         if (current()) {
-          state.conversationId = id;
+          setConversation(id);
           void loadConversations();
         }
       },
       onForm: showForm,
+      // The key was revoked while this answer streamed (issue 47): the page becomes the key's full-page error, as a 401 does.
+      onKeyRevoked: () => showKeyError(true, useKey),
       reattach: (lastId) =>
         turn.taskId
           ? api.request(eventsUrl(turn.taskId), { headers: { 'last-event-id': String(lastId) }, signal: turn.abort.signal })
@@ -200,7 +215,13 @@ async function runTurn(box, open, { query, files, waiting = false, queued = fals
     });
     if (!result.aborted && current()) say('');
   } catch (err) {
-    if (err.name !== 'AbortError') {
+    if (err.status === 401) {
+      // The key stopped working (the page shows why): the message was not sent, and what was typed comes back.
+      const question = box.previousElementSibling;
+      if (query !== undefined && question?.classList.contains('user')) question.remove();
+      box.remove();
+      if (query !== undefined && !$('query').value) $('query').value = query;
+    } else if (err.name !== 'AbortError') {
       box.classList.add('error');
       box._error = err.message;
       paintAnswer(box);
@@ -218,6 +239,7 @@ async function runTurn(box, open, { query, files, waiting = false, queued = fals
     if (current() || wasWaiting) {
       if (current()) state.turn = null;
       renderBusy();
+      if (turn.conversationId && !state.openForm) conversations.settle(turn.conversationId, null);
       void loadConversations();
     }
   }
@@ -335,10 +357,15 @@ function userMessage(query, files = []) {
     const list = el('div', 'sent-files');
     for (const f of files) {
       if (f.url && f.type === 'image') renderFile(m, f);
-      else
-        list.append(
-          el('span', '', `${f.name || f.filename || f.type || 'file'}${typeof f.size === 'number' ? ` (${bytes(f.size)})` : ''}`),
+      else {
+        const name = el(
+          'span',
+          '',
+          `${f.name || f.filename || f.type || 'file'}${typeof f.size === 'number' ? ` (${bytes(f.size)})` : ''}`,
         );
+        name.dataset.upload = f.id || '';
+        list.append(name);
+      }
     }
     if (list.childElementCount) m.append(list);
   }
@@ -394,6 +421,8 @@ function addActions(box) {
       }),
     );
   }
+  const fork = forkButton(box);
+  if (fork) bar.append(fork);
   const siblings = box._siblings || [];
   if (siblings.length > 1) {
     const at = siblings.indexOf(id);
@@ -475,7 +504,10 @@ function sendChat({ query, conversationId, files, strategy: how, parent }, signa
 
 /** Renders an ask_human form whose submission continues the turn in a new agent message. */
 function showForm(box, form) {
+  // Until it is answered the conversation waits for it: a message typed meanwhile stays in the composer (send()).
+  state.openForm = { conversationId: state.conversationId, box };
   renderForm(box, form, async (inputs, action) => {
+    state.openForm = null;
     if (state.turn) detach();
     const next = addMessage('agent', '');
     await runTurn(next, async (signal) => {
@@ -489,6 +521,11 @@ function showForm(box, form) {
 }
 
 function send(query, files = state.files.filter((f) => f.id)) {
+  if (state.openForm && state.openForm.conversationId === state.conversationId && state.openForm.box.isConnected) {
+    say('Answer the question above first (or start a New chat).');
+    state.openForm.box.querySelector('form.form textarea, form.form select')?.focus({ preventScroll: true });
+    return false;
+  }
   const busy = inFlight();
   const how = strategy();
   if (busy && how === 'reject') {
@@ -518,7 +555,7 @@ function send(query, files = state.files.filter((f) => f.id)) {
     running.abort.abort();
   }
   const sent = files.map((f) => ({ id: f.id, name: f.name, type: f.type }));
-  userMessage(query, sent);
+  const question = userMessage(query, sent);
   state.files = [];
   renderFiles();
   const box = addMessage('agent', '');
@@ -529,8 +566,33 @@ function send(query, files = state.files.filter((f) => f.id)) {
     files: sent,
     waiting: busy,
     queued: busy && how === 'enqueue',
+    question,
   });
   return true;
+}
+
+/**
+ * A sent image shows in its message at once (issue 42), as it does from history: once the turn names its message,
+ * the message's own signed file links (GET /v1/messages) — the CSP allows only this origin's images, so no blob: URL.
+ */
+async function showSentImages(question, turn) {
+  if (!question || !(turn.sentFiles || []).some((f) => f.type === 'image')) return;
+  try {
+    // The same event names the conversation of a new chat, just after the task.
+    await null;
+    const c = conversationOf(turn);
+    const { data } = await api.get(`/v1/messages?conversation_id=${q(c)}&user=${q(state.user)}&limit=100&branch_id=${q(turn.taskId)}`);
+    const m = data.find((x) => x.id === turn.taskId);
+    if (!m || !question.isConnected) return;
+    const images = m.message_files.filter((f) => f.belongs_to === 'user' && f.type === 'image' && f.url);
+    for (const f of images) renderFile(question, f);
+    // The names the chips said stay for the other files; an image's name is its picture's alt text now.
+    const names = question.querySelector('.sent-files');
+    for (const f of images) names?.querySelector(`[data-upload="${CSS.escape(f.upload_file_id || '')}"]`)?.remove();
+    if (names && !names.childElementCount) names.remove();
+  } catch {
+    // The history shows them.
+  }
 }
 
 // --- uploads -----------------------------------------------------------------------------------------------------
@@ -592,101 +654,50 @@ $('file').addEventListener('change', async (ev) => {
   await Promise.all(files.map(upload));
 });
 
-// --- conversations -----------------------------------------------------------------------------------------------
+// --- conversations (chat-conversations.js) ---------------------------------------------------------------------
 
-async function loadConversations() {
-  if (!state.key) return;
-  try {
-    const { data } = await api.get(`/v1/conversations?user=${q(state.user)}&limit=50`);
-    state.conversations = data;
-    renderConversations();
-  } catch (err) {
-    say(err.message);
-  }
-}
-
-function renderConversations() {
-  const ul = $('conversations');
-  ul.textContent = '';
-  for (const c of state.conversations) {
-    const li = el('li', c.id === state.conversationId ? 'active' : '');
-    li.dataset.id = c.id;
-    const open = actionButton(c.name || 'New conversation', () => void openConversation(c.id), { cls: 'open' });
-    if (c.id === state.conversationId) open.setAttribute('aria-current', 'true');
-    li.append(
-      open,
-      actionButton('Rename', () => startRename(li, c), { cls: 'act rename', icon: 'edit', aria: `Rename ${c.name}` }),
-      actionButton('Delete', (ev) => void remove(ev.currentTarget, c), { cls: 'act delete', icon: 'trash', aria: `Delete ${c.name}` }),
-    );
-    ul.append(li);
-  }
-}
-
-function startRename(li, c) {
-  const input = el('input');
-  input.value = c.name;
-  input.setAttribute('aria-label', 'Conversation name');
-  li.replaceChildren(input);
-  input.focus();
-  input.select();
-  let done = false;
-  const finish = async (save) => {
-    if (done) return;
-    done = true;
-    const name = input.value.trim();
-    if (save && name && name !== c.name) {
-      try {
-        await api.post(`/v1/conversations/${c.id}/name`, { name, user: state.user });
-        c.name = name;
-      } catch (err) {
-        say(`Rename failed: ${err.message}`);
-      }
-    }
-    renderConversations();
-  };
-  input.addEventListener('keydown', (ev) => {
-    if (ev.key === 'Enter') void finish(true);
-    if (ev.key === 'Escape') void finish(false);
-  });
-  input.addEventListener('blur', () => void finish(true));
-}
-
-/** Delete asks once more in place: the button turns into "Delete?" for a few seconds. */
-async function remove(button, c) {
-  if (!button.classList.contains('confirm')) {
-    button.classList.add('confirm');
-    button.replaceChildren('Delete?');
-    setTimeout(() => {
-      if (button.isConnected) {
-        button.classList.remove('confirm');
-        button.replaceChildren(icon('trash'));
-      }
-    }, 4000);
-    return;
-  }
-  try {
+const conversations = conversationList({
+  api,
+  state,
+  say,
+  actionButton,
+  open: (id) => openConversation(id),
+  beforeDelete: (c) => {
     if (state.turn?.conversationId === c.id) detach();
-    await api.del(`/v1/conversations/${c.id}`, { user: state.user });
+  },
+  afterDelete: (c) => {
     if (state.conversationId === c.id) newChat();
-    say('Conversation deleted.');
-  } catch (err) {
-    say(`Delete failed: ${err.message}`);
-  }
-  await loadConversations();
-}
+  },
+});
+const loadConversations = () => conversations.load();
+// "Fork from here" under an answer (chat-fork.js): the new conversation opens, listed in the sidebar.
+const forkButton = forkAction({
+  api,
+  state,
+  say,
+  actionButton,
+  opened: async (id) => {
+    await loadConversations();
+    await openConversation(id);
+  },
+});
+const renderConversations = () => conversations.render();
 
 /** Shows a conversation's thread: the newest branch, or (`branch`) the one through that message. */
 async function openConversation(id, { branch } = {}) {
   detach();
   closeDrawer();
-  state.conversationId = id;
+  setConversation(id);
+  state.openForm = null;
   renderConversations();
   let data;
   try {
     const through = branch ? `&branch_id=${q(branch)}` : '';
     ({ data } = await api.get(`/v1/messages?conversation_id=${id}&user=${q(state.user)}&limit=100${through}`));
   } catch (err) {
-    say(err.message);
+    // Gone since (deleted in another tab): the tab starts a new chat instead.
+    if (err.status === 404 && state.conversationId === id) newChat();
+    else if (err.status !== 401) say(err.message);
     return;
   }
   if (state.conversationId !== id) return; // another conversation was opened meanwhile
@@ -717,6 +728,7 @@ async function openConversation(id, { branch } = {}) {
     boxes.set(m.id, box);
     for (const t of m.agent_thoughts) renderThought(box, t);
     for (const f of m.message_files) if (f.belongs_to !== 'user') renderFile(box, f);
+    renderCitations(box, m.retriever_resources);
     if (m.turn_status === 'stopped') box.classList.add('stopped');
     if (m.turn_status === 'failed' && m.error) {
       box.classList.add('error');
@@ -743,7 +755,8 @@ async function openConversation(id, { branch } = {}) {
 function newChat() {
   detach();
   closeDrawer();
-  state.conversationId = '';
+  setConversation('');
+  state.openForm = null;
   showWelcome();
   renderConversations();
   $('query').focus();
@@ -772,7 +785,7 @@ async function loadApp() {
     if (state.app.upload) $('file').accept = state.app.upload.extensions.join(',');
     if (!state.conversationId) showWelcome();
   } catch (err) {
-    say(err.message);
+    if (err.status !== 401) say(err.message);
   }
 }
 
@@ -817,15 +830,40 @@ wireComposer($('composer'), $('query'), (text) => !!send(text));
 $('stop').addEventListener('click', stop);
 for (const b of document.querySelectorAll('.new-chat')) b.addEventListener('click', newChat);
 $('save-settings').addEventListener('click', () => {
-  state.key = $('api-key').value.trim();
   state.user = $('user').value.trim() || state.user;
-  sessionStorage.setItem('agent-chat-key', state.key);
   localStorage.setItem('agent-chat-user', state.user);
   $('settings').open = false;
-  void loadApp();
-  void loadConversations();
+  const key = $('api-key').value.trim();
+  storeKey(key);
+  useKey(key);
 });
 
+/** The app, its conversations and (after a reload) the conversation this tab had open, a running turn re-attached. */
+function start() {
+  if (!state.key) return;
+  const open = state.conversationId;
+  void loadApp();
+  void loadConversations();
+  if (open) void openConversation(open);
+}
+
+/** Another key (pasted as #key=, into the settings or the key error's box): the page starts again on it, no reload. */
+function useKey(key) {
+  detach();
+  state.key = key;
+  state.app = null;
+  state.conversations = [];
+  state.openForm = null;
+  $('api-key').value = key;
+  setConversation('');
+  showKeyError(false);
+  scroller.textContent = '';
+  renderConversations();
+  say('');
+  start();
+}
+
 loadSettings();
-void loadApp();
-void loadConversations();
+state.conversationId = sessionStorage.getItem(OPEN_CONVERSATION) || '';
+onPastedKey(useKey);
+start();

@@ -1,5 +1,6 @@
 // The studio's API keys screen (issue 34 item 2): the open app's keys by prefix, a new key shown once, and revoke
-// (the key's next /v1 request is a 401) — docs/operations.md "Secrets rotation".
+// (the key's next /v1 request is a 401, its open streams end; with the box ticked its running turns are stopped too,
+// issue 47) — docs/operations.md "Secrets rotation".
 
 import { button, console$, currentAppId, el, field, input, register, say, when } from './studio-common.js';
 
@@ -12,7 +13,9 @@ section.innerHTML = `
   <p id="key-new" class="secret-once" hidden></p>
   <div class="table-scroll" tabindex="0" role="region" aria-label="API keys"><table id="key-table"><thead><tr>
     <th scope="col">Name</th><th scope="col">Key</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th>
-  </tr></thead><tbody></tbody></table></div>`;
+  </tr></thead><tbody></tbody></table></div>
+  <p class="hint"><label><input type="checkbox" id="key-stop-turns"> Revoke also stops the turns the key started that are
+  still running, queued or waiting for a human</label> (otherwise they finish and are stored; only the key's open streams end).</p>`;
 
 const name = input({ id: 'key-name', placeholder: 'production', maxlength: '100' });
 const create = el('button', 'primary', 'Create key');
@@ -35,10 +38,14 @@ async function load() {
         button(
           `Revoke`,
           async (b) => {
-            if (!confirm(`Revoke the key ${k.name} (${k.prefix}…)? Clients using it get 401.`)) return;
+            const stop = section.querySelector('#key-stop-turns').checked;
+            const also = stop ? ' The turns it started that are still running are stopped.' : '';
+            if (!confirm(`Revoke the key ${k.name} (${k.prefix}…)? Clients using it get 401 and its open streams end.${also}`)) return;
             b.disabled = true;
-            await console$.del(`/apps/${appId}/api-keys/${k.id}`);
-            say(`Revoked ${k.name} (${k.prefix}…).`);
+            // ?stop_turns=true answers which turns it stopped (docs/security.md "Revoking an app key").
+            const r = await console$.del(`/apps/${appId}/api-keys/${k.id}${stop ? '?stop_turns=true' : ''}`);
+            const n = r?.stopped_turns?.length ?? 0;
+            say(`Revoked ${k.name} (${k.prefix}…)${stop ? `; stopped ${n} turn${n === 1 ? '' : 's'}` : ''}.`);
             await load();
           },
           'danger',

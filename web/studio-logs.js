@@ -1,9 +1,13 @@
 // The studio's logs (issue 34 item 4), like Dify's "Logs & Annotations": every conversation of the selected app —
 // end users' and the debugger's — filtered by end user, date, a turn's status and feedback; open one to read its
 // turns (the chat page's renderer), open a turn in the turn inspector, turn an answer into an annotation.
-// A module of its own over the console API (GET agent/conversations, agent/conversations/{id}/messages,
-// POST annotations); it follows the agent picked in the studio's list and asks studio.js to inspect a turn with a
-// `studio:inspect` event.
+// A screen of its own (issue 42 problem 1; it was the bottom of the agent screen, where the debugger column covered
+// its filters and columns at 1366 px), listed again each time it is opened. A module over the console API (GET
+// agent/conversations, agent/conversations/{id}/messages, POST annotations); it follows the agent picked in the
+// studio's list and asks studio.js to inspect a turn with a `studio:inspect` event (the inspector shows under the logs).
+// A knowledge answer shows its citations card (citations.js) as in the chat page.
+import { renderCitations } from './citations.js';
+import { register } from './studio-common.js';
 import { createApi } from './lib/api.js';
 import { el, messageBox, paintAnswer, renderFile, renderThought } from './turn-view.js';
 
@@ -80,6 +84,8 @@ async function openLog(c) {
       box.dataset.messageId = m.id;
       for (const t of m.agent_thoughts) renderThought(box, t);
       for (const f of m.message_files) if (f.belongs_to !== 'user') renderFile(box, f);
+      // The chunks a knowledge answer was given, as the chat page shows them (issue 42 problem 6).
+      renderCitations(box, m.retriever_resources);
       if (m.turn_status === 'failed') {
         box.classList.add('error');
         box._error = `${m.error_code ? `${m.error_code}: ` : ''}${m.error ?? 'failed'}`;
@@ -135,16 +141,24 @@ $('log-next').addEventListener('click', () => {
   void loadLogs();
 });
 
-/** Follows the agent picked in the studio's list (the active item of #apps). */
+/** Follows the agent picked in the studio's list (the active item of #apps); the screen lists its logs when shown. */
 function follow() {
   const active = document.querySelector('#apps li.active');
   const id = active?.dataset.app || '';
   if (id === state.appId) return;
   state.appId = id;
   state.page = 1;
-  $('logs').hidden = !id;
   $('log-detail').hidden = true;
-  void loadLogs();
 }
 new MutationObserver(follow).observe($('apps'), { subtree: true, childList: true, attributes: true, attributeFilter: ['class'] });
 follow();
+
+register({
+  name: 'logs',
+  title: 'Logs',
+  el: $('logs'),
+  show: () => {
+    follow();
+    return loadLogs();
+  },
+});

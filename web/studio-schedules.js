@@ -22,7 +22,7 @@ const localZone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
 const c = {
   name: input({ id: 'sc-name', maxlength: '100', placeholder: 'Morning digest' }),
   kind: input({ tag: 'select', id: 'sc-kind' }),
-  cron: input({ id: 'sc-cron', placeholder: '0 9 * * 1-5', value: '0 9 * * 1-5' }),
+  cron: input({ id: 'sc-cron', placeholder: '0 9 * * 1-5', value: '0 9 * * 1-5', 'aria-describedby': 'sc-cron-error' }),
   every: input({ id: 'sc-every', type: 'number', min: '1', step: '1', value: '3600' }),
   zone: input({ id: 'sc-zone', value: localZone, maxlength: '64' }),
   query: input({ tag: 'textarea', id: 'sc-query', rows: '2', placeholder: 'Summarise what changed since yesterday.' }),
@@ -43,20 +43,42 @@ for (const [v, t] of [
 ])
   c.mode.append(Object.assign(el('option', '', t), { value: v }));
 const cronLabel = field('Cron (minute hour day month weekday)', c.cron);
+// Why the api refused the cron (400 invalid_schedule: which field, which value, what a cron looks like), under it.
+const cronError = el('div', 'field-error');
+cronError.id = 'sc-cron-error';
+cronError.hidden = true;
+function showCronError(message) {
+  cronError.textContent = message;
+  cronError.hidden = !message;
+  if (message) c.cron.setAttribute('aria-invalid', 'true');
+  else c.cron.removeAttribute('aria-invalid');
+}
+c.cron.addEventListener('input', () => showCronError(''));
 const everyLabel = field('Every (seconds)', c.every);
 const submit = el('button', 'primary', 'Create schedule');
 submit.type = 'submit';
 const when1 = el('div', 'row');
 when1.append(field('Name', c.name), field('Runs on', c.kind), cronLabel, everyLabel, field('Time zone', c.zone));
+const cronErrorRow = el('div', 'row');
+cronErrorRow.append(cronError);
 const who = el('div', 'row');
 who.append(field('As the user', c.user), field('Conversation', c.mode));
 const pausedLabel = el('label', 'check');
 pausedLabel.append(c.paused, ' created paused');
 section
   .querySelector('#sc-create')
-  .append(when1, field('Query (what each run sends)', c.query), field('Inputs (JSON object)', c.inputs), who, pausedLabel, submit);
+  .append(
+    when1,
+    cronErrorRow,
+    field('Query (what each run sends)', c.query),
+    field('Inputs (JSON object)', c.inputs),
+    who,
+    pausedLabel,
+    submit,
+  );
 const showKind = () => {
   cronLabel.hidden = c.kind.value !== 'cron';
+  if (cronLabel.hidden) showCronError('');
   everyLabel.hidden = c.kind.value !== 'interval';
 };
 c.kind.addEventListener('change', showKind);
@@ -149,6 +171,7 @@ section.querySelector('#sc-create').addEventListener('submit', (ev) => {
     paused: c.paused.checked,
   };
   submit.disabled = true;
+  showCronError('');
   void console$
     .post(`/apps/${appId}/schedules`, body)
     .then(async (s) => {
@@ -157,7 +180,12 @@ section.querySelector('#sc-create').addEventListener('submit', (ev) => {
       c.query.value = '';
       await load();
     })
-    .catch((err) => say(err.message))
+    .catch((err) => {
+      if (err.code === 'invalid_schedule' && /^cron\b/.test(err.message)) {
+        showCronError(err.message);
+        say('Not created: fix the cron.');
+      } else say(err.message);
+    })
     .finally(() => (submit.disabled = false));
 });
 

@@ -1,9 +1,12 @@
 // The studio's navigation (issue 34 item 2): the agent screen (config and debugger side by side on a desktop,
-// stacked on a phone: studio-screens.css) and one screen per module — datasets, tools, models, API keys, versions. The
+// stacked on a phone: studio-screens.css) and one screen per module — logs (issue 42 problem 1: a screen of its own,
+// no longer under the agent's config and debugger), datasets, tools, models, API keys, versions. The
 // chosen screen is in the URL fragment (#datasets …) and on <body data-screen>, which studio-screens.css uses to show it.
 
 import './studio-screens.css';
 import { screens } from './studio-common.js';
+// Registered first: its tab comes right after the agent's (Dify's order: orchestrate, then logs).
+import './studio-logs.js';
 import './studio-datasets.js';
 import './studio-tools.js';
 import './studio-models.js';

@@ -34,7 +34,25 @@ section.innerHTML = `
     </tr></thead><tbody></tbody></table></div>
   </div>`;
 
-const url = input({ id: 'wh-url', type: 'url', placeholder: 'https://example.com/hooks/agent', maxlength: '2048' });
+const url = input({
+  id: 'wh-url',
+  type: 'url',
+  placeholder: 'https://example.com/hooks/agent',
+  maxlength: '2048',
+  'aria-describedby': 'wh-url-error',
+});
+// Why the api refused the URL (400 `invalid_webhook_url`: userinfo, a private or unresolvable host; `invalid_param`),
+// next to the field it is about.
+const urlError = el('div', 'field-error');
+urlError.id = 'wh-url-error';
+urlError.hidden = true;
+function showUrlError(message) {
+  urlError.textContent = message;
+  urlError.hidden = !message;
+  if (message) url.setAttribute('aria-invalid', 'true');
+  else url.removeAttribute('aria-invalid');
+}
+url.addEventListener('input', () => showUrlError(''));
 const events = el('fieldset', 'events');
 events.append(el('legend', '', 'Events'));
 for (const e of EVENTS) {
@@ -46,14 +64,20 @@ for (const e of EVENTS) {
 }
 const add = el('button', 'primary', 'Add endpoint');
 add.type = 'submit';
-section.querySelector('#wh-create').append(field('URL', url), events, add);
+section.querySelector('#wh-create').append(field('URL', url), urlError, events, add);
 const state = { open: null };
 const badge = (status) => el('span', `badge ${status === 'succeeded' ? 'completed' : status === 'pending' ? 'waiting' : 'error'}`, status);
 
 async function load() {
   const appId = currentAppId();
   if (!appId) return;
-  const { data } = await console$.get(`/apps/${appId}/webhooks`);
+  // Every page of the list (newest first; an app holds at most WEBHOOKS_PER_APP of them).
+  const data = [];
+  for (let page = 1; ; page++) {
+    const p = await console$.get(`/apps/${appId}/webhooks?page=${page}&limit=100`);
+    data.push(...p.data);
+    if (!p.has_more) break;
+  }
   const tbody = section.querySelector('#wh-table tbody');
   tbody.textContent = '';
   for (const w of data) {
@@ -147,6 +171,7 @@ section.querySelector('#wh-create').addEventListener('submit', (ev) => {
   const appId = currentAppId();
   const picked = [...events.querySelectorAll('input:checked')].map((b) => b.value);
   if (!picked.length) return say('Pick at least one event.');
+  showUrlError('');
   add.disabled = true;
   void console$
     .post(`/apps/${appId}/webhooks`, { url: url.value.trim(), events: picked })
@@ -159,7 +184,13 @@ section.querySelector('#wh-create').addEventListener('submit', (ev) => {
       say(`Added the webhook ${w.url}.`);
       await load();
     })
-    .catch((err) => say(err.message))
+    .catch((err) => {
+      if (err.code === 'invalid_webhook_url' || (err.code === 'invalid_param' && /^url\b/.test(err.message))) {
+        showUrlError(err.message);
+        url.focus();
+      }
+      say(err.message);
+    })
     .finally(() => (add.disabled = false));
 });
 

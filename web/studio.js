@@ -9,8 +9,6 @@ import { createApi } from './lib/api.js';
 import { consumeTurn, el, markAnswered, messageBox, renderForm, renderThought, wireComposer } from './turn-view.js';
 
 const $ = (id) => document.getElementById(id);
-/** core/protocol/tool-names.ts BUILTIN_TOOL_NAMES (a page cannot import TypeScript; the save's 400 catches a drift). */
-const BUILTIN_TOOLS = ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'];
 const state = { key: '', appId: '', config: null, conversationId: '', taskId: '', abort: null };
 
 // The pages' one API client (lib/api.js): the console key, Dify's error body as an error with code/status/body.
@@ -58,17 +56,32 @@ async function openApp(a) {
 
 // --- the soul config editor ----------------------------------------------------------------------------------
 
+// The builtin shelf from the api (GET /builtin-tools: core/protocol/builtin-tools.ts, the contract the agent backend runs
+// them by), read once per key; the checkboxes are made from it, never from a list kept in this page.
+let builtinTools = null;
+function loadBuiltinTools() {
+  builtinTools ??= getJson('/builtin-tools').then(
+    (r) => r.data,
+    (err) => {
+      builtinTools = null; // the next load asks again
+      throw err;
+    },
+  );
+  return builtinTools;
+}
+
 async function loadDraft() {
   const build = $('target').value === 'build';
   let d = null;
   if (build) d = await getJson(appPath('/agent/build-draft')).catch((err) => (err.status === 404 ? null : Promise.reject(err)));
   // No build draft yet: start from the shared draft; the first save creates the build draft.
   if (!d) d = await getJson(appPath('/agent/draft'));
+  const shelf = await loadBuiltinTools();
   state.config = structuredClone(d.config);
   const fresh = build && d.draft_type !== 'BUILD_DRAFT';
   $('merge').hidden = !build;
   $('draft-info').textContent = fresh ? 'new build draft (from the shared draft)' : `${d.draft_type} revision ${d.revision}`;
-  fillForm(state.config);
+  fillForm(state.config, shelf);
   clearIssues();
   void refreshDatasetChoices();
 }
@@ -112,7 +125,7 @@ document.addEventListener('studio:screen', (ev) => {
   if (ev.detail === 'agent' && state.appId) void refreshDatasetChoices();
 });
 
-function fillForm(c) {
+function fillForm(c, shelf) {
   $('f-prompt').value = c.prompt?.system_prompt ?? '';
   $('f-provider').value = c.model?.provider ?? '';
   $('f-model').value = c.model?.model ?? '';
@@ -121,13 +134,14 @@ function fillForm(c) {
   $('f-max-tokens').value = s.max_tokens ?? '';
   const tools = $('f-tools');
   tools.textContent = '';
-  for (const name of BUILTIN_TOOLS) {
+  for (const t of shelf) {
     const label = el('label', 'check');
+    label.title = t.description;
     const box = el('input');
     box.type = 'checkbox';
-    box.value = name;
-    box.checked = (c.tools?.core ?? []).includes(name);
-    label.append(box, ` ${name}`);
+    box.value = t.name;
+    box.checked = (c.tools?.core ?? []).includes(t.name);
+    label.append(box, ` ${t.name}`);
     tools.append(label);
   }
   const plugin = c.tools?.plugin ?? [];
@@ -137,6 +151,7 @@ function fillForm(c) {
   $('f-ask-human').checked = !!c.ask_human?.enabled;
   $('f-knowledge').checked = !!c.knowledge?.enabled;
   showDatasetChoices(c.knowledge?.dataset_ids ?? []);
+  $('f-citations').checked = c.features?.retriever_resource?.enabled !== false;
   $('f-runtime').checked = !!c.runtime?.enabled;
   $('f-shell').checked = !!c.shell?.enabled;
 }
@@ -158,6 +173,7 @@ function readForm() {
   c.tools = { ...c.tools, core };
   c.ask_human = { ...c.ask_human, enabled: $('f-ask-human').checked };
   c.knowledge = { ...c.knowledge, enabled: $('f-knowledge').checked, dataset_ids: chosenDatasets() };
+  c.features = { ...c.features, retriever_resource: { enabled: $('f-citations').checked } };
   c.runtime = { ...c.runtime, enabled: $('f-runtime').checked };
   c.shell = { ...c.shell, enabled: $('f-shell').checked };
   return c;
@@ -411,10 +427,13 @@ const saveMultitask = () =>
 const debugPath = (p) => appPath(`/agent/debug${p}`);
 const eventsPath = (taskId) => debugPath(`/chat-messages/${taskId}/events`);
 
+/** A message at the end of the debugger's list, which scrolls to it inside itself: the page stays where it is (issue 42
+ * problem 10: scrolling the page to it opened a phone's studio at the debugger, ~1,570 px down, its tabs out of sight). */
 function addMessage(role, text) {
   const m = messageBox(role, text);
-  $('messages').append(m);
-  m.scrollIntoView({ block: 'end' });
+  const list = $('messages');
+  list.append(m);
+  list.scrollTop = list.scrollHeight;
   return m;
 }
 
@@ -497,6 +516,18 @@ async function chat(query) {
     box.querySelector('.text').textContent = `Error: ${err.message}`;
   } finally {
     setBusy(false);
+    if ($('target').value === 'build') void showBuildDraftMade();
+  }
+}
+
+/** The first debugger turn on "my build draft" made it from the shared draft (api/console/agent.ts): say so. */
+async function showBuildDraftMade() {
+  if ($('draft-info').textContent.startsWith('BUILD_DRAFT')) return;
+  try {
+    const d = await getJson(appPath('/agent/build-draft'));
+    if ($('target').value === 'build') $('draft-info').textContent = `${d.draft_type} revision ${d.revision}`;
+  } catch {
+    // Not made (the turn was refused before): the info stays as it was.
   }
 }
 

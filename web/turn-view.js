@@ -3,6 +3,7 @@
 // ask_human forms, and a consumer of the one stream client (lib/stream.js). Everything but the sanitised Markdown
 // is rendered as text (textContent), never as HTML.
 import './lib/messages.css';
+import { renderCitations } from './citations.js';
 import { renderMarkdown } from './lib/markdown.js';
 import { followTurn } from './lib/stream.js';
 
@@ -54,7 +55,7 @@ export function renderThought(box, t) {
     head.append(el('span', 'tool-name', 'Asked you'), el('span', 'tool-state', answered ? 'answered' : 'waiting for your answer'));
     row.append(head);
     const question = (parseJson(t.tool_input) || {}).question;
-    if (question) row.append(el('div', 'plain', question));
+    if (question) row.append(el('div', 'plain ask-question', question));
     // The continuation closes the call with the form's result: show what was answered, or why not.
     const result = parseJson(t.observation);
     if (result && result.values) row.append(readable(JSON.stringify(result.values)));
@@ -73,6 +74,19 @@ export function renderThought(box, t) {
   } else if (t.thought) {
     row.append(el('em', '', `Thinking: ${t.thought}`));
   }
+  showQuestionOnce(box);
+}
+
+/**
+ * An ask_human question is said once (issue 42 problem 8): the paused answer carries the form's text (the api stores
+ * it so), so the card and the form leave out what the answer above them already says.
+ */
+function showQuestionOnce(box) {
+  const said = (box._answer || '').replace(/\s+/g, ' ');
+  for (const e of box.querySelectorAll('.ask-question, .form-content')) {
+    const text = (e.textContent || '').replace(/\s+/g, ' ').trim();
+    e.hidden = !!text && said.includes(text);
+  }
 }
 
 /** Marks the ask_human card of a paused message answered (its continuation is a later message). */
@@ -88,7 +102,8 @@ export function markAnswered(box) {
 export function renderForm(box, form, onSubmit) {
   const f = el('form', 'form');
   f.dataset.token = form.form_token;
-  f.append(el('div', '', form.form_content || 'The agent needs your input.'));
+  f.setAttribute('aria-label', 'Your answer to the agent');
+  f.append(el('div', 'form-content', form.form_content || 'The agent needs your input.'));
   for (const field of form.inputs || []) {
     const label = el('label', '', field.label || field.name);
     let input;
@@ -126,6 +141,7 @@ export function renderForm(box, form, onSubmit) {
     await onSubmit(inputs, action);
   });
   box.append(f);
+  showQuestionOnce(box);
 }
 
 /** Where a link the api signed points, on this page's origin (the CSP allows only 'self'; the api may name another host). */
@@ -219,13 +235,15 @@ export function paintAnswer(box) {
   const text = box.querySelector('.text');
   renderMarkdown(text, box._answer || '');
   if (box._error) text.append(el('p', 'error-line', `Error: ${box._error}`));
+  showQuestionOnce(box);
   box.dispatchEvent(new CustomEvent('rendered', { bubbles: true }));
 }
 
 /**
  * Consumes a turn's stream into a message box until its terminal event, re-attaching with Last-Event-ID if the
  * stream breaks. `hooks`: reattach(lastId) → a new response, onTask(taskId), onConversation(id), onForm(box, form),
- * onMessageId(id), onEnd(data), signal (detaches). Resolves followTurn's `{ended, aborted}`.
+ * onMessageId(id), onEnd(data), onKeyRevoked(data) (the stream's last event `api_key_revoked`; without it that is
+ * shown as the message's error), signal (detaches). Resolves followTurn's `{ended, aborted}`.
  */
 export async function consumeTurn(box, res, hooks) {
   let answer = '';
@@ -242,12 +260,17 @@ export async function consumeTurn(box, res, hooks) {
       else if (event === 'agent_thought') renderThought(box, d);
       else if (event === 'message_file') renderFile(box, d);
       else if (event === 'human_input_required') hooks.onForm?.(box, d.data);
-      else if (event === 'error') {
+      else if (event === 'error' && d.code === 'api_key_revoked' && hooks.onKeyRevoked) {
+        // The stream's key was revoked: the turn is not failed (it may go on); the page says why it stopped.
+        paintAnswer(box);
+        hooks.onKeyRevoked(d);
+      } else if (event === 'error') {
         box.classList.add('error');
         setAnswer(box, answer, d.message);
         paintAnswer(box);
       } else if (event === 'message_end') {
         paintAnswer(box);
+        renderCitations(box, d.metadata?.retriever_resources);
         hooks.onEnd?.(d);
       }
     },

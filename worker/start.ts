@@ -4,7 +4,7 @@
  * standalone process around them; the dev stack (stack/start-stack.ts) and the bench start workers through here.
  */
 import { Client } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,9 +22,10 @@ import { resolveTenantModel } from '../core/domain/llm/tenant-model.js';
 import { ensureTurnSearchAttributes } from './search-attribute-registry.js';
 import type { Logger } from '../core/platform/logger.js';
 import { isCompiled } from '../core/platform/project-root.js';
-import { temporalSecurity } from '../core/platform/temporal-connection.js';
+import { explainTemporalConnectError, temporalSecurity } from '../core/platform/temporal-connection.js';
 import { temporalTelemetryOptions } from '../core/platform/metrics/temporal.js';
 import { workerTelemetryOptions } from './telemetry.js';
+import { cachedWorkflowBundle } from './workflow-bundle-cache.js';
 
 /** Where worker.ts runs from (the project root, or dist/ when compiled): this file is one folder below it. */
 const here = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -40,7 +41,31 @@ export const WORKFLOWS_PATH = path.join(here, 'workflows', compiled ? 'index.js'
  */
 export const WORKFLOW_BUNDLE_PATH = path.join(here, 'workflow-bundle.js');
 
-function workflowCode(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+type WorkflowCode = { workflowBundle: { codePath: string } | { code: string } } | { workflowsPath: string };
+
+/**
+ * The workflow code and the telemetry options that go with it. From sources with WORKER_WORKFLOW_BUNDLE_CACHE_DIR (the
+ * test suite): the bundle of workflows/ with the interceptor modules of what is on, reused from that directory while
+ * its inputs are unchanged (worker/workflow-bundle-cache.ts); the bundle holds those modules, so they leave the options.
+ */
+async function workflowCodeAndTelemetry(
+  config: Config,
+  logger: Logger,
+): Promise<WorkflowCode & Pick<WorkerOptions, 'interceptors' | 'sinks'>> {
+  const telemetry = workerTelemetryOptions({ prebuiltBundle: compiled });
+  const cacheDir = config.WORKER_WORKFLOW_BUNDLE_CACHE_DIR;
+  if (compiled || !cacheDir) return { ...workflowCode(), ...telemetry };
+  const { workflowModules = [], ...interceptors } = telemetry.interceptors ?? {};
+  const { code } = await cachedWorkflowBundle({
+    dir: cacheDir,
+    workflowsPath: WORKFLOWS_PATH,
+    workflowInterceptorModules: workflowModules,
+    log: (m) => logger.info(m),
+  });
+  return { workflowBundle: { code }, ...telemetry, interceptors };
+}
+
+function workflowCode(): WorkflowCode {
   if (!compiled) return { workflowsPath: WORKFLOWS_PATH };
   if (!fs.existsSync(WORKFLOW_BUNDLE_PATH))
     throw new Error(`${WORKFLOW_BUNDLE_PATH} is missing: run \`npm run build\` (it bundles the workflows).`);
@@ -83,6 +108,13 @@ export function installRuntimeLogger(
   }
 }
 
+/** The worker's connection to Temporal with the TEMPORAL_TLS_* settings; a refused handshake says which setting. */
+export async function connectWorkerTemporal(address: string, config: Config): Promise<NativeConnection> {
+  return NativeConnection.connect({ address, ...temporalSecurity(config) }).catch((err: unknown) => {
+    throw explainTemporalConnectError(err, address, config);
+  });
+}
+
 export async function startWorker(opts: {
   config: Config;
   db: Db;
@@ -93,7 +125,7 @@ export async function startWorker(opts: {
 }): Promise<RunningWorker> {
   const { config, db, logger } = opts;
   installRuntimeLogger(logger, config.LOG_LEVEL);
-  const connection = opts.connection ?? (await NativeConnection.connect({ address: opts.temporalAddress, ...temporalSecurity(config) }));
+  const connection = opts.connection ?? (await connectWorkerTemporal(opts.temporalAddress, config));
   // Turns are started and upserted with these attributes: a namespace that lacks one would refuse every start.
   const added = await ensureTurnSearchAttributes(connection, config.TEMPORAL_NAMESPACE);
   if (added.length) logger.warn({ added, namespace: config.TEMPORAL_NAMESPACE }, 'registered missing turn search attributes');
@@ -105,9 +137,8 @@ export async function startWorker(opts: {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    ...workflowCode(),
     // Turn counts (metrics) and the turn's trace through workflow and activities (tracing), when on.
-    ...workerTelemetryOptions({ prebuiltBundle: compiled }),
+    ...(await workflowCodeAndTelemetry(config, logger)),
     activities: {
       ...createActivities({
         db,

@@ -11,6 +11,9 @@
  * - A conversation lock held by a message that already ended (its workflow died between the terminal and its
  *   `releaseTurn`, or a release met an outage): released, and the release noted on the message.
  *
+ * - Workspace copies and removals a crash interrupted (`.partial-*`, `.trash-*` in WORKSPACES_DIR) older than an hour:
+ *   removed by descriptor (core/domain/workspace-tree.ts sweepLeftovers).
+ *
  * Only rows untouched for TURN_SWEEP_MIN_AGE_MS are judged, TURN_SWEEP_BATCH of each kind a pass: a turn start in flight (bounded at 10 s, api/turns/start.ts) is never
  * mistaken for an orphan. Temporal unreachable: the pass stops (nothing can be judged without it).
  */
@@ -26,6 +29,7 @@ import { ledgerUsage, usageColumns } from '../activities/ledger-usage.js';
 import { releaseTurnLock } from '../activities/turn-lock.js';
 import { wakeConversationQueue } from '../api/turns/multitask.js';
 import { conversationQueueWorkflowId } from '../workflows/multitask-definitions.js';
+import { sweepLeftovers } from '../core/domain/workspace-tree.js';
 
 /** Unset options: the settings' documented defaults (the worker and the stack pass the configured ones). */
 const DEFAULTS = EnvSchema.parse({});
@@ -37,6 +41,8 @@ export interface SweepResult {
   released: string[];
   /** Conversations with queued messages and no coordinator running, whose coordinator was (re)started. */
   woken?: string[];
+  /** Interrupted workspace copies and removals removed from WORKSPACES_DIR. */
+  leftovers?: string[];
 }
 
 export interface TurnSweeperOptions {
@@ -52,6 +58,8 @@ export interface TurnSweeperOptions {
   batch?: number;
   /** TEMPORAL_TASK_QUEUE: where a conversation queue's coordinator is (re)started; unset, queues are not woken. */
   taskQueue?: string;
+  /** WORKSPACES_DIR: where interrupted workspace copies and removals are swept; unset, none are. */
+  workspacesDir?: string;
 }
 
 /** The sweeper's timings as configured (TURN_SWEEP_*). */
@@ -100,13 +108,23 @@ export class TurnSweeper {
 
   /** One pass. */
   async sweep(): Promise<SweepResult> {
+    const leftovers = this.opts.workspacesDir ? await this.workspaceLeftovers(this.opts.workspacesDir) : [];
     const temporal = this.opts.temporal();
-    if (!temporal) return { failed: [], released: [] };
+    if (!temporal) return { failed: [], released: [], leftovers };
     const woken = new Set<string>();
     const failed = await this.unfinishedWithoutWorkflow(temporal, woken);
     const released = await this.locksOfEndedTurns();
     await this.queuesWithoutCoordinator(temporal, woken);
-    return { failed, released, woken: [...woken] };
+    return { failed, released, woken: [...woken], leftovers };
+  }
+
+  private async workspaceLeftovers(dir: string): Promise<string[]> {
+    const removed = await sweepLeftovers(dir).catch((err: unknown) => {
+      this.opts.logger.warn({ err, dir }, 'turn sweeper: interrupted workspace copies could not be swept');
+      return [];
+    });
+    if (removed.length) this.opts.logger.info({ removed }, 'turn sweeper: removed interrupted workspace copies and removals');
+    return removed;
   }
 
   private async unfinishedWithoutWorkflow(temporal: Client, woken: Set<string>): Promise<string[]> {

@@ -49,7 +49,32 @@ function errorDetails(err: unknown): TurnErrorDetails {
   return { code: 'internal_server_error', status: 500, message: 'The agent turn failed unexpectedly.' };
 }
 
+/**
+ * A failed turn ends as a failed workflow (issue 42): once its outcome is stored (the message failed, its error event
+ * written, the conversation free), the workflow fails with a non-retryable ApplicationFailure whose type is the turn's
+ * error code, so the Temporal UI's badge, its "Failures" count and `ExecutionStatus = 'Failed'` see it
+ * (docs/operations.md). A stop still ends Cancelled (or Completed when the run ended first). Patched: a turn started
+ * before this change that fails replays to its completed result.
+ */
+const FAILED_TURN_FAILS_WORKFLOW = 'failed-turn-fails-workflow';
+
+function turnFailed(messageId: string, code: string, message?: string): ApplicationFailure {
+  return ApplicationFailure.create({
+    message: message ? `turn failed (${code}): ${message}` : `turn failed (${code})`,
+    type: code,
+    nonRetryable: true,
+    details: [{ status: 'failed', messageId, errorCode: code }],
+  });
+}
+
 export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
+  let failure: ApplicationFailure | undefined;
+  const result = await runTurn(input, (f) => (failure = f));
+  if (failure) throw failure;
+  return result;
+}
+
+async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => void): Promise<AgentTurnResult> {
   const { conversationId } = input;
   // The message being worked on: the turn's own, then each ask_human continuation's.
   let messageId = input.messageId;
@@ -122,6 +147,8 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
       if (outcome.status === 'failed') {
         enter('failed');
         recordOutcome('failed', outcome.errorCode);
+        // runAgent stored the outcome (terminal.ts / refused.ts); the workflow fails after the release below.
+        if (patched(FAILED_TURN_FAILS_WORKFLOW)) fail(turnFailed(messageId, outcome.errorCode));
         return { status: 'failed', messageId, errorCode: outcome.errorCode };
       }
       if (outcome.status === 'stopped') {
@@ -184,6 +211,7 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
     enter('failed');
     recordOutcome('failed', details.code);
     await CancellationScope.nonCancellable(() => steps.failTurn({ messageId, ...details }));
+    if (patched(FAILED_TURN_FAILS_WORKFLOW)) fail(turnFailed(messageId, details.code, details.message));
     return { status: 'failed', messageId, errorCode: details.code };
   } finally {
     await CancellationScope.nonCancellable(async () => {

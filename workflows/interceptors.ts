@@ -4,7 +4,14 @@
  * sandbox through the `turnMetrics` sink, which the worker declares with `callDuringReplay: false`: a replayed
  * turn is not counted twice. Imports only what the workflow sandbox allows.
  */
-import { isCancellation, proxySinks, workflowInfo, type Sinks, type WorkflowInterceptorsFactory } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  isCancellation,
+  proxySinks,
+  workflowInfo,
+  type Sinks,
+  type WorkflowInterceptorsFactory,
+} from '@temporalio/workflow';
 import { AGENT_TURN_WORKFLOW } from './definitions.js';
 
 export interface TurnMetricsSinks extends Sinks {
@@ -29,7 +36,12 @@ export const interceptors: WorkflowInterceptorsFactory = () => {
             turnMetrics.ended(result?.status ?? 'unknown', result?.errorCode ?? null);
             return result;
           } catch (err) {
-            turnMetrics.ended(isCancellation(err) ? 'stopped' : 'workflow_failed', null);
+            // A failed turn ends as a failed workflow once its outcome is stored (agent-turn.ts turnFailed): its
+            // details carry the outcome and the client code, counted as the completed result used to be.
+            const d =
+              err instanceof ApplicationFailure ? (err.details?.[0] as { status?: string; errorCode?: string } | undefined) : undefined;
+            if (d?.status === 'failed') turnMetrics.ended('failed', d.errorCode ?? null);
+            else turnMetrics.ended(isCancellation(err) ? 'stopped' : 'workflow_failed', null);
             throw err;
           }
         },

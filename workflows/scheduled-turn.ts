@@ -7,7 +7,16 @@
  * outlives this workflow if it is terminated (ABANDON), and this workflow stays open as long as the turn does, so the
  * schedule's overlap policy sees a run in progress until its turn has ended.
  */
-import { ParentClosePolicy, executeChild, proxyActivities, uuid4 } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  ChildWorkflowFailure,
+  ParentClosePolicy,
+  executeChild,
+  patched,
+  proxyActivities,
+  uuid4,
+} from '@temporalio/workflow';
+import type { AgentTurnResult } from './definitions.js';
 import type { ScheduleActivities } from '../activities/scheduled-turn.js';
 import { agentTurn } from './agent-turn.js';
 import type { ScheduledTurnInput, ScheduledTurnResult } from './automation-definitions.js';
@@ -28,14 +37,24 @@ export async function scheduledTurn(input: ScheduledTurnInput): Promise<Schedule
     return { scheduleId: input.scheduleId, messageId: null, status: 'not_started' };
   }
   const turn = started.input;
-  const result = await executeChild(agentTurn, {
-    workflowId: workflowIdForMessage(turn.messageId),
-    args: [turn],
-    parentClosePolicy: ParentClosePolicy.ABANDON,
-    typedSearchAttributes: turnStartSearchAttributes(turn),
-    staticSummary: started.summary,
-    staticDetails: started.details,
-  });
+  let result: Pick<AgentTurnResult, 'status' | 'errorCode'>;
+  try {
+    result = await executeChild(agentTurn, {
+      workflowId: workflowIdForMessage(turn.messageId),
+      args: [turn],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      typedSearchAttributes: turnStartSearchAttributes(turn),
+      staticSummary: started.summary,
+      staticDetails: started.details,
+    });
+  } catch (err) {
+    // A failed turn ends as a failed workflow whose failure's type is its error code (workflows/agent-turn.ts): the
+    // run's outcome to record, as its completed {status: 'failed'} was before. A stopped (cancelled) turn fails this
+    // run as it always did. Patched: a run whose child failed before this change replays to its own failure.
+    if (!(err instanceof ChildWorkflowFailure && err.cause instanceof ApplicationFailure) || !patched('scheduled-turn-failed-child'))
+      throw err;
+    result = { status: 'failed', errorCode: err.cause.type ?? 'internal_server_error' };
+  }
   await steps.recordScheduleRun({
     scheduleId: input.scheduleId,
     messageId: turn.messageId,

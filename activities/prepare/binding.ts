@@ -7,8 +7,9 @@
  * the turn fails with `agent_binding_generation_mismatch`.
  */
 import crypto from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
+import { removeTree } from '../../core/domain/workspace-tree.js';
+import { removeMarker } from '../../agent-backend/workspace/marker.js';
 import type { ActivityDeps } from '../deps.js';
 import { turnFailure } from '../errors.js';
 import type { Prisma } from '../../core/generated/prisma/client.js';
@@ -34,7 +35,8 @@ export const REPLACED_ON_NEXT_TURN: ReadonlySet<string> = new Set<RetireReason>(
 
 /**
  * Retires a binding and, when no live binding shares it, its workspace: status + retired_at, files
- * removed. Idempotent (a retry removes whatever is left). The api owns retirement (docs/seeds/004).
+ * removed by descriptor (renamed aside at once; what a process still running in it re-creates is left to the sweeper).
+ * Idempotent (a retry removes whatever is left). The api owns retirement (docs/seeds/004).
  */
 export async function retireBinding(
   db: ActivityDeps['db'],
@@ -54,7 +56,9 @@ export async function retireBinding(
   if (shared > 0) return;
   await db.agentWorkspace.updateMany({ where: { id: b.workspace_id, status: 'active' }, data: { status: 'retired', retired_at: now } });
   if (opts.keepFiles) return;
-  await fs.promises.rm(path.join(workspacesDir, b.workspace_id), { recursive: true, force: true });
+  // Never fs.rm: a process of the workspace may still swap entries for links to host files (core/domain/workspace-tree.ts).
+  await removeTree(path.join(workspacesDir, b.workspace_id));
+  removeMarker(path.join(workspacesDir, b.workspace_id));
 }
 
 /** AgentAppSessionScope: (tenant, app, conversation, agent, config snapshot). */

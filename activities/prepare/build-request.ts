@@ -17,7 +17,9 @@ import { outputQuotaLimits } from '../../core/domain/output-quota.js';
 import { workspaceUid } from '../../core/protocol/workspace-uid.js';
 import type { Resolution } from './resolve-config.js';
 import type { TurnContext } from './turn-context.js';
-import { type BuildInput, buildComposition } from '../../core/domain/soul-composition.js';
+import { type BuildInput, buildComposition, contextWindowOf } from '../../core/domain/soul-composition.js';
+import { LOST_WORKSPACE_NOTE, lostBindingHistory } from './lost-history.js';
+import { CITATIONS_MARK } from '../../core/domain/knowledge/citations.js';
 
 /** docs/seeds/000 _validate_session_snapshot_layers: topology must match; values may change. */
 export function assertSnapshotMatches(layers: LayerSpec[], snapshot: SessionSnapshot | null): void {
@@ -37,7 +39,7 @@ export function createBuildRunRequest(deps: ActivityDeps) {
     binding: Binding,
     /** Set when this message continues a paused turn: the form whose result resumes the run. */
     resumeFormId?: string,
-  ): Promise<{ layers: number; hasSnapshot: boolean; deferredCalls: number; run?: AgentBackendRun }> {
+  ): Promise<{ layers: number; hasSnapshot: boolean; deferredCalls: number; run?: AgentBackendRun; cites?: boolean }> {
     const { msg, agent, existingRun } = ctx;
     if (existingRun?.backend_run_id) {
       // Already sent: rebuilding could differ (e.g. a newer draft); the run is what it is.
@@ -90,6 +92,17 @@ export function createBuildRunRequest(deps: ActivityDeps) {
         )
       : undefined;
     const model = await deps.resolveModel?.(msg.tenant_id, soul.model.provider, soul.model.model);
+    const modelLimits = model
+      ? { context_window: model.context_window, max_output: model.entry?.max_output, prices: model.pricing }
+      : undefined;
+    // A lost workspace's replacement binding: the model's history rebuilt from the stored messages (issue 43 item 2).
+    const recovered = await lostBindingHistory(db, {
+      binding,
+      messageId: msg.id,
+      conversationId: msg.conversation_id,
+      soul,
+      limits: { contextWindow: contextWindowOf(soul, modelLimits).context_window, maxOutput: modelLimits?.max_output },
+    });
     const layers = buildComposition(soul, {
       datasetNames,
       inputs: (msg.inputs as Record<string, unknown> | null) ?? {},
@@ -110,7 +123,8 @@ export function createBuildRunRequest(deps: ActivityDeps) {
         ...(f.upload_file_id && uploads.has(f.upload_file_id) ? uploads.get(f.upload_file_id) : {}),
       })),
       supportsVision: model?.supports_vision ?? deps.modelSupportsVision?.(soul.model.provider, soul.model.model) ?? false,
-      ...(model ? { model: { context_window: model.context_window, max_output: model.entry?.max_output, prices: model.pricing } } : {}),
+      ...(modelLimits ? { model: modelLimits } : {}),
+      ...(recovered ? { recoveredHistory: { messages: recovered, note: LOST_WORKSPACE_NOTE } } : {}),
       innerApiKey: config.EXECUTION_CONTEXT_SIGNING_KEY,
       contextTtlMs: config.EXECUTION_CONTEXT_TTL_MS,
       workspaceId: binding.workspace_id,
@@ -144,8 +158,10 @@ export function createBuildRunRequest(deps: ActivityDeps) {
       ...(Object.keys(deferred).length ? { deferred_tool_results: { calls: deferred } } : {}),
       on_exit: { default: 'suspend' },
     };
+    // The answer cites the chunks it is given (issue 42 problem 6): the message says so for its end and its history.
+    const cites = soul.knowledge.enabled && soul.features.retriever_resource.enabled;
     // One statement (so one transaction and one round trip; it used to be a four-statement transaction): the run
-    // request, the version the message ran with, the pending call it closes.
+    // request, the version the message ran with (and whether its answer cites), the pending call it closes.
     const closesPending = Object.keys(deferred).length > 0;
     const [run] = await db.$queryRaw<AgentBackendRun[]>`
       with run as (
@@ -157,14 +173,19 @@ export function createBuildRunRequest(deps: ActivityDeps) {
               output_moderation = excluded.output_moderation, updated_at = now()
         returning *
       ), version as (
-        update messages set agent_config_version_id = ${resolved.configVersionId}::uuid, updated_at = now()
-         where id = ${msg.id}::uuid and agent_config_version_id is distinct from ${resolved.configVersionId}::uuid
+        update messages set agent_config_version_id = ${resolved.configVersionId}::uuid,
+               metadata = case when ${cites} then metadata || ${JSON.stringify(CITATIONS_MARK)}::jsonb
+                               else metadata - 'retriever_resource' end,
+               updated_at = now()
+         where id = ${msg.id}::uuid
+           and (agent_config_version_id is distinct from ${resolved.configVersionId}::uuid
+                or (metadata -> 'retriever_resource' is not null) is distinct from ${cites})
       ), pending as (
         update agent_workspace_bindings
            set pending_form_id = null, pending_tool_call_id = null, pending_message_id = null, updated_at = now()
          where id = ${binding.id}::uuid and ${closesPending}
       )
       select * from run`;
-    return { layers: layers.length, hasSnapshot: !!snapshot, deferredCalls: Object.keys(deferred).length, run };
+    return { layers: layers.length, hasSnapshot: !!snapshot, deferredCalls: Object.keys(deferred).length, run, cites };
   };
 }

@@ -7,11 +7,13 @@
  *   the guard outcome, never the run request).
  */
 import type { AgentBackendRun } from '../../core/generated/prisma/client.js';
+import type { Prisma } from '../../core/platform/db.js';
 import type { ActivityDeps } from '../deps.js';
 import { createLoadOrCreateBinding } from './binding.js';
 import { createBuildRunRequest } from './build-request.js';
 import { createInputGuards } from './input-guards.js';
 import { createResolveConfig } from './resolve-config.js';
+import { CITATIONS_MARK } from '../../core/domain/knowledge/citations.js';
 import { loadTurnContext, type TurnContext, type TurnMessageRead } from './turn-context.js';
 
 export interface PrepareInput {
@@ -59,7 +61,11 @@ export function createTurnPreparation(deps: ActivityDeps) {
     );
     const run = built.run ?? ctx.existingRun;
     if (!run) throw new Error(`no run request was built for message ${input.messageId}`);
-    return { guard: null, msg: { ...ctx.msg, agent_config_version_id: r.resolved.configVersionId }, run };
+    // The message as the build left it: its version, and whether its answer cites (citations.ts).
+    const metadata = (ctx.msg.metadata ?? {}) as Prisma.JsonObject;
+    const { retriever_resource: _mark, ...unmarked } = metadata;
+    const marked = built.cites === undefined ? metadata : built.cites ? { ...metadata, ...CITATIONS_MARK } : unmarked;
+    return { guard: null, msg: { ...ctx.msg, agent_config_version_id: r.resolved.configVersionId, metadata: marked }, run };
   };
 }
 

@@ -11,6 +11,7 @@ import { turnEventBase } from '../../core/protocol/client-events.js';
 import { appendEvents, commitAnswerText, commitAnswerTexts, type AnswerTextCommit } from '../../core/protocol/event-log.js';
 import { isDependencyUnavailable } from '../../core/platform/dependency-errors.js';
 import { timedCommit } from '../../core/platform/metrics/index.js';
+import { storableText } from '../../core/platform/storable-text.js';
 import { streamWindowMs, windowDelayMs } from '../../core/platform/stream-window.js';
 import type { TurnMessage } from '../final-events.js';
 import { keepTurnLock, releaseTurnLock } from '../turn-lock.js';
@@ -198,7 +199,7 @@ export class RunCommitter {
   async writePendingText(tx: Tx): Promise<NewClientEvent[]> {
     const events = this.pendingEvents();
     if (this.pendingText)
-      await tx.$executeRaw`update messages set answer = answer || ${this.pendingText}, updated_at = now() where id = ${this.msg.id}::uuid`;
+      await tx.$executeRaw`update messages set answer = answer || ${storableText(this.pendingText)}, updated_at = now() where id = ${this.msg.id}::uuid`;
     return events;
   }
 

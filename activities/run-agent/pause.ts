@@ -8,6 +8,7 @@ import { formFromArgs, newFormToken } from '../../core/domain/human-input.js';
 import type { Prisma } from '../../core/platform/db.js';
 import type { DeferredToolCall, SessionSnapshot, Usage } from '../../core/protocol/run.js';
 import { unixSeconds } from '../../core/platform/time.js';
+import { turnCitations } from '../citations.js';
 import { finalAnswerEvents } from '../final-events.js';
 import type { RunAgentOutcome, RunScope } from './scope.js';
 import { saveUsageAndSnapshot } from './usage.js';
@@ -68,7 +69,10 @@ export async function pauseForHuman(
       actions: form.actions,
       expiration_time: unixSeconds(expiresAt),
     };
-    return [...streamed, ...finalAnswerEvents(msg, { answer, usage: d.usage, humanInput })];
+    return [
+      ...streamed,
+      ...finalAnswerEvents(msg, { answer, usage: d.usage, humanInput, retrieverResources: await turnCitations(tx, msg) }),
+    ];
   });
   return { status: 'paused', toolCallId: call.tool_call_id, formId, formToken, expiresAt: expiresAt.toISOString() };
 }

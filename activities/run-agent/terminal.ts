@@ -4,11 +4,13 @@
  * backend did not confirm in time (or before any run existed). The final client events come from
  * activities/final-events.ts, as for every other producer.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { CancelledFailure } from '@temporalio/common';
+import { removeTree } from '../../core/domain/workspace-tree.js';
+import { removeMarker } from '../../agent-backend/workspace/marker.js';
 import type { RunEvent, SessionSnapshot, Usage } from '../../core/protocol/run.js';
 import { classifyFailure } from '../classify-failure.js';
+import { turnCitations } from '../citations.js';
 import { errorEvents, finalAnswerEvents } from '../final-events.js';
 import { keywordHit } from '../prepare/input-guards.js';
 import type { Tx } from './commit.js';
@@ -49,7 +51,11 @@ async function succeeded(
   await committer.commitTerminal(eventId, 'run_succeeded', async (tx) => {
     const streamed = [...committer.pendingEvents(), ...(await thoughts.finish(tx, answer, eventId))];
     await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, { answer, status: 'succeeded', error: null });
-    return [...streamed, ...finalAnswerEvents(msg, { answer, usage: d.usage, replacedBy: flagged ? 'output_moderation' : undefined })];
+    const retrieverResources = await turnCitations(tx, msg);
+    return [
+      ...streamed,
+      ...finalAnswerEvents(msg, { answer, usage: d.usage, replacedBy: flagged ? 'output_moderation' : undefined, retrieverResources }),
+    ];
   });
   return { status: 'succeeded' };
 }
@@ -61,7 +67,7 @@ async function cancelled(scope: RunScope, ev: Extract<TerminalEvent, { type: 'ru
     const partial = committer.streamedAnswer;
     const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, partial, ev.id))];
     const usage = await saveUsageAndSnapshot(scope, tx, d.usage, d.session_snapshot, { status: 'stopped', answer: partial }, ev.run_id);
-    return [...streamed, ...finalAnswerEvents(msg, { answer: partial, usage })];
+    return [...streamed, ...finalAnswerEvents(msg, { answer: partial, usage, retrieverResources: await turnCitations(tx, msg) })];
   });
   return { status: 'stopped' };
 }
@@ -110,9 +116,9 @@ async function retireLostBinding(tx: Tx, bindingId: string): Promise<void> {
 async function removeLostWorkspace(scope: RunScope, bindingId: string): Promise<void> {
   const b = await scope.deps.db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, select: { workspace_id: true } });
   if (!b) return;
-  await fs.promises
-    .rm(path.join(scope.deps.config.workspacesDir, b.workspace_id), { recursive: true, force: true })
-    .catch((err: unknown) => scope.log.warn({ err, bindingId }, 'lost workspace: its directory could not be removed'));
+  const dir = path.join(scope.deps.config.workspacesDir, b.workspace_id);
+  await removeTree(dir).catch((err: unknown) => scope.log.warn({ err, bindingId }, 'lost workspace: its directory could not be removed'));
+  removeMarker(dir);
 }
 
 /** The backend did not confirm a stop within STOP_WAIT_MS: keep what we have, snapshot untouched, usage as billed. */
@@ -122,7 +128,7 @@ export async function stopWithoutTerminal(scope: RunScope, backendRunId: string)
     const partial = committer.streamedAnswer;
     const streamed = [...(await committer.writePendingText(tx)), ...(await thoughts.finish(tx, partial, 'stop'))];
     const usage = await saveUsageAndSnapshot(scope, tx, null, null, { status: 'stopped', answer: partial }, backendRunId);
-    return [...streamed, ...finalAnswerEvents(msg, { answer: partial, usage })];
+    return [...streamed, ...finalAnswerEvents(msg, { answer: partial, usage, retrieverResources: await turnCitations(tx, msg) })];
   });
   throw new CancelledFailure('turn stopped (backend did not confirm in time)');
 }

@@ -30,7 +30,7 @@ import { parseSse } from '../../core/platform/sse.js';
 import type { Logger } from '../../core/platform/logger.js';
 import { ModelCallError } from '../errors.js';
 import { fromV3Prompt } from './prompt.js';
-import { emptyV3Usage, toPartStream } from './part-stream.js';
+import { assistantMetadataOf, emptyV3Usage, toPartStream } from './part-stream.js';
 import { DEFAULT_INNER_LLM_RETRY, RetryBudget, TransportFailure, type InnerLlmRetryOptions } from './retry.js';
 import { recordBackendModelRequest } from '../../core/platform/metrics/index.js';
 import { inSpan, withTraceHeaders } from '../../core/platform/tracing/index.js';
@@ -262,8 +262,18 @@ export class InnerLlmModel implements LanguageModelV3 {
       else if (value.type === 'error') throw value.error;
       else if (value.type === 'finish') finish = value;
     }
-    if (reasoning) content.unshift({ type: 'reasoning', text: reasoning });
-    if (text) content.unshift({ type: 'text', text });
+    const { reasoning_parts, content_provider_metadata } = assistantMetadataOf(finish?.providerMetadata);
+    if (text)
+      content.unshift({ type: 'text', text, ...(content_provider_metadata ? { providerMetadata: content_provider_metadata } : {}) });
+    if (reasoning_parts?.length)
+      content.unshift(
+        ...reasoning_parts.map((r) => ({
+          type: 'reasoning' as const,
+          text: r.text,
+          ...(r.provider_metadata ? { providerMetadata: r.provider_metadata } : {}),
+        })),
+      );
+    else if (reasoning) content.unshift({ type: 'reasoning', text: reasoning });
     return {
       content,
       finishReason: finish?.finishReason ?? { unified: 'other', raw: undefined },

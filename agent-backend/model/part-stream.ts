@@ -4,7 +4,7 @@
  */
 import type { LanguageModelV3FinishReason, LanguageModelV3StreamPart, LanguageModelV3Usage } from '@ai-sdk/provider';
 import { redactSecrets } from '../../core/domain/llm/redact.js';
-import { InvokeChunk, type ChunkData } from '../../core/protocol/inner-llm.js';
+import { InvokeChunk, type ChunkData, type ProviderMetadata, type ReasoningPart } from '../../core/protocol/inner-llm.js';
 import type { Usage } from '../../core/protocol/run.js';
 import { ModelCallError } from '../errors.js';
 import { TransportFailure, type RetryBudget } from './retry.js';
@@ -23,6 +23,33 @@ const FINISH: Record<string, LanguageModelV3FinishReason['unified']> = {
   content_filter: 'content-filter',
   error: 'error',
 };
+
+/**
+ * What the finish part's `providerMetadata.dify` carries besides usage: the answer's reasoning blocks with their
+ * provider metadata and the text's metadata (docs/models.md "Provider metadata that must round-trip"), from the attempt
+ * that finished. The agent loop keeps them in history so the next request sends them back.
+ */
+export interface DifyAssistantMetadata {
+  reasoning_parts?: ReasoningPart[];
+  content_provider_metadata?: ProviderMetadata;
+}
+
+/** The assistant metadata of a finish (or finish-step) part's providerMetadata. */
+export function assistantMetadataOf(meta: unknown): DifyAssistantMetadata {
+  const d = (meta as { dify?: DifyAssistantMetadata } | undefined)?.dify;
+  return {
+    ...(Array.isArray(d?.reasoning_parts) ? { reasoning_parts: d.reasoning_parts } : {}),
+    ...(d?.content_provider_metadata && typeof d.content_provider_metadata === 'object'
+      ? { content_provider_metadata: d.content_provider_metadata }
+      : {}),
+  };
+}
+
+/** A tool call's provider metadata (`providerMetadata.dify.provider_metadata` of its `tool-call` part). */
+export function toolCallMetadataOf(meta: unknown): ProviderMetadata | undefined {
+  const m = (meta as { dify?: { provider_metadata?: unknown } } | undefined)?.dify?.provider_metadata;
+  return m && typeof m === 'object' ? (m as ProviderMetadata) : undefined;
+}
 
 /**
  * Maps inner-LLM chunks to V3 stream parts. Tool calls may arrive whole or in OpenAI-style fragments
@@ -45,7 +72,9 @@ export function toPartStream(
   const emitted = { text: '', reasoning: '' };
   /** What the current attempt has streamed (a replay starts again from the beginning). */
   let seen = { text: '', reasoning: '' };
-  let calls: Array<{ id: string; name: string; args: string }> = [];
+  let calls: Array<{ id: string; name: string; args: string; meta?: ProviderMetadata }> = [];
+  let reasoningParts: ReasoningPart[] = [];
+  let contentMeta: ProviderMetadata | undefined;
   let usage: Partial<Usage> | undefined;
   let finishRaw: string | undefined;
   /** The current attempt delivered its final chunk (finish_reason). */
@@ -88,10 +117,21 @@ export function toPartStream(
     // input, and history keeps the arguments exactly as the model sent them.
     for (const c of calls) {
       const input = c.args || '{}';
-      push(ctrl, { type: 'tool-call', toolCallId: c.id, toolName: c.name, input, providerMetadata: { dify: { arguments: input } } });
+      push(ctrl, {
+        type: 'tool-call',
+        toolCallId: c.id,
+        toolName: c.name,
+        input,
+        providerMetadata: { dify: { arguments: input, ...(c.meta ? { provider_metadata: c.meta } : {}) } },
+      });
     }
     const p = usage?.prompt_tokens;
     const o = usage?.completion_tokens;
+    const assistant: DifyAssistantMetadata = {
+      ...(reasoningParts.length ? { reasoning_parts: reasoningParts } : {}),
+      ...(contentMeta ? { content_provider_metadata: contentMeta } : {}),
+    };
+    const dify = { ...(usage ? { usage } : {}), ...assistant };
     push(ctrl, {
       type: 'finish',
       finishReason: { unified: FINISH[finishRaw ?? ''] ?? (calls.length ? 'tool-calls' : 'stop'), raw: finishRaw },
@@ -99,7 +139,7 @@ export function toPartStream(
         inputTokens: { total: p, noCache: p, cacheRead: undefined, cacheWrite: undefined },
         outputTokens: { total: o, text: o, reasoning: undefined },
       },
-      ...(usage ? { providerMetadata: { dify: { usage: JSON.parse(JSON.stringify(usage)) } } } : {}),
+      ...(Object.keys(dify).length ? { providerMetadata: { dify: JSON.parse(JSON.stringify(dify)) } } : {}),
     });
     ctrl.close();
   };
@@ -115,8 +155,8 @@ export function toPartStream(
     if (!parsed.success) throw new ModelCallError('InvokeError', 'inner LLM endpoint sent a chunk that does not match the protocol');
     const chunk = parsed.data;
     if (chunk.code !== 0) {
-      const d = chunk.data as { error_type: string; message: string; code?: string };
-      throw new ModelCallError(d.error_type || 'InvokeError', redactSecrets(d.message || chunk.message), undefined, d.code);
+      const d = chunk.data as { error_type: string; message: string; code?: string; usage?: Partial<Usage> };
+      throw new ModelCallError(d.error_type || 'InvokeError', redactSecrets(d.message || chunk.message), undefined, d.code, d.usage);
     }
     const { message, usage: u, finish_reason } = (chunk.data as ChunkData).delta;
     if (message.reasoning_content) {
@@ -140,10 +180,18 @@ export function toPartStream(
       if (last && (tc.id === '' || tc.id === last.id)) {
         last.args += tc.function.arguments;
         if (!last.name && tc.function.name) last.name = tc.function.name;
+        if (tc.provider_metadata) last.meta = { ...last.meta, ...tc.provider_metadata };
       } else {
-        calls.push({ id: tc.id, name: tc.function.name, args: tc.function.arguments });
+        calls.push({
+          id: tc.id,
+          name: tc.function.name,
+          args: tc.function.arguments,
+          ...(tc.provider_metadata ? { meta: tc.provider_metadata } : {}),
+        });
       }
     }
+    if (message.reasoning_parts?.length) reasoningParts.push(...message.reasoning_parts);
+    if (message.content_provider_metadata) contentMeta = message.content_provider_metadata;
     if (u) usage = u;
     if (finish_reason) {
       finishRaw = finish_reason;
@@ -157,6 +205,8 @@ export function toPartStream(
     frames = await reopen(failure);
     seen = { text: '', reasoning: '' };
     calls = [];
+    reasoningParts = [];
+    contentMeta = undefined;
     usage = undefined;
     finishRaw = undefined;
     complete = false;

@@ -2,11 +2,13 @@
  * Conversion between the two message shapes the backend handles: the inner-LLM `PromptMessage`
  * (what history stores and what the api's invoke endpoint takes) and the AI SDK shapes: `ModelMessage`
  * (what the agent loop hands to `streamText`) and `LanguageModelV3Prompt` (what the model receives).
- * Both directions are lossless for what we produce.
+ * Both directions are lossless for what we produce, provider metadata included: an assistant message's reasoning
+ * blocks, text and tool calls carry theirs as `providerOptions` through `streamText` and back
+ * (docs/models.md "Provider metadata that must round-trip").
  */
 import type { LanguageModelV3Prompt, LanguageModelV3TextPart } from '@ai-sdk/provider';
 import type { AssistantContent, FilePart, ModelMessage, TextPart } from 'ai';
-import type { PromptMessage, ToolCall } from '../../core/protocol/inner-llm.js';
+import type { PromptMessage, ProviderMetadata, ReasoningPart, ToolCall } from '../../core/protocol/inner-llm.js';
 
 export function parseToolArgs(args: string): unknown {
   if (args.trim() === '') return {};
@@ -42,14 +44,23 @@ export function toModelMessages(messages: PromptMessage[]): ModelMessage[] {
       }
       case 'assistant': {
         const content: Exclude<AssistantContent, string> = [];
-        if (m.reasoning_content) content.push({ type: 'reasoning', text: m.reasoning_content });
-        if (m.content) content.push({ type: 'text', text: m.content });
+        if (m.reasoning_parts?.length) {
+          for (const r of m.reasoning_parts)
+            content.push({ type: 'reasoning', text: r.text, ...(r.provider_metadata ? { providerOptions: r.provider_metadata } : {}) });
+        } else if (m.reasoning_content) content.push({ type: 'reasoning', text: m.reasoning_content });
+        if (m.content)
+          content.push({
+            type: 'text',
+            text: m.content,
+            ...(m.content_provider_metadata ? { providerOptions: m.content_provider_metadata } : {}),
+          });
         for (const call of m.tool_calls ?? []) {
           content.push({
             type: 'tool-call',
             toolCallId: call.id,
             toolName: call.function.name,
             input: parseToolArgs(call.function.arguments),
+            ...(call.provider_metadata ? { providerOptions: call.provider_metadata } : {}),
           });
         }
         return { role: 'assistant', content };
@@ -63,6 +74,12 @@ export function toModelMessages(messages: PromptMessage[]): ModelMessage[] {
         };
     }
   });
+}
+
+/** A prompt part's providerOptions as stored metadata (undefined when it has none). */
+function metadataOf(options: unknown): ProviderMetadata | undefined {
+  if (!options || typeof options !== 'object' || Object.keys(options).length === 0) return undefined;
+  return options as ProviderMetadata;
 }
 
 export function fromV3Prompt(prompt: LanguageModelV3Prompt): PromptMessage[] {
@@ -93,18 +110,33 @@ export function fromV3Prompt(prompt: LanguageModelV3Prompt): PromptMessage[] {
       case 'assistant': {
         let text = '';
         let reasoning = '';
+        let textMeta: ProviderMetadata | undefined;
+        const parts: ReasoningPart[] = [];
         const toolCalls: ToolCall[] = [];
         for (const p of m.content) {
-          if (p.type === 'text') text += p.text;
-          else if (p.type === 'reasoning') reasoning += p.text;
-          else if (p.type === 'tool-call') {
-            toolCalls.push({ id: p.toolCallId, type: 'function', function: { name: p.toolName, arguments: stringifyArgs(p.input) } });
+          const meta = metadataOf(p.providerOptions);
+          if (p.type === 'text') {
+            text += p.text;
+            if (meta) textMeta = { ...textMeta, ...meta };
+          } else if (p.type === 'reasoning') {
+            reasoning += p.text;
+            parts.push(meta ? { text: p.text, provider_metadata: meta } : { text: p.text });
+          } else if (p.type === 'tool-call') {
+            toolCalls.push({
+              id: p.toolCallId,
+              type: 'function',
+              function: { name: p.toolName, arguments: stringifyArgs(p.input) },
+              ...(meta ? { provider_metadata: meta } : {}),
+            });
           }
         }
         out.push({
           role: 'assistant',
           content: text,
           ...(reasoning ? { reasoning_content: reasoning } : {}),
+          // The blocks themselves only when one carries metadata: the text alone says the rest.
+          ...(parts.some((r) => r.provider_metadata) ? { reasoning_parts: parts } : {}),
+          ...(textMeta ? { content_provider_metadata: textMeta } : {}),
           ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
         });
         break;

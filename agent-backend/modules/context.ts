@@ -24,7 +24,7 @@ import {
   sha256,
 } from '../../core/domain/workspace-outputs.js';
 import { OutputQuota } from '../../core/domain/output-quota.js';
-import { defineModule, Mutex, type ToolOutcome } from './types.js';
+import { defineModule, Mutex, type ToolCallContext, type ToolOutcome } from './types.js';
 import { toolParameters } from './json-schema.js';
 
 const NoState = z.object({}).strict() as z.ZodType<Record<string, never>>;
@@ -201,6 +201,12 @@ const ShellConfig = z
   })
   .strict();
 
+/** The run's shell as other tools use it (the `code` builtin): one command, the shell's sandbox, limits and queue. */
+export interface ShellRunner {
+  run(req: { command: string; timeoutMs?: number; observe?: (r: ShellResult) => ToolOutcome }, ctx: ToolCallContext): Promise<ToolOutcome>;
+}
+export const SHELL_RUNNER = 'shell_runner';
+
 const ShellArgs = z
   .object({
     command: z.string().min(1).max(20_000).describe('A POSIX shell command line, run with /bin/sh -c in the workspace directory'),
@@ -227,6 +233,44 @@ export function createShellModule(sandbox?: Sandbox) {
       const maxOutput = Math.min(config.max_output_bytes ?? caps.maxOutputBytes, caps.maxOutputBytes);
       // Counted over the run's commands: a turn's attached bytes (the api checks again when it copies them).
       const quota = config.output_quota ? new OutputQuota(config.output_quota) : undefined;
+      // Commands of one shell run one at a time (they share the workspace), `code` programs among them.
+      const runner: ShellRunner = {
+        run: (req, ctx) =>
+          mutex.run(async (): Promise<ToolOutcome> => {
+            const lease = services.resources.get<RuntimeLease>(runtimeLeaseKey(config.runtime));
+            if (!sandbox || !lease) return { kind: 'result', result: 'the shell has no runtime in this run', isError: true };
+            const stub = services.resources.get('agent_stub') !== undefined;
+            const track = (child: Parameters<ProcessSet['track']>[0]) => {
+              const a = lease.processes.track(child);
+              const b = sessions.track(child);
+              return () => {
+                a();
+                b();
+              };
+            };
+            const workspaceDir = sandbox.workspaceDir(lease.workspaceId);
+            const before = await listOutputs(workspaceDir);
+            const r = await sandbox.exec({
+              workspaceId: lease.workspaceId,
+              command: req.command,
+              // The model may ask for less time than the layer allows, never more.
+              timeoutMs: Math.min(req.timeoutMs ?? defaultTimeout, defaultTimeout),
+              maxOutputBytes: maxOutput,
+              stubToken: stub ? mintStubToken(sandbox.stubTokenSecret, ctx.runId) : undefined,
+              signal: ctx.signal,
+              track,
+            });
+            const outcome = (req.observe ?? shellObservation)(r);
+            if (r.status !== 'exited' && r.status !== 'timeout' && r.status !== 'killed') return outcome;
+            return withOutputFiles(
+              outcome,
+              workspaceDir,
+              changedOutputs(before, await listOutputs(workspaceDir)),
+              caps.outputFileMaxBytes,
+              quota,
+            );
+          }),
+      };
       return {
         name,
         type: 'shell',
@@ -234,6 +278,8 @@ export function createShellModule(sandbox?: Sandbox) {
         async enter() {
           // The shell session scope: commands still running when the run ends are killed here.
           services.resources.acquire(`shell:${name}`, sessions, () => sessions.killAll());
+          // Other tools that run in this sandbox (the builtin `code`) go through this shell: its limits, its queue.
+          services.resources.acquire(SHELL_RUNNER, runner, () => undefined);
         },
         capability: {
           kind: 'toolset',
@@ -248,45 +294,12 @@ export function createShellModule(sandbox?: Sandbox) {
               parameters: toolParameters(ShellArgs),
             },
           ],
-          // Commands of one shell run one at a time (they share the workspace).
-          call: (tool, args, ctx) =>
-            mutex.run(async (): Promise<ToolOutcome> => {
-              if (tool !== 'shell') return { kind: 'result', result: `tool not available: ${tool}`, isError: true };
-              const parsed = ShellArgs.safeParse(args);
-              if (!parsed.success) return { kind: 'result', result: `Invalid arguments: ${formatZodError(parsed.error)}`, isError: true };
-              const lease = services.resources.get<RuntimeLease>(runtimeLeaseKey(config.runtime));
-              if (!sandbox || !lease) return { kind: 'result', result: 'the shell has no runtime in this run', isError: true };
-              const stub = services.resources.get('agent_stub') !== undefined;
-              const track = (child: Parameters<ProcessSet['track']>[0]) => {
-                const a = lease.processes.track(child);
-                const b = sessions.track(child);
-                return () => {
-                  a();
-                  b();
-                };
-              };
-              const workspaceDir = sandbox.workspaceDir(lease.workspaceId);
-              const before = await listOutputs(workspaceDir);
-              const r = await sandbox.exec({
-                workspaceId: lease.workspaceId,
-                command: parsed.data.command,
-                // The model may ask for less time than the layer allows, never more.
-                timeoutMs: Math.min(parsed.data.timeout_ms ?? defaultTimeout, defaultTimeout),
-                maxOutputBytes: maxOutput,
-                stubToken: stub ? mintStubToken(sandbox.stubTokenSecret, ctx.runId) : undefined,
-                signal: ctx.signal,
-                track,
-              });
-              const outcome = shellObservation(r);
-              if (r.status !== 'exited' && r.status !== 'timeout' && r.status !== 'killed') return outcome;
-              return withOutputFiles(
-                outcome,
-                workspaceDir,
-                changedOutputs(before, await listOutputs(workspaceDir)),
-                caps.outputFileMaxBytes,
-                quota,
-              );
-            }),
+          call: async (tool, args, ctx): Promise<ToolOutcome> => {
+            if (tool !== 'shell') return { kind: 'result', result: `tool not available: ${tool}`, isError: true };
+            const parsed = ShellArgs.safeParse(args);
+            if (!parsed.success) return { kind: 'result', result: `Invalid arguments: ${formatZodError(parsed.error)}`, isError: true };
+            return runner.run({ command: parsed.data.command, timeoutMs: parsed.data.timeout_ms }, ctx);
+          },
         },
       };
     },

@@ -7,7 +7,17 @@ import { countPromptTokens, countTokens } from '../../core/domain/llm/tokens.js'
 import { PromptMessage } from '../../core/protocol/inner-llm.js';
 import { defineModule } from './types.js';
 
-const HistoryConfig = z.object({ max_messages: z.number().int().positive().max(10_000).optional() }).strict();
+const HistoryConfig = z
+  .object({
+    max_messages: z.number().int().positive().max(10_000).optional(),
+    /**
+     * The history a run without a session snapshot starts from (ignored with one): the api sends the conversation's
+     * stored messages when a lost workspace's binding is replaced (activities/prepare/lost-history.ts), so the model
+     * keeps its memory.
+     */
+    initial_messages: z.array(PromptMessage).max(10_000).optional(),
+  })
+  .strict();
 export const HistoryState = z.object({ messages: z.array(PromptMessage).default([]) }).strict();
 type HistoryState = z.infer<typeof HistoryState>;
 
@@ -25,7 +35,7 @@ export const history = defineModule<z.infer<typeof HistoryConfig>, HistoryState>
   description: 'Conversation message history carried in the session snapshot.',
   configSchema: HistoryConfig,
   stateSchema: HistoryState,
-  initialState: () => ({ messages: [] }),
+  initialState: (config) => ({ messages: config.initial_messages ?? [] }),
   create: ({ name, config, state }) => {
     const instance = {
       name,

@@ -14,7 +14,7 @@ import {
   workflowNodeJobPrompt,
   workflowUserPrompt,
 } from './prompts.js';
-import { coreTools, pluginTools } from './tools.js';
+import { createCoreTools, pluginTools, type BuiltinToolDeps } from './tools.js';
 import type { AnyModule } from './types.js';
 import type { Sandbox } from '../workspace/sandbox.js';
 import type { KnowledgeClient } from '../knowledge-client.js';
@@ -26,10 +26,11 @@ export type ModuleRegistry = ReadonlyMap<string, AnyModule>;
  * `sandbox`: the Local runtime; without one (or without its token) runtime/shell are unavailable.
  * `knowledge`: the api's retrieval endpoint; without it the knowledge module is unavailable.
  * `workspaces`: the api's workspace authorization; without it the runtime module is unavailable.
+ * `builtins`: the network and limits of the builtin shelf (default: public addresses only, the api's tool limits).
  */
 export function createRegistry(
   extra: AnyModule[] = [],
-  opts: { sandbox?: Sandbox; knowledge?: KnowledgeClient; workspaces?: WorkspaceAuthorizer } = {},
+  opts: { sandbox?: Sandbox; knowledge?: KnowledgeClient; workspaces?: WorkspaceAuthorizer; builtins?: BuiltinToolDeps } = {},
 ): ModuleRegistry {
   const modules = [
     agentSoulPrompt,
@@ -43,7 +44,7 @@ export function createRegistry(
     history,
     llm,
     pluginTools,
-    coreTools,
+    createCoreTools(opts.builtins),
     createKnowledgeModule(opts.knowledge),
     output,
     askHuman,

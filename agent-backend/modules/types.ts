@@ -136,7 +136,8 @@ export interface ModuleDefinition<C = unknown, S = unknown> {
   description: string;
   configSchema: z.ZodType<C>;
   stateSchema: z.ZodType<S>;
-  initialState(): S;
+  /** The state of a run without a session snapshot (from the layer's config: the history's `initial_messages`). */
+  initialState(config: C): S;
   /** When set the module is registered but cannot run here; compositions using it are rejected. */
   unavailable?: string;
   /** Cross-layer references in the config, validated before any I/O. */

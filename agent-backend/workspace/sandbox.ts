@@ -12,8 +12,8 @@ import { z } from 'zod';
 import { sandboxWeakSecrets, type Config } from '../../core/platform/config.js';
 import type { Logger } from '../../core/platform/logger.js';
 import { ensureSandboxTools, type SandboxTools } from '../../sandbox/build.js';
-import { OUTPUTS_DIR } from '../../core/domain/workspace-outputs.js';
 import { workspaceUid } from '../../core/protocol/workspace-uid.js';
+import { ensureWorkspaceDirs } from './ensure.js';
 import { runShellctl, stopHelper, type ShellResult } from './exec.js';
 
 const run = promisify(execFile);
@@ -31,6 +31,8 @@ export const ShellctlProbe = z
     seccomp: z.boolean().optional(),
     limits: z.string().optional(),
     uid_switch: z.boolean().optional(),
+    /** A fresh /proc mounts in the command's PID namespace (a container's masked /proc refuses it). */
+    proc: z.boolean().optional(),
   })
   .passthrough();
 export type ShellctlProbe = z.infer<typeof ShellctlProbe>;
@@ -48,6 +50,7 @@ export interface IsolationReport {
   seccomp: boolean | null;
   limits: string | null;
   uid_switch: boolean | null;
+  proc: boolean | null;
   missing: string[];
   reason: string | null;
 }
@@ -58,8 +61,35 @@ export function missingIsolation(probe: ShellctlProbe): string[] {
   // Any Landlock ABI (1 = Linux 5.13) restricts files; the network is the namespace's job on every kernel (issue 27 item 7).
   if (probe.abi < 1) missing.push('Landlock (the kernel offers none)');
   if (probe.namespaces !== true) missing.push('Linux namespaces (mount, PID, network, IPC, UTS)');
+  // An older shellctl does not say (undefined): only a probe that tried and failed counts.
+  else if (probe.proc === false) missing.push("a fresh /proc for the command's PID namespace (this /proc is masked)");
   return missing;
 }
+
+/** Whether this process runs in a container (Docker, Podman, Kubernetes), for the refusal's advice. */
+export function inContainer(): boolean {
+  if (fs.existsSync('/.dockerenv') || fs.existsSync('/run/.containerenv')) return true;
+  const runtime = /docker|kubepods|containerd|libpod/;
+  const read = (file: string) => {
+    try {
+      return fs.readFileSync(file, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  // cgroup v1 names the runtime; under cgroup v2 (only "0::/") the root file system does: an overlay whose layers
+  // live in the runtime's directory (a host that runs containers has such mounts too, but not at "/").
+  const root = read('/proc/self/mountinfo')
+    .split('\n')
+    .find((l) => l.split(' ')[4] === '/');
+  return runtime.test(read('/proc/1/cgroup')) || runtime.test(root ?? '');
+}
+
+/** What a container needs for the sandbox (docs/deploying.md "The sandbox in a container"). */
+export const CONTAINER_SANDBOX_ADVICE =
+  "in a container the agent backend needs seccomp and AppArmor unconfined and /proc unmasked: docker-compose.yml's " +
+  "security_opt (seccomp=unconfined, apparmor=unconfined, systempaths=unconfined) or the Helm chart's agentBackend.sandbox " +
+  '(docs/deploying.md "The sandbox in a container")';
 
 export interface ShellRequest {
   workspaceId: string;
@@ -81,6 +111,7 @@ export class Sandbox {
   private stubSocket: string | null = null;
   private prepared: Promise<SandboxTools> | null = null;
   private probe: ShellctlProbe | null = null;
+  private readonly containerized = inContainer();
 
   constructor(
     private readonly config: Config,
@@ -120,9 +151,9 @@ export class Sandbox {
   get refusal(): string | null {
     if (!this.isolation || !this.probe) return null;
     const missing = missingIsolation(this.probe);
-    return missing.length
-      ? `this host lacks ${missing.join(' and ')}, needed to isolate commands from other tenants (SHELL_ISOLATION=on; docs/workspace.md)`
-      : null;
+    if (!missing.length) return null;
+    const why = `this host lacks ${missing.join(' and ')}, needed to isolate commands from other tenants (SHELL_ISOLATION=on; docs/workspace.md)`;
+    return this.containerized ? `${why}; ${CONTAINER_SANDBOX_ADVICE}` : why;
   }
 
   isolationReport(): IsolationReport {
@@ -135,6 +166,7 @@ export class Sandbox {
       seccomp: p?.seccomp ?? null,
       limits: p?.limits ?? null,
       uid_switch: p?.uid_switch ?? null,
+      proc: p?.proc ?? null,
       missing: p && this.isolation ? missingIsolation(p) : [],
     };
     if (this.unavailableReason) return { ...base, shell: 'unavailable', reason: this.unavailableReason };
@@ -212,22 +244,8 @@ export class Sandbox {
    * following a symlink the agent left at one of them).
    */
   ensureWorkspace(workspaceId: string): string {
-    const dir = this.workspaceDir(workspaceId);
-    fs.mkdirSync(path.join(dir, '.tmp'), { recursive: true });
-    // Not recursive: a symlink the agent put at outputs/ stays as it is (and attaches nothing).
-    try {
-      fs.mkdirSync(path.join(dir, OUTPUTS_DIR));
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-    const owner = this.ownerOf(workspaceId);
-    if (owner) {
-      for (const p of [dir, path.join(dir, '.tmp'), path.join(dir, OUTPUTS_DIR)]) {
-        const st = fs.lstatSync(p);
-        if (st.isDirectory() && (st.uid !== owner.uid || st.gid !== owner.gid)) fs.lchownSync(p, owner.uid, owner.gid);
-      }
-    }
-    return dir;
+    // By descriptor, never by path: the agent may swap entries of its workspace while this runs (ensure.ts).
+    return ensureWorkspaceDirs(this.workspaceDir(workspaceId), this.ownerOf(workspaceId));
   }
 
   private helperEnv(): Record<string, string> {

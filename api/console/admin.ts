@@ -1,7 +1,8 @@
 /**
  * The studio's app administration (issue 34 item 2), under /console/api with its own console-key auth: an app's API
  * keys — listed by prefix (the key itself is shown once, at creation, and only its SHA-256 is stored), created,
- * revoked (the next /v1 call with it is a 401 on this replica, within the auth cache's 5 s on others; docs/operations.md "Secrets rotation") — and version
+ * revoked (the next /v1 call with it is a 401, on other replicas once the revoke's NOTIFY reached them and within the
+ * auth cache's 5 s at worst; its open streams end; docs/operations.md "Secrets rotation") — and version
  * restore: a past published version published again as a new version (what service turns then run on), or loaded
  * into the shared draft to edit. Either way the version's config is validated again first (a dataset or tool
  * provider deleted since is a 400 invalid_agent_config, like a save). Another tenant's app reads as missing (404).
@@ -20,6 +21,8 @@ import type { Logger } from '../../core/platform/logger.js';
 import { unixSeconds } from '../../core/platform/time.js';
 import { validatedSoul } from './agent-config-validation.js';
 import { evictAppKey } from '../auth.js';
+import type { OutboxDispatcher } from '../../core/domain/outbox.js';
+import { requestStop } from '../turns/stop.js';
 import { consoleApp, consoleAuth, consoleCaller } from './auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { pageJson, pageOf } from '../pagination.js';
@@ -51,6 +54,27 @@ export const CreatedAppResponse = z.object({
 });
 
 export const CreateApiKeyBody = z.object({ name: z.string().trim().min(1).max(100).default('default') }).strict();
+export const RevokeApiKeyQuery = z.object({
+  stop_turns: z
+    .enum(['true', 'false'])
+    .default('false')
+    .describe(
+      '`true`: also stop the turns the key started that are still running, queued or waiting for a human, as the stop endpoint does (each ends `stopped` with its partial answer and usage). Default: they go on; only the key’s open streams end.',
+    ),
+});
+export const StoppedTurn = z.object({
+  task_id: Uuid.describe('The message id (what the service API’s stop and events routes take).'),
+  conversation_id: Uuid,
+  status: z
+    .enum(['pending', 'running', 'paused', 'queued'])
+    .describe('Its status when the stop was requested (`paused`: waiting for a human).'),
+});
+export const RevokeApiKeyResponse = z.object({
+  result: z.literal('success'),
+  stopped_turns: z
+    .array(StoppedTurn)
+    .describe('The turns a stop was requested for; each ends `stopped` once its workflow has saved its state and usage.'),
+});
 export const RestoreVersionBody = z
   .object({
     to: z
@@ -100,8 +124,13 @@ export interface ConsoleAdminDeps {
   db: Db;
   config: Config;
   logger: Logger;
-  backend: Pick<AgentBackendClient, 'validateComposition'>;
+  backend: Pick<AgentBackendClient, 'validateComposition' | 'cancelRun'>;
+  /** A revoke with ?stop_turns=true stops turns the way the stop endpoint does (api/turns/stop.ts). */
+  outbox: OutboxDispatcher;
 }
+
+/** What a stop can still end: a turn in flight, one waiting for a human (paused) and one queued behind it. */
+const STOPPABLE = ['queued', 'pending', 'running', 'paused'] as const;
 
 export function consoleAdminRoutes(deps: ConsoleAdminDeps): Router {
   const { db } = deps;
@@ -172,15 +201,36 @@ export function consoleAdminRoutes(deps: ConsoleAdminDeps): Router {
     res.status(201).json({ ...keyView(row), key });
   });
 
-  /** Revoke (kept, with revoked_at, so the list says when); revoking again is a no-op that answers the same. */
+  /**
+   * Revoke (kept, with revoked_at, so the list says when); revoking again is a no-op that answers the same. The
+   * update's trigger NOTIFYs every api replica, whose credential watch ends the key's open streams with an `error`
+   * event `api_key_revoked` (api/credential-watch.ts); its turns go on unless `?stop_turns=true`, which stops them
+   * through the stop endpoint's path (queued first, so none is started in between) and answers which.
+   */
   r.delete('/apps/:app_id/api-keys/:key_id', auth, async (req, res) => {
     const { app } = await consoleApp(db, req);
     const id = parseOr400(Uuid, req.params.key_id, 'key_id');
+    const { stop_turns } = parseOr400(RevokeApiKeyQuery, req.query);
     const row = await db.apiToken.findFirst({ where: { id, app_id: app.id } });
     if (!row) throw new HttpError(404, 'api_key_not_found', 'No such API key for this app.');
     if (!row.revoked_at) await db.apiToken.update({ where: { id }, data: { revoked_at: new Date() } });
     evictAppKey(row.token_hash);
-    res.status(204).end();
+    if (stop_turns !== 'true') return void res.status(204).end();
+    const turns = await db.message.findMany({
+      where: { api_token_id: id, app_id: app.id, status: { in: [...STOPPABLE] } },
+      select: { id: true, conversation_id: true, workflow_id: true, status: true },
+    });
+    turns.sort(
+      (a, b) => STOPPABLE.indexOf(a.status as (typeof STOPPABLE)[number]) - STOPPABLE.indexOf(b.status as (typeof STOPPABLE)[number]),
+    );
+    for (const m of turns) await requestStop(deps, m);
+    deps.logger.info({ api_token_id: id, app_id: app.id, stopped: turns.length }, 'app key revoked; its turns stopped');
+    res.json(
+      RevokeApiKeyResponse.parse({
+        result: 'success',
+        stopped_turns: turns.map((m) => ({ task_id: m.id, conversation_id: m.conversation_id, status: m.status })),
+      }),
+    );
   });
 
   r.post('/apps/:app_id/agent/versions/:version_id/restore', auth, ...body, async (req: Request, res: Response) => {

@@ -9,6 +9,7 @@ import { type Request, Router } from 'express';
 import { z } from 'zod';
 import { MultitaskSettings } from '../schemas.js';
 import {
+  ensureBuildDraft,
   findBuildDraft,
   findSharedDraft,
   listVersions,
@@ -263,6 +264,14 @@ export function consoleRoutes(
   r.post('/apps/:app_id/agent/debug/chat-messages', async (req, res) => {
     const { app, agent, ctx } = await appOf(req);
     const body = parseOr400(DebugChat, req.body);
+    // "My build draft" before its first save: made from the shared draft now, so its first message runs (issue 42).
+    if (body.draft === 'build')
+      await ensureBuildDraft(db, {
+        tenantId: ctx.tenantId,
+        agentId: agent.id,
+        accountId: ctx.accountId,
+        baseVersionId: agent.active_config_snapshot_id,
+      });
     const appCtx: AppContext = { tenantId: ctx.tenantId, appId: app.id, agentId: agent.id, appName: app.name };
     const turn = await startTurn(
       deps,
@@ -273,7 +282,7 @@ export function consoleRoutes(
         conversation_id: body.conversation_id,
         user: ctx.accountId,
         response_mode: 'streaming',
-        files: [],
+        files: body.files,
         auto_generate_name: true,
       },
       'debugger',

@@ -4,6 +4,11 @@
  * form. A debugger turn belongs to the console account that started it (messages.account_id, invoke_from
  * `debugger`): another account of the tenant, or another tenant, gets 404 for all of it, never 403. Mounted by
  * api/console/agent.ts after its console-key check and body parser.
+ *
+ * Files (issue 43, docs/seeds/000 "Multimodal file handling"): the studio uploads with POST …/agent/debug/files/upload
+ * (an upload of the console account, as POST /v1/files/upload is one of an end user), and a debugger turn sends them
+ * as `files` like a service-API turn, with the same checks and refusals (api/turns/message-files.ts) against the
+ * draft the turn runs on.
  */
 import { Router, type Request } from 'express';
 import { z } from 'zod';
@@ -16,7 +21,8 @@ import type { OutboxDispatcher } from '../../core/domain/outbox.js';
 import { consoleApp } from './auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { FormToken, formJson, submitForm } from '../turns/form-submission.js';
-import { Query, Uuid } from '../schemas.js';
+import { ChatFile, Query, Uuid } from '../schemas.js';
+import { receiveUpload, uploadJson } from '../service/files.js';
 import { lastEventId, streamTurn } from '../turns/stream.js';
 import { requestStop } from '../turns/stop.js';
 import { messageJson, messagePage } from '../service/messages.js';
@@ -30,6 +36,8 @@ export const DebugChat = z.object({
   inputs: z.record(z.string(), z.unknown()).default({}),
   conversation_id: z.union([Uuid, z.literal('')]).optional(),
   draft: z.enum(['draft', 'build']).default('draft'),
+  /** As in POST /v1/chat-messages: local_file = one of the caller's debugger uploads of this app (…/debug/files/upload). */
+  files: z.array(ChatFile).max(20).nullable().default([]),
 });
 
 const Limit = z.coerce.number().int().min(1).max(100).default(20);
@@ -47,7 +55,7 @@ export interface ConsoleDebuggerDeps {
   notifier: EventNotifier;
   outbox: OutboxDispatcher;
   backend: Pick<AgentBackendClient, 'cancelRun'>;
-  config: Pick<Config, 'SSE_PING_MS' | 'ENCRYPTION_KEY' | 'FILE_LINK_TTL_S'>;
+  config: Config;
   logger: Logger;
 }
 
@@ -79,6 +87,13 @@ export function consoleDebuggerRoutes(deps: ConsoleDebuggerDeps): Router {
     if (!form || !msg) throw new HttpError(404, 'human_input_form_not_found', 'Form not found.');
     return form;
   }
+
+  /** A file for the caller's debugger turns (multipart `file`; no `user`: the console account owns it). */
+  r.post(`${base}/files/upload`, async (req, res) => {
+    const { app, ctx } = await consoleApp(db, req);
+    const row = await receiveUpload(deps, req, { tenantId: ctx.tenantId, appId: app.id }, async () => ({ account_id: ctx.accountId }));
+    res.status(201).json(uploadJson(row, ctx.accountId));
+  });
 
   r.get(`${base}/conversations`, async (req, res) => {
     const { owned } = await scope(req);

@@ -11,10 +11,12 @@ import { z } from 'zod';
 import type { Config } from '../../core/platform/config.js';
 import type { Db } from '../../core/platform/db.js';
 import { jsonBody } from '../../core/platform/json-guard.js';
+import { BaseUrlError, checkModelBaseUrl } from '../../core/domain/llm/base-url.js';
 import { deleteCredentials, loadCredentials, saveCredentials } from '../../core/domain/llm/credentials.js';
 import { toInvokeError } from '../../core/domain/llm/errors.js';
 import type { LlmProvider, ModelInfo, ProviderRegistry } from '../../core/domain/llm/provider.js';
 import { createDefaultProviders, type ProviderConfig } from '../../core/domain/llm/providers/index.js';
+import { isFree } from '../../core/domain/llm/pricing.js';
 import { redactSecrets } from '../../core/domain/llm/redact.js';
 import { tenantCredentials } from '../../core/domain/llm/tenant-model.js';
 import type { Logger } from '../../core/platform/logger.js';
@@ -122,7 +124,8 @@ export function modelProviderRoutes(deps: ModelProviderRouteDeps): Router {
             credentials: row ? (creds ? mask(p, creds) : { error: 'cannot be decrypted with this ENCRYPTION_KEY' }) : null,
             credentials_updated_at: row ? unixSeconds(row.updated_at) : null,
             usable: Boolean(row) || p.hasSystemCredentials(),
-            billed: !row && p.hasSystemCredentials(),
+            // Billed through the credit pool: system-hosted, and not free (a deployment's own Ollama costs nothing).
+            billed: !row && p.hasSystemCredentials() && p.models().some((m) => !isFree(m.pricing)),
             models: p.models().length,
           };
         }),
@@ -142,6 +145,15 @@ export function modelProviderRoutes(deps: ModelProviderRouteDeps): Router {
     const p = providerOf(req);
     const body = parseOr400(SaveModelCredentialsBody, req.body);
     const credentials = parseCredentials(p, body.credentials);
+    // The SSRF guard at save, whatever `validate` says (core/domain/llm/base-url.ts): 400 invalid_base_url saying why.
+    if (typeof credentials.base_url === 'string') {
+      try {
+        await checkModelBaseUrl(credentials.base_url, { allowPrivate: config.MODEL_ALLOW_PRIVATE_NETWORK === true });
+      } catch (err) {
+        if (err instanceof BaseUrlError) throw new HttpError(400, 'invalid_base_url', `credentials.base_url: ${err.message}.`);
+        throw err;
+      }
+    }
     if (body.validate) {
       const failed = await check(p, credentials, body.model);
       if (failed)

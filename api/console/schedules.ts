@@ -5,6 +5,7 @@
  * `scheduledTurn` on this deployment's task queue (workflows/scheduled-turn.ts), visible in the Temporal UI's
  * Schedules page. PostgreSQL keeps the rows so the console lists them per app; Temporal keeps the timing.
  */
+import { CRON_HINT, cronProblem } from '../../core/domain/cron-check.js';
 import { ScheduleNotFoundError, type Client, type ScheduleOverlapPolicy } from '@temporalio/client';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
@@ -19,6 +20,8 @@ import { consoleApp, consoleAuth } from './auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { pageJson, pageOf } from '../pagination.js';
 import { ChatRequest, Query, UserId, Uuid } from '../schemas.js';
+import { createWithinQuota } from '../../core/domain/automation-quota.js';
+import { specShortestGapSeconds, type StructuredCalendar } from '../../core/domain/schedule-spacing.js';
 
 const OVERLAP = ['skip', 'buffer_one', 'buffer_all', 'allow_all'] as const;
 
@@ -34,7 +37,7 @@ const validTimeZone = (tz: string) => {
 export const CreateScheduleBody = z
   .object({
     name: z.string().trim().min(1).max(100),
-    /** Standard 5-field cron (Temporal's cron syntax, e.g. `0 9 * * 1-5`); or `interval_seconds`. */
+    /** Standard 5-field cron (Temporal's cron syntax, e.g. `0 9 * * 1-5`; checked by core/domain/cron-check.ts); or `interval_seconds`. */
     cron: z.string().trim().min(1).max(200).optional(),
     interval_seconds: z.number().int().min(1).max(31_536_000).optional(),
     time_zone: z.string().min(1).max(64).refine(validTimeZone, 'is not a known IANA time zone').default('UTC'),
@@ -79,6 +82,19 @@ export function scheduleView(row: AppSchedule) {
       : null,
     created_at: unixSeconds(row.created_at),
   };
+}
+
+/** `90 s`, `1 min`, `2 h 5 min`: a gap as a message shows it. */
+export function humanSeconds(s: number): string {
+  if (s < 60) return `${s} s`;
+  const parts: string[] = [];
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  if (h) parts.push(`${h} h`);
+  if (m) parts.push(`${m} min`);
+  if (sec) parts.push(`${sec} s`);
+  return parts.join(' ');
 }
 
 /** A gRPC INVALID_ARGUMENT from the server (a cron it cannot parse): the caller's mistake. */
@@ -136,32 +152,75 @@ export function scheduleRoutes(deps: { db: Db; temporal: Client; config: Config;
     );
   });
 
+  const tooOften = (gapS: number, what: string) =>
+    new HttpError(
+      400,
+      'schedule_interval_too_short',
+      `${what} runs ${gapS <= 0 ? 'twice at once' : `every ${humanSeconds(gapS)}`} at its closest; the shortest allowed is ${humanSeconds(config.SCHEDULE_MIN_INTERVAL_SECONDS)} (SCHEDULE_MIN_INTERVAL_SECONDS).`,
+    );
+
+  /** The shortest gap between two runs of a created schedule, from the spec as Temporal compiled it (core/domain/schedule-spacing.ts). */
+  async function shortestGapSeconds(scheduleId: string): Promise<number> {
+    const { schedule } = await temporal.workflowService.describeSchedule({ namespace: config.TEMPORAL_NAMESPACE, scheduleId });
+    const spec = schedule?.spec;
+    return specShortestGapSeconds({
+      calendars: (spec?.structuredCalendar ?? []) as StructuredCalendar[],
+      intervalsSeconds: (spec?.interval ?? []).map((i) => Number(i.interval?.seconds ?? 0) + (i.interval?.nanos ?? 0) / 1e9),
+    });
+  }
+
   r.post('/apps/:app_id/schedules', auth, ...body, async (req: Request, res: Response) => {
     const { app, ctx } = await consoleApp(db, req);
     const b = parseOr400(CreateScheduleBody, req.body ?? {});
+    if (b.interval_seconds !== undefined && b.interval_seconds < config.SCHEDULE_MIN_INTERVAL_SECONDS)
+      throw tooOften(b.interval_seconds, 'interval_seconds: the schedule');
+    // A mistake in the cron named here (field, value, what it may be), not Temporal's bare "Failed to create schedule".
+    const cronIssue = b.cron === undefined ? null : cronProblem(b.cron);
+    if (cronIssue) throw new HttpError(400, 'invalid_schedule', cronIssue);
     const overlap = b.overlap_policy ?? (b.conversation_mode === 'single' ? 'buffer_one' : 'skip');
-    const row = await db.appSchedule.create({
-      data: {
-        tenant_id: app.tenant_id,
-        app_id: app.id,
-        name: b.name,
-        cron: b.cron ?? null,
-        interval_seconds: b.interval_seconds ?? null,
-        time_zone: b.time_zone,
-        query: b.query,
-        inputs: b.inputs as object,
-        user: b.user,
-        conversation_mode: b.conversation_mode,
-        overlap_policy: overlap,
-        catchup_window_seconds: b.catchup_window_seconds,
-        paused: b.paused,
-        created_by: ctx.accountId,
-      },
-    });
+    const outcome = await createWithinQuota(
+      db,
+      'schedule',
+      { perApp: config.SCHEDULES_PER_APP, perTenant: config.SCHEDULES_PER_TENANT },
+      { tenantId: app.tenant_id, appId: app.id },
+      (tx) =>
+        tx.appSchedule.create({
+          data: {
+            tenant_id: app.tenant_id,
+            app_id: app.id,
+            name: b.name,
+            cron: b.cron ?? null,
+            interval_seconds: b.interval_seconds ?? null,
+            time_zone: b.time_zone,
+            query: b.query,
+            inputs: b.inputs as object,
+            user: b.user,
+            conversation_mode: b.conversation_mode,
+            overlap_policy: overlap,
+            catchup_window_seconds: b.catchup_window_seconds,
+            paused: b.paused,
+            created_by: ctx.accountId,
+          },
+        }),
+    );
+    if ('refused' in outcome) {
+      const { scope, limit } = outcome.refused;
+      throw new HttpError(
+        403,
+        'schedule_quota_exceeded',
+        `This ${scope === 'app' ? 'app' : 'workspace'} has ${limit} schedules, the most it may hold (SCHEDULES_PER_${scope === 'app' ? 'APP' : 'TENANT'}); delete one first.`,
+      );
+    }
+    const row = outcome.created;
     const args: [ScheduledTurnInput] = [{ scheduleId: row.id }];
+    const note = `${app.name} · ${b.name}`;
+    const scheduleId = scheduleIdForRow(row.id);
+    // A cron is created paused and its spacing read back from Temporal's own compilation of it, so a cron that fires
+    // every second never fires once before it is refused; then it is unpaused unless it was asked paused.
+    const checkCron = b.cron !== undefined;
     try {
       await temporal.schedule.create({
-        scheduleId: scheduleIdForRow(row.id),
+        scheduleId,
         spec: {
           ...(b.cron ? { cronExpressions: [b.cron] } : { intervals: [{ every: b.interval_seconds! * 1000 }] }),
           timezone: b.time_zone,
@@ -175,11 +234,32 @@ export function scheduleRoutes(deps: { db: Db; temporal: Client; config: Config;
           args,
         },
         policies: { overlap: overlap.toUpperCase() as ScheduleOverlapPolicy, catchupWindow: b.catchup_window_seconds * 1000 },
-        state: { paused: b.paused, note: `${app.name} · ${b.name}` },
+        state: { paused: b.paused || checkCron, note },
       });
+      if (checkCron) {
+        const gap = await shortestGapSeconds(scheduleId);
+        if (gap < config.SCHEDULE_MIN_INTERVAL_SECONDS) {
+          await temporal.schedule.getHandle(scheduleId).delete();
+          throw tooOften(gap, 'cron: the schedule');
+        }
+        if (!b.paused) await temporal.schedule.getHandle(scheduleId).unpause(note);
+      }
     } catch (err) {
+      // Nothing is kept of a schedule that was refused or not created whole (the Temporal side goes too, if it exists).
+      if (!(err instanceof HttpError))
+        await temporal.schedule
+          .getHandle(scheduleId)
+          .delete()
+          .catch(() => undefined);
       await db.appSchedule.delete({ where: { id: row.id } }).catch(() => undefined);
-      if (invalidArgument(err)) throw new HttpError(400, 'invalid_schedule', `Temporal refused the schedule: ${(err as Error).message}`);
+      if (invalidArgument(err))
+        throw new HttpError(
+          400,
+          'invalid_schedule',
+          b.cron !== undefined
+            ? `cron: Temporal cannot run "${b.cron}" (${(err as Error).message}). ${CRON_HINT}`
+            : `Temporal refused the schedule: ${(err as Error).message}`,
+        );
       temporalDown(err, 'created');
     }
     res.status(201).json(scheduleView(row));

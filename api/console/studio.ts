@@ -14,6 +14,7 @@ import { consoleApp, consoleAuth, consoleCaller } from './auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { Uuid } from '../schemas.js';
 import { pageJson, pageOf } from '../pagination.js';
+import { builtinToolList } from '../../core/protocol/builtin-tools.js';
 
 const PageFields = { has_more: z.boolean(), limit: z.number().int(), total: z.number().int(), page: z.number().int() };
 
@@ -70,9 +71,28 @@ export const TurnRunResponse = z.object({
   }),
 });
 
+/** The builtin shelf as the studio's tool checkboxes read it: core/protocol/builtin-tools.ts, the backend's own contract. */
+export const BuiltinToolListResponse = z.object({
+  data: z.array(
+    z.object({
+      name: z.string().describe('The name to put in `tools.core` (and the model-facing tool name).'),
+      label: z.string(),
+      description: z.string().describe('What the model reads.'),
+      category: z.string(),
+      network: z.boolean().describe('It reaches the network (through the SSRF guard).'),
+      sandbox: z.boolean().describe("It runs in the agent's sandbox: only with runtime and shell on."),
+      parameters: z.record(z.string(), z.unknown()).describe('JSON schema of its arguments (from the zod schema the backend checks).'),
+    }),
+  ),
+});
+
 export function studioRoutes(deps: { db: Db; config: Pick<Config, 'TEMPORAL_NAMESPACE' | 'TEMPORAL_UI_URL'> }): Router {
   const { db, config } = deps;
   const r = Router();
+
+  r.get('/builtin-tools', consoleAuth(db), (_req, res) => {
+    res.json(BuiltinToolListResponse.parse({ data: builtinToolList() }));
+  });
 
   r.get('/apps', consoleAuth(db), async (req: Request, res) => {
     const { tenantId } = consoleCaller(req);

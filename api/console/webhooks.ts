@@ -16,10 +16,14 @@ import { unixSeconds } from '../../core/platform/time.js';
 import { startDelivery } from '../../core/domain/webhooks/start-delivery.js';
 import { encryptWebhookSecret } from '../../core/domain/webhooks/secret.js';
 import { newWebhookSecret } from '../../core/domain/webhooks/signature.js';
+import { checkWebhookUrl, WebhookUrlError } from '../../core/domain/webhooks/url.js';
+import { withoutUserinfo } from '../../core/domain/tools/providers.js';
 import { consoleApp, consoleAuth } from './auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { pageJson, pageOf } from '../pagination.js';
 import { Uuid } from '../schemas.js';
+import { createWithinQuota } from '../../core/domain/automation-quota.js';
+import { admitDeliveries } from '../../core/domain/webhooks/delivery-rate.js';
 
 export const WEBHOOK_EVENTS = [
   'turn.succeeded',
@@ -54,8 +58,9 @@ export const UpdateWebhookBody = z
   })
   .strict();
 
+/** A webhook as the console shows it (the userinfo of a row saved before it was refused, masked). */
 export function webhookView(row: AppWebhook) {
-  return { id: row.id, url: row.url, events: row.events, enabled: row.enabled, created_at: unixSeconds(row.created_at) };
+  return { id: row.id, url: withoutUserinfo(row.url), events: row.events, enabled: row.enabled, created_at: unixSeconds(row.created_at) };
 }
 
 export function deliveryView(row: WebhookDelivery) {
@@ -80,6 +85,16 @@ export function webhookRoutes(deps: { db: Db; temporal: Client; config: Config; 
   const auth = consoleAuth(db);
   const body: RequestHandler[] = jsonBody({ limit: '16kb', maxDepth: config.JSON_MAX_DEPTH, rejectNul: true });
 
+  /** The delivery guard, at save time (core/domain/webhooks/url.ts): 400 `invalid_webhook_url` saying why. */
+  async function assertDeliverable(url: string): Promise<void> {
+    try {
+      await checkWebhookUrl(url, { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_NETWORK });
+    } catch (err) {
+      if (err instanceof WebhookUrlError) throw new HttpError(400, 'invalid_webhook_url', `url: ${err.message}.`);
+      throw err;
+    }
+  }
+
   async function webhookOf(req: Request) {
     const { app } = await consoleApp(db, req);
     const id = parseOr400(Uuid, req.params.webhook_id, 'webhook_id');
@@ -93,36 +108,59 @@ export function webhookRoutes(deps: { db: Db; temporal: Client; config: Config; 
     const id = parseOr400(Uuid, req.params.delivery_id, 'delivery_id');
     const row = await db.webhookDelivery.findFirst({ where: { id, webhook_id: hook.id } });
     if (!row) throw new HttpError(404, 'webhook_delivery_not_found', 'No such delivery for this webhook.');
-    return row;
+    return { hook, row };
   }
 
+  /** Newest first, a page at a time (api/pagination.ts), as every console list. */
   r.get('/apps/:app_id/webhooks', auth, async (req, res) => {
     const { app } = await consoleApp(db, req);
-    const rows = await db.appWebhook.findMany({ where: { app_id: app.id }, orderBy: [{ created_at: 'desc' }, { id: 'asc' }], take: 100 });
-    res.json({ data: rows.map(webhookView) });
+    const page = pageOf(req.query);
+    const where = { app_id: app.id };
+    const [total, rows] = await Promise.all([
+      db.appWebhook.count({ where }),
+      db.appWebhook.findMany({ where, orderBy: [{ created_at: 'desc' }, { id: 'asc' }], skip: page.skip, take: page.take }),
+    ]);
+    res.json(pageJson(page, total, rows.map(webhookView)));
   });
 
   /** The secret is in this response only; it is stored encrypted and never shown again. */
   r.post('/apps/:app_id/webhooks', auth, ...body, async (req: Request, res: Response) => {
     const { app } = await consoleApp(db, req);
     const b = parseOr400(CreateWebhookBody, req.body ?? {});
+    await assertDeliverable(b.url);
     const secret = newWebhookSecret();
-    const row = await db.appWebhook.create({
-      data: {
-        tenant_id: app.tenant_id,
-        app_id: app.id,
-        url: b.url,
-        events: b.events ? [...new Set(b.events)] : [...WEBHOOK_EVENTS],
-        enabled: b.enabled,
-        encrypted_secret: encryptWebhookSecret(config.ENCRYPTION_KEY, secret),
-      },
-    });
-    res.status(201).json({ ...webhookView(row), secret });
+    const outcome = await createWithinQuota(
+      db,
+      'webhook',
+      { perApp: config.WEBHOOKS_PER_APP, perTenant: config.WEBHOOKS_PER_TENANT },
+      { tenantId: app.tenant_id, appId: app.id },
+      (tx) =>
+        tx.appWebhook.create({
+          data: {
+            tenant_id: app.tenant_id,
+            app_id: app.id,
+            url: b.url,
+            events: b.events ? [...new Set(b.events)] : [...WEBHOOK_EVENTS],
+            enabled: b.enabled,
+            encrypted_secret: encryptWebhookSecret(config.ENCRYPTION_KEY, secret),
+          },
+        }),
+    );
+    if ('refused' in outcome) {
+      const { scope, limit } = outcome.refused;
+      throw new HttpError(
+        403,
+        'webhook_quota_exceeded',
+        `This ${scope === 'app' ? 'app' : 'workspace'} has ${limit} webhooks, the most it may hold (WEBHOOKS_PER_${scope === 'app' ? 'APP' : 'TENANT'}); delete one first.`,
+      );
+    }
+    res.status(201).json({ ...webhookView(outcome.created), secret });
   });
 
   r.patch('/apps/:app_id/webhooks/:webhook_id', auth, ...body, async (req: Request, res: Response) => {
     const hook = await webhookOf(req);
     const b = parseOr400(UpdateWebhookBody, req.body ?? {});
+    if (b.url) await assertDeliverable(b.url);
     const row = await db.appWebhook.update({
       where: { id: hook.id },
       data: {
@@ -153,13 +191,13 @@ export function webhookRoutes(deps: { db: Db; temporal: Client; config: Config; 
   });
 
   r.get('/apps/:app_id/webhooks/:webhook_id/deliveries/:delivery_id', auth, async (req, res) => {
-    const row = await deliveryOf(req);
+    const { row } = await deliveryOf(req);
     res.json({ ...deliveryView(row), payload: row.payload });
   });
 
   /** A new delivery of the same event (same payload and event id, so receivers can deduplicate), started at once. */
   r.post('/apps/:app_id/webhooks/:webhook_id/deliveries/:delivery_id/redeliver', auth, async (req, res) => {
-    const original = await deliveryOf(req);
+    const { hook, row: original } = await deliveryOf(req);
     const row = await db.webhookDelivery.create({
       data: {
         webhook_id: original.webhook_id,
@@ -173,8 +211,12 @@ export function webhookRoutes(deps: { db: Db; temporal: Client; config: Config; 
       },
     });
     try {
-      await startDelivery(temporal, config, row.id);
-      await db.webhookDelivery.update({ where: { id: row.id }, data: { dispatched_at: new Date() } });
+      // Within the app's and tenant's delivery rate it starts now; over it, it waits for its window like any other.
+      const [admitted] = await admitDeliveries(db, config, [{ id: row.id, appId: original.app_id, tenantId: hook.tenant_id }]);
+      if (admitted) {
+        await startDelivery(temporal, config, row.id);
+        await db.webhookDelivery.update({ where: { id: row.id }, data: { dispatched_at: new Date() } });
+      }
     } catch (err) {
       logger.warn({ delivery_id: row.id, err: (err as Error).message }, 'redelivery not started now; the dispatcher will');
     }

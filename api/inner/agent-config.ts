@@ -3,7 +3,8 @@
  * and GET …/manifest: the rest of the saved config (without the prompt).
  * raw (mention markers unexpanded). Scope comes only from the signed execution context the agent stub
  * forwards: reads follow the run's own scope (snapshot, shared draft or build draft); writes go only to the
- * calling account's own BUILD_DRAFT and replace only `prompt.system_prompt`.
+ * calling account's own BUILD_DRAFT and replace only `prompt.system_prompt`, checked as a save checks it (issue 43: an
+ * unknown mention is the studio's 400 `invalid_agent_config`, naming it, and nothing is stored).
  */
 import express, { type Request, type Router } from 'express';
 import { z } from 'zod';
@@ -13,6 +14,8 @@ import { jsonBody } from '../../core/platform/json-guard.js';
 import { checkExecutionContext } from '../../core/protocol/exec-context.js';
 import { ExecutionContextLayerConfig, type ExecutionContextLayerConfig as Ctx } from '../../core/protocol/run.js';
 import { AgentSoulConfig } from '../../core/domain/soul.js';
+import { mentionIssues } from '../../core/domain/mention-resolver.js';
+import { invalidAgentConfig } from '../console/agent-config-validation.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { Uuid } from '../schemas.js';
 import { requireInnerApiKey } from './auth.js';
@@ -151,6 +154,10 @@ export function innerAgentConfigRoutes(deps: InnerAgentConfigDeps): Router {
       if (!base) throw new HttpError(404, 'agent_config_not_found', 'The agent has no configuration to edit.');
       const config = AgentSoulConfig.parse(base);
       config.prompt.system_prompt = prompt;
+      // The save-time mention check (api/console/agent-config-validation.ts): only the prompt changed, so only its
+      // mentions can be new problems; the rest of the config passed its own save.
+      const issues = mentionIssues(config);
+      if (issues.length) throw invalidAgentConfig(issues);
       await saveBuildDraft(
         tx,
         { tenantId: agent.tenant_id, agentId: agent.id, accountId: ctx.user_id, baseVersionId: agent.active_config_snapshot_id },

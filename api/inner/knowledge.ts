@@ -2,8 +2,9 @@
  * POST /inner/api/knowledge/retrieve (docs/PROTOCOL.md §3, docs/knowledge.md): the agent backend's `knowledge`
  * module retrieves chunks for a run. Scope comes only from the signed execution context in the body: its tenant's
  * datasets, and only those the turn's own run request names in its `knowledge` layer. Every retrieval served is
- * recorded in the message's metadata (`retriever_resources`, no chunk text), which is how a message keeps the chunks
- * it used; Agent Apps do not stream them (docs/seeds/001).
+ * recorded in the message's metadata (`retriever_resources`, with the chunk's text), which is how a message keeps the
+ * chunks it used; with the app's `retriever_resource` feature on, they are the answer's citations
+ * (core/domain/knowledge/citations.ts).
  */
 import express, { type Router } from 'express';
 import type { Db } from '../../core/platform/db.js';
@@ -85,6 +86,8 @@ async function recordRetrieval(db: Db, messageId: string, source: string, chunks
     segment_id: c.chunk_id,
     score: c.score,
     source,
+    // The citation's text as the model got it (the chunk may be edited or deleted later).
+    content: c.content,
   }));
   await db.$executeRaw`
     update messages m

@@ -8,7 +8,7 @@ import { PAGE_PARAMETERS } from '../pagination.js';
 import { CreateScheduleBody } from '../console/schedules.js';
 import { CreateWebhookBody, UpdateWebhookBody, WEBHOOK_EVENTS } from '../console/webhooks.js';
 import { DebugForkRequest } from '../console/fork.js';
-import { ConversationResponse } from '../schemas.js';
+import { ForkConversationResponse } from '../schemas.js';
 import { appIdParam, pathParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -48,7 +48,7 @@ export const ScheduleListResponse = page(ScheduleDetailResponse);
 
 export const WebhookResponse = z.object({
   id: Id,
-  url: z.string(),
+  url: z.string().describe('The receiver URL (the userinfo of a row saved before it was refused shows as `****`).'),
   events: z.array(z.enum(WEBHOOK_EVENTS)),
   enabled: z.boolean(),
   created_at: Unix,
@@ -56,7 +56,7 @@ export const WebhookResponse = z.object({
 export const CreatedWebhookResponse = WebhookResponse.extend({
   secret: z.string().describe('The signing secret (`whsec_…`), shown only in this response.'),
 });
-export const WebhookListResponse = z.object({ data: z.array(WebhookResponse) });
+export const WebhookListResponse = page(WebhookResponse);
 export const WebhookDeliveryResponse = z.object({
   id: Id,
   webhook_id: Id,
@@ -73,7 +73,7 @@ export const WebhookDeliveryResponse = z.object({
 export const WebhookDeliveryDetailResponse = WebhookDeliveryResponse.extend({ payload: z.unknown().describe('The body as sent.') });
 export const WebhookDeliveryListResponse = page(WebhookDeliveryResponse);
 
-export const DebugForkResponse = ConversationResponse.extend({
+export const DebugForkResponse = ForkConversationResponse.extend({
   active_message_id: Id.nullable().describe('Always null: a fork starts with no turn in flight.'),
 });
 
@@ -103,14 +103,21 @@ export function automationPaths(errors: (...statuses: number[]) => Record<string
   const webhookId = pathParam('webhook_id', 'Webhook id.');
   const deliveryId = pathParam('delivery_id', 'Delivery id (from the log).');
   const conversationId = pathParam('conversation_id', 'One of the caller’s debugger conversations.');
-  const op = (operationId: string, summary: string, parameters: unknown[], responses: Record<string, unknown>, extra: JsonSchema = {}) => ({
+  const op = (
+    operationId: string,
+    summary: string,
+    parameters: unknown[],
+    responses: Record<string, unknown>,
+    extra: JsonSchema = {},
+    statuses: number[] = [],
+  ) => ({
     operationId,
     tags: ['console'],
     security,
     parameters,
     summary,
     ...extra,
-    responses: { ...responses, ...errors() },
+    responses: { ...responses, ...errors(...statuses) },
   });
   const ok = (description: string, schema: string) => ({ description, content: json(ref(schema)) });
   const scheduleAction = (name: string, summary: string, status: '200' | '202') => ({
@@ -120,7 +127,7 @@ export function automationPaths(errors: (...statuses: number[]) => Record<string
     '/console/api/apps/{app_id}/agent/debug/conversations/{conversation_id}/fork': {
       post: op(
         'forkDebugConversation',
-        'A new debugger conversation of the caller forked at `message_id`, as `POST /v1/conversations/{conversation_id}/fork` does for an end user: a copy of the thread up to it, its own binding holding the session after it, a copy of the workspace. 404 `conversation_not_exists` (another account’s, or not a debugger conversation), `message_not_exists`; 409 `message_not_finished`, `conversation_busy`, `fork_point_waiting_for_human`.',
+        'A new debugger conversation of the caller forked at `message_id`, as `POST /v1/conversations/{conversation_id}/fork` does for an end user: a copy of the thread up to it, its own binding holding the session after it, a copy of the workspace (`workspace_copy`). 404 `conversation_not_exists` (another account’s, or not a debugger conversation), `message_not_exists`; 409 `message_not_finished`, `conversation_busy`, `fork_point_waiting_for_human`; 413 `workspace_quota_exceeded`.',
         [appId, conversationId],
         { '201': ok('The new debugger conversation.', 'DebugForkResponse') },
         { requestBody: { required: true, content: json(ref('DebugForkRequest')) } },
@@ -132,10 +139,11 @@ export function automationPaths(errors: (...statuses: number[]) => Record<string
       }),
       post: op(
         'createAppSchedule',
-        'A scheduled turn: a Temporal Schedule whose every run is an ordinary turn of `user` (new conversation each time, or one). Overlap default `skip` (`buffer_one` for `single`). 400 `invalid_schedule`, 503 without Temporal.',
+        'A scheduled turn: a Temporal Schedule whose every run is an ordinary turn of `user` (new conversation each time, or one). Overlap default `skip` (`buffer_one` for `single`). 400 `invalid_schedule` for a cron with a mistake (its message names the field, the value and what a cron looks like) or one Temporal refuses; 400 `schedule_interval_too_short` when it would run more often than `SCHEDULE_MIN_INTERVAL_SECONDS` (60 s by default: its `interval_seconds`, or the two closest times of its cron, seconds fields and `@every` included); 403 `schedule_quota_exceeded` when the app holds `SCHEDULES_PER_APP` (20) or the tenant `SCHEDULES_PER_TENANT` (100); 503 without Temporal.',
         [appId],
         { '201': ok('The schedule.', 'ScheduleResponse') },
         { requestBody: { required: true, content: json(ref('CreateScheduleRequest')) } },
+        [403, 503],
       ),
     },
     '/console/api/apps/{app_id}/schedules/{schedule_id}': {
@@ -154,21 +162,22 @@ export function automationPaths(errors: (...statuses: number[]) => Record<string
       '202',
     ),
     '/console/api/apps/{app_id}/webhooks': {
-      get: op('listAppWebhooks', "The app's webhooks (never their secrets).", [appId], {
+      get: op('listAppWebhooks', "The app's webhooks (never their secrets), newest first, a page at a time.", [appId, ...PAGE_PARAMETERS], {
         '200': ok('The webhooks.', 'WebhookListResponse'),
       }),
       post: op(
         'createAppWebhook',
-        'A webhook for turn outcomes and schedule results; the response carries its signing secret this once (docs/PROTOCOL.md "Scheduled turns and webhooks").',
+        'A webhook for turn outcomes and schedule results; the response carries its signing secret this once (docs/PROTOCOL.md "Scheduled turns and webhooks"). The URL is checked with the delivery guard: 400 `invalid_webhook_url` for `user:password@`, a host that does not resolve, or a loopback/private/metadata address (unless the deployment sets `WEBHOOK_ALLOW_PRIVATE_NETWORK`). 403 `webhook_quota_exceeded` when the app holds `WEBHOOKS_PER_APP` (10) or the tenant `WEBHOOKS_PER_TENANT` (50).',
         [appId],
         { '201': ok('The webhook and its secret.', 'CreatedWebhookResponse') },
         { requestBody: { required: true, content: json(ref('CreateWebhookRequest')) } },
+        [403],
       ),
     },
     '/console/api/apps/{app_id}/webhooks/{webhook_id}': {
       patch: op(
         'updateAppWebhook',
-        'Change the URL, the events or enabled.',
+        'Change the URL, the events or enabled. A new URL is checked as at creation (400 `invalid_webhook_url`).',
         [appId, webhookId],
         { '200': ok('The webhook.', 'WebhookResponse') },
         {
@@ -197,7 +206,7 @@ export function automationPaths(errors: (...statuses: number[]) => Record<string
     '/console/api/apps/{app_id}/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver': {
       post: op(
         'redeliverWebhookDelivery',
-        'A new delivery of the same event (same body and event id), started now.',
+        'A new delivery of the same event (same body and event id), started now — or, when the app or tenant is over its delivery rate, when its window ends (delayed, not dropped).',
         [appId, webhookId, deliveryId],
         {
           '202': ok('The new delivery.', 'WebhookDeliveryResponse'),

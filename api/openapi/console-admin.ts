@@ -8,16 +8,18 @@ import {
   CreatedApiKeyResponse,
   RestoreVersionBody,
   RestoreVersionResponse,
+  RevokeApiKeyQuery,
+  RevokeApiKeyResponse,
 } from '../console/admin.js';
 import { PAGE_PARAMETERS } from '../pagination.js';
-import { appIdParam, pathParam } from './params.js';
+import { appIdParam, pathParam, queryParams } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
 export const CONSOLE_ADMIN_REQUESTS = { CreateApiKeyRequest: CreateApiKeyBody, RestoreVersionRequest: RestoreVersionBody };
-export const CONSOLE_ADMIN_RESPONSES = { ApiKeyListResponse, CreatedApiKeyResponse, RestoreVersionResponse };
+export const CONSOLE_ADMIN_RESPONSES = { ApiKeyListResponse, CreatedApiKeyResponse, RestoreVersionResponse, RevokeApiKeyResponse };
 
 export function consoleAdminPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
   const security = [{ ConsoleKey: [] }];
@@ -47,9 +49,19 @@ export function consoleAdminPaths(errors: (...statuses: number[]) => Record<stri
         operationId: 'revokeAppApiKey',
         tags: ['console'],
         security,
-        parameters: [appId, pathParam('key_id', 'Key id (from the list).')],
-        summary: 'Revoke the key: every later /v1 request with it is a 401. Revoking a revoked key is a no-op. 404 `api_key_not_found`.',
-        responses: { '204': { description: 'Revoked.' }, ...errors() },
+        parameters: [appId, pathParam('key_id', 'Key id (from the list).'), ...queryParams(RevokeApiKeyQuery)],
+        summary:
+          'Revoke the key: every later /v1 request with it is a 401, and every stream opened with it (chat-messages, the events ' +
+          're-attach, a blocking request waiting for its answer), on every api replica, ends with a last `error` event ' +
+          '`api_key_revoked` (status 401; a blocking request: a 401 response). Its turns go on and are stored, unless ' +
+          '`stop_turns=true`: then the turns it started that are still running, queued or waiting for a human are stopped as ' +
+          'the stop endpoint stops them (each ends `stopped` with its partial answer and usage) and the response lists them. ' +
+          'Revoking a revoked key is a no-op (with `stop_turns=true` it still stops what its turns left running). 404 `api_key_not_found`.',
+        responses: {
+          '200': { description: 'Revoked with `stop_turns=true`: the turns stopped.', content: json(ref('RevokeApiKeyResponse')) },
+          '204': { description: 'Revoked.' },
+          ...errors(),
+        },
       },
     },
     '/console/api/apps/{app_id}/agent/versions/{version_id}/restore': {

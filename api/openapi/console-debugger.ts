@@ -7,13 +7,18 @@
 import { z } from 'zod';
 import { appIdParam, pathParam, queryParams } from './params.js';
 import { DebugChat, DebugConversationsQuery, DebugFormSubmitRequest, DebugMessagesQuery } from '../console/debugger.js';
-import { ConversationResponse, MessageResponse, Uuid } from '../schemas.js';
+import { ConversationResponse, FileUploadForm, MessageResponse, Uuid } from '../schemas.js';
 
 type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
-export const CONSOLE_DEBUGGER_REQUESTS = { DebugChatRequest: DebugChat, DebugFormSubmitRequest };
+export const CONSOLE_DEBUGGER_REQUESTS = {
+  DebugChatRequest: DebugChat,
+  DebugFormSubmitRequest,
+  /** The multipart form of …/debug/files/upload (documentation only: parsed by busboy): no `user`, the account owns it. */
+  DebugFileUploadForm: FileUploadForm.omit({ user: true }),
+};
 
 export const CONSOLE_DEBUGGER_RESPONSES = {
   DebugConversationListResponse: z.object({
@@ -55,9 +60,21 @@ export function consoleDebuggerPaths(
         operationId: 'createDebugChatMessage',
         summary:
           'Start a debugger turn (invoke_from `debugger`) on the shared draft (`draft: draft`) or on your build draft (`draft: build`, ' +
-          'which owns its own session) and stream its events. A turn paused by ask_human resumes on the same draft.',
+          'which owns its own session) and stream its events. A turn paused by ask_human resumes on the same draft. `files` as in ' +
+          'POST /v1/chat-messages (your uploads from …/debug/files/upload, or remote URLs), accepted or refused as there, by the draft.',
         requestBody: { required: true, content: json(ref('DebugChatRequest')) },
         responses: { '200': sse, ...errors(409, 429, 503) },
+      }),
+    },
+    [`${base}/files/upload`]: {
+      post: op({
+        operationId: 'uploadDebugFile',
+        summary:
+          'Upload one file for your debugger turns (`files: [{transfer_method: local_file, upload_file_id}]`): the same kinds, sizes and ' +
+          'quota as POST /v1/files/upload; the upload is yours (no `user`), and only your debugger turns of this app may use it. ' +
+          'A turn accepts it by its draft: images with a vision model or a workspace and shell, documents with a workspace and shell.',
+        requestBody: { required: true, content: { 'multipart/form-data': { schema: ref('DebugFileUploadForm') } } },
+        responses: { '201': { description: 'The stored upload.', content: json(ref('UploadFileResponse')) }, ...errors(413, 415) },
       }),
     },
     [`${base}/conversations`]: {

@@ -52,6 +52,7 @@ const RESPONSES = {
   SuccessResponse: S.SuccessResponse,
   ChatBlockingResponse: S.ChatBlockingResponse,
   ConversationResponse: S.ConversationResponse,
+  ForkConversationResponse: S.ForkConversationResponse,
   ConversationListResponse: S.ConversationListResponse,
   MessageFileResponse: S.MessageFileResponse,
   AgentThoughtResponse: S.AgentThoughtResponse,
@@ -94,7 +95,7 @@ const errors = (...statuses: number[]) =>
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid request (`invalid_param` names the field).',
   401: 'Missing, unknown or revoked app API key.',
-  403: 'Invalid signature (`forbidden`), or a per-tenant quota reached (`dataset_quota_exceeded`, `document_quota_exceeded`).',
+  403: 'Invalid signature (`forbidden`), or a quota reached (`dataset_quota_exceeded`, `document_quota_exceeded`; per app or tenant: `schedule_quota_exceeded`, `webhook_quota_exceeded`).',
   404: 'Not found, or not visible to this app and user.',
   409: '`conversation_busy`, `conversation_waiting_for_human` or `agent_session_configuration_changed`.',
   412: '`human_input_form_submitted`, `human_input_form_expired` or `human_input_form_cancelled`.',
@@ -205,10 +206,10 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         operationId: 'forkConversation',
         tags: ['conversations'],
         summary:
-          'Extension: a new conversation forked at `message_id`: a copy of the thread up to it, its own binding holding the session after it, and a copy of the workspace.',
+          'Extension: a new conversation forked at `message_id`: a copy of the thread up to it, its own binding holding the session after it, and a copy of the workspace (`workspace_copy`: special files and entries changed under the copy are left out and listed, never an error). 413 `workspace_quota_exceeded` when the copy would pass `WORKSPACE_QUOTA_BYTES` or the tenant’s `TENANT_MAX_WORKSPACE_COPY_BYTES` (nothing is kept).',
         parameters: [conversationId],
         requestBody: { required: true, content: json(ref('ForkConversationRequest')) },
-        responses: { '201': ok('The new conversation.', 'ConversationResponse'), ...errors() },
+        responses: { '201': ok('The new conversation.', 'ForkConversationResponse'), ...errors() },
       },
     },
     '/v1/conversations/{conversation_id}': {
@@ -227,7 +228,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         tags: ['app'],
         summary:
           "The app's parameters from the agent's active soul config: opening statement, suggested questions, file upload and size limits. " +
-          'Only what really works is advertised: images when the model takes them natively (vision), documents when the agent has a workspace with a shell; no retriever_resource (Agent Apps return no citations).',
+          'Only what really works is advertised: images when the model takes them natively (vision), documents when the agent has a workspace with a shell; retriever_resource when the agent retrieves from knowledge with that feature on (its answers carry citations).',
         parameters: queryParams(S.UserQuery),
         responses: { '200': ok('App parameters.', 'ParametersResponse'), ...errors() },
       },

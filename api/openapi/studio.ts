@@ -5,7 +5,13 @@
 import { z } from 'zod';
 import { AnnotationBody, AnnotationSettings } from '../console/agent.js';
 import { CreateAppBody, CreatedAppResponse } from '../console/admin.js';
-import { AgentVersionResponse, AnnotationListResponse, StudioAppList, TurnRunResponse } from '../console/studio.js';
+import {
+  AgentVersionResponse,
+  AnnotationListResponse,
+  BuiltinToolListResponse,
+  StudioAppList,
+  TurnRunResponse,
+} from '../console/studio.js';
 import { PAGE_PARAMETERS } from '../pagination.js';
 import { appIdParam, pathParam } from './params.js';
 
@@ -35,12 +41,24 @@ export const STUDIO_RESPONSES = {
   AgentVersionResponse,
   AnnotationListResponse,
   TurnRunResponse,
+  BuiltinToolListResponse,
 };
 
 export function studioPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
   const security = [{ ConsoleKey: [] }];
   const appId = appIdParam;
   return {
+    '/console/api/builtin-tools': {
+      get: {
+        operationId: 'listBuiltinTools',
+        tags: ['console'],
+        security,
+        summary:
+          'The builtin tool shelf an agent config picks from in `tools.core` (docs/tools.md "Built-in tools"): each tool’s name, ' +
+          'label, what the model reads, and the JSON schema of its arguments, from the contract the agent backend runs them by.',
+        responses: { '200': { description: 'The shelf.', content: json(ref('BuiltinToolListResponse')) }, ...errors() },
+      },
+    },
     '/console/api/apps': {
       get: {
         operationId: 'listStudioApps',

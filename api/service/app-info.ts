@@ -7,8 +7,9 @@
  * files reach the agent — images when the model takes them natively (vision), documents when the agent has a
  * workspace and a shell to open them in (activities/prepare/workspace-files.ts; without one a document would only be a
  * link in the prompt, which no model here can fetch). Extension `multitask_strategy`: the app's default (issue 35),
- * so a client knows what a follow-up sent during a turn does. `retriever_resource` stays off: Agent Apps do not
- * return citations (docs/seeds/001; messages carry `retriever_resources: []`). Runtime/shell have no Dify field.
+ * so a client knows what a follow-up sent during a turn does. `retriever_resource`: on when the agent retrieves from
+ * knowledge with the feature on — its answers then carry Dify's `retriever_resources` (a deviation from seed 001's
+ * Agent App, which returns none; docs/knowledge.md "Citations"). Runtime/shell have no Dify field.
  */
 import { Router } from 'express';
 import type { z } from 'zod';
@@ -46,7 +47,8 @@ export function tenantVision(db: Db, config: ProviderConfig & { ENCRYPTION_KEY?:
 export function reachableFileKinds(soul: AgentSoulConfig, supportsVision: boolean): { image: boolean; document: boolean } {
   const upload = soul.features.file_upload;
   return {
-    image: upload.enabled && upload.image_enabled && supportsVision,
+    // A text-only model with a workspace and shell gets the image as a file it can work on (seed 000's fallback).
+    image: upload.enabled && upload.image_enabled && (supportsVision || (soul.runtime.enabled && soul.shell.enabled)),
     document: upload.enabled && soul.runtime.enabled && soul.shell.enabled,
   };
 }
@@ -78,7 +80,8 @@ export function appInfoRoutes(deps: AppInfoDeps): Router {
       suggested_questions_after_answer: off,
       speech_to_text: off,
       text_to_speech: off,
-      retriever_resource: off,
+      // Dify's citations (issue 42 problem 6): knowledge answers carry the chunks they were given.
+      retriever_resource: { enabled: soul.knowledge.enabled && f.retriever_resource.enabled },
       annotation_reply: { enabled: app.annotation_reply_enabled },
       more_like_this: off,
       // Keyword moderation with no keyword can never hit (activities/prepare/input-guards.ts, the output guard).

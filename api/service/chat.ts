@@ -11,7 +11,8 @@ import type { OutboxDispatcher } from '../../core/domain/outbox.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { ChatRequest, StopRequest, Uuid, UserId } from '../schemas.js';
-import { collectTurn, lastEventId, queuedFrame, streamTurn } from '../turns/stream.js';
+import { collectTurn, lastEventId, queuedFrame, streamCredential, streamTurn } from '../turns/stream.js';
+import type { CredentialWatch } from '../credential-watch.js';
 import { startTurn } from '../turns/start.js';
 import { findOwnedMessage } from '../ownership.js';
 import { requestStop } from '../turns/stop.js';
@@ -24,6 +25,8 @@ export interface ChatRouteDeps {
   notifier: EventNotifier;
   config: Config;
   logger: Logger;
+  /** Ends a stream whose app key is revoked (absent: streams outlive their key). */
+  credentials?: CredentialWatch;
 }
 
 export function chatRoutes(deps: ChatRouteDeps): Router {
@@ -38,12 +41,21 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     if (body.response_mode === 'streaming') {
       // Queued behind the turn in flight (multitask): the stream says so first, with the message's id and place in line.
       const queued = turn.queued ? await queuedFrame(db, turn.messageId, { always: true }) : null;
-      await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS, startedAtMs }, req, res, turn.messageId, 0, queued);
+      const credential = streamCredential(deps.credentials, app);
+      await streamTurn(
+        { db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS, startedAtMs, credential },
+        req,
+        res,
+        turn.messageId,
+        0,
+        queued,
+      );
       return;
     }
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    const events = await collectTurn({ db, notifier: deps.notifier }, turn.messageId, abort.signal);
+    const credential = streamCredential(deps.credentials, app);
+    const events = await collectTurn({ db, notifier: deps.notifier, credential }, turn.messageId, abort.signal);
     const last = events.at(-1);
     if (last?.event === 'error') throw new HttpError(last.data.status, last.data.code as ErrorCode, last.data.message); // the turn's own error event: a registry code
     let answer = '';
@@ -73,7 +85,8 @@ export function chatRoutes(deps: ChatRouteDeps): Router {
     const after = lastEventId(req);
     const msg = await findOwnedMessage(db, app.appId, user, taskId);
     const queued = msg.status === 'queued' ? await queuedFrame(db, msg.id) : null;
-    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, msg.id, after, queued);
+    const credential = streamCredential(deps.credentials, app);
+    await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS, credential }, req, res, msg.id, after, queued);
   });
 
   r.post('/chat-messages/:task_id/stop', async (req, res) => {

@@ -6,7 +6,6 @@
 import { Router } from 'express';
 import type { z } from 'zod';
 import type { Db } from '../../core/platform/db.js';
-import type { Config } from '../../core/platform/config.js';
 import type { Logger } from '../../core/platform/logger.js';
 import { enqueueOutbox, type OutboxDispatcher, type OutboxEntry } from '../../core/domain/outbox.js';
 import { appCtx } from '../auth.js';
@@ -19,11 +18,11 @@ import {
   Uuid,
   type ConversationResponse,
 } from '../schemas.js';
-import { conversationName } from '../../core/domain/turn-text.js';
+import { conversationTitle } from '../../core/domain/turn-text.js';
 import { findOwnedConversation } from '../ownership.js';
 import { unixSeconds } from '../../core/platform/time.js';
 import { retireBinding } from '../../activities/prepare/binding.js';
-import { forkConversation } from './fork.js';
+import { forkConversation, type ForkConfig } from './fork.js';
 
 type ConversationRow = { id: string; name: string; inputs: unknown; status: string; created_at: Date; updated_at: Date };
 
@@ -39,12 +38,7 @@ export function toConversation(c: ConversationRow): z.input<typeof ConversationR
   };
 }
 
-export function conversationRoutes(deps: {
-  db: Db;
-  outbox: OutboxDispatcher;
-  logger: Logger;
-  config: Pick<Config, 'workspacesDir' | 'SHELL_ISOLATION' | 'SHELL_UID_BASE' | 'SHELL_UID_RANGE'>;
-}): Router {
+export function conversationRoutes(deps: { db: Db; outbox: OutboxDispatcher; logger: Logger; config: ForkConfig }): Router {
   const r = Router();
   const { db } = deps;
 
@@ -68,7 +62,27 @@ export function conversationRoutes(deps: {
       orderBy: [{ [field]: dir }, { id: dir }],
       take: q.limit + 1,
     });
-    res.json({ limit: q.limit, has_more: rows.length > q.limit, data: rows.slice(0, q.limit).map(toConversation) });
+    const page = rows.slice(0, q.limit);
+    // Extension (issue 42): the turn in flight of each conversation, so a client marks the ones answering or waiting
+    // for a form and re-attaches to them (GET /v1/chat-messages/{task_id}/events).
+    const activeIds = page.map((c) => c.active_message_id).filter((id): id is string => !!id);
+    const active = activeIds.length
+      ? new Map(
+          (await db.message.findMany({ where: { id: { in: activeIds } }, select: { id: true, status: true } })).map((m) => [
+            m.id,
+            m.status,
+          ]),
+        )
+      : new Map<string, string>();
+    const activeTurn = (c: { active_message_id: string | null }) => {
+      const status = c.active_message_id ? active.get(c.active_message_id) : undefined;
+      return c.active_message_id && status ? { message_id: c.active_message_id, status } : null;
+    };
+    res.json({
+      limit: q.limit,
+      has_more: rows.length > q.limit,
+      data: page.map((c) => ({ ...toConversation(c), active_turn: activeTurn(c) })),
+    });
   });
 
   r.post('/conversations/:conversation_id/name', async (req, res) => {
@@ -83,7 +97,7 @@ export function conversationRoutes(deps: {
         orderBy: [{ created_at: 'asc' }, { id: 'asc' }],
         select: { query: true },
       });
-      name = first ? conversationName(first.query) : conv.name;
+      name = first ? conversationTitle(first.query) : conv.name;
     } else {
       if (!body.name) throw new HttpError(400, 'invalid_param', 'name: is required unless auto_generate is true.');
       name = body.name;
@@ -98,7 +112,8 @@ export function conversationRoutes(deps: {
     const id = parseOr400(Uuid, req.params.conversation_id, 'conversation_id');
     const body = parseOr400(ForkConversationRequest, req.body ?? {});
     const conv = await findOwnedConversation(db, app.appId, body.user, id);
-    res.status(201).json(toConversation(await forkConversation(deps, conv, body.message_id)));
+    const fork = await forkConversation(deps, conv, body.message_id);
+    res.status(201).json({ ...toConversation(fork.conversation), workspace_copy: fork.workspaceCopy });
   });
 
   r.delete('/conversations/:conversation_id', async (req, res) => {

@@ -226,6 +226,94 @@ export interface FileRouteDeps {
   config: Config;
 }
 
+/** Who an upload belongs to: a service-API end user, or the console account that uploaded it in the studio. */
+export type UploadOwner = { end_user_id: string } | { account_id: string };
+
+/**
+ * One multipart upload (`file`, and the form's `user` for `ownerOf`) stored as an upload of the app: type, size and
+ * the tenant's quota checked as bytes arrive, the row written under the tenant's lock. Shared by POST /v1/files/upload
+ * and the studio's debugger upload (api/console/debugger.ts).
+ */
+export async function receiveUpload(
+  deps: FileRouteDeps,
+  req: Request,
+  app: Pick<AppContext, 'tenantId' | 'appId'>,
+  ownerOf: (user: string | undefined) => Promise<UploadOwner>,
+) {
+  const { db, config } = deps;
+  if (!req.is('multipart/form-data'))
+    throw new HttpError(400, 'no_file_uploaded', 'Please upload your file as multipart/form-data with a `file` part.');
+  const declared = Number(req.header('content-length'));
+  if (Number.isFinite(declared) && declared > MAX_BYTES + UPLOAD_LIMITS.overheadBytes) {
+    req.resume();
+    throw tooLarge();
+  }
+  // The tenant's upload quota, before anything is stored: by the declared size (less the multipart framing), then
+  // on the bytes as they arrive, then under the tenant's lock when the row is written (concurrent uploads).
+  const max = config.TENANT_MAX_UPLOAD_BYTES;
+  if (max) {
+    const declaredFile = Number.isFinite(declared) ? Math.max(1, declared - UPLOAD_LIMITS.overheadBytes) : 1;
+    try {
+      await checkUploadQuota(db, app.tenantId, max, declaredFile);
+    } catch (err) {
+      req.resume();
+      throw err instanceof UploadQuotaExceeded ? quotaExceeded(err) : err;
+    }
+  }
+  const left = await uploadBytesLeft(db, app.tenantId, max);
+  const tmpDir = path.join(uploadsDir(config), 'tmp');
+  await fs.promises.mkdir(tmpDir, { recursive: true });
+  const got = await receive(req, tmpDir, { left, max });
+  try {
+    const owner = await ownerOf(got.user);
+    const id = crypto.randomUUID();
+    const storageKey = `${app.tenantId}/${id}.${got.ext}`;
+    const target = path.join(uploadsDir(config), storageKey);
+    await fs.promises.mkdir(path.join(uploadsDir(config), app.tenantId), { recursive: true });
+    return await orQuota413(
+      storeUnderQuota(db, app.tenantId, max, got.size, async (tx) => {
+        const created = await tx.uploadFile.create({
+          data: {
+            id,
+            tenant_id: app.tenantId,
+            app_id: app.appId,
+            ...owner,
+            name: got.name,
+            size: got.size,
+            extension: got.ext,
+            mime_type: got.type.mime,
+            storage_key: storageKey,
+            hash: got.hash,
+          },
+        });
+        await fs.promises.rename(got.tmpPath, target);
+        return created;
+      }),
+    ).catch(async (err: unknown) => {
+      await fs.promises.rm(target, { force: true }); // a commit that failed after the rename
+      throw err;
+    });
+  } finally {
+    await fs.promises.rm(got.tmpPath, { force: true });
+  }
+}
+
+/** The upload as Dify answers it (201). */
+export function uploadJson(
+  row: { id: string; name: string; size: number; extension: string; mime_type: string; created_at: Date },
+  createdBy: string,
+) {
+  return {
+    id: row.id,
+    name: row.name,
+    size: row.size,
+    extension: row.extension,
+    mime_type: row.mime_type,
+    created_by: createdBy,
+    created_at: unixSeconds(row.created_at),
+  };
+}
+
 /** /v1 routes (app key). */
 export function fileRoutes(deps: FileRouteDeps): Router {
   const r = Router();
@@ -233,75 +321,16 @@ export function fileRoutes(deps: FileRouteDeps): Router {
 
   r.post('/files/upload', async (req, res) => {
     const app: AppContext = appCtx(req);
-    if (!req.is('multipart/form-data'))
-      throw new HttpError(400, 'no_file_uploaded', 'Please upload your file as multipart/form-data with a `file` part.');
-    const declared = Number(req.header('content-length'));
-    if (Number.isFinite(declared) && declared > MAX_BYTES + UPLOAD_LIMITS.overheadBytes) {
-      req.resume();
-      throw tooLarge();
-    }
-    // The tenant's upload quota, before anything is stored: by the declared size (less the multipart framing), then
-    // on the bytes as they arrive, then under the tenant's lock when the row is written (concurrent uploads).
-    const max = config.TENANT_MAX_UPLOAD_BYTES;
-    if (max) {
-      const declaredFile = Number.isFinite(declared) ? Math.max(1, declared - UPLOAD_LIMITS.overheadBytes) : 1;
-      try {
-        await checkUploadQuota(db, app.tenantId, max, declaredFile);
-      } catch (err) {
-        req.resume();
-        throw err instanceof UploadQuotaExceeded ? quotaExceeded(err) : err;
-      }
-    }
-    const left = await uploadBytesLeft(db, app.tenantId, max);
-    const tmpDir = path.join(uploadsDir(config), 'tmp');
-    await fs.promises.mkdir(tmpDir, { recursive: true });
-    const got = await receive(req, tmpDir, { left, max });
-    try {
-      const user = parseOr400(UserId, got.user, 'user');
+    const row = await receiveUpload(deps, req, app, async (raw) => {
+      const user = parseOr400(UserId, raw, 'user');
       const endUser = await db.endUser.upsert({
         where: { app_id_session_id: { app_id: app.appId, session_id: user } },
         update: {},
         create: { tenant_id: app.tenantId, app_id: app.appId, session_id: user },
       });
-      const id = crypto.randomUUID();
-      const storageKey = `${app.tenantId}/${id}.${got.ext}`;
-      const target = path.join(uploadsDir(config), storageKey);
-      await fs.promises.mkdir(path.join(uploadsDir(config), app.tenantId), { recursive: true });
-      const row = await orQuota413(
-        storeUnderQuota(db, app.tenantId, max, got.size, async (tx) => {
-          const created = await tx.uploadFile.create({
-            data: {
-              id,
-              tenant_id: app.tenantId,
-              app_id: app.appId,
-              end_user_id: endUser.id,
-              name: got.name,
-              size: got.size,
-              extension: got.ext,
-              mime_type: got.type.mime,
-              storage_key: storageKey,
-              hash: got.hash,
-            },
-          });
-          await fs.promises.rename(got.tmpPath, target);
-          return created;
-        }),
-      ).catch(async (err: unknown) => {
-        await fs.promises.rm(target, { force: true }); // a commit that failed after the rename
-        throw err;
-      });
-      res.status(201).json({
-        id: row.id,
-        name: row.name,
-        size: row.size,
-        extension: row.extension,
-        mime_type: row.mime_type,
-        created_by: endUser.id,
-        created_at: unixSeconds(row.created_at),
-      });
-    } finally {
-      await fs.promises.rm(got.tmpPath, { force: true });
-    }
+      return { end_user_id: endUser.id };
+    });
+    res.status(201).json(uploadJson(row, row.end_user_id!));
   });
 
   r.get('/files/:file_id/preview', async (req, res) => {

@@ -4,6 +4,13 @@
  * times kept), with a binding of its own holding the session after that message, and a copy of the workspace as it is
  * now (workspaces are not versioned per message). Copied, not referenced: the fork outlives its source's deletion and
  * reads like any conversation — except that the copied messages carry no usage (billed once, to their source). (docs/ARCHITECTURE.md "Threads, regenerate and fork")
+ *
+ * The copy (issues 45 and 47) walks the source by descriptor (core/domain/workspace-tree.ts; docs/security.md "Root never
+ * walks a tenant tree"): safe against a process still running in the source, FIFOs, sockets, devices and whatever
+ * changes under the walk skipped and reported in the response (`workspace_copy`), never a 5xx. It is written under a
+ * temporary name beside the destination and renamed into place at the end; any failure, the database transaction's
+ * included, removes it (a crash leaves it to the worker's sweeper). It counts against the tenant's quota on workspace
+ * copies (core/domain/workspace-copy-quota.ts): 413 `workspace_quota_exceeded` when over.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -12,18 +19,37 @@ import type { Config } from '../../core/platform/config.js';
 import { Prisma, type Db } from '../../core/platform/db.js';
 import type { Logger } from '../../core/platform/logger.js';
 import { threadNodes, threadTo, effectiveParents, UUID_NIL } from '../../core/domain/message-thread.js';
+import { copyTree, removeTree, TreeBudgetExceeded, TreeWriter, type CopyReport } from '../../core/domain/workspace-tree.js';
+import { checkCopyUnderLock, copyBudget, WorkspaceCopyRefused } from '../../core/domain/workspace-copy-quota.js';
 import { workspaceUid } from '../../core/protocol/workspace-uid.js';
-import { MARKER_FILE, writeMarker } from '../../agent-backend/workspace/marker.js';
+import { LEGACY_MARKER_FILE, removeMarker, writeMarker } from '../../agent-backend/workspace/marker.js';
 import { HOME_SNAPSHOT_ID, sessionScopeKey, workspaceIdFor } from '../../activities/prepare/binding.js';
 import { HttpError } from '../errors.js';
 import { sessionOrRefuse } from '../turns/threads.js';
 
 type Conversation = Prisma.ConversationModel;
-type Deps = { db: Db; config: Pick<Config, 'workspacesDir' | 'SHELL_ISOLATION' | 'SHELL_UID_BASE' | 'SHELL_UID_RANGE'>; logger: Logger };
+export type ForkConfig = Pick<
+  Config,
+  'workspacesDir' | 'SHELL_ISOLATION' | 'SHELL_UID_BASE' | 'SHELL_UID_RANGE' | 'WORKSPACE_QUOTA_BYTES' | 'TENANT_MAX_WORKSPACE_COPY_BYTES'
+>;
+type Deps = { db: Db; config: ForkConfig; logger: Logger };
 
 const ENDED = new Set(['succeeded', 'failed', 'stopped', 'paused']);
 
-export async function forkConversation(deps: Deps, src: Conversation, messageId: string): Promise<Conversation> {
+/** What a fork answers about its workspace copy (PROTOCOL §1, `workspace_copy`); null when the source had no workspace. */
+export interface WorkspaceCopy {
+  bytes: number;
+  entries: number;
+  skipped: { path: string; reason: string }[];
+  skipped_total: number;
+}
+
+export interface Fork {
+  conversation: Conversation;
+  workspaceCopy: WorkspaceCopy | null;
+}
+
+export async function forkConversation(deps: Deps, src: Conversation, messageId: string): Promise<Fork> {
   const { db, config, logger } = deps;
   const point = await db.message.findFirst({ where: { id: messageId, conversation_id: src.id }, select: { id: true, status: true } });
   if (!point) throw new HttpError(404, 'message_not_exists', 'Message Not Exists.');
@@ -53,11 +79,16 @@ export async function forkConversation(deps: Deps, src: Conversation, messageId:
     : null;
   const workspaceId = scopeKey ? workspaceIdFor(scopeKey) : null;
   // Files first: a failed copy leaves no conversation behind, a failed transaction no directory.
-  const dst = workspaceId ? path.join(config.workspacesDir, workspaceId) : null;
-  if (binding && dst && workspaceId)
-    await copyWorkspace(config, path.join(config.workspacesDir, binding.workspace_id.toLowerCase()), dst, workspaceId);
+  let dst: string | null = null;
+  let copy: CopyReport | null = null;
   try {
+    if (binding && workspaceId) {
+      const to = path.join(config.workspacesDir, workspaceId);
+      copy = await copyWorkspace(deps, src.tenant_id, path.join(config.workspacesDir, binding.workspace_id.toLowerCase()), to, workspaceId);
+      if (copy) dst = to;
+    }
     const fork = await db.$transaction(async (tx) => {
+      if (copy) await checkCopyUnderLock(tx, config, src.tenant_id, copy.bytes);
       const nodes = await threadNodes(tx, src.id);
       const thread = threadTo(nodes, messageId);
       const parents = effectiveParents(nodes);
@@ -125,6 +156,7 @@ export async function forkConversation(deps: Deps, src: Conversation, messageId:
             agent_id: binding.agent_id,
             home_snapshot_id: HOME_SNAPSHOT_ID,
             backend_workspace_ref: workspaceId,
+            copied_bytes: copy ? BigInt(copy.bytes) : null,
           },
         });
         await tx.agentWorkspaceBinding.create({
@@ -164,36 +196,53 @@ export async function forkConversation(deps: Deps, src: Conversation, messageId:
         conversation_id: fork.id,
         forked_from_conversation_id: src.id,
         message_id: messageId,
+        ...(copy ? { copied_bytes: copy.bytes, copied_entries: copy.entries, skipped_entries: copy.skippedTotal } : {}),
       },
       'conversation forked',
     );
-    return fork;
+    return {
+      conversation: fork,
+      workspaceCopy: copy && { bytes: copy.bytes, entries: copy.entries, skipped: copy.skipped, skipped_total: copy.skippedTotal },
+    };
   } catch (err) {
-    if (dst) await fs.promises.rm(dst, { recursive: true, force: true });
+    if (dst) {
+      await removeTree(dst).catch((e: unknown) =>
+        logger.warn({ err: e, dir: dst }, 'fork: its copy could not be removed (the sweeper will)'),
+      );
+      removeMarker(dst);
+    }
+    if (err instanceof WorkspaceCopyRefused) throw new HttpError(err.status, err.code, err.message);
     throw err;
   }
 }
 
 /**
- * The source workspace's files into the fork's (links copied as links, never followed), under the fork's own identity
- * marker and, with isolated shells, its own uid. A source that never had a directory gives none.
+ * The source workspace's files into the fork's (links copied as links, never followed; an in-tree marker of an earlier
+ * release left out), under the fork's own identity marker (beside the workspaces, for the copy's directory) and, with
+ * isolated shells, its own uid; within the copy budget. Written under a
+ * temporary name and renamed to `to` only when complete. A source that never had a directory gives none (null).
  */
-async function copyWorkspace(config: Deps['config'], from: string, to: string, workspaceId: string): Promise<void> {
+async function copyWorkspace(deps: Deps, tenantId: string, from: string, to: string, workspaceId: string): Promise<CopyReport | null> {
+  const { config } = deps;
   const st = await fs.promises.lstat(from).catch(() => null);
-  if (!st?.isDirectory()) return;
-  await fs.promises.cp(from, to, {
-    recursive: true,
-    verbatimSymlinks: true,
-    errorOnExist: true,
-    force: false,
-    filter: (p) => p !== path.join(from, MARKER_FILE),
-  });
+  if (!st?.isDirectory()) return null;
+  const budget = await copyBudget(deps.db, config, tenantId);
   const owner =
     config.SHELL_ISOLATION === 'on' ? workspaceUid(workspaceId, { base: config.SHELL_UID_BASE, range: config.SHELL_UID_RANGE }) : undefined;
-  if (owner) {
-    for (const rel of await fs.promises.readdir(to, { recursive: true }))
-      await fs.promises.lchown(path.join(to, rel), owner.uid, owner.gid);
-    await fs.promises.lchown(to, owner.uid, owner.gid);
+  const writer = await TreeWriter.create(to, { owner });
+  try {
+    const report = await copyTree(from, writer, { budgetBytes: budget.bytes, exclude: (rel) => rel === LEGACY_MARKER_FILE }).catch(
+      (err: unknown) => {
+        throw err instanceof TreeBudgetExceeded ? budget.overBudget() : err;
+      },
+    );
+    // The copy's own directory (a rename keeps its inode) is what the marker names.
+    writeMarker(to, { workspaceId, generation: 1 }, writer.root.fd);
+    await writer.commit(st.mode);
+    return report;
+  } catch (err) {
+    await writer.abort();
+    removeMarker(to);
+    throw err;
   }
-  writeMarker(to, { workspaceId, generation: 1 });
 }

@@ -3,6 +3,7 @@ import { Router } from 'express';
 import type { Config } from '../../core/platform/config.js';
 import type { Db, Prisma } from '../../core/platform/db.js';
 import { resignFileUrl } from '../../core/domain/uploads.js';
+import { retrieverResources } from '../../core/domain/knowledge/citations.js';
 import { appCtx } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { MessagesQuery } from '../schemas.js';
@@ -145,7 +146,8 @@ export function messageJson(m: ThreadedRow, config: Pick<Config, 'ENCRYPTION_KEY
     // Signed links expire (issue 17 L5): history hands out fresh ones.
     message_files: m.files.map((f) => messageFileJson(f, config)),
     feedback: m.feedbacks?.[0] ? { rating: m.feedbacks[0].rating } : null,
-    retriever_resources: [],
+    // Dify's citations of a knowledge answer, when its config asked for them (issue 42 problem 6).
+    retriever_resources: retrieverResources(m.metadata) ?? [],
     agent_thoughts: m.thoughts.map((t) => ({
       id: t.id,
       message_id: m.id,

@@ -1,7 +1,9 @@
 /**
  * Files in a chat request (`files: [{type, transfer_method, upload_file_id | url}]`): checked before the
  * turn's rows exist, stored as MessageFile rows with the Message. A local_file must be an upload of the
- * same app and end user. A remote_url is downloaded here, once, by the pinned fetcher (the connection
+ * same app and caller (the end user; for a debugger turn, the console account: issue 43). What is accepted follows
+ * the config the turn will run on: a new conversation's active version, an existing one's pinned version, a debugger
+ * turn's draft. A remote_url is downloaded here, once, by the pinned fetcher (the connection
  * goes to the address that was checked, every redirect hop is checked the same way, size capped by kind,
  * type sniffed) and stored as an upload of that end user (issue 17 M3): from then on the turn, the prompt
  * and the model provider only ever see our signed URL of that copy, never the client's URL, so nobody
@@ -10,6 +12,7 @@
 import type { Config } from '../../core/platform/config.js';
 import type { Db } from '../../core/platform/db.js';
 import { AgentSoulConfig } from '../../core/domain/soul.js';
+import { findBuildDraft, findSharedDraft } from '../../core/domain/agent-configs.js';
 import type { AppContext } from '../auth.js';
 import { HttpError } from '../errors.js';
 import { currentRequest } from '../request-log.js';
@@ -40,6 +43,12 @@ export class RemoteUrlRefused extends HttpError {
   }
 }
 
+/** Whose files these are: a service-API end user, or a console account debugging a draft (its uploads are its own). */
+export type FileCaller =
+  { kind: 'end-user'; endUserId: string } | { kind: 'account'; accountId: string; draftType: 'DRAFT' | 'BUILD_DRAFT' };
+
+const ownerOf = (c: FileCaller) => (c.kind === 'end-user' ? { end_user_id: c.endUserId } : { account_id: c.accountId });
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Validates the request's files against the app's file_upload feature, ownership and the SSRF guard. */
@@ -52,12 +61,15 @@ export async function prepareMessageFiles(
     modelSupportsVision?: ModelVision;
   },
   app: AppContext,
-  endUserId: string,
+  caller: FileCaller,
   files: ChatRequest['files'],
+  /** The conversation the message continues (its pinned version decides what is accepted). */
+  conversationId?: string | null,
 ): Promise<PreparedMessageFile[]> {
   if (!files?.length) return [];
   const { db, config } = deps;
-  const { features, reach } = await fileUploadFeature(db, app, deps.modelSupportsVision ?? defaultVision(db, config));
+  const soul = await turnSoul(db, app, caller, conversationId ?? null);
+  const { features, reach } = await fileUploadFeature(app, soul, deps.modelSupportsVision ?? defaultVision(db, config));
   if (!features.enabled) throw new HttpError(400, 'invalid_param', 'files: file upload is disabled for this app.');
   if (files.length > features.max_files)
     throw new HttpError(400, 'invalid_param', `files: at most ${features.max_files} files per message.`);
@@ -68,7 +80,7 @@ export async function prepareMessageFiles(
       400,
       'invalid_param',
       `files.${i} (${name}): ${kind === 'image' ? 'images' : 'documents'} are not accepted by this app (GET /v1/parameters ` +
-        `does not offer them: ${kind === 'image' ? 'its model does not take images' : 'its agent has no workspace and shell to open documents in'}).`,
+        `does not offer them: ${kind === 'image' ? 'its model does not take images and its agent has no workspace and shell to receive them' : 'its agent has no workspace and shell to open documents in'}).`,
     );
 
   const baseUrl = config.API_INTERNAL_URL ?? currentRequest()?.selfUrl ?? config.apiUrl;
@@ -79,7 +91,7 @@ export async function prepareMessageFiles(
       if (!f.upload_file_id || !UUID.test(f.upload_file_id))
         throw new HttpError(400, 'invalid_param', `files.${i}.upload_file_id: is required for local_file and must be an upload id.`);
       const upload = await db.uploadFile.findFirst({
-        where: { id: f.upload_file_id, tenant_id: app.tenantId, app_id: app.appId, end_user_id: endUserId },
+        where: { id: f.upload_file_id, tenant_id: app.tenantId, app_id: app.appId, ...ownerOf(caller) },
       });
       if (!upload) throw new HttpError(404, 'file_not_found', `files.${i}.upload_file_id: Upload file not found.`);
       // The upload's own kind is authoritative (clients guess `type`).
@@ -96,7 +108,7 @@ export async function prepareMessageFiles(
       if (!reach[kind]) throw notOffered(i, remoteName(f.url), kind);
       const left = remoteDeadline - Date.now();
       if (left < 500) throw new RemoteUrlRefused(`files.${i}.url: no time left to download it with this message.`);
-      const copy = await downloadRemoteFile(deps, app, endUserId, f.url, kind, `files.${i}.url`, Math.min(REMOTE_FETCH_TIMEOUT_MS, left));
+      const copy = await downloadRemoteFile(deps, app, caller, f.url, kind, `files.${i}.url`, Math.min(REMOTE_FETCH_TIMEOUT_MS, left));
       out.push({ type: kind, transfer_method: 'remote_url', url: signedFileUrl(config, baseUrl, copy.id), upload_file_id: copy.id });
     }
   }
@@ -125,7 +137,7 @@ function typeOf(url: string, head: Buffer): string | null {
 async function downloadRemoteFile(
   deps: { db: Db; config: Config; lookup?: Lookup; remoteFetch?: Omit<PinnedFetchOptions, 'maxBytes'> },
   app: AppContext,
-  endUserId: string,
+  caller: FileCaller,
   raw: string,
   kind: Kind,
   field: string,
@@ -166,7 +178,7 @@ async function downloadRemoteFile(
           id,
           tenant_id: app.tenantId,
           app_id: app.appId,
-          end_user_id: endUserId,
+          ...ownerOf(caller),
           name: name.endsWith(`.${ext}`) ? name : `${name}.${ext}`,
           size: bytes.length,
           extension: ext,
@@ -193,9 +205,39 @@ function decodeURIComponentSafe(s: string): string {
   }
 }
 
-async function fileUploadFeature(db: Db, app: AppContext, vision: ModelVision) {
-  const agent = app.agentId ? await db.agent.findUnique({ where: { id: app.agentId }, include: { active_config_snapshot: true } }) : null;
-  const soul = AgentSoulConfig.safeParse(agent?.active_config_snapshot?.config_snapshot ?? null);
+/**
+ * The config the turn will run on, as resolveConfig will pick it (activities/prepare/resolve-config.ts): a debugger
+ * turn's draft (the shared DRAFT or the caller's BUILD_DRAFT), an existing conversation's pinned version (its
+ * binding's, even after a newer publish: issue 43 item 3), else the active published version. Null when there is none.
+ */
+async function turnSoul(db: Db, app: AppContext, caller: FileCaller, conversationId: string | null): Promise<unknown> {
+  if (!app.agentId) return null;
+  if (caller.kind === 'account') {
+    const draft =
+      caller.draftType === 'BUILD_DRAFT' ? await findBuildDraft(db, app.agentId, caller.accountId) : await findSharedDraft(db, app.agentId);
+    return draft?.config ?? null;
+  }
+  const conv = conversationId
+    ? await db.conversation.findFirst({
+        where: { id: conversationId, app_id: app.appId, end_user_id: caller.endUserId, deleted_at: null },
+        select: { agent_workspace_binding_id: true },
+      })
+    : null;
+  const binding = conv?.agent_workspace_binding_id
+    ? await db.agentWorkspaceBinding.findUnique({
+        where: { id: conv.agent_workspace_binding_id },
+        select: { agent_config_version_id: true },
+      })
+    : null;
+  const versionId =
+    binding?.agent_config_version_id ??
+    (await db.agent.findUnique({ where: { id: app.agentId }, select: { active_config_snapshot_id: true } }))?.active_config_snapshot_id;
+  if (!versionId) return null;
+  return (await db.agentConfigVersion.findUnique({ where: { id: versionId }, select: { config_snapshot: true } }))?.config_snapshot ?? null;
+}
+
+async function fileUploadFeature(app: AppContext, raw: unknown, vision: ModelVision) {
+  const soul = AgentSoulConfig.safeParse(raw);
   if (!soul.success) return { features: { enabled: false, image_enabled: false, max_files: 0 }, reach: { image: false, document: false } };
   return {
     features: soul.data.features.file_upload,

@@ -49,6 +49,8 @@ export interface QueueRequest {
   workflowId: string;
   owner: { end_user_id: string } | { account_id: string | null };
   invokeFrom: InvokeFrom;
+  /** The app API key that sent it (messages.api_token_id). */
+  apiTokenId?: string | null;
   query: string;
   inputs: object;
   files: PreparedMessageFile[];
@@ -120,6 +122,7 @@ export async function queueBehindTurn(tx: Tx, q: QueueRequest): Promise<QueueDec
       conversation_id: q.conversationId,
       ...q.owner,
       invoke_from: q.invokeFrom,
+      api_token_id: q.apiTokenId ?? null,
       query: q.query,
       inputs: q.inputs,
       workflow_id: q.workflowId,

@@ -15,7 +15,7 @@ import type { AppContext } from '../auth.js';
 import { admitTurn } from './admission.js';
 import { HttpError } from '../errors.js';
 import { findEndUser, upsertEndUser } from '../ownership.js';
-import { createMessageFiles, prepareMessageFiles } from './message-files.js';
+import { createMessageFiles, prepareMessageFiles, type FileCaller } from './message-files.js';
 import type { ChatRequest } from '../schemas.js';
 import { unixSeconds } from '../../core/platform/time.js';
 import { recordTurnStarted } from '../../core/platform/metrics/index.js';
@@ -25,7 +25,7 @@ import { afterQueued, queueBehindTurn, type QueuedTurn } from './multitask.js';
 import type { OutboxDispatcher } from '../../core/domain/outbox.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import { placeInThread } from './threads.js';
-import { conversationName, markdownText } from '../../core/domain/turn-text.js';
+import { conversationName, conversationTitle, markdownText } from '../../core/domain/turn-text.js';
 
 /** How long a workflow start may take before the turn counts as not started (well inside TURN_SWEEP_MIN_AGE_MS, at least 15 s). */
 const START_DEADLINE_MS = 10_000;
@@ -92,9 +92,16 @@ export async function createTurnRecords(
   const endUser = caller.kind === 'end-user' ? (known ?? (await upsertEndUser(db, app, body.user))) : null;
   const accountId = caller.kind === 'account' ? caller.accountId : null;
   const owner = endUser ? { end_user_id: endUser.id } : { account_id: accountId };
+  // The key that started it: a revoke ends its streams, and can stop it (api/credential-watch.ts, api/console/admin.ts).
+  const apiTokenId = caller.kind === 'end-user' ? (app.apiTokenId ?? null) : null;
   const messageId = opts.messageId ?? crypto.randomUUID();
   const workflowId = workflowIdForMessage(messageId);
-  const files = endUser ? await prepareMessageFiles(deps, app, endUser.id, body.files) : [];
+  // A debugger turn's files are the console account's own uploads, accepted by its draft's config (issue 43).
+  const fileCaller: FileCaller =
+    caller.kind === 'account'
+      ? { kind: 'account', accountId: caller.accountId, draftType: caller.draftType }
+      : { kind: 'end-user', endUserId: endUser!.id };
+  const files = await prepareMessageFiles(deps, app, fileCaller, body.files, body.conversation_id || null);
 
   const { conversationId, createdAt, queued } = await db.$transaction(
     async (
@@ -122,7 +129,7 @@ export async function createTurnRecords(
             ...owner,
             inputs: body.inputs as object,
             invoke_from: invokeFrom,
-            name: body.auto_generate_name ? conversationName(body.query) : 'New conversation',
+            name: body.auto_generate_name ? conversationTitle(body.query) : 'New conversation',
             // A new conversation is born holding its first turn's lock: nobody else can know its id yet.
             ...heldByFirstTurn(messageId),
           },
@@ -140,6 +147,7 @@ export async function createTurnRecords(
           workflowId,
           owner,
           invokeFrom,
+          apiTokenId,
           query: body.query,
           inputs: body.inputs as object,
           files,
@@ -175,6 +183,7 @@ export async function createTurnRecords(
           conversation_id: conversationId,
           ...owner,
           invoke_from: invokeFrom,
+          api_token_id: apiTokenId,
           query: body.query,
           inputs: body.inputs as object,
           workflow_id: workflowId,

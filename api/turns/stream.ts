@@ -11,6 +11,9 @@ import { followEvents, type EventNotifier } from '../../core/protocol/event-log.
 import { startSse, writeSse } from '../../core/platform/sse.js';
 import { streamObserver } from '../../core/platform/metrics/index.js';
 import { HttpError } from '../errors.js';
+import type { AppContext } from '../auth.js';
+import type { CredentialWatch } from '../credential-watch.js';
+import type { ErrorCode } from '../../core/protocol/error-codes.js';
 
 /** The largest event id (seq is a 32-bit column). */
 export const MAX_EVENT_ID = 2_147_483_647;
@@ -69,9 +72,51 @@ export async function queuedFrame(db: Db, messageId: string, opts: { always?: bo
   return { event: 'message_queued', ...turnEventBase(m), position: ahead + 1, strategy };
 }
 
+/** The app API key a service-API stream was opened with, and the watch that ends it when the key is revoked. */
+export interface StreamCredential {
+  watch: CredentialWatch;
+  tokenId: string;
+}
+
+export function streamCredential(watch: CredentialWatch | undefined, app: AppContext): StreamCredential | undefined {
+  return watch && app.apiTokenId ? { watch, tokenId: app.apiTokenId } : undefined;
+}
+
+/** The stream's end when its key is revoked: the turn itself goes on unless the revoke stopped it (docs/security.md). */
+export const KEY_REVOKED = {
+  code: 'api_key_revoked',
+  status: 401,
+  message: 'The API key of this stream was revoked. The turn is not stopped by this; read its outcome with a valid key.',
+} as const satisfies { code: ErrorCode; status: number; message: string };
+
+/**
+ * Runs `follow` with an abort signal that fires when the client goes away or, with a credential, when its key is
+ * revoked (checked once now too); resolves whether the key was revoked.
+ */
+async function whileCredentialValid(
+  credential: StreamCredential | undefined,
+  abort: AbortController,
+  follow: (isRevoked: () => boolean) => Promise<void>,
+): Promise<boolean> {
+  let revoked = false;
+  const release = credential?.watch.hold(credential.tokenId, () => {
+    revoked = true;
+    abort.abort();
+  });
+  try {
+    await follow(() => revoked);
+  } finally {
+    release?.();
+  }
+  return revoked;
+}
+
 export async function streamTurn(
-  /** `startedAtMs` (performance.now() when a chat request arrived): its first token and end are timed (metrics). */
-  deps: { db: Db; notifier: EventNotifier; pingMs: number; startedAtMs?: number },
+  /**
+   * `startedAtMs` (performance.now() when a chat request arrived): its first token and end are timed (metrics).
+   * `credential`: the app key the stream was opened with; its revoke ends the stream with KEY_REVOKED.
+   */
+  deps: { db: Db; notifier: EventNotifier; pingMs: number; startedAtMs?: number; credential?: StreamCredential },
   req: Request,
   res: Response,
   messageId: string,
@@ -86,10 +131,23 @@ export async function streamTurn(
   const onClose = () => abort.abort();
   res.on('close', onClose);
   const ping = setInterval(() => writeSse(res, { event: 'ping', data: { event: 'ping' } }), deps.pingMs);
+  let ended = false;
   try {
-    for await (const e of followEvents(deps.db, deps.notifier, messageId, afterSeq, abort.signal)) {
-      writeSse(res, { id: e.seq, event: e.event, data: e.data });
-      observed.onEvent(e.event);
+    const revoked = await whileCredentialValid(deps.credential, abort, async (isRevoked) => {
+      for await (const e of followEvents(deps.db, deps.notifier, messageId, afterSeq, abort.signal)) {
+        if (isRevoked()) break;
+        writeSse(res, { id: e.seq, event: e.event, data: e.data });
+        observed.onEvent(e.event);
+        if (isTerminalClientEvent(e.event)) ended = true;
+      }
+    });
+    // Not an event of the log (no `id:`): a client re-attaching with a valid key resumes where it was.
+    if (revoked && !ended && !res.writableEnded) {
+      const m = await deps.db.message.findUnique({
+        where: { id: messageId },
+        select: { id: true, conversation_id: true, created_at: true },
+      });
+      if (m) writeSse(res, { event: 'error', data: { event: 'error', ...turnEventBase(m), ...KEY_REVOKED } });
     }
   } finally {
     observed.close();
@@ -101,14 +159,29 @@ export async function streamTurn(
 
 /** Blocking mode: waits for the terminal event and folds the stream into one answer. */
 export async function collectTurn(
-  deps: { db: Db; notifier: EventNotifier },
+  deps: { db: Db; notifier: EventNotifier; credential?: StreamCredential },
   messageId: string,
   signal: AbortSignal,
 ): Promise<StoredClientEvent[]> {
   const out: StoredClientEvent[] = [];
-  for await (const e of followEvents(deps.db, deps.notifier, messageId, 0, signal)) {
-    out.push(e);
-    if (isTerminalClientEvent(e.event)) break;
+  const abort = new AbortController();
+  const onAbort = () => abort.abort();
+  signal.addEventListener('abort', onAbort);
+  let ended = false;
+  try {
+    const revoked = await whileCredentialValid(deps.credential, abort, async () => {
+      for await (const e of followEvents(deps.db, deps.notifier, messageId, 0, abort.signal)) {
+        out.push(e);
+        if (isTerminalClientEvent(e.event)) {
+          ended = true;
+          break;
+        }
+      }
+    });
+    // The request waiting for the answer ends like a stream: 401 api_key_revoked (the turn goes on).
+    if (revoked && !ended) throw new HttpError(KEY_REVOKED.status, KEY_REVOKED.code, KEY_REVOKED.message);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
   }
   return out;
 }

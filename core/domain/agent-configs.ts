@@ -62,6 +62,34 @@ export async function saveBuildDraft(
   });
 }
 
+/**
+ * The caller's build draft, made from the shared draft when there is none yet (issue 42 problem 4): a debugger turn
+ * on "my build draft" before its first save runs on what the shared draft holds, as the studio showed it, instead
+ * of failing. Based on the shared draft's revision like a first save; two first turns at once make one draft.
+ */
+export async function ensureBuildDraft(q: Q, p: { tenantId: string; agentId: string; accountId: string; baseVersionId: string | null }) {
+  const existing = await findBuildDraft(q, p.agentId, p.accountId);
+  if (existing) return existing;
+  const shared = await findSharedDraft(q, p.agentId);
+  if (!shared) return null;
+  try {
+    return await q.agentConfigDraft.create({
+      data: {
+        tenant_id: p.tenantId,
+        agent_id: p.agentId,
+        draft_type: 'BUILD_DRAFT',
+        account_id: p.accountId,
+        base_version_id: p.baseVersionId,
+        base_draft_revision: shared.revision,
+        config: json(shared.config),
+      },
+    });
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'P2002') throw err;
+    return findBuildDraft(q, p.agentId, p.accountId);
+  }
+}
+
 export type MergeOutcome =
   { status: 'merged'; shared: DraftRow; build: DraftRow } | { status: 'conflict'; sharedRevision: number; baseRevision: number | null };
 type DraftRow = NonNullable<Awaited<ReturnType<typeof findSharedDraft>>>;

@@ -9,6 +9,7 @@ import type { ModelPrice } from './llm/pricing.js';
 import { resolvePromptMentions } from './mention-resolver.js';
 import { whitelistModelSettings, type AgentSoulConfig } from './soul.js';
 import type { OutputQuotaLimits } from './output-quota.js';
+import type { PromptMessage } from '../protocol/inner-llm.js';
 
 export interface PlacedFile {
   /** Relative to the workspace. */
@@ -50,6 +51,11 @@ export interface BuildInput {
   datasetNames?: ReadonlyMap<string, string>;
   /** The request's inputs, for `{{#inputs.<name>#}}` mentions. */
   inputs?: Readonly<Record<string, unknown>>;
+  /**
+   * A lost workspace's replacement binding (activities/prepare/lost-history.ts): the history its first run starts from,
+   * and the note appended to the turn's user message.
+   */
+  recoveredHistory?: { messages: PromptMessage[]; note: string };
 }
 
 /** Pure: soul config + turn facts → ordered layer composition (docs/PROTOCOL.md §2 order). */
@@ -73,15 +79,24 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
       ? t.query
       : `${t.query}\n\nAttached files (links only: this agent has no workspace or tool to open them):\n${downloads.map((f) => `- ${describe(f)}: ${f.url}`).join('\n')}`;
   if (t.workspaceFiles?.length) {
-    const typed = t.workspaceFiles.map((f, i) => ({ ...f, type: t.files[i]?.type ?? 'document', mime_type: t.files[i]?.mime_type }));
+    const typed = t.workspaceFiles.map((f, i) => ({
+      ...f,
+      type: t.files[i]?.type ?? 'document',
+      mime_type: t.files[i]?.mime_type,
+      shown: files[i]?.transfer === 'native',
+    }));
     const placed = typed.filter((f) => f.path);
     const failed = typed.filter((f) => !f.path);
+    // An image the model is not shown (a text-only model: seed 000's fallback) is said to be one, so it works on the file.
+    const unseen = (f: (typeof typed)[number]) =>
+      f.type === 'image' && !f.shown ? '; your model cannot see images, so work with the file through the shell' : '';
     text = t.query;
     if (placed.length)
-      text += `\n\nAttached files (in your workspace; open them with the shell):\n${placed.map((f) => `- ${f.path} (${f.type}${f.mime_type ? `, ${f.mime_type}` : ''})`).join('\n')}`;
+      text += `\n\nAttached files (in your workspace; open them with the shell):\n${placed.map((f) => `- ${f.path} (${f.type}${f.mime_type ? `, ${f.mime_type}` : ''}${unseen(f)})`).join('\n')}`;
     if (failed.length)
       text += `\n\nAttached files that could not be placed in your workspace:\n${failed.map((f) => `- ${f.name}: ${f.error}`).join('\n')}`;
   }
+  if (t.recoveredHistory) text += `\n\n${t.recoveredHistory.note}`;
   const withRuntime = soul.runtime.enabled && Boolean(t.workspaceId);
   const layers: LayerSpec[] = [
     // Mentions resolved against this composition (issue 31): tools by the name the model is offered, datasets by name.
@@ -114,7 +129,10 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
         { ttlMs: t.contextTtlMs },
       ),
     ),
-    layer('history', { max_messages: soul.history.max_messages }),
+    layer('history', {
+      max_messages: soul.history.max_messages,
+      ...(t.recoveredHistory?.messages.length ? { initial_messages: t.recoveredHistory.messages } : {}),
+    }),
     layer(
       'llm',
       {
@@ -168,7 +186,7 @@ export function buildComposition(soul: AgentSoulConfig, t: BuildInput): LayerSpe
 }
 
 /** The window the backend fits prompts into: the model's, or the agent config's when smaller. */
-function contextWindowOf(soul: AgentSoulConfig, model: BuildInput['model']): { context_window?: number } {
+export function contextWindowOf(soul: AgentSoulConfig, model: BuildInput['model']): { context_window?: number } {
   const windows = [soul.model.context_window, model?.context_window].filter((n): n is number => typeof n === 'number' && n > 0);
   return windows.length ? { context_window: Math.min(...windows) } : {};
 }

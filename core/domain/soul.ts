@@ -107,6 +107,14 @@ export const AgentSoulConfig = z
           })
           .strict()
           .default({ enabled: true, image_enabled: true, max_files: 5 }),
+        /**
+         * Dify's "citation and attribution": a knowledge answer carries the chunks it was given (message_end and
+         * GET /v1/messages `retriever_resources`, docs/knowledge.md "Citations"). On by default, as in Dify.
+         */
+        retriever_resource: z
+          .object({ enabled: z.boolean().default(true) })
+          .strict()
+          .default({ enabled: true }),
       })
       .strict()
       .default({
@@ -120,6 +128,7 @@ export const AgentSoulConfig = z
           output_preset_answer: 'The answer was withheld by content moderation.',
         },
         file_upload: { enabled: true, image_enabled: true, max_files: 5 },
+        retriever_resource: { enabled: true },
       }),
   })
   .strict()

@@ -13,20 +13,48 @@
  * inside the same pinned directory (rename replaces a planted symlink, never writes through it); reads open with
  * O_NOFOLLOW|O_NONBLOCK (a FIFO cannot block) and check the descriptor: a regular file, one link, under the cap.
  *
+ * Whole trees (fork's copy, removal) are walked the same way in the sibling core/domain/workspace-tree.ts; the rule
+ * both serve: docs/security.md "Root never walks a tenant tree".
+ *
  * Refusals are WorkspaceRefused with a reason fit for the model (a placed file's `error`, a not-attached note).
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
-const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = fs.constants;
-const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
+const { O_RDONLY, O_WRONLY, O_CREAT, O_EXCL, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY, O_NOCTTY } = fs.constants;
+/** A directory, never through a symlink at its own name. */
+export const DIR_FLAGS = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
+/** A file to read: never through a symlink, never blocking (a FIFO), never becoming a controlling terminal. */
+export const READ_FLAGS = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
 
 /** A path inside the workspace refused (symlink, not a directory, not a regular file, too large...). */
 export class WorkspaceRefused extends Error {}
 
-/** `/proc/self/fd/<fd>/<name>`: `<name>` resolved inside the directory the descriptor pins. */
-const at = (dir: fs.promises.FileHandle, name: string) => `/proc/self/fd/${dir.fd}/${name}`;
+/** `/proc/self/fd/<fd>/<name>`: `<name>` resolved inside the directory the descriptor pins (openat's equivalent). */
+export const at = (dir: fs.promises.FileHandle | number, name: string) => `/proc/self/fd/${typeof dir === 'number' ? dir : dir.fd}/${name}`;
+
+/** Who an identity is, for the "could its owner read it" check. */
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+/**
+ * Whether `owner` could read what `st` describes without privileges: its own (it may chmod it), else by the group or
+ * other bits. Root, and this process's own uid, read anything of theirs anyway: no check then (`owner` undefined).
+ */
+export function readableBy(st: fs.Stats, owner: Owner | undefined): boolean {
+  if (!owner) return true;
+  if (st.uid === owner.uid) return true;
+  return st.gid === owner.gid ? (st.mode & 0o040) !== 0 : (st.mode & 0o004) !== 0;
+}
+
+/** The identity a tree's reads are checked against: its root's owner, unless that is this process (or root) itself. */
+export function treeReader(root: fs.Stats): Owner | undefined {
+  const me = process.geteuid?.() ?? -1;
+  return root.uid === 0 || root.uid === me ? undefined : { uid: root.uid, gid: root.gid };
+}
 
 /** A single path component: no separators, not `.`/`..`, no NUL, bounded. */
 export function isPlainComponent(name: string): boolean {
@@ -42,6 +70,8 @@ interface Root {
   fh: fs.promises.FileHandle;
   uid: number;
   gid: number;
+  /** Whose reads are checked (treeReader of the root as opened). */
+  reader: Owner | undefined;
 }
 
 /**
@@ -71,7 +101,7 @@ async function openRoot(workspaceDir: string, create: boolean): Promise<Root> {
     const real = await fs.promises.readlink(`/proc/self/fd/${fh.fd}`);
     if (real !== want) throw new WorkspaceRefused('the workspace directory is not where it should be');
     const st = await fh.stat();
-    return { fh, uid: st.uid, gid: st.gid };
+    return { fh, uid: st.uid, gid: st.gid, reader: treeReader(st) };
   } catch (err) {
     await fh.close();
     throw err;
@@ -204,13 +234,15 @@ export async function placeWorkspaceFile(
 
 /**
  * Reads `<dirs...>/<name>` of the workspace: no symlink at any level, a regular file with one link (a hard link
- * could be another path's content), at most `maxBytes`. Throws WorkspaceRefused with the reason.
+ * could be another path's content) that the workspace's owner could read itself (as walkTree asks: a host file
+ * hard-linked in where fs.protected_hardlinks=0 keeps one link once the host renames a new version over its own
+ * name), at most `maxBytes`. Throws WorkspaceRefused with the reason.
  */
 export async function readWorkspaceFile(workspaceDir: string, dirs: string[], name: string, maxBytes: number): Promise<Buffer> {
   if (!isPlainComponent(name)) throw new WorkspaceRefused('not a plain file name');
-  return withDir(workspaceDir, dirs, false, undefined, async (dir) => {
+  return withDir(workspaceDir, dirs, false, undefined, async (dir, root) => {
     // O_NONBLOCK: a FIFO swapped in cannot block the open (nor the read: it is refused by the fstat below).
-    const fh = await fs.promises.open(at(dir, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK).catch((err: NodeJS.ErrnoException) => {
+    const fh = await fs.promises.open(at(dir, name), READ_FLAGS).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ELOOP') throw new WorkspaceRefused('a symbolic link');
       if (err.code === 'ENOENT') throw new WorkspaceRefused('no such file');
       throw new WorkspaceRefused(`cannot be opened (${err.code ?? 'error'})`);
@@ -219,6 +251,7 @@ export async function readWorkspaceFile(workspaceDir: string, dirs: string[], na
       const st = await fh.stat();
       if (!st.isFile()) throw new WorkspaceRefused('not a regular file');
       if (st.nlink !== 1) throw new WorkspaceRefused('a hard link');
+      if (!readableBy(st, root.reader)) throw new WorkspaceRefused("not readable by the workspace's owner");
       if (st.size > maxBytes) throw new WorkspaceRefused(`larger than ${maxBytes} bytes`);
       const buf = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
       let len = 0;

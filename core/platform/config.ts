@@ -26,6 +26,9 @@ export const EnvSchema = z.object({
   // --- PostgreSQL -------------------------------------------------------------------------------
   /** External PostgreSQL; when unset `npm start` runs embedded PostgreSQL under DATA_DIR. */
   DATABASE_URL: z.string().optional(),
+  /** The password of DATABASE_URL's user, kept out of the URL (a Secret's file: DATABASE_PASSWORD_FILE; the Helm
+   * chart, docs/deploying.md): put into the URL percent-encoded, and wins over a password the URL holds. */
+  DATABASE_PASSWORD: z.string().optional(),
   /** Port of the embedded PostgreSQL. */
   EMBEDDED_PG_PORT: int(54329),
   /** Embedded PostgreSQL flushes commits to disk (fsync, synchronous commit). `false` trades safety
@@ -144,6 +147,14 @@ export const EnvSchema = z.object({
     .int()
     .min(0)
     .default(5 * 1024 * 1024 * 1024),
+  /** Per tenant: bytes of the workspace copies forks made (POST …/fork), counted while their workspace is active (a deleted
+   * fork frees its share), under a per-tenant lock; one copy is also bounded by WORKSPACE_QUOTA_BYTES. Over it: 413
+   * `workspace_quota_exceeded`, nothing left behind (api/service/fork.ts). Default 10 GiB; 0: no limit. */
+  TENANT_MAX_WORKSPACE_COPY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(10 * 1024 * 1024 * 1024),
 
   // --- worker ---------------------------------------------------------------------------------
   /** The worker's HTTP port: `GET /healthz` ({temporal, database}), `/readyz` (+ polling) and `/metrics`. A standalone
@@ -157,6 +168,10 @@ export const EnvSchema = z.object({
   WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES: z.coerce.number().int().min(1).default(100),
   WORKER_MAX_CONCURRENT_WORKFLOW_TASKS: z.coerce.number().int().min(2).default(100),
   WORKER_MAX_CACHED_WORKFLOWS: z.coerce.number().int().min(0).optional(),
+  /** From sources only (a compiled worker loads dist/workflow-bundle.js): a directory where the worker keeps its bundle of
+   * workflows/ and reuses it while every file in it is unchanged (worker/workflow-bundle-cache.ts), instead of bundling at
+   * each start. The test suite sets it (.cache/workflow-bundles); unset, every start bundles. */
+  WORKER_WORKFLOW_BUNDLE_CACHE_DIR: z.string().min(1).optional(),
   /** How many workers serve the task queue: with WORKER_MAX_CONCURRENT_ACTIVITIES, the default MAX_TURNS_IN_FLIGHT. */
   WORKER_COUNT: z.coerce.number().int().min(1).default(1),
   /** The turn sweeper (worker/sweeper.ts, issue 30) of every worker: a pass every INTERVAL ms over at most BATCH messages
@@ -277,6 +292,9 @@ export const EnvSchema = z.object({
   TOOL_MAX_RESPONSE_BYTES: int(65_536),
   /** Let tool providers reach loopback/private addresses (tests, trusted on-premise tools); off: public only. */
   TOOL_ALLOW_PRIVATE_NETWORK: bool.default(false),
+  /** Let the http_request builtin reach loopback/private addresses (tests, agents on a trusted network); off: public only. Its
+   * own switch, not TOOL_ALLOW_PRIVATE_NETWORK: a provider's server is chosen by an app builder, this URL by the model. */
+  HTTP_REQUEST_ALLOW_PRIVATE_NETWORK: bool.default(false),
 
   // --- webhooks (issue 35 item 4: core/domain/webhooks/) ------------------------------------------------
   /** Let webhook URLs reach loopback/private addresses (tests, receivers on a trusted network); off: public only. Its own
@@ -290,6 +308,23 @@ export const EnvSchema = z.object({
   WEBHOOK_TIMEOUT_MS: int(10_000),
   /** How often the worker's webhook dispatcher looks for deliveries to start. */
   WEBHOOK_DISPATCH_POLL_MS: int(1_000),
+
+  // --- automation limits (issue 47: docs/security.md "Limits and their settings") --------------------------------
+  /** The shortest time between two runs of one schedule, seconds: its `interval_seconds`, or the two closest times of
+   * its cron (seconds fields and `@every` included); shorter is 400 `schedule_interval_too_short`. */
+  SCHEDULE_MIN_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  /** Schedules one app / one tenant may hold (403 `schedule_quota_exceeded`). 0: no limit. */
+  SCHEDULES_PER_APP: z.coerce.number().int().min(0).default(20),
+  SCHEDULES_PER_TENANT: z.coerce.number().int().min(0).default(100),
+  /** Webhooks one app / one tenant may hold (403 `webhook_quota_exceeded`). 0: no limit. */
+  WEBHOOKS_PER_APP: z.coerce.number().int().min(0).default(10),
+  WEBHOOKS_PER_TENANT: z.coerce.number().int().min(0).default(50),
+  /** Webhook deliveries started per minute (a fixed window) for one app / one tenant; the others wait for the next
+   * window — delayed, never dropped, so a receiver still gets every event. 0: no limit. */
+  WEBHOOK_DELIVERIES_PER_MINUTE_PER_APP: z.coerce.number().int().min(0).default(120),
+  WEBHOOK_DELIVERIES_PER_MINUTE_PER_TENANT: z.coerce.number().int().min(0).default(600),
+  /** The window those two count in, seconds: a minute (tests shorten it). */
+  WEBHOOK_DELIVERY_RATE_WINDOW_S: z.coerce.number().int().min(1).max(3_600).default(60),
 
   // --- models -----------------------------------------------------------------------------------
   /** Per-token delay of the deterministic demo model, in ms. */
@@ -323,6 +358,14 @@ export const EnvSchema = z.object({
   MODEL_ALLOW_PRIVATE_NETWORK: bool.default(false),
   /** Catalogue overrides and custom models (core/domain/llm/catalogue/index.ts): JSON text or `@/path/file.json`. */
   MODEL_CATALOGUE_OVERRIDES: z.string().optional(),
+  /**
+   * Time allowed from a model call's start to the provider's first streamed part, ms: over it the call ends
+   * `provider_timeout` (retried while nothing was streamed). Unset: the catalogue's per-model default
+   * (docs/models.md "Stream timeouts"); 0: none.
+   */
+  MODEL_FIRST_TOKEN_TIMEOUT_MS: z.coerce.number().int().nonnegative().optional(),
+  /** Longest silence between two streamed parts of a model call, ms; unset: the catalogue's default; 0: none. */
+  MODEL_IDLE_TIMEOUT_MS: z.coerce.number().int().nonnegative().optional(),
   /** The demo agent's model on first start, `provider/model` (default: the first configured provider's, else demo). */
   DEMO_AGENT_MODEL: z.string().optional(),
 
@@ -414,11 +457,25 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   }
   return {
     ...e,
+    DATABASE_URL: withPassword(e.DATABASE_URL, e.DATABASE_PASSWORD),
     dataDir: path.resolve(e.DATA_DIR),
     workspacesDir: path.resolve(e.WORKSPACES_DIR ?? path.join(e.DATA_DIR, 'workspaces')),
     apiUrl: e.API_INTERNAL_URL ?? `http://${e.API_HOST}:${e.API_PORT}`,
     agentBackendUrl: e.AGENT_BACKEND_URL ?? `http://${e.AGENT_BACKEND_HOST}:${e.AGENT_BACKEND_PORT}`,
   };
+}
+
+/** DATABASE_URL with DATABASE_PASSWORD as its password, percent-encoded whole (the URL setter alone keeps `%`). */
+function withPassword(url: string | undefined, password: string | undefined): string | undefined {
+  if (!url || password === undefined) return url;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new Error('Invalid configuration: DATABASE_PASSWORD is set but DATABASE_URL is not a URL (postgresql://user@host:port/db)');
+  }
+  u.password = encodeURIComponent(password);
+  return u.toString();
 }
 
 /** mTLS needs both halves: one without the other would silently connect without a client certificate. */

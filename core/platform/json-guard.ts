@@ -135,28 +135,6 @@ export function findBadString(value: unknown, root = 'body'): { path: string; wh
   return null;
 }
 
-/** The dotted path of the first key or string holding a NUL character, or null (see findBadString). */
-export function findNul(value: unknown, root = 'body'): string | null {
-  const stack: [unknown, string][] = [[value, root]];
-  while (stack.length) {
-    const [v, path] = stack.pop()!;
-    if (typeof v === 'string') {
-      if (v.includes('\u0000')) return path;
-    } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], `${path}[${i}]`]);
-    } else if (v && typeof v === 'object') {
-      const entries = Object.entries(v);
-      for (let i = entries.length - 1; i >= 0; i--) {
-        const [k, child] = entries[i]!;
-        const p = path === 'body' ? k : `${path}.${k}`;
-        if (k.includes('\u0000')) return p.replace(/\u0000/g, '\\u0000');
-        stack.push([child, p]);
-      }
-    }
-  }
-  return null;
-}
-
 export interface JsonBodyOptions {
   /** Largest body accepted, bytes or a size string ('1mb'); bigger bodies get 413 before parsing. */
   limit: number | string;

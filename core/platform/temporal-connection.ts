@@ -52,3 +52,24 @@ export function temporalSecurity(e: TemporalEnv): TemporalSecurity {
   out.tls = tls;
   return out;
 }
+
+/**
+ * A failed connection to Temporal said in the settings' words when it is the TLS handshake (the SDK's own text is a
+ * transport error such as `InvalidCertificate(UnknownIssuer)` or `unable to verify the first certificate`): which CA
+ * the server's certificate was checked against, or that a client certificate was refused. Other errors unchanged.
+ */
+export function explainTemporalConnectError(err: unknown, address: string, e: TemporalEnv): Error {
+  const msg = err instanceof Error ? err.message : String(err);
+  const ca = e.TEMPORAL_TLS_CA_FILE ? `TEMPORAL_TLS_CA_FILE=${e.TEMPORAL_TLS_CA_FILE}` : "the system's CAs (TEMPORAL_TLS_CA_FILE unset)";
+  let why: string | null = null;
+  if (/UnknownIssuer|unable to verify|self[- ]signed|certificate verify failed|unknown ca|BadSignature/i.test(msg))
+    why = `its server certificate is not signed by ${ca}`;
+  else if (/NotValidForName|hostname|altnames|IP: .* is not in the cert/i.test(msg))
+    why = `its server certificate does not name ${e.TEMPORAL_TLS_SERVER_NAME ? `TEMPORAL_TLS_SERVER_NAME=${e.TEMPORAL_TLS_SERVER_NAME}` : `the host of ${address}`}`;
+  else if (/certificate required|bad certificate|handshake failure|CertificateRequired|alert/i.test(msg))
+    why = e.TEMPORAL_TLS_CERT_FILE
+      ? `it refused this client's certificate TEMPORAL_TLS_CERT_FILE=${e.TEMPORAL_TLS_CERT_FILE}`
+      : 'it asks for a client certificate (mTLS): set TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE';
+  if (!why) return err instanceof Error ? err : new Error(msg);
+  return new Error(`Temporal at ${address} refused the TLS connection: ${why} (${msg})`, { cause: err });
+}

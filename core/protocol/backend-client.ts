@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { text as readText } from 'node:stream/consumers';
 import { parseSse } from '../platform/sse.js';
+import { storableJsonText } from '../platform/storable-text.js';
 import { CreateRunResponse, EventsPage, RunEvent, RunStatusResponse, isTerminal, type CreateRunRequest } from './run.js';
 import { BackendErrorBody, ModulesResponse, ValidateCompositionResponse } from './registry.js';
 import type { z } from 'zod';
@@ -128,7 +129,7 @@ export class AgentBackendClient {
     const res = await fetch(`${this.baseUrl}/runs/${encodeURIComponent(runId)}/events?${qs}`, { headers: this.headers(), signal });
     const text = await res.text();
     if (!res.ok) throw new BackendHttpError(res.status, text, 'list events');
-    return EventsPage.parse(JSON.parse(text));
+    return EventsPage.parse(JSON.parse(storableJsonText(text)));
   }
 
   /**
@@ -159,7 +160,10 @@ export class AgentBackendClient {
       }
       for await (const frame of parseSse(watched())) {
         if (!frame.data) continue;
-        const event = RunEvent.parse(JSON.parse(frame.data));
+        // The api's one intake of a run's events: whatever it stores of them (the event log, thoughts, the answer, a
+        // form, the session snapshot) derives from these, so NUL and lone surrogates are replaced here, whatever the
+        // backend sent (core/platform/storable-text.ts; the reference backend already stores them replaced).
+        const event = RunEvent.parse(JSON.parse(storableJsonText(frame.data)));
         yield event;
         if (isTerminal(event)) return;
       }

@@ -5,6 +5,7 @@
  * check every frame against them.
  */
 import { z } from 'zod';
+import { RetrieverResource } from './retriever-resource.js';
 import { Usage } from './run.js';
 import { unixSeconds } from '../platform/time.js';
 
@@ -60,6 +61,8 @@ export const MessageEndEvent = TurnEventBase.extend({
   metadata: z.object({
     usage: Usage,
     annotation_reply: z.record(z.string(), z.unknown()).optional(),
+    /** Dify's citation and attribution list: present when the app's retriever_resource feature is on (with knowledge). */
+    retriever_resources: z.array(RetrieverResource).optional(),
   }),
 }).meta({ description: 'The turn ended; the stream closes after it.' });
 

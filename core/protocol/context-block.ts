@@ -6,7 +6,10 @@ import type { RetrievedChunk } from './knowledge.js';
 
 const OPEN = '<knowledge_context>';
 const CLOSE = '</knowledge_context>';
-const INTRO = 'Passages from the knowledge base for this message (use them when they help; cite them by their label):';
+// Cited by number (issue 42 problem 6): the answer says "[1]" and the citations under it name the source; a whole label
+// in the answer was a raw "[dataset … · chunk … · score …]" tail.
+const INTRO =
+  'Passages from the knowledge base for this message (use them when they help; cite a passage by its number in brackets, like [1]):';
 
 export function sourceLabel(c: Pick<RetrievedChunk, 'dataset_name' | 'document_name' | 'chunk_id' | 'score'>): string {
   return `dataset "${c.dataset_name}" · document "${c.document_name}" · chunk ${c.chunk_id} · score ${c.score.toFixed(2)}`;
@@ -21,16 +24,19 @@ export function formatKnowledgeBlock(chunks: RetrievedChunk[]): string | null {
 }
 
 /** Splits a user message's text into what the user wrote and the passages of a knowledge block (if any). */
-export function parseKnowledgeBlock(text: string): { query: string; passages: { label: string; content: string }[] | null } {
+export function parseKnowledgeBlock(text: string): {
+  query: string;
+  passages: { n: number; label: string; content: string }[] | null;
+} {
   const start = text.indexOf(OPEN);
   if (start < 0) return { query: text, passages: null };
   const end = text.indexOf(CLOSE, start);
   const inner = text.slice(start + OPEN.length, end < 0 ? undefined : end);
   const passages = inner
     .split(/\n\n(?=\[\d+\] )/)
-    .map((p) => /^\s*\[\d+\] ([^\n]*)\n([\s\S]*)$/.exec(p))
+    .map((p) => /^\s*\[(\d+)\] ([^\n]*)\n([\s\S]*)$/.exec(p))
     .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ label: m[1]!, content: m[2]!.trim() }));
+    .map((m) => ({ n: Number(m[1]), label: m[2]!, content: m[3]!.trim() }));
   const rest = (text.slice(0, start) + (end < 0 ? '' : text.slice(end + CLOSE.length))).trim();
   return { query: rest, passages };
 }

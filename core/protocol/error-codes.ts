@@ -62,6 +62,12 @@ export const ERROR_CODES = {
     audience: ['service', 'console', 'inner', 'backend'],
     meaning: 'Missing, unknown or revoked key or token',
   },
+  api_key_revoked: {
+    status: [401],
+    audience: ['service', 'event'],
+    meaning:
+      "The app API key a stream or a blocking request was opened with was revoked meanwhile: the stream's last `error` event (the turn itself goes on unless the revoke stopped it)",
+  },
   forbidden: { status: [403], audience: ['service', 'backend'], meaning: 'A signed file URL whose signature is missing, wrong or expired' },
   too_many_requests: { status: [429], audience: SC, meaning: 'The per-key or per-IP rate limit was reached; retry later' },
   service_unavailable: {
@@ -140,6 +146,12 @@ export const ERROR_CODES = {
     audience: SC,
     meaning: 'A `remote_url` file refused: not http(s), a private or reserved address, or unreachable (the message says why)',
   },
+  workspace_quota_exceeded: {
+    status: [413],
+    audience: SC,
+    meaning:
+      "A fork's copy of the workspace would hold more than `WORKSPACE_QUOTA_BYTES`, or the tenant's workspace copies more than `TENANT_MAX_WORKSPACE_COPY_BYTES` (nothing is copied or kept)",
+  },
   storage_quota_exceeded: {
     status: [413],
     audience: SC,
@@ -170,8 +182,35 @@ export const ERROR_CODES = {
   api_key_not_found: { status: [404], audience: ['console'], meaning: 'No such API key for this app' },
   message_not_found: { status: [404], audience: ['console'], meaning: 'No such message of this app (logs, inspector)' },
   schedule_not_found: { status: [404], audience: ['console'], meaning: 'No such schedule of this app' },
-  invalid_schedule: { status: [400], audience: ['console'], meaning: 'Temporal refused the schedule spec' },
+  invalid_schedule: {
+    status: [400],
+    audience: ['console'],
+    meaning:
+      'The schedule’s spec cannot run: a cron’s field, value and what it may be are named (checked before Temporal), or Temporal refused it',
+  },
+  schedule_interval_too_short: {
+    status: [400],
+    audience: ['console'],
+    meaning:
+      'The schedule would run more often than `SCHEDULE_MIN_INTERVAL_SECONDS` (its `interval_seconds`, or the two closest times of its cron, seconds fields and `@every` included)',
+  },
+  schedule_quota_exceeded: {
+    status: [403],
+    audience: ['console'],
+    meaning: 'The app holds `SCHEDULES_PER_APP` schedules, or the tenant `SCHEDULES_PER_TENANT`: delete one first',
+  },
+  webhook_quota_exceeded: {
+    status: [403],
+    audience: ['console'],
+    meaning: 'The app holds `WEBHOOKS_PER_APP` webhooks, or the tenant `WEBHOOKS_PER_TENANT`: delete one first',
+  },
   webhook_not_found: { status: [404], audience: ['console'], meaning: 'No such webhook of this app' },
+  invalid_webhook_url: {
+    status: [400],
+    audience: ['console'],
+    meaning:
+      'A webhook URL refused when saved: `user:password@`, or a host that does not resolve or resolves to a loopback, private, link-local/metadata or otherwise non-public address (unless `WEBHOOK_ALLOW_PRIVATE_NETWORK`)',
+  },
   webhook_delivery_not_found: { status: [404], audience: ['console'], meaning: 'No such delivery of this webhook' },
   dataset_not_found: { status: [404], audience: ['console'], meaning: "No such dataset in the tenant's knowledge" },
   document_not_found: { status: [404], audience: ['console'], meaning: 'No such document in this dataset' },
@@ -207,6 +246,12 @@ export const ERROR_CODES = {
   model_provider_not_found: { status: [404], audience: ['console'], meaning: 'No such model provider' },
   model_credentials_not_found: { status: [404], audience: ['console'], meaning: 'The workspace has no credentials for this provider' },
   provider_credentials_invalid: { status: [400], audience: ['console'], meaning: "The provider refused the credentials' test call" },
+  invalid_base_url: {
+    status: [400],
+    audience: ['console'],
+    meaning:
+      "A model provider's `base_url` refused when saved (with or without `validate`): not http(s), `user:password@`, or a host that does not resolve or resolves to a loopback, private, link-local/metadata or otherwise non-public address (unless `MODEL_ALLOW_PRIVATE_NETWORK`)",
+  },
 
   // --- Inner API (the agent backend calling the api) ---
   execution_context_required: {
@@ -356,6 +401,40 @@ export const ERROR_CODES = {
     status: [400],
     audience: ['inner', 'run', 'event'],
     meaning: "The provider's content filter refused the prompt or answer",
+  },
+  provider_timeout: {
+    status: [504],
+    audience: ['inner', 'run', 'event'],
+    meaning:
+      'The provider sent nothing within the first-token timeout, or stalled past the idle timeout (docs/models.md "Stream timeouts"); retried while nothing was streamed; the partial answer and estimated usage are kept',
+  },
+  provider_overloaded: {
+    status: [503],
+    audience: ['inner', 'run', 'event'],
+    meaning:
+      "The provider is overloaded or unavailable (Anthropic 529 `overloaded_error`, Gemini 503 `UNAVAILABLE`, Bedrock `ServiceUnavailableException`) after the gateway's retries",
+  },
+  provider_billing_error: {
+    status: [400],
+    audience: ['inner', 'run', 'event'],
+    meaning:
+      "The provider account behind the credentials has no quota or credit left (OpenAI 429 `insufficient_quota`, Anthropic's credit balance); not retried",
+  },
+  provider_model_not_found: {
+    status: [400],
+    audience: ['inner', 'run', 'event'],
+    meaning:
+      'The provider has no such model, or these credentials may not use it (OpenAI `model_not_found`, Anthropic `not_found_error`, Ollama "not found, try pulling it first")',
+  },
+  provider_unreachable: {
+    status: [502],
+    audience: ['inner', 'run', 'event'],
+    meaning: "The provider's host could not be reached (connection refused, DNS, TLS): nothing was sent or answered",
+  },
+  provider_stream_interrupted: {
+    status: [502],
+    audience: ['inner', 'run', 'event'],
+    meaning: "The provider's answer started and its connection broke (or the stream ended) before the answer was complete",
   },
 
   // --- A run's failure reason (`run_failed.reason`, docs/PROTOCOL.md §2) ---

@@ -3,11 +3,15 @@
  * message, unique on its source key so a replayed append stores nothing twice. Inserts fire
  * NOTIFY message_events (trigger in the init migration); readers wake up and read rows by seq, so any
  * api replica can serve any stream and a reconnect replays exactly from Last-Event-ID.
+ *
+ * Every writer stores its events' data and the answer text with NUL and lone surrogates replaced by U+FFFD
+ * (core/platform/storable-text.ts): whatever a producer put in an event, its turn does not fail on storing it.
  */
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Db } from '../platform/db.js';
 import { isDependencyUnavailable } from '../platform/dependency-errors.js';
+import { storableJson, storableText } from '../platform/storable-text.js';
 import { isTerminalClientEvent, TERMINAL_CLIENT_EVENTS, type NewClientEvent, type StoredClientEvent } from './client-events.js';
 import type { Logger } from '../platform/logger.js';
 
@@ -23,7 +27,7 @@ type Tx = Pick<Db, '$queryRaw' | '$executeRaw'>;
  */
 export async function appendEvents(tx: Tx, messageId: string, events: NewClientEvent[]): Promise<number> {
   if (events.length === 0) return 0;
-  const batch = JSON.stringify(events.map((e, ord) => ({ ord, event: e.event, data: e.data, source_key: e.sourceKey })));
+  const batch = storableJson(events.map((e, ord) => ({ ord, event: e.event, data: e.data, source_key: e.sourceKey })));
   return tx.$executeRaw`
     with fresh as (
       select distinct on (source_key) ord, event, data, source_key
@@ -56,12 +60,12 @@ export async function commitAnswerText(
        where message_id = ${p.messageId}::uuid and cursor is not distinct from ${p.expectedCursor}
       returning message_id
     ), msg as (
-      update messages set answer = answer || ${p.text}, event_seq = event_seq + 1, updated_at = now()
+      update messages set answer = answer || ${storableText(p.text)}, event_seq = event_seq + 1, updated_at = now()
        where id = (select message_id from cas)
       returning event_seq
     )
     insert into message_events (message_id, seq, event, data, source_key)
-    select ${p.messageId}::uuid, msg.event_seq, ${p.event.event}, ${JSON.stringify(p.event.data)}::jsonb, ${p.event.sourceKey} from msg
+    select ${p.messageId}::uuid, msg.event_seq, ${p.event.event}, ${storableJson(p.event.data)}::jsonb, ${p.event.sourceKey} from msg
     returning seq`;
   // No ON CONFLICT: the source key carries the new cursor, so it cannot exist while the cursor is behind
   // it; if it ever did, the unique violation undoes the whole statement rather than doubling the text.
@@ -85,7 +89,7 @@ export interface AnswerTextCommit {
  */
 export async function commitAnswerTexts(db: Tx, entries: AnswerTextCommit[]): Promise<boolean[]> {
   if (new Set(entries.map((e) => e.messageId)).size !== entries.length) throw new Error('commitAnswerTexts: one entry per message');
-  const batch = JSON.stringify(
+  const batch = storableJson(
     entries.map((e) => ({
       message_id: e.messageId,
       expected: e.expectedCursor,

@@ -11,11 +11,31 @@ export const ImageContent = z
   .strict();
 export const PromptContent = z.union([z.string(), z.array(z.discriminatedUnion('type', [TextContent, ImageContent]))]);
 
+/**
+ * What a provider requires back unchanged on the next request, per part of a model's answer, keyed by provider (the
+ * AI SDK's `providerMetadata` on a streamed part, its `providerOptions` on a prompt part): Anthropic's thinking
+ * `signature` and a redacted block's `redactedData` (also Claude on Bedrock), Gemini's `thoughtSignature`, OpenAI
+ * Responses' reasoning `itemId` and `reasoningEncryptedContent` (`store: false`). Opaque to the backend: kept in the
+ * session snapshot's history and sent back as it came (docs/models.md "Provider metadata that must round-trip").
+ */
+export const ProviderMetadata = z.record(z.string().min(1).max(64), z.record(z.string().min(1).max(128), z.json()));
+export type ProviderMetadata = z.infer<typeof ProviderMetadata>;
+
+/**
+ * One reasoning block of an answer, whole: an Anthropic `thinking` (text + signature) or `redacted_thinking` (empty
+ * text + redactedData) block, a Gemini thought, an OpenAI reasoning item's summary part (with its encrypted content).
+ * In order; an empty text is kept (a redacted block, an OpenAI item without a summary).
+ */
+export const ReasoningPart = z.object({ text: z.string(), provider_metadata: ProviderMetadata.optional() }).strict();
+export type ReasoningPart = z.infer<typeof ReasoningPart>;
+
 export const ToolCall = z
   .object({
     id: z.string(),
     type: z.literal('function').default('function'),
     function: z.object({ name: z.string(), arguments: z.string() }).strict(),
+    /** The call's provider metadata (Gemini's `thoughtSignature` on a functionCall, OpenAI's function_call item id). */
+    provider_metadata: ProviderMetadata.optional(),
   })
   .strict();
 export type ToolCall = z.infer<typeof ToolCall>;
@@ -27,7 +47,12 @@ export const PromptMessage = z.discriminatedUnion('role', [
     .object({
       role: z.literal('assistant'),
       content: z.string().default(''),
+      /** All reasoning text (Dify's field; what is shown). */
       reasoning_content: z.string().optional(),
+      /** The same reasoning as the provider's blocks with their metadata: when present, what is sent back. */
+      reasoning_parts: z.array(ReasoningPart).optional(),
+      /** Provider metadata of the answer text (Gemini's `thoughtSignature` on its last text part). */
+      content_provider_metadata: ProviderMetadata.optional(),
       tool_calls: z.array(ToolCall).optional(),
     })
     .strict(),
@@ -86,6 +111,10 @@ export const ChunkData = z.object({
     message: z.object({
       content: z.string().default(''),
       reasoning_content: z.string().optional(),
+      /** Reasoning blocks, each sent whole once it ended (its text was streamed as `reasoning_content` before). */
+      reasoning_parts: z.array(ReasoningPart).optional(),
+      /** The answer text's provider metadata so far (merged by the consumer). */
+      content_provider_metadata: ProviderMetadata.optional(),
       tool_calls: z.array(ToolCall).optional(),
     }),
     usage: Usage.optional(),
@@ -100,7 +129,9 @@ export const InvokeChunk = z.union([
     code: z.number().int().negative(),
     message: z.string(),
     // `code`: what a user can act on (core/domain/llm/errors.ts InvokeErrorReason), beside the Dify kind.
-    data: z.object({ error_type: z.string(), message: z.string(), code: z.string().max(64).optional() }),
+    // `usage`: what a call that failed after the provider worked on it is billed (estimated, as a cut call:
+    // `provider_timeout`), so the caller's meter agrees with the ledger.
+    data: z.object({ error_type: z.string(), message: z.string(), code: z.string().max(64).optional(), usage: Usage.optional() }),
   }),
 ]);
 export type InvokeChunk = z.infer<typeof InvokeChunk>;

@@ -10,7 +10,17 @@
  */
 import { z } from 'zod';
 
-export const BUILTIN_TOOL_NAMES = ['current_time', 'calculator', 'scratchpad_set', 'scratchpad_get'] as const;
+/** The builtin shelf (core/domain/tools/builtin/shelf.ts, docs/tools.md "Built-in tools"), chosen in `tools.core`. */
+export const BUILTIN_TOOL_NAMES = [
+  'current_time',
+  'calculator',
+  'scratchpad_set',
+  'scratchpad_get',
+  'http_request',
+  'json_query',
+  'text',
+  'code',
+] as const;
 export type BuiltinToolName = (typeof BUILTIN_TOOL_NAMES)[number];
 
 /** Tools that modules other than core_tools offer under a bare name. */

@@ -5,7 +5,7 @@
 //	              [--limit-memory-bytes N] [--limit-cpu-seconds N] [--limit-file-bytes N]
 //	              [--limit-open-files N] [--workspace-quota-bytes N] [--allow-connect PORT]...
 //	              [--no-isolation] -- COMMAND [ARG]...
-//	shellctl probe   prints {"abi","namespaces","user_namespace","seccomp","limits","uid_switch"}
+//	shellctl probe   prints {"abi","namespaces","user_namespace","seccomp","limits","uid_switch","proc"}
 //
 // Two stages. The supervisor (this process, started by the agent backend in a new session) checks the
 // deployment token (env SHELLCTL_TOKEN must equal the content of --token-file, both nonblank), gives

@@ -576,7 +576,7 @@ func TestProbeReportsWhatThisHostGives(t *testing.T) {
 	if err := json.Unmarshal(out, &p); err != nil {
 		t.Fatal(err)
 	}
-	if p.ABI < 1 || !p.Namespaces || !p.Seccomp || !p.UIDSwitch || p.Limits == "" {
+	if p.ABI < 1 || !p.Namespaces || !p.Proc || !p.Seccomp || !p.UIDSwitch || p.Limits == "" {
 		t.Fatalf("%s", out)
 	}
 	cmd := exec.Command(bin, "probe")

@@ -292,6 +292,7 @@ describe('the document describes what the api sends', () => {
     );
     check('ParametersResponse', (await api(stack.apiUrl, key, 'GET', '/v1/parameters?user=spec3')).body);
     check('AppInfoResponse', (await api(stack.apiUrl, key, 'GET', '/v1/info')).body);
+    check('BuiltinToolListResponse', (await api(stack.apiUrl, stack.demo!.consoleKey, 'GET', '/console/api/builtin-tools')).body);
     const up = await upload(stack.apiUrl, key, tinyPng(), 'spec.png', 'spec3');
     expect(up.status).toBe(201);
     check('UploadFileResponse', up.body);

@@ -237,14 +237,15 @@ describe('GET /v1/parameters and /v1/info', () => {
       image: { enabled: false, transfer_methods: [] },
     });
     expect(text.system_parameters).toMatchObject({ file_size_limit: 0, image_file_size_limit: 0, workflow_file_upload_limit: 0 });
-    // The same text-only model with a workspace: documents (and no images).
+    // The same text-only model with a workspace: documents, and images as workspace files the shell works with
+    // (seed 000's fallback, issue 43 item 3).
     const ws = await params('Text with workspace', {
       model: { provider: 'demo', model: 'demo-text' },
       runtime: { enabled: true },
       shell: { enabled: true },
       features: { file_upload: upload },
     });
-    expect(ws.file_upload).toMatchObject({ enabled: true, allowed_file_types: ['document'], image: { enabled: false } });
+    expect(ws.file_upload).toMatchObject({ enabled: true, allowed_file_types: ['image', 'document'], image: { enabled: true } });
     // A runtime without the shell cannot open a document either.
     const noShell = await params('Runtime only', {
       model: { provider: 'demo', model: 'demo-text' },

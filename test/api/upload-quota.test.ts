@@ -114,7 +114,7 @@ describe('TENANT_MAX_UPLOAD_BYTES', () => {
     const port = (server.address() as AddressInfo).port;
     const remoteFetch = { lookup: async () => ['127.0.0.1'], isAllowed: (a: string) => a === '127.0.0.1' };
     const prepare = () =>
-      prepareMessageFiles({ db: stack.db, config: stack.config, remoteFetch }, app, endUser.id, [
+      prepareMessageFiles({ db: stack.db, config: stack.config, remoteFetch }, app, { kind: 'end-user', endUserId: endUser.id }, [
         { type: 'image', transfer_method: 'remote_url', url: `http://cdn.example.test:${port}/cat.png` },
       ]);
     const rowsBefore = await stack.db.uploadFile.count();

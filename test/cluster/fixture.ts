@@ -9,8 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
-import { startCluster, type Cluster, type ClusterPorts } from '../../stack/cluster.js';
-import { stablePort } from '../../stack/ports.js';
+import { freeClusterPorts, startCluster, type Cluster, type ClusterPorts } from '../../stack/cluster.js';
 import { TEMPORAL_SERVICES } from '../../stack/temporal-server.js';
 import { assertAuditClean } from '../faults/audit.js';
 import type { ApiTarget, TurnStream } from '../faults/client.js';
@@ -28,33 +27,6 @@ export interface ClusterContext {
   withTemporal: <T>(fn: (client: Client) => Promise<T>) => Promise<T>;
   /** Brings every stopped process back up. */
   heal: () => Promise<void>;
-}
-
-async function ports(): Promise<ClusterPorts> {
-  const taken = new Set<number>();
-  const next = async () => {
-    for (;;) {
-      const p = await stablePort();
-      if (!taken.has(p)) {
-        taken.add(p);
-        return p;
-      }
-    }
-  };
-  const record = async () =>
-    Object.fromEntries(
-      await Promise.all(TEMPORAL_SERVICES.map(async (s) => [s, await next()] as const)),
-    ) as ClusterPorts['temporal']['grpc'];
-  return {
-    postgres: await next(),
-    temporal: { grpc: await record(), membership: await record(), frontendHttp: await next() },
-    ui: await next(),
-    api: await next(),
-    backend: await next(),
-    apiReplicas: [await next(), await next()],
-    backendReplicas: [await next(), await next()],
-    workerHealth: [await next(), await next()],
-  };
 }
 
 export function useCluster(name: string): ClusterContext {
@@ -88,7 +60,7 @@ export function useCluster(name: string): ClusterContext {
 
   beforeAll(async () => {
     fs.rmSync(dir, { recursive: true, force: true });
-    clusterPorts = await ports();
+    clusterPorts = await freeClusterPorts();
     step(`${name}: starting the cluster in ${dir}`);
     ctx.cluster = await startCluster({
       dataDir: dir,

@@ -407,7 +407,8 @@ describe.runIf(chromiumPath)('the chat page in a browser', () => {
     // The shell call is shown as a thought, with the file's content as its output.
     await expect.poll(() => lastAgent().locator('.thought.tool').first().textContent()).toContain('shell');
     // The API agrees: the message carries the document, and the turn's answer has its text.
-    const conv = (await conversations(user)).find((c) => c.name.startsWith('/sh cat uploads'))!;
+    // Named without its slash command (issue 42).
+    const conv = (await conversations(user)).find((c) => c.name.startsWith('cat uploads/'))!;
     const messages = (await api(`/v1/messages?conversation_id=${conv.id}&user=${user}`))!.data as {
       answer: string;
       message_files: { belongs_to: string; type: string; filename: string | null; mime_type: string | null; size: number | null }[];
@@ -420,7 +421,7 @@ describe.runIf(chromiumPath)('the chat page in a browser', () => {
     await shot(page, 'chat-desktop-document.png');
     // Opened from the history, the question shows the document by its name and size.
     await page.reload();
-    await page.locator('#conversations li .open', { hasText: '/sh cat uploads' }).click();
+    await page.locator('#conversations li .open', { hasText: 'cat uploads/' }).click();
     await expect
       .poll(() => page.locator('.msg.user .sent-files').last().textContent(), { timeout: 20_000 })
       .toBe(`notes.txt (${text.length + 1} B)`);

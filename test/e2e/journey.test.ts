@@ -7,9 +7,11 @@
  * TOOL_ALLOW_PRIVATE_NETWORK lets the tool reach loopback here); in the agent form turn on the shell and pick the
  * dataset by name in the knowledge section; save and publish; create its API key and open its chat page from the
  * key's link — on a phone-sized screen — chat: the shell call as a thought, an ask_human form answered, a question
- * answered from the document (the demo model's `/kb` cites the passages retrieval gave it), the API tool called (its
+ * answered from the document (the demo model's `/kb` cites the passages retrieval gave it, the citations card names the
+ * document), the API tool called (its
  * server gets the call with the secret), a long turn stopped; then back in the studio find that conversation in the
- * logs (its stopped turn) and open a turn in the inspector. Every step goes through the pages (nothing is set up
+ * logs (its stopped turn) and open a turn in the inspector; and fork the conversation at the document answer from the
+ * chat page, going on from there. Every step goes through the pages (nothing is set up
  * behind them). Real Chromium, the real stack, the demo model; screenshots of each step go to
  * test-results/screenshots (CI artifacts), axe-core runs on each page.
  */
@@ -72,7 +74,7 @@ describe.runIf(chromiumPath)('a journey from the printed studio link to a conver
     await closeLocal(weather);
   });
 
-  it('creates an agent, gives it a document, an API tool and the shell, publishes it, chats on a phone (shell, form, document, tool, stop) and finds it in the logs', async () => {
+  it('creates an agent, gives it a document, an API tool and the shell, publishes it, chats on a phone (shell, form, document with its citation, tool, stop), finds it in the logs and forks it', async () => {
     const studio = await context.newPage();
     watchPage(studio, failures, (s, url) => s === 404 && url.endsWith('/agent/build-draft'));
     await studio.goto(pageLinks(stack).studio);
@@ -196,12 +198,17 @@ describe.runIf(chromiumPath)('a journey from the printed studio link to a conver
     // The question's card says it was answered.
     expect(await chat.locator('.thought.tool .tool-state').allTextContents()).not.toContain('waiting for your answer');
 
-    // 8. A question the document answers: retrieval gives the model its passage, and the answer cites it.
+    // 8. A question the document answers: retrieval gives the model its passage, and the answer cites it — by number,
+    // with the citations card under it naming the document (issue 42 problem 6).
     await send('/kb When does the night train to Lisbon leave?');
     await expect.poll(lastText, { timeout: 60_000 }).toContain('From the knowledge base:');
     await idle();
     expect(await lastText()).toContain('platform 9 at 23:47');
-    expect(await lastText()).toContain('document "trip-notes.md"');
+    expect(await lastText()).toContain('[1]');
+    const cited = chat.locator('.msg.agent').last().locator('.citations .citation').first();
+    await expect.poll(() => cited.locator('.citation-doc').textContent(), { timeout: 20_000 }).toBe('trip-notes.md');
+    await cited.locator('summary').click();
+    expect(await cited.locator('.citation-text').textContent()).toContain('platform 9 at 23:47');
     await screenshot(chat, 'journey-7-document-answer-phone.png');
 
     // 9. A question for the API tool: its call shows as a thought with its result, and the weather API got it with the secret.
@@ -220,9 +227,10 @@ describe.runIf(chromiumPath)('a journey from the printed studio link to a conver
     expect(await axeViolations(chat)).toEqual([]);
     await screenshot(chat, 'journey-9-stopped-phone.png');
 
-    // 11. Back in the studio: the logs list the conversation (an end user's, with the stopped turn) and the inspector opens a turn.
+    // 11. Back in the studio: the logs (a screen of their own, issue 42) list the conversation (an end user's, with the
+    // stopped turn) and the inspector opens a turn.
     await studio.bringToFront();
-    await studio.click('#screens button[data-screen="agent"]');
+    await studio.click('#screens button[data-screen="logs"]');
     await studio.selectOption('#log-status', 'stopped');
     const rows = studio.locator('#log-table tbody tr');
     // The stop lands in the database as the turn's workflow ends: filter again until the list has it.
@@ -235,7 +243,8 @@ describe.runIf(chromiumPath)('a journey from the printed studio link to a conver
         },
         { timeout: 30_000 },
       )
-      .toEqual([expect.stringContaining('/sh echo packing list ready')]);
+      // The conversation is named from its first message without the leading trigger (issue 42).
+      .toEqual([expect.stringMatching(/^echo packing list ready/)]);
     await rows.first().locator('button.link').click();
     const detail = studio.locator('#log-messages');
     await expect.poll(() => detail.locator('.msg.agent').count()).toBe(6);
@@ -257,6 +266,27 @@ describe.runIf(chromiumPath)('a journey from the printed studio link to a conver
     });
     expect(convs).toHaveLength(1);
     expect(convs[0]!.messages.map((m) => m.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded', 'succeeded', 'stopped']);
+
+    // 12. Back in the chat: fork the conversation at the document answer (issue 42): the fork opens in the sidebar,
+    // its history ends with that answer (its citations too), and its next turn goes on from there, not from the stop.
+    await chat.bringToFront();
+    const documentAnswer = chat.locator('.msg.agent', { hasText: 'From the knowledge base:' });
+    await documentAnswer.locator('button.fork').click();
+    await expect.poll(() => chat.locator('#conversations li').count(), { timeout: 20_000 }).toBe(2);
+    await expect
+      .poll(() => chat.locator('#conversations li.active button.open').textContent(), { timeout: 20_000 })
+      .toMatch(/^echo packing list ready.* \(fork\)$/);
+    await expect.poll(() => lastText(), { timeout: 20_000 }).toContain('platform 9 at 23:47');
+    expect(await chat.locator('.msg.agent').count()).toBe(4);
+    expect(await last().locator('.citations .citation-doc').first().textContent()).toBe('trip-notes.md');
+    await send('/echo-history');
+    await expect.poll(lastText, { timeout: 60_000 }).toContain('Your messages so far');
+    await idle();
+    expect(await lastText()).toContain('When does the night train to Lisbon leave?');
+    expect(await lastText()).not.toContain('weather__getForecast');
+    expect(await lastText()).not.toContain('/long 400');
+    expect(await axeViolations(chat)).toEqual([]);
+    await screenshot(chat, 'journey-11-fork-phone.png');
     expect(failures).toEqual([]);
   }, 300_000);
 });

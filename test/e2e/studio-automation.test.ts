@@ -186,7 +186,15 @@ describe.runIf(chromiumPath)('the studio’s New agent, Schedules and Webhooks s
 
   it('Webhooks: an endpoint with its secret shown once, a schedule run delivered after a failed attempt, redelivered', async () => {
     await screen('webhooks');
+    // A URL the api refuses (user:password@ would be stored and shown in clear): the reason shows under the field.
+    await page.fill('#wh-url', 'http://user:pw@127.0.0.1:9/hooks');
+    await page.click('#wh-create button[type="submit"]');
+    await expect.poll(() => page.locator('#wh-url-error').textContent()).toContain('must not carry user:password@');
+    expect(await page.locator('#wh-url').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.locator('#wh-secret').isVisible()).toBe(false);
+    expectedFailure(/^400 .*\/webhooks$/);
     await page.fill('#wh-url', receiverUrl);
+    expect(await page.locator('#wh-url-error').isVisible()).toBe(false);
     // Only the schedule's outcomes (a scheduled run's turn would send turn.succeeded too).
     for (const e of ['turn.succeeded', 'turn.failed', 'turn.stopped', 'turn.human_input_required'])
       await page.locator(`#wh-create input[value="${e}"]`).uncheck();

@@ -7,7 +7,7 @@
  */
 import { type Browser, type Page } from 'playwright-core';
 import { axeViolations, chromiumPath, screenshot } from '../support/browser.js';
-import { openStudio } from '../support/studio-page.js';
+import { openStudio, studioScreen } from '../support/studio-page.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, readFrames } from '../support/sse.js';
@@ -70,6 +70,8 @@ describe.runIf(chromiumPath)('the studio logs in a browser', () => {
   });
 
   it('filters the logs, opens a conversation and a turn in the inspector, and turns an answer into an annotation', async () => {
+    // The logs are a screen of their own (issue 42 problem 1).
+    await studioScreen(page, 'logs');
     const rows = page.locator('#log-table tbody tr');
     await expect.poll(() => rows.count(), { timeout: 20_000 }).toBe(3);
     await shot('studio-logs.png');

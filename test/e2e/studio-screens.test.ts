@@ -29,6 +29,7 @@ import { OllamaCredentials } from '../../core/domain/llm/providers/ollama.js';
 import { OpenAiCompatibleCredentials } from '../../core/domain/llm/providers/openai-compatible.js';
 import { OpenAiCredentials } from '../../core/domain/llm/providers/openai.js';
 import { startTestStack } from '../support/stack.js';
+import { FrameReader, postChat } from '../support/sse.js';
 
 const OPENAI_KEY = 'sk-studio-openai-0123456789';
 
@@ -255,6 +256,39 @@ describe.runIf(chromiumPath)('the studio’s screens in a browser', () => {
     await shot('studio-screens-keys-desktop.png');
   });
 
+  it('API keys: revoking with "also stops the turns" ticked stops the turn the key started (waiting for a human), and says so', async () => {
+    await screen('keys');
+    // The previous case's key may still be shown: wait for this one's.
+    const shown = () =>
+      page
+        .locator('#key-new code')
+        .textContent({ timeout: 10_000 })
+        .catch(() => '');
+    const before = await shown();
+    await page.fill('#key-name', 'busy');
+    await page.click('#key-create button[type="submit"]');
+    await expect.poll(shown, { timeout: 10_000 }).not.toBe(before);
+    const key = ((await shown()) ?? '').trim();
+    // A turn of that key waiting for a human (ask_human): it would wait for hours.
+    const res = await postChat(stack.apiUrl, key, { query: '/ask Which plan?', user: 'busy-user' });
+    expect(res.status, await res.clone().text()).toBe(200);
+    const reader = new FrameReader(res);
+    const head = await reader.read((f) => f.event === 'human_input_required');
+    expect(head.at(-1)?.event).toBe('human_input_required');
+    const taskId = head[0]!.data.task_id as string;
+    await expect.poll(async () => (await stack.db.message.findUniqueOrThrow({ where: { id: taskId } })).status).toBe('paused');
+    await page.check('#key-stop-turns');
+    const row = page.locator('#key-table tbody tr', { hasText: 'busy' });
+    await row.locator('button:has-text("Revoke")').click();
+    await expect.poll(status, { timeout: 20_000 }).toMatch(/^Revoked busy \(app-.*…\); stopped 1 turn\.$/);
+    await expect.poll(() => row.locator('.badge').textContent()).toContain('revoked');
+    await expect
+      .poll(async () => (await stack.db.message.findUniqueOrThrow({ where: { id: taskId } })).status, { timeout: 30_000 })
+      .toBe('stopped');
+    await page.uncheck('#key-stop-turns');
+    expect(await axeViolations()).toEqual([]);
+  }, 60_000);
+
   it('models: adds a credential for a provider (validated), sees it masked, picks its model with its features', async () => {
     await screen('models');
     const card = page.locator('#mp-list article[data-provider="openai"]');
@@ -356,11 +390,12 @@ describe.runIf(chromiumPath)('the studio’s screens in a browser', () => {
   }, 60_000);
 
   it('the phone layout: one column, every screen scanned by axe', async () => {
-    await checkPhoneScreens(page, ['agent', 'datasets', 'tools', 'models', 'keys', 'versions'], 'studio-screens');
-    await screen('agent');
-    // The logs section at a phone size: its conversations table scrolls sideways in a focusable, named region.
-    expect(await page.locator('#logs').isVisible()).toBe(true);
+    await checkPhoneScreens(page, ['agent', 'logs', 'datasets', 'tools', 'models', 'keys', 'versions'], 'studio-screens');
+    // The logs screen at a phone size: its conversations table scrolls sideways in a focusable, named region.
+    await screen('logs');
+    expect(await page.locator('#logs .table-scroll[role="region"][tabindex="0"]').isVisible()).toBe(true);
     expect(await axeViolations('#logs'), 'logs').toEqual([]);
+    await screen('agent');
     const editor = (await page.locator('#editor').boundingBox())!;
     const debug = (await page.locator('#debugger').boundingBox())!;
     expect(debug.y).toBeGreaterThanOrEqual(editor.y + editor.height - 1);

@@ -53,6 +53,17 @@ describe.runIf(chromiumPath)('the studio in a browser', () => {
     await expect.poll(() => page.inputValue('#f-prompt')).toContain('helpful demo agent');
     expect(await page.isChecked('#f-ask-human')).toBe(true);
     expect(await page.isChecked('#f-tools input[value="calculator"]')).toBe(true);
+    // The tool checkboxes are the api's shelf (GET /console/api/builtin-tools), not a list kept in the page.
+    const shelf = (await (
+      await fetch(`${stack.apiUrl}/console/api/builtin-tools`, { headers: { authorization: `Bearer ${stack.demo!.consoleKey}` } })
+    ).json()) as { data: { name: string; description: string }[] };
+    expect(shelf.data.map((t) => t.name)).toContain('code');
+    const boxes = () => page.locator('#f-tools input').evaluateAll((bs) => bs.map((b) => (b as HTMLInputElement).value));
+    expect(await boxes()).toEqual(shelf.data.map((t) => t.name));
+    expect(await page.locator('#f-tools label').first().getAttribute('title')).toBe(shelf.data[0]!.description);
+    expect(
+      await page.evaluate(() => performance.getEntriesByType('resource').some((e) => e.name.endsWith('/console/api/builtin-tools'))),
+    ).toBe(true);
 
     // The mention menu offers the tools; picking one inserts its token.
     await page.fill('#f-prompt', 'You are the studio agent. Use ');

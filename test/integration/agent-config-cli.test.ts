@@ -16,6 +16,8 @@ import { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startTestStack } from '../support/stack.js';
+import { readFrames } from '../support/sse.js';
+import type { LayerSpec } from '../../core/protocol/run.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve(import.meta.dirname, '../../cli/dify-agent.ts');
@@ -101,14 +103,14 @@ describe('dify-agent config prompt', () => {
     expect(file).toBe(path.join(cwd, '.dify_conf', 'prompt.md'));
     expect(fs.readFileSync(file, 'utf8')).toBe('Be kind. Cite [§dataset:ds-1:Handbook§] and {{#sys.query#}}.\r\nSecond line.');
 
-    fs.writeFileSync(file, 'New prompt with [§tool:t1:Search§].\n');
+    fs.writeFileSync(file, 'New prompt with [§tool:calculator:Calc§].\n');
     const pushed = await cli(['config', 'prompt', 'push'], token, cwd);
-    expect(JSON.parse(pushed.stdout)).toEqual({ prompt: 'New prompt with [§tool:t1:Search§].\n' });
+    expect(JSON.parse(pushed.stdout)).toEqual({ prompt: 'New prompt with [§tool:calculator:Calc§].\n' });
 
     const own = await stack.db.agentConfigDraft.findFirstOrThrow({
       where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: account },
     });
-    expect(AgentSoulConfig.parse(own.config).prompt.system_prompt).toBe('New prompt with [§tool:t1:Search§].\n');
+    expect(AgentSoulConfig.parse(own.config).prompt.system_prompt).toBe('New prompt with [§tool:calculator:Calc§].\n');
     // Only the prompt changed; the shared draft and the published version are untouched.
     expect(AgentSoulConfig.parse(own.config).model).toEqual(demoSoulConfig().model);
     const shared = await stack.db.agentConfigDraft.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, draft_type: 'DRAFT' } });
@@ -118,7 +120,7 @@ describe('dify-agent config prompt', () => {
 
     // Reads now follow the personal build draft; `-` reads stdin; empty text clears it.
     const again = await cli(['config', 'prompt', 'pull', '--to', 'p.md'], token, cwd);
-    expect(fs.readFileSync(again.stdout.trim(), 'utf8')).toBe('New prompt with [§tool:t1:Search§].\n');
+    expect(fs.readFileSync(again.stdout.trim(), 'utf8')).toBe('New prompt with [§tool:calculator:Calc§].\n');
     const cleared = await cli(['config', 'prompt', 'push', '-'], token, cwd, '');
     expect(JSON.parse(cleared.stdout)).toEqual({ prompt: '' });
     await new AgentBackendClient(stack.agentBackendUrl, stack.config.AGENT_BACKEND_TOKEN).cancelRun(runId);
@@ -183,5 +185,85 @@ describe('dify-agent config prompt', () => {
     expect(res.status).toBe(403);
     const noKey = await fetch(`${stack.apiUrl}/inner/api/agent-config/${stack.demo!.agentId}/prompt`);
     expect(noKey.status).toBe(401);
+  });
+});
+
+/** A debugger turn on the caller's build draft through the api; the system prompt its stored run request was built with. */
+async function buildDraftTurn(query: string): Promise<string> {
+  const res = await fetch(`${stack.apiUrl}/console/api/apps/${stack.demo!.appId}/agent/debug/chat-messages`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query, draft: 'build' }),
+  });
+  expect(res.status).toBe(200);
+  const end = (await readFrames(res)).at(-1)!;
+  expect(end.event).toBe('message_end');
+  return promptOf(end.data.message_id as string);
+}
+const promptOf = async (messageId: string) => {
+  const run = await stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: messageId } });
+  const layers = (run.request as { composition: { layers: LayerSpec[] } }).composition.layers;
+  return layers.find((l) => l.name === 'agent_soul_prompt')!.config.system_prompt as string;
+};
+const buildDraftPrompt = async () =>
+  AgentSoulConfig.parse(
+    (
+      await stack.db.agentConfigDraft.findFirstOrThrow({
+        where: { agent_id: stack.demo!.agentId, draft_type: 'BUILD_DRAFT', account_id: stack.demo!.accountId },
+      })
+    ).config,
+  ).prompt.system_prompt;
+
+describe('issue 43: push checks like a save; local edits do nothing until pushed', () => {
+  it('an unknown mention is refused at push with the code and message of a save in the studio, and nothing is stored', async () => {
+    const { token, runId } = await runningRun('account', stack.demo!.accountId);
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-'));
+    await cli(['config', 'prompt', 'push', '-'], token, cwd, 'Known: {{#tool.calculator#}}.');
+    const text = 'Use {{#tool.no_such_tool#}} and [§dataset:ds-9:Gone§].';
+    const refused = (await cli(['config', 'prompt', 'push', '-'], token, cwd, text).then(
+      () => null,
+      (e: unknown) => e,
+    )) as { code: number; stderr: string; stdout: string } | null;
+    expect(refused).toMatchObject({ code: 1, stdout: '' });
+    expect(refused!.stderr).toContain('error: the agent stub answered 400 invalid_agent_config: ');
+    expect(refused!.stderr).toContain('the mention {{#tool.no_such_tool#}} is unknown');
+    expect(refused!.stderr).toContain('the mention {{#dataset.ds-9#}} is unknown');
+    expect(await buildDraftPrompt()).toBe('Known: {{#tool.calculator#}}.');
+
+    // The studio's save of the same prompt: the same code and message.
+    const soul = demoSoulConfig();
+    soul.prompt.system_prompt = text;
+    const save = await fetch(`${stack.apiUrl}/console/api/apps/${stack.demo!.appId}/agent/build-draft`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ config: soul }),
+    });
+    const body = (await save.json()) as { code: string; message: string };
+    expect([save.status, body.code]).toEqual([400, 'invalid_agent_config']);
+    expect(refused!.stderr).toBe(`error: the agent stub answered 400 invalid_agent_config: ${body.message}\n`);
+    await new AgentBackendClient(stack.agentBackendUrl, stack.config.AGENT_BACKEND_TOKEN).cancelRun(runId);
+  });
+
+  it('a pulled prompt edited locally changes nothing until pushed; requests built before keep their prompt', async () => {
+    const { token, runId } = await runningRun('account', stack.demo!.accountId);
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'cli-'));
+    await cli(['config', 'prompt', 'push', '-'], token, cwd, 'Before the edit.');
+    const file = (await cli(['config', 'prompt', 'pull'], token, cwd)).stdout.trim();
+    expect(await buildDraftTurn('/echo one')).toBe('Before the edit.');
+
+    fs.writeFileSync(file, 'After the edit.');
+    expect(await buildDraftPrompt()).toBe('Before the edit.');
+    const second = await buildDraftTurn('/echo two');
+    expect(second).toBe('Before the edit.');
+
+    expect(JSON.parse((await cli(['config', 'prompt', 'push'], token, cwd)).stdout)).toEqual({ prompt: 'After the edit.' });
+    expect(await buildDraftTurn('/echo three')).toBe('After the edit.');
+    // The turns built before the push were sent, and are stored, with the prompt they were built with.
+    const earlier = await stack.db.message.findMany({
+      where: { account_id: stack.demo!.accountId, query: { in: ['/echo one', '/echo two'] } },
+      select: { id: true },
+    });
+    expect(await Promise.all(earlier.map((m) => promptOf(m.id)))).toEqual(['Before the edit.', 'Before the edit.']);
+    await new AgentBackendClient(stack.agentBackendUrl, stack.config.AGENT_BACKEND_TOKEN).cancelRun(runId);
   });
 });

@@ -83,7 +83,8 @@ async function failingTurn(raw: Soul): Promise<TurnResult> {
   const messageId = error!.message_id as string;
   const msg = await stack.db.message.findUniqueOrThrow({ where: { id: messageId } });
   const handle = stack.temporal.workflow.getHandle(msg.workflow_id);
-  expect(await handle.result()).toMatchObject({ status: 'failed', errorCode: error!.code });
+  // A failed turn's workflow fails with its code as the failure's type (workflows/agent-turn.ts, issue 42).
+  await expect(handle.result()).rejects.toMatchObject({ cause: { type: error!.code, nonRetryable: true } });
   const history = (await handle.fetchHistory()).events ?? [];
   // Stored like every failed turn: the message, its one error event, the conversation free for the next turn.
   expect([msg.status, msg.error_code]).toEqual(['failed', error!.code]);
@@ -148,7 +149,9 @@ describe('a turn on a config that cannot run fails fast, once, naming the proble
   it('a core tool name outside the four builtins', async () => {
     const r = await failingTurn(CASES.coreToolNotBuiltin);
     expectFailedInPrepare(r);
-    expect(r.error.message).toContain('tools.core[1]: builtin tools are current_time, calculator, scratchpad_set, scratchpad_get');
+    expect(r.error.message).toContain(
+      'tools.core[1]: builtin tools are current_time, calculator, scratchpad_set, scratchpad_get, http_request, json_query, text',
+    );
     expect(r.error.message).toContain('web_search');
     expect(r.ms).toBeLessThan(FAST_MS);
   });

@@ -158,4 +158,35 @@ describe('appendEvents', () => {
       expect((await readEvents(db, id, 0)).map((r) => [r.seq, answerOf(r)])).toEqual(events.map((e, i) => [i + 1, e]));
     }
   });
+
+  it('stores NUL and lone surrogates of every writer as U+FFFD (issue 47): an event, streamed text alone and in a group', async () => {
+    const [one, two, three] = [await newMessage(), await newMessage(), await newMessage()];
+    for (const id of [two, three]) await db.agentBackendRun.create({ data: { message_id: id, request: {} } });
+    const text = (t: string, key: string): NewClientEvent => ({
+      event: 'agent_message',
+      sourceKey: key,
+      data: { ...base, event: 'agent_message', id: base.message_id, answer: t },
+    });
+    await db.$transaction((tx) => appendEvents(tx, one, [text('a\u0000b \ud800', 'be:1')]));
+    expect(
+      await commitAnswerText(db, {
+        messageId: two,
+        expectedCursor: null,
+        newCursor: '1',
+        text: 'c\u0000d',
+        event: text('c\u0000d', 'be:1'),
+      }),
+    ).toBe(true);
+    expect(
+      await commitAnswerTexts(db, [
+        { messageId: two, expectedCursor: '1', newCursor: '2', text: ' \udc00e', event: text(' \udc00e', 'be:2') },
+        { messageId: three, expectedCursor: null, newCursor: '2', text: '\u0000f', event: text('\u0000f', 'be:2') },
+      ]),
+    ).toEqual([true, true]);
+    expect((await readEvents(db, one, 0)).map(answerOf)).toEqual(['a\ufffdb \ufffd']);
+    expect((await readEvents(db, two, 0)).map(answerOf)).toEqual(['c\ufffdd', ' \ufffde']);
+    expect((await readEvents(db, three, 0)).map(answerOf)).toEqual(['\ufffdf']);
+    expect((await db.message.findUniqueOrThrow({ where: { id: two } })).answer).toBe('c\ufffdd \ufffde');
+    expect((await db.message.findUniqueOrThrow({ where: { id: three } })).answer).toBe('\ufffdf');
+  });
 });

@@ -35,7 +35,7 @@ const CASES: Case[] = [
     model: 'prod-4o-mini',
     priced: ['azure', 'gpt-4o-mini'],
     wire: 'openai-chat',
-    path: /^\/openai\/chat\/completions/,
+    path: /^\/openai\/v1\/chat\/completions\?api-version=v1$/,
   },
   {
     provider: 'bedrock',

@@ -14,6 +14,7 @@ import type { Stack } from '../../stack/start-stack.js';
 import { assertAuditClean } from '../faults/audit.js';
 import { chat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
+import { markerPath } from '../../agent-backend/workspace/marker.js';
 
 const PER_BRANCH = 2;
 let stack: Stack;
@@ -183,7 +184,7 @@ describe('fork', () => {
     expect(forkBinding.workspace_id).not.toBe(srcBinding.workspace_id);
     const forkDir = path.join(stack.config.workspacesDir, forkBinding.workspace_id);
     expect(fs.readFileSync(path.join(forkDir, 'notes.txt'), 'utf8')).toBe('from the source');
-    expect(JSON.parse(fs.readFileSync(path.join(forkDir, '.dify-workspace'), 'utf8'))).toMatchObject({
+    expect(JSON.parse(fs.readFileSync(markerPath(forkDir), 'utf8'))).toMatchObject({
       workspace_id: forkBinding.workspace_id,
     });
     fs.writeFileSync(path.join(forkDir, 'notes.txt'), 'changed in the fork');

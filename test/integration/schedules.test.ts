@@ -13,7 +13,8 @@ let stack: Stack;
 const created: string[] = [];
 
 beforeAll(async () => {
-  stack = await startTestStack('schedules');
+  // Schedules firing every second make these tests short; the 60 s default is test/security/i47-automation-limits.test.ts's.
+  stack = await startTestStack('schedules', { env: { SCHEDULE_MIN_INTERVAL_SECONDS: 1 } });
 });
 afterAll(async () => {
   // A failed test must not leave a schedule firing into the shared dev server.
@@ -108,7 +109,7 @@ describe('scheduled turns', () => {
     // Schedule results are webhook events too (docs/PROTOCOL.md "Scheduled turns and webhooks").
     const hook = await api('/webhooks', {
       method: 'POST',
-      body: { url: 'https://hooks.example.invalid/dify', events: ['schedule.run_completed'] },
+      body: { url: 'https://93.184.216.34/dify', events: ['schedule.run_completed'] },
     });
     expect(hook.status).toBe(201);
     expect((await api(`/schedules/${s.id}/trigger`, { method: 'POST' })).status).toBe(202);
@@ -134,6 +135,33 @@ describe('scheduled turns', () => {
     });
     // Only the subscribed event: the turn's own turn.succeeded went to no webhook.
     expect(await stack.db.webhookDelivery.count()).toBe(1);
+    // No receiver answers at that (public) address here: the delivery stops once its webhook is gone.
+    expect((await api(`/webhooks/${((await hook.json()) as { id: string }).id}`, { method: 'DELETE' })).status).toBe(204);
+    expect((await api(`/schedules/${s.id}`, { method: 'DELETE' })).status).toBe(204);
+  }, 60_000);
+
+  it("a run whose turn fails records failed with the turn's error code; the turn's workflow is FAILED, the run's completes", async () => {
+    const s = await createSchedule({ interval_seconds: 1, user: 'failing-user', paused: true, query: '/fail InvokeBadRequestError' });
+    expect((await api(`/schedules/${s.id}/trigger`, { method: 'POST' })).status).toBe(202);
+    const [turn] = await waitFor('the failed turn', async () => {
+      const rows = await turnsOf(s.id);
+      return rows.length > 0 && rows[0]!.status === 'failed' && rows;
+    });
+    // The failed turn ends as a failed workflow (workflows/agent-turn.ts, issue 42) ...
+    const child = stack.temporal.workflow.getHandle(turn!.workflow_id!);
+    await expect(child.result()).rejects.toMatchObject({ cause: { type: turn!.error_code } });
+    expect((await child.describe()).status.name).toBe('FAILED');
+    // ... and its schedule run records that outcome, as it did when the turn completed with {status: 'failed'}.
+    const one = await waitFor('the run recorded', async () => {
+      const r = (await (await api(`/schedules/${s.id}`)).json()) as {
+        last_run: { status: string; message_id: string; error: string | null } | null;
+      };
+      return r.last_run?.message_id === turn!.id && r.last_run;
+    });
+    expect(one).toMatchObject({ status: 'failed', error: turn!.error_code });
+    const parent = (await child.describe()).parentExecution!;
+    const run = stack.temporal.workflow.getHandle(parent.workflowId!, parent.runId!);
+    expect(await run.result()).toMatchObject({ status: 'failed', messageId: turn!.id });
     expect((await api(`/schedules/${s.id}`, { method: 'DELETE' })).status).toBe(204);
   }, 60_000);
 

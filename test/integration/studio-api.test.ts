@@ -5,6 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STUDIO_RESPONSES } from '../../api/openapi/studio.js';
+import { BUILTIN_TOOLS, builtinParameters } from '../../core/protocol/builtin-tools.js';
+import { BUILTIN_TOOL_NAMES } from '../../core/protocol/tool-names.js';
 import { ensureAccount, ensureAgentApp, ensureTenant, issueConsoleKey } from '../../core/domain/provision.js';
 import { demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
@@ -107,5 +109,26 @@ describe('the studio console reads', () => {
     expect((await handle.describe()).status.name).toBe('COMPLETED');
     expect((await get(`/apps/${appId}/agent/messages/${messageId}/run`, strangerKey)).status).toBe(404);
     expect((await get(`/apps/${strangerAppId}/agent/messages/${messageId}/run`, strangerKey)).status).toBe(404);
+  });
+
+  it('lists the builtin shelf from the backend’s contract: names, descriptions, argument JSON schemas; 401 without a key', async () => {
+    const res = await get('/builtin-tools');
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as {
+      data: { name: string; description: string; sandbox: boolean; parameters: Record<string, unknown> }[];
+    };
+    expect(STUDIO_RESPONSES.BuiltinToolListResponse.safeParse(body).error).toBeUndefined();
+    expect(body.data.map((t) => t.name)).toEqual([...BUILTIN_TOOL_NAMES]);
+    for (const t of body.data) {
+      expect(t.description).toBe(BUILTIN_TOOLS[t.name as keyof typeof BUILTIN_TOOLS].description);
+      expect(t.parameters).toEqual(builtinParameters(t.name as keyof typeof BUILTIN_TOOLS));
+    }
+    // What the zod schemas say, as JSON schema: http_request needs its url, code runs only in the sandbox.
+    const http = body.data.find((t) => t.name === 'http_request')!;
+    expect(http.parameters).toMatchObject({ type: 'object', required: ['url'], additionalProperties: false });
+    expect((http.parameters.properties as Record<string, { enum?: string[] }>).method!.enum).toContain('POST');
+    expect(body.data.find((t) => t.name === 'code')).toMatchObject({ sandbox: true, parameters: { required: ['code'] } });
+    expect((await get('/builtin-tools', 'not-a-key')).status).toBe(401);
+    expect((await fetch(`${stack.apiUrl}/console/api/builtin-tools`)).status).toBe(401);
   });
 });

@@ -1,7 +1,8 @@
 /**
- * Operators find failed turns with one visibility query (issue 34 item 5, docs/operations.md "What to watch"):
- * a failed turn's workflow completes (its result says failed), so `ExecutionStatus = 'Failed'` finds nothing; the
- * TurnStatus and ErrorCode search attributes carry the outcome. Runs the documented queries against the suite's
+ * Operators find failed turns with one visibility query (issue 34 item 5, docs/operations.md "What to watch"): the
+ * TurnStatus and ErrorCode search attributes carry the outcome, and (issue 42) a failed turn's workflow ends Failed
+ * with its error code as the failure's type, so the UI's badge, its Failures count and `ExecutionStatus = 'Failed'`
+ * see it too; a stopped turn ends Cancelled. Runs the documented queries against the suite's
  * Temporal dev server (registered with every attribute of workflows/search-attributes.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,7 +29,7 @@ async function find(query: string): Promise<string[]> {
 }
 
 describe('turn outcomes as search attributes', () => {
-  it("TurnStatus and ErrorCode find a failed turn that ExecutionStatus = 'Failed' does not; success, stop and a waiting turn have theirs", async () => {
+  it("a failed turn's workflow is FAILED with its code, found by TurnStatus, ErrorCode and ExecutionStatus; success, stop and a waiting turn have theirs", async () => {
     const ok = await chat(stack.apiUrl, key, { query: 'Hello there', user: 'ops' });
     expect(ok.frames.at(-1)!.event).toBe('message_end');
     const okId = workflowIdForMessage(ok.frames.at(-1)!.data.message_id as string);
@@ -58,12 +59,25 @@ describe('turn outcomes as search attributes', () => {
     await expect.poll(() => find(`TurnStatus = 'failed'`), { timeout: 20_000, interval: 500 }).toEqual([failedId]);
     // The query docs/operations.md gives, with the error code.
     expect(await find(`TurnStatus = 'failed' AND ErrorCode = '${code}'`)).toEqual([failedId]);
-    // What operators tried first finds nothing: the failed turn's workflow completed.
-    expect(await find(`ExecutionStatus = 'Failed'`)).toEqual([]);
+    // What operators try first finds it too: the failed turn's workflow failed (and nothing else did).
+    await expect.poll(() => find(`ExecutionStatus = 'Failed'`), { timeout: 20_000, interval: 500 }).toEqual([failedId]);
     await expect.poll(() => find(`TurnStatus = 'succeeded'`), { timeout: 20_000, interval: 500 }).toEqual([okId]);
     await expect.poll(() => find(`TurnStatus = 'waiting_for_human'`), { timeout: 20_000, interval: 500 }).toEqual([askedId]);
     await expect.poll(() => find(`TurnStatus = 'stopped'`), { timeout: 20_000, interval: 500 }).toEqual([stoppedId]);
-    const described = await stack.temporal.workflow.getHandle(failedId).describe();
-    expect(described.status.name).toBe('COMPLETED');
+    const handle = stack.temporal.workflow.getHandle(failedId);
+    expect((await handle.describe()).status.name).toBe('FAILED');
+    // The failure carries the code (its type), is non-retryable, and comes after the outcome was stored.
+    const failure = await handle.result().then(
+      () => null,
+      (e: unknown) => e as { cause?: { type?: string; nonRetryable?: boolean; message?: string } },
+    );
+    expect(failure?.cause).toMatchObject({ type: code, nonRetryable: true });
+    expect(failure?.cause?.message).toContain(code);
+    const msg = await stack.db.message.findUniqueOrThrow({ where: { id: error.data.message_id as string } });
+    expect([msg.status, msg.error_code]).toEqual(['failed', code]);
+    expect((await stack.db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id } })).active_message_id).toBeNull();
+    // Stop stays as designed: cancelled (or completed when the run had ended first), never failed.
+    expect(['CANCELLED', 'COMPLETED']).toContain((await stack.temporal.workflow.getHandle(stoppedId).describe()).status.name);
+    expect((await stack.temporal.workflow.getHandle(okId).describe()).status.name).toBe('COMPLETED');
   }, 120_000);
 });

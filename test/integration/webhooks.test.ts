@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat } from '../support/sse.js';
 import { AUTOMATION_RESPONSES } from '../../api/openapi/automation.js';
+import { encryptWebhookSecret } from '../../core/domain/webhooks/secret.js';
 import { startTestStack } from '../support/stack.js';
 
 interface Received {
@@ -159,6 +160,16 @@ describe('webhooks, private network allowed', () => {
       await rx.close();
     }
   }, 60_000);
+
+  it('user:password@ is refused even where private networks are allowed (it would be stored and shown in clear)', async () => {
+    const res = await consoleApi(stack, '/webhooks', { method: 'POST', body: { url: 'http://user:secret@127.0.0.1:9/hooks' } });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { code: string; message: string };
+    expect(body.code).toBe('invalid_webhook_url');
+    expect(body.message).toContain('user:password@');
+    expect(body.message).not.toContain('secret@');
+    expect(await stack.db.appWebhook.count({ where: { url: { contains: 'secret@' } } })).toBe(0);
+  });
 });
 
 describe('webhooks, private network not allowed (the default)', () => {
@@ -168,11 +179,52 @@ describe('webhooks, private network not allowed (the default)', () => {
   });
   afterAll(async () => stack?.stop());
 
-  it('a receiver on loopback is refused by the SSRF guard: logged as refused, never called, not retried', async () => {
+  it('a URL to loopback, metadata or a private address, or with user:password@, is refused when created or changed: 400 invalid_webhook_url, nothing stored', async () => {
+    const refused = [
+      'http://127.0.0.1:9/hooks',
+      'http://localhost:9/hooks',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::1]/hooks',
+      'http://[::ffff:127.0.0.1]/hooks',
+      'http://10.1.2.3/hooks',
+      'http://192.168.0.1/hooks',
+      'http://2130706433/hooks',
+      'http://0x7f.1/hooks',
+      'https://user:pass@93.184.216.34/hooks',
+      'https://token@93.184.216.34/hooks',
+    ];
+    for (const url of refused) {
+      const res = await consoleApi(stack, '/webhooks', { method: 'POST', body: { url } });
+      const body = (await res.json()) as { code: string; message: string };
+      expect([url, res.status, body.code]).toEqual([url, 400, 'invalid_webhook_url']);
+      expect(body.message).toMatch(/^url: /);
+      expect(body.message).not.toContain('pass@');
+    }
+    expect(await stack.db.appWebhook.count({ where: { app_id: stack.demo!.appId } })).toBe(0);
+    // A public address is accepted; changing it to a loopback one is refused and leaves it as it was.
+    const ok = await consoleApi(stack, '/webhooks', { method: 'POST', body: { url: 'https://93.184.216.34/hooks', enabled: false } });
+    expect(ok.status).toBe(201);
+    const { id } = (await ok.json()) as { id: string };
+    const patch = await consoleApi(stack, `/webhooks/${id}`, { method: 'PATCH', body: { url: 'http://127.0.0.1:9/hooks' } });
+    expect(patch.status).toBe(400);
+    expect(((await patch.json()) as { code: string }).code).toBe('invalid_webhook_url');
+    expect((await stack.db.appWebhook.findUniqueOrThrow({ where: { id } })).url).toBe('https://93.184.216.34/hooks');
+    await consoleApi(stack, `/webhooks/${id}`, { method: 'DELETE' });
+  });
+
+  it('a loopback receiver stored before the check (or a name whose address changed) is refused at delivery: logged as refused, never called, not retried', async () => {
     const rx = await receiver([200]);
     try {
-      const res = await consoleApi(stack, '/webhooks', { method: 'POST', body: { url: rx.url } });
-      const hook = (await res.json()) as { id: string; events: string[] };
+      // Saved as an older api did (the route refuses it now): only the delivery guard stands between it and loopback.
+      const hook = await stack.db.appWebhook.create({
+        data: {
+          tenant_id: stack.demo!.tenantId,
+          app_id: stack.demo!.appId,
+          url: rx.url,
+          events: ['turn.succeeded', 'turn.human_input_required'],
+          encrypted_secret: encryptWebhookSecret(stack.config.ENCRYPTION_KEY, 'whsec_stored_before'),
+        },
+      });
       expect(hook.events).toContain('turn.human_input_required');
       await turn(stack, 'hello guard');
       const [delivery] = await waitFor('the refusal', async () => {

@@ -3,7 +3,9 @@
  * a document uploaded through the console API, knowledge enabled through the console (save-time validation runs),
  * a turn whose answer carries a fact only that document holds; the passages reach the model in the USER message
  * (asserted on what an OpenAI-compatible provider behind the inner LLM endpoint received), not in the system prompt;
- * the knowledge_search tool records a thought with the chunks; the message metadata keeps which chunks were used;
+ * the knowledge_search tool records a thought with the chunks; the message metadata keeps which chunks were used; the
+ * answer cites them by number and carries Dify's retriever_resources (message_end, history, blocking, /v1/parameters)
+ * unless the retriever_resource feature is off;
  * a resumed ask_human turn neither retrieves again nor repeats the user message; another tenant's dataset is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +14,7 @@ import { createAgentApp } from '../../core/domain/seed.js';
 import { AgentSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../llm/fake-openai.js';
-import { chat } from '../support/sse.js';
+import { chat, postChat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 import { tinyPdf } from '../support/tiny-pdf.js';
 
@@ -21,6 +23,8 @@ let stack: Stack;
 let fake: FakeOpenAi;
 let datasetId: string;
 let consoleKey: string;
+
+const serviceGet = (path: string) => fetch(`${stack.apiUrl}/v1${path}`, { headers: { authorization: `Bearer ${stack.demo!.apiKey}` } });
 
 const consoleFetch = (path: string, init: RequestInit = {}) =>
   fetch(`${stack.apiUrl}/console/api${path}`, {
@@ -127,14 +131,75 @@ describe('a knowledge turn', () => {
     expect(status).toBe(200);
     const end = frames.find((f) => f.event === 'message');
     expect(end?.data.answer).toContain('7-ALPHA-42');
-    expect(end?.data.answer).toContain('document "zephyr.md"');
-    // Agent Apps do not stream retriever resources (docs/seeds/001).
-    expect(JSON.stringify(frames)).not.toContain('retriever_resources');
+    // The answer cites the passage by its number; the source is the citation's (below), not a raw label in the text.
+    expect(end?.data.answer).toMatch(/7-ALPHA-42.* \[1\]/);
+    expect(end?.data.answer).not.toMatch(/dataset "|· chunk |· score /);
     const msg = await stack.db.message.findUniqueOrThrow({ where: { id: end!.data.message_id as string } });
     const used = (msg.metadata as { retriever_resources?: { source: string; document_name: string; segment_id: string }[] })
       .retriever_resources;
     expect(used?.[0]).toMatchObject({ source: 'eager', document_name: 'zephyr.md', dataset_id: datasetId });
     expect(await stack.db.documentSegment.findUnique({ where: { id: used![0]!.segment_id } })).not.toBeNull();
+  });
+
+  it("cites the chunks it was given in Dify's retriever_resources: message_end, GET /v1/messages, blocking mode, /v1/parameters", async () => {
+    expect((await publish(stack.demo!.appId, knowledgeSoul({ provider: 'demo', model: 'demo-chat' }))).status).toBe(201);
+    const params = (await (await serviceGet('/parameters?user=kb-cite')).json()) as { retriever_resource: unknown };
+    expect(params.retriever_resource).toEqual({ enabled: true });
+    const { frames } = await chat(stack.apiUrl, stack.demo!.apiKey, {
+      query: '/kb What is the launch code of project Zephyr?',
+      user: 'kb-cite',
+    });
+    const end = frames.find((f) => f.event === 'message_end')!;
+    const cited = (end.data.metadata as { retriever_resources: Record<string, unknown>[] }).retriever_resources;
+    expect(cited.length).toBeGreaterThan(0);
+    // Dify's fields, in Dify's shape (web/app/components/develop/template/template_chat.en.mdx), numbered from 1.
+    for (const r of cited)
+      expect(Object.keys(r).sort()).toEqual(
+        ['content', 'dataset_id', 'dataset_name', 'document_id', 'document_name', 'position', 'score', 'segment_id'].sort(),
+      );
+    expect(cited.map((r) => r.position)).toEqual(cited.map((_, i) => i + 1));
+    expect(cited[0]).toMatchObject({ dataset_id: datasetId, dataset_name: 'Zephyr handbook', document_name: 'zephyr.md' });
+    expect(cited[0]!.content).toContain(FACT);
+    expect(typeof cited[0]!.score).toBe('number');
+    const segment = await stack.db.documentSegment.findUniqueOrThrow({ where: { id: cited[0]!.segment_id as string } });
+    expect(segment.document_id).toBe(cited[0]!.document_id);
+    // The history carries the same list (Dify's message field), and so does a blocking answer's metadata.
+    const conversationId = end.data.conversation_id as string;
+    const history = (await (await serviceGet(`/messages?conversation_id=${conversationId}&user=kb-cite`)).json()) as {
+      data: { retriever_resources: unknown }[];
+    };
+    expect(history.data[0]!.retriever_resources).toEqual(cited);
+    const blocking = (await (
+      await postChat(stack.apiUrl, stack.demo!.apiKey, {
+        query: '/kb Where is the glider kept?',
+        user: 'kb-cite',
+        conversation_id: conversationId,
+        response_mode: 'blocking',
+      })
+    ).json()) as { metadata: { retriever_resources: { document_name: string; content: string }[] } };
+    expect(blocking.metadata.retriever_resources.some((r) => r.content.includes('hangar 3'))).toBe(true);
+  });
+
+  it('gives no citations when the retriever_resource feature is off', async () => {
+    const soul = knowledgeSoul({ provider: 'demo', model: 'demo-chat' }, { features: { retriever_resource: { enabled: false } } });
+    expect((await publish(stack.demo!.appId, soul)).status).toBe(201);
+    const params = (await (await serviceGet('/parameters?user=kb-nocite')).json()) as { retriever_resource: unknown };
+    expect(params.retriever_resource).toEqual({ enabled: false });
+    const { frames } = await chat(stack.apiUrl, stack.demo!.apiKey, {
+      query: '/kb What is the launch code of project Zephyr?',
+      user: 'kb-nocite',
+    });
+    const end = frames.find((f) => f.event === 'message_end')!;
+    expect(frames.find((f) => f.event === 'message')!.data.answer).toContain('7-ALPHA-42');
+    expect(end.data.metadata).not.toHaveProperty('retriever_resources');
+    const history = (await (await serviceGet(`/messages?conversation_id=${end.data.conversation_id as string}&user=kb-nocite`)).json()) as {
+      data: { retriever_resources: unknown }[];
+    };
+    expect(history.data[0]!.retriever_resources).toEqual([]);
+    // The chunks used are still recorded for the message (the studio's view of it), only not cited.
+    const msg = await stack.db.message.findUniqueOrThrow({ where: { id: end.data.message_id as string } });
+    expect((msg.metadata as { retriever_resources?: unknown[] }).retriever_resources?.length).toBeGreaterThan(0);
+    expect((await publish(stack.demo!.appId, knowledgeSoul({ provider: 'demo', model: 'demo-chat' }))).status).toBe(201);
   });
 
   it('puts the retrieved passages into the user message of the model request, not the system prompt', async () => {

@@ -97,6 +97,32 @@ describe('demo model', () => {
     );
   });
 
+  it('/chain calls its tools one after another, "$prev.<field>" taking the previous observation, then answers the last', () => {
+    const call = (id: string, name: string) => ({
+      role: 'assistant' as const,
+      content: '',
+      tool_calls: [{ id, type: 'function' as const, function: { name, arguments: '{}' } }],
+    });
+    const tools = [tool('http_request'), tool('json_query')];
+    const q = `/chain [{"tool": "http_request", "args": {"url": "http://x/"}}, {"tool": "json_query", "args": {"data": "$prev.body", "query": "a", "whole": "$prev"}}]`;
+    expect(planDemoReply([user(q)], tools).tool_call).toEqual({ name: 'http_request', args: { url: 'http://x/' } });
+    const fetched = '{"status":200,"body":"{\\"a\\":[1,2]}"}';
+    const afterFirst: PromptMessage[] = [user(q), call('c1', 'http_request'), { role: 'tool', tool_call_id: 'c1', content: fetched }];
+    expect(planDemoReply(afterFirst, tools).tool_call).toEqual({
+      name: 'json_query',
+      args: { data: '{"a":[1,2]}', query: 'a', whole: fetched },
+    });
+    const afterSecond: PromptMessage[] = [
+      ...afterFirst,
+      call('c2', 'json_query'),
+      { role: 'tool', tool_call_id: 'c2', content: '{"result":"1,2"}' },
+    ];
+    expect(planDemoReply(afterSecond, tools)).toEqual({ text: 'The json_query tool returned: 1,2.' });
+    // A step whose tool is not offered says so, as /tool does; steps that are not a list of {tool, args} are refused.
+    expect(planDemoReply(afterFirst, [tool('http_request')]).text).toContain('I cannot call "json_query"');
+    expect(planDemoReply([user('/chain {"tool": "x"}')], tools).text).toContain('must be a JSON array');
+  });
+
   it('/long n answers with exactly n tokens', async () => {
     const events = await collect(invoke([user('/long 37')]));
     const finish = events[events.length - 1];

@@ -73,6 +73,16 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
           sse(res, { id: 'chatcmpl-1', choices: [], usage: { prompt_tokens: 20, completion_tokens: 9, total_tokens: 29 } });
           sse(res, '[DONE]');
           return res.end();
+        case 'fake-nul':
+          // Text PostgreSQL cannot store (issue 47): NUL and lone surrogates in the reasoning and in the answer.
+          stream();
+          sse(res, delta({ role: 'assistant', reasoning_content: 'Thinking\u0000 about \ud800 it. ' }));
+          for (const piece of ['Null\u0000here ', 'and \udc00 a ', 'half pair, ', 'then \ud83d\ude00 a whole one.'])
+            sse(res, delta({ content: piece }));
+          sse(res, delta({}, 'stop'));
+          sse(res, { id: 'chatcmpl-1', choices: [], usage: { prompt_tokens: 11, completion_tokens: 9, total_tokens: 20 } });
+          sse(res, '[DONE]');
+          return res.end();
         case 'fake-forever': {
           stream();
           let i = 0;

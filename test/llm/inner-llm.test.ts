@@ -96,6 +96,32 @@ describe('request checks before streaming', () => {
   });
 });
 
+describe('vision (a check of the issue 41 probe, kept as ours)', () => {
+  it('refuses an image for a text-only model with 400 before any model call, and sends it to a vision model', async () => {
+    const tenant = await createTenant(tdb.db, { limit: 1_000_000n });
+    const withImage = [
+      {
+        role: 'user' as const,
+        content: [
+          { type: 'text' as const, data: 'what is this?' },
+          { type: 'image' as const, base64_data: 'iVBORw0KGgo=', mime_type: 'image/png' },
+        ],
+      },
+    ];
+    const text = await post(api.url, invokeBody(tenant, { model: 'demo-text', prompt_messages: withImage }));
+    expect(text.status).toBe(400);
+    expect(await text.json()).toEqual({
+      code: 'invalid_request',
+      status: 400,
+      message: "target.prompt_messages: model 'demo-text' does not support images",
+    });
+    expect(await poolUsed(tenant)).toBe(0n);
+    const vision = await post(api.url, invokeBody(tenant, { model: 'demo-chat', prompt_messages: withImage }));
+    expect(vision.status).toBe(200);
+    expect(answerOf(await readChunks(vision))).toContain('I see 1 image.');
+  });
+});
+
 describe('demo model over the inner API', () => {
   it('streams the answer token by token and ends with priced usage and finish_reason', async () => {
     const tenant = await createTenant(tdb.db, { limit: 1_000_000n });

@@ -2,6 +2,7 @@
  * Issue 28 item 4 through real turns: a tool server that echoes its request shows the provider's secret URL-encoded,
  * form-encoded, base64 (standard and url-safe) and as a bare token (Bearer, and the user:pass / password of Basic);
  * none of those forms reaches the answer, the message's events, its stored thoughts or the agent backend's events.
+ * Issue 47: the same for the secret as common JSON and HTML encoders, percent-encoders and hex write it.
  * `.`/`..` path arguments and reserved header parameters are refused; a server URL with userinfo is refused.
  */
 import http from 'node:http';
@@ -47,6 +48,27 @@ const ALL_FORMS = [
   ...forms(`${BASIC_USER}:${BASIC_PASS}`),
 ].filter((f) => f.length >= 6);
 
+/** The secret as common encoders write it (issue 47), each from its documented rules. */
+function encodings(s: string): [string, string][] {
+  const u = (ch: string) => [...Array(ch.length).keys()].map((i) => `\\u${ch.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
+  const json = (pick: (ch: string) => boolean) => [...s].map((ch) => (pick(ch) ? u(ch) : JSON.stringify(ch).slice(1, -1))).join('');
+  const html: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#x27;', é: '&eacute;' };
+  const bytes = [...Buffer.from(s)];
+  return [
+    ['JSON with \\/ (PHP)', JSON.stringify(s).slice(1, -1).replace(/\//g, '\\/')],
+    ['Python json.dumps (ensure_ascii)', json((ch) => ch.codePointAt(0)! > 0x7f)],
+    ['Go encoding/json', json((ch) => '<>&'.includes(ch))],
+    ['every character \\uXXXX', json(() => true)],
+    ['HTML named entities', [...s].map((ch) => html[ch] ?? ch).join('')],
+    ['HTML decimal', [...s].map((ch) => `&#${ch.codePointAt(0)};`).join('')],
+    ['HTML hex', [...s].map((ch) => `&#x${ch.codePointAt(0)!.toString(16)};`).join('')],
+    ['percent, lower case', encodeURIComponent(s).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase())],
+    ['percent, every byte', bytes.map((b) => `%${b.toString(16).padStart(2, '0').toUpperCase()}`).join('')],
+    ['hex', Buffer.from(s).toString('hex')],
+    ['hex, upper case', Buffer.from(s).toString('hex').toUpperCase()],
+  ];
+}
+
 function listen(server: http.Server): Promise<string> {
   servers.push(server);
   return new Promise((resolve) =>
@@ -61,6 +83,15 @@ function startEchoServer() {
       seenPaths.push(req.url!);
       const url = new URL(req.url!, 'http://x');
       const key = url.searchParams.get('key') ?? '';
+      if (url.pathname === '/api/encodings') {
+        // A plain-text page of the key in each encoding, one per line.
+        res.setHeader('content-type', 'text/plain');
+        return void res.end(
+          encodings(key)
+            .map(([name, e]) => `${name}: [${e}]`)
+            .join('\n'),
+        );
+      }
       const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
       res.setHeader('content-type', 'application/json');
       res.end(
@@ -105,6 +136,7 @@ const echoDoc = (server: string, extra: Record<string, unknown> = {}) => ({
   servers: [{ url: `${server}/api` }],
   paths: {
     '/echo': { get: { operationId: 'echo' } },
+    '/encodings': { get: { operationId: 'encodings' } },
     '/files/{name}': {
       get: { operationId: 'file', parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string' } }] },
     },
@@ -171,6 +203,7 @@ beforeAll(async () => {
   const soul = demoSoulConfig();
   soul.tools.plugin = [
     { provider: 'qkey', name: 'echo' },
+    { provider: 'qkey', name: 'encodings' },
     { provider: 'qkey', name: 'file' },
     { provider: 'bear', name: 'echo' },
     { provider: 'mcpb', name: 'whoami' },
@@ -191,6 +224,17 @@ describe('tool secrets in every form', () => {
     expect(t.answer).toContain('The qkey__echo tool returned');
     expect(t.answer).toContain('****');
     expectNoSecret(await everythingOf(t));
+  });
+
+  it('a query key echoed as JSON, HTML, percent and hex encoders write it (issue 47) reaches none of them', async () => {
+    const t = await turn('/tool qkey__encodings {}');
+    expect(t.answer).toContain('The qkey__encodings tool returned');
+    const all = await everythingOf(t);
+    for (const [name, e] of encodings(QUERY_SECRET)) {
+      expect(t.answer, name).toContain(`${name}: [****]`);
+      expect(all.includes(e), `${name} leaked: ${e}`).toBe(false);
+    }
+    expectNoSecret(all);
   });
 
   it('a bearer token echoed in the header, bare and base64 is scrubbed', async () => {

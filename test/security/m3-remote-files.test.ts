@@ -54,7 +54,7 @@ async function prepare(url: string) {
     update: {},
     create: { tenant_id: demo.tenantId, app_id: demo.appId, session_id: 'm3-user' },
   });
-  return prepareMessageFiles({ db: stack.db, config: stack.config, remoteFetch }, app, endUser.id, [
+  return prepareMessageFiles({ db: stack.db, config: stack.config, remoteFetch }, app, { kind: 'end-user', endUserId: endUser.id }, [
     { type: 'image', transfer_method: 'remote_url', url },
   ]);
 }

@@ -9,6 +9,7 @@ import type { TestProject } from 'vitest/node';
 import { startEmbeddedPg } from '../../core/platform/embedded-pg.js';
 import { locateTemporal, startTemporalDevServer } from '../../stack/temporal.js';
 import { freePort } from '../../stack/ports.js';
+import { applyMigrations } from '../../core/platform/migrate.js';
 import { ensureWebBuild } from '../../scripts/build-web.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -16,9 +17,13 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 // (and per test project: each project runs this setup).
 const TEST_DATA_DIR = path.join(ROOT, '.data', `test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`);
 
+const PG_TEMPLATE = 'migrated_template';
+
 declare module 'vitest' {
   export interface ProvidedContext {
     pgPort: number;
+    /** A database migrated once per run; freshDatabase() copies it (test/support/db.ts). */
+    pgTemplate: string;
     temporalAddress: string;
     temporalBin: string;
     temporalPort: number;
@@ -37,6 +42,10 @@ export default async function setup(project: TestProject) {
   const temporalUiPort = await freePort();
   // A throwaway cluster: no fsync (the suite's durability tests kill processes, not the OS).
   const pg = await startEmbeddedPg({ dir: path.join(TEST_DATA_DIR, 'pg'), port: pgPort, durable: false });
+  // Every file's fresh database is a copy of this one (CREATE DATABASE ... TEMPLATE: ~40 ms instead of 0.2-0.5 s of
+  // migrations per file); nothing connects to it after this, as a template requires.
+  await pg.ensureDatabase(PG_TEMPLATE);
+  await applyMigrations(pg.url(PG_TEMPLATE));
   const bin = await locateTemporal({ explicit: process.env.TEMPORAL_CLI_PATH, log: (m) => console.log(`[temporal] ${m}`) });
   const temporal = await startTemporalDevServer({
     bin,
@@ -46,6 +55,7 @@ export default async function setup(project: TestProject) {
     headless: true,
   });
   project.provide('pgPort', pgPort);
+  project.provide('pgTemplate', PG_TEMPLATE);
   project.provide('temporalAddress', temporal.address);
   project.provide('temporalBin', bin);
   project.provide('temporalPort', temporalPort);

@@ -30,6 +30,8 @@ export async function startTestStack(
       ...ONE_CLIENT_LIMITS,
       // The fake model providers of the tests listen on loopback (a workspace's own base_url is guarded otherwise).
       MODEL_ALLOW_PRIVATE_NETWORK: true,
+      // One bundle of workflows/ for every worker of the run (vitest.config.ts env; worker/workflow-bundle-cache.ts).
+      WORKER_WORKFLOW_BUNDLE_CACHE_DIR: process.env.WORKER_WORKFLOW_BUNDLE_CACHE_DIR || undefined,
       AGENT_BACKEND_TOKEN: `test-backend-${crypto.randomBytes(12).toString('hex')}`,
       INNER_API_KEY: `test-inner-${crypto.randomBytes(12).toString('hex')}`,
       EXECUTION_CONTEXT_SIGNING_KEY: `test-context-${crypto.randomBytes(12).toString('hex')}`,

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { parse } from 'pg-connection-string';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/platform/config.js';
 import { temporalSecurity } from '../../core/platform/temporal-connection.js';
@@ -32,6 +33,28 @@ describe('secrets from files (<NAME>_FILE)', () => {
     const c = loadConfig({ INNER_API_KEY_FILE: file('inner', 'from-a-file\n'), DATABASE_URL_FILE: file('db', 'postgresql://u:p@h/d\n') });
     expect(c.INNER_API_KEY).toBe('from-a-file');
     expect(c.DATABASE_URL).toBe('postgresql://u:p@h/d');
+  });
+
+  it('DATABASE_PASSWORD(_FILE) becomes the URL’s password, percent-encoded, so any character survives (the Helm chart)', () => {
+    const password = 'p@ss:w/rd?#%41 é';
+    const c = loadConfig({
+      DATABASE_URL: 'postgresql://dify_app@db.example.com:5432/dify_agent?sslmode=verify-full',
+      DATABASE_PASSWORD_FILE: file('pgpw', `${password}\n`),
+    });
+    expect(parse(c.DATABASE_URL!)).toMatchObject({
+      user: 'dify_app',
+      password,
+      host: 'db.example.com',
+      port: '5432',
+      database: 'dify_agent',
+      sslmode: 'verify-full',
+    });
+    // A URL that already holds a password gets the file's (one source of truth: the Secret).
+    expect(parse(loadConfig({ DATABASE_URL: 'postgresql://u:old@h/d', DATABASE_PASSWORD: 'new' }).DATABASE_URL!).password).toBe('new');
+    expect(loadConfig({ DATABASE_URL: 'postgresql://u:p@h/d' }).DATABASE_URL).toBe('postgresql://u:p@h/d');
+    expect(() => loadConfig({ DATABASE_URL: 'not a url', DATABASE_PASSWORD: 'x' })).toThrow(
+      /DATABASE_PASSWORD is set but DATABASE_URL is not a URL/,
+    );
   });
 
   it('the variable itself wins over its file', () => {

@@ -60,6 +60,19 @@ describe('isolation a probe lacks', () => {
     expect(missingIsolation(ShellctlProbe.parse({ abi: 6 }))).toEqual(['Linux namespaces (mount, PID, network, IPC, UTS)']);
   });
 
+  it('names a masked /proc (a container without systempaths=unconfined / procMount Unmasked); an older probe without the field is not refused for it', () => {
+    const full = { abi: 7, namespaces: true, user_namespace: true, seccomp: true, limits: 'rlimits', uid_switch: false };
+    expect(missingIsolation(ShellctlProbe.parse({ ...full, proc: false }))).toEqual([
+      "a fresh /proc for the command's PID namespace (this /proc is masked)",
+    ]);
+    expect(missingIsolation(ShellctlProbe.parse({ ...full, proc: true }))).toEqual([]);
+    expect(missingIsolation(ShellctlProbe.parse(full))).toEqual([]);
+    // Without namespaces the probe never reached /proc: namespaces are what is missing.
+    expect(missingIsolation(ShellctlProbe.parse({ ...full, namespaces: false, proc: false }))).toEqual([
+      'Linux namespaces (mount, PID, network, IPC, UTS)',
+    ]);
+  });
+
   it('statuses parse with and without the isolation and limit fields', () => {
     expect(ShellctlStatus.parse({ status: 'exited', exit_code: 0, abi: 6, isolated: true }).isolation).toBeUndefined();
     const s = ShellctlStatus.parse({

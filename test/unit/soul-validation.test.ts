@@ -23,7 +23,9 @@ describe('parseSoul', () => {
     const r = parseSoul(s);
     expect(r.soul).toBeNull();
     const text = describeSoulIssues(r.issues);
-    expect(text).toContain('tools.core[1]: builtin tools are current_time, calculator, scratchpad_set, scratchpad_get (got "web_search")');
+    expect(text).toContain(
+      'tools.core[1]: builtin tools are current_time, calculator, scratchpad_set, scratchpad_get, http_request, json_query, text, code (got "web_search")',
+    );
     expect(text).toContain('tools.plugin[0].provider: provider names are lowercase');
     expect(text).toContain('knowledge.dataset_ids[0]:');
     expect(text).toContain('"not-a-uuid"');

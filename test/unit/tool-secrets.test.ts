@@ -10,7 +10,7 @@ import { REDACT_PATHS } from '../../core/platform/logger.js';
 import { buildRequest } from '../../core/domain/tools/invoke.js';
 import type { ApiOperation } from '../../core/domain/tools/provider-tool.js';
 import { hasUserinfo, headerParamProblem } from '../../core/domain/tools/reserved-headers.js';
-import { headerTokenParts, scrubSecrets, secretForms } from '../../core/domain/tools/secret-forms.js';
+import { headerTokenParts, scrubSecrets, secretForms, secretParts } from '../../core/domain/tools/secret-forms.js';
 
 const SECRET = 'k3y with space+plus/slash=eq&amp~é';
 
@@ -62,6 +62,117 @@ describe('secret forms', () => {
 
   it('leaves short and empty values alone', () => {
     expect(secretForms(['', undefined, 'ab'])).toEqual([]);
+  });
+});
+
+/** A secret with what every encoder treats differently: `/`, `&`, `<>"'=`, a space, `+`, non-ASCII and an astral character. */
+const HARD = 'p@ss/w0rd&<tag> "q" \'a\'=b+c é€\u{1F511}~!*()';
+const u4 = (c: number, upper = false) => `\\u${c.toString(16).padStart(4, '0')[upper ? 'toUpperCase' : 'toLowerCase']()}`;
+const units = (s: string, pick: (ch: string) => boolean, upper = false) =>
+  [...s]
+    .map((ch) =>
+      pick(ch) ? [...Array(ch.length).keys()].map((i) => u4(ch.charCodeAt(i), upper)).join('') : JSON.stringify(ch).slice(1, -1),
+    )
+    .join('');
+const ent = (s: string, pick: (ch: string) => boolean, form: (cp: number) => string) =>
+  [...s].map((ch) => (pick(ch) ? form(ch.codePointAt(0)!) : ch)).join('');
+const htmlEscape = (s: string, apos: string, extra: Record<string, string> = {}) =>
+  [...s].map((ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": apos, ...extra })[ch] ?? ch).join('');
+const pct = (s: string, keep: RegExp, upper: boolean) =>
+  [...Buffer.from(s)]
+    .map((b) =>
+      keep.test(String.fromCharCode(b))
+        ? String.fromCharCode(b)
+        : `%${b.toString(16).padStart(2, '0')[upper ? 'toUpperCase' : 'toLowerCase']()}`,
+    )
+    .join('');
+const nonAscii = (ch: string) => ch.codePointAt(0)! > 0x7f;
+
+/** How the encoders servers use write HARD (each written here from its documented rules, not from the module's code). */
+const ENCODED: [string, string][] = [
+  ['JSON.stringify', JSON.stringify(HARD).slice(1, -1)],
+  ['JSON with \\/ (PHP JSON_UNESCAPED_UNICODE)', JSON.stringify(HARD).slice(1, -1).replace(/\//g, '\\/')],
+  ['Python json.dumps (ensure_ascii: \\uXXXX for non-ASCII)', units(HARD, nonAscii)],
+  ['PHP json_encode (\\/ and \\uXXXX)', units(HARD, nonAscii).replace(/\//g, '\\/')],
+  ['Go encoding/json (\\u003c \\u003e \\u0026)', units(HARD, (ch) => '<>&'.includes(ch))],
+  ["Gson (<>&=' as \\u)", units(HARD, (ch) => "<>&='".includes(ch))],
+  ['every character as \\uXXXX, upper-case hex', units(HARD, () => true, true)],
+  ['every character as \\uXXXX, lower-case hex', units(HARD, () => true)],
+  ['HTML: Python html.escape (&#x27;)', htmlEscape(HARD, '&#x27;')],
+  ['HTML: PHP htmlspecialchars ENT_QUOTES (&#039;)', htmlEscape(HARD, '&#039;')],
+  ['HTML: OWASP (&#x27; and &#x2F;)', htmlEscape(HARD, '&#x27;', { '/': '&#x2F;' })],
+  ['HTML: named entities for non-ASCII too (escapeHtml4: &eacute; &euro;)', htmlEscape(HARD, "'", { é: '&eacute;', '€': '&euro;' })],
+  [
+    'HTML: named entities everywhere (&sol; &commat; &equals; &plus; &excl; &ast; &lpar; &rpar;)',
+    htmlEscape(HARD, '&apos;', {
+      '/': '&sol;',
+      '@': '&commat;',
+      '=': '&equals;',
+      '+': '&plus;',
+      '!': '&excl;',
+      '*': '&ast;',
+      '(': '&lpar;',
+      ')': '&rpar;',
+      é: '&eacute;',
+    }),
+  ],
+  [
+    'HTML: every character decimal',
+    ent(
+      HARD,
+      () => true,
+      (cp) => `&#${cp};`,
+    ),
+  ],
+  [
+    'HTML: every character hex',
+    ent(
+      HARD,
+      () => true,
+      (cp) => `&#x${cp.toString(16)};`,
+    ),
+  ],
+  [
+    'HTML: every non-alphanumeric hex, upper case',
+    ent(
+      HARD,
+      (ch) => !/[a-z0-9]/i.test(ch),
+      (cp) => `&#X${cp.toString(16).toUpperCase()};`,
+    ),
+  ],
+  ['percent: encodeURIComponent', encodeURIComponent(HARD)],
+  ['percent: lower-case hex', encodeURIComponent(HARD).replace(/%[0-9A-F]{2}/g, (h) => h.toLowerCase())],
+  ["percent: RFC 3986 strict (!*'() too)", pct(HARD, /[A-Za-z0-9\-._~]/, true)],
+  ['percent: every byte, lower case', pct(HARD, /$^/, false)],
+  ['percent: form-encoded', new URLSearchParams({ k: HARD }).toString().slice(2)],
+  ['hex, lower case', Buffer.from(HARD).toString('hex')],
+  ['hex, upper case', Buffer.from(HARD).toString('hex').toUpperCase()],
+  ['base64', Buffer.from(HARD).toString('base64')],
+  ['base64 url-safe', Buffer.from(HARD).toString('base64url')],
+];
+
+describe('secret scrubbing over the common encodings (issue 47)', () => {
+  const values = [HARD];
+  it.each(ENCODED)('%s', (_name, encoded) => {
+    expect(encoded).not.toBe(HARD);
+    const text = `{"echo": "${encoded}", "after": 1}`;
+    expect(scrubSecrets(text, secretForms(values), secretParts(values))).toBe('{"echo": "****", "after": 1}');
+  });
+
+  it('masks only the secret: the escapes around it stay as they were', () => {
+    const text = `a\\u0026b ${units(HARD, () => true)} &lt;c&gt; \\/d`;
+    expect(scrubSecrets(text, secretForms(values), secretParts(values))).toBe('a\\u0026b **** &lt;c&gt; \\/d');
+  });
+
+  it('a mix of escapes in one occurrence, and several occurrences, each masked', () => {
+    const secret = 'abc/def&ghi';
+    const mixed = `x \\u0061bc\\/def&amp;ghi y abc&#x2F;def\\u0026ghi z`;
+    expect(scrubSecrets(mixed, secretForms([secret]), secretParts([secret]))).toBe('x **** y **** z');
+  });
+
+  it('text that only looks escaped is left alone', () => {
+    const text = 'an \\\\u0041 escaped backslash, &bogus; and &#x110000; are not escapes of anything';
+    expect(scrubSecrets(text, secretForms(['AAAA-unrelated']), secretParts(['AAAA-unrelated']))).toBe(text);
   });
 });
 

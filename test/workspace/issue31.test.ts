@@ -14,7 +14,7 @@ import type { LayerSpec } from '../../core/protocol/run.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { buildComposition } from '../../core/domain/soul-composition.js';
 import { BINDING_LOST_MESSAGE } from '../../activities/classify-failure.js';
-import { MARKER_FILE } from '../../agent-backend/workspace/marker.js';
+import { LEGACY_MARKER_FILE, markerPath } from '../../agent-backend/workspace/marker.js';
 import { chat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 import { upload } from '../api/helpers.js';
@@ -168,13 +168,13 @@ describe('item 2: files follow /v1/parameters', () => {
 
 describe('item 3: binding_lost', () => {
   it('a workspace deleted between turns fails the turn with the seed message; the next turn starts a fresh binding', async () => {
-    const t1 = await turn('/sh echo kept > note.txt && cat .dify-workspace', 'lost');
+    const t1 = await turn('/sh echo kept > note.txt && ls -A', 'lost');
     expect(t1.answer).toContain('The command exited with code 0.');
+    expect(t1.answer).not.toContain(LEGACY_MARKER_FILE);
     const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: t1.conversationId } });
     const first = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id! } });
     const dir = path.join(stack.config.workspacesDir, first.workspace_id);
-    expect(t1.answer).toContain(first.workspace_id);
-    expect(JSON.parse(fs.readFileSync(path.join(dir, MARKER_FILE), 'utf8'))).toEqual({ workspace_id: first.workspace_id, generation: 1 });
+    expect(JSON.parse(fs.readFileSync(markerPath(dir), 'utf8'))).toMatchObject({ workspace_id: first.workspace_id, generation: 1 });
 
     fs.rmSync(dir, { recursive: true, force: true });
     const t2 = await turn('/sh cat note.txt', 'lost', t1.conversationId);
@@ -194,7 +194,8 @@ describe('item 3: binding_lost', () => {
     expect(next.id).not.toBe(first.id);
     expect(next.workspace_id).not.toBe(first.workspace_id);
     expect([next.incarnation, next.retired_at, next.agent_config_version_id]).toEqual([2, null, first.agent_config_version_id]);
-    expect(fs.existsSync(path.join(stack.config.workspacesDir, next.workspace_id, MARKER_FILE))).toBe(true);
+    expect(fs.existsSync(markerPath(path.join(stack.config.workspacesDir, next.workspace_id)))).toBe(true);
+    expect(fs.existsSync(markerPath(dir)), 'the lost workspace marker is removed').toBe(false);
     // And it keeps going: the fourth turn continues the new binding's session.
     const t4 = await turn('/sh echo again', 'lost', t1.conversationId);
     expect(t4.end.event).toBe('message_end');
@@ -204,10 +205,35 @@ describe('item 3: binding_lost', () => {
     const t1 = await turn('/sh true', 'foreign');
     const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: t1.conversationId } });
     const b = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id! } });
-    const marker = path.join(stack.config.workspacesDir, b.workspace_id, MARKER_FILE);
+    const marker = markerPath(path.join(stack.config.workspacesDir, b.workspace_id));
     fs.writeFileSync(marker, JSON.stringify({ workspace_id: crypto.randomUUID(), generation: 1 }));
     const t2 = await turn('/sh true', 'foreign', t1.conversationId);
     expect(t2.end.data).toMatchObject({ message: BINDING_LOST_MESSAGE });
+  });
+
+  it('the marker is outside what the shell may write: a turn that forges, then deletes, .dify-workspace keeps its binding', async () => {
+    const t1 = await turn('/sh echo kept > note.txt', 'forger');
+    const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: t1.conversationId } });
+    const b = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id! } });
+    const marker = markerPath(path.join(stack.config.workspacesDir, b.workspace_id));
+    const before = fs.readFileSync(marker, 'utf8');
+    // Where the previous release kept it, and the markers directory as the agent would guess it.
+    const forged = JSON.stringify({ workspace_id: crypto.randomUUID(), generation: 1 });
+    const t2 = await turn(
+      `/sh printf '%s' '${forged}' > ${LEGACY_MARKER_FILE}; rm -f ../.markers/${b.workspace_id}; echo x > ../.markers/${b.workspace_id}; cat ${LEGACY_MARKER_FILE}`,
+      'forger',
+      t1.conversationId,
+    );
+    expect(t2.end.event).toBe('message_end');
+    const t3 = await turn(`/sh rm -rf ${LEGACY_MARKER_FILE} .tmp; cat note.txt`, 'forger', t1.conversationId);
+    expect(t3.end.event, JSON.stringify(t3.end.data)).toBe('message_end');
+    expect(t3.answer).toContain('kept');
+    const t4 = await turn('/sh cat note.txt', 'forger', t1.conversationId);
+    expect(t4.end.event, JSON.stringify(t4.end.data)).toBe('message_end');
+    expect(t4.answer).toContain('kept');
+    expect(fs.readFileSync(marker, 'utf8')).toBe(before);
+    const after = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: b.id } });
+    expect(after.retired_at).toBeNull();
   });
 });
 

@@ -16,6 +16,7 @@ import { mintStubToken } from '../../agent-backend/stub-token.js';
 import { runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from '../agent-backend/harness.js';
 import { workspaceProcesses } from '../support/processes.js';
 import { stubCall } from '../support/stub-socket.js';
+import { CONTAINER_SANDBOX_ADVICE, inContainer } from '../../agent-backend/workspace/sandbox.js';
 
 let fake: FakeInnerLlm;
 const backends: Record<string, TestBackend> = {};
@@ -154,8 +155,10 @@ describe('runtime and shell on the agent backend', () => {
     expect(r.is_error).toBe(true);
     expect(r.result).toEqual({
       error: 'shell_unavailable',
+      // In a container (CI machines are one) the refusal adds what the container needs (agent-backend/workspace/sandbox.ts).
       message:
-        'the shell refused to run the command: this host lacks Landlock (the kernel offers none), needed to isolate commands from other tenants (SHELL_ISOLATION=on; docs/workspace.md)',
+        'the shell refused to run the command: this host lacks Landlock (the kernel offers none), needed to isolate commands from other tenants (SHELL_ISOLATION=on; docs/workspace.md)' +
+        (inContainer() ? `; ${CONTAINER_SANDBOX_ADVICE}` : ''),
     });
     expect(fs.existsSync(path.join(dir, 'ran'))).toBe(false);
   });

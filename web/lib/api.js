@@ -11,10 +11,11 @@ export class ApiError extends Error {
 }
 
 /**
- * `base`: the path prefix ('' or '/console/api'); `key()`: the current key. Methods take a path under `base` and
+ * `base`: the path prefix ('' or '/console/api'); `key()`: the current key; `onUnauthorized(error)`: called on every
+ * 401 (the key was revoked or mistyped) before the error is thrown. Methods take a path under `base` and
  * `{json, body, headers, signal, method}`; `json` is sent as JSON, `body` (FormData) as is.
  */
-export function createApi({ base = '', key }) {
+export function createApi({ base = '', key, onUnauthorized }) {
   async function request(path, init = {}) {
     const headers = { authorization: `Bearer ${key()}`, ...(init.headers || {}) };
     let body = init.body;
@@ -24,7 +25,9 @@ export function createApi({ base = '', key }) {
     }
     const res = await fetch(`${base}${path}`, { method: init.method || (body ? 'POST' : 'GET'), headers, body, signal: init.signal });
     if (!res.ok && !(res.headers.get('content-type') || '').includes('text/event-stream')) {
-      throw new ApiError(res.status, await res.json().catch(() => ({})));
+      const err = new ApiError(res.status, await res.json().catch(() => ({})));
+      if (res.status === 401) onUnauthorized?.(err);
+      throw err;
     }
     return res;
   }

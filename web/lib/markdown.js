@@ -1,7 +1,8 @@
 // Answers as people read them: Markdown (GFM: headings, lists, tables, fenced code) parsed by marked (raw HTML shown
 // as text) and sanitised by DOMPurify before it reaches the page. Nothing the model writes can run: no script, no event handler, no style,
 // no form, no frame; links open in a new tab without an opener; images become links (the CSP allows only this
-// origin's images, and a model's image URL is not a file of this app); code blocks get a copy button.
+// origin's images, and a model's image URL is not a file of this app); code blocks get a copy button and syntax
+// highlighting (lib/highlight.js, highlight.js loaded lazily from this origin with the first code block).
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
 
@@ -107,10 +108,27 @@ export function markdownFragment(markdown) {
   return frag;
 }
 
+/** The highlighter's chunk, imported once, when the first code block is rendered. */
+let highlighter = null;
+
+/** Highlights the code blocks under `root` (highlight.js loaded on first use; a failed load leaves them plain). */
+export function highlightBlocks(root) {
+  const blocks = [...root.querySelectorAll('pre code[class*="language-"]')];
+  if (!blocks.length) return;
+  highlighter ??= import('./highlight.js');
+  void highlighter.then(
+    ({ highlightCode }) => {
+      for (const code of blocks) if (code.isConnected) highlightCode(code);
+    },
+    () => undefined,
+  );
+}
+
 /** Renders `markdown` into `target` (replacing its content). */
 export function renderMarkdown(target, markdown) {
   target.replaceChildren(markdownFragment(markdown));
   target.classList.add('md');
+  highlightBlocks(target);
 }
 
 export { copyButton };

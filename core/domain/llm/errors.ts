@@ -23,7 +23,16 @@ export const INVOKE_ERROR_CODES: Record<InvokeErrorKind, number> = {
  */
 export type InvokeErrorReason = Extract<
   ErrorCode,
-  'provider_auth_failed' | 'provider_rate_limited' | 'context_window_exceeded' | 'content_filtered'
+  | 'provider_auth_failed'
+  | 'provider_rate_limited'
+  | 'context_window_exceeded'
+  | 'content_filtered'
+  | 'provider_timeout'
+  | 'provider_overloaded'
+  | 'provider_billing_error'
+  | 'provider_model_not_found'
+  | 'provider_unreachable'
+  | 'provider_stream_interrupted'
 >;
 
 export class InvokeError extends Error {

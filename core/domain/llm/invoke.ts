@@ -6,14 +6,14 @@
  */
 import type { Logger } from '../../platform/logger.js';
 import type { PrismaClient } from '../../generated/prisma/client.js';
-import type { ChunkData, InvokeChunk, InvokeRequestParsed, ToolCall } from '../../protocol/inner-llm.js';
+import type { ChunkData, InvokeChunk, InvokeRequestParsed, ProviderMetadata, ReasoningPart, ToolCall } from '../../protocol/inner-llm.js';
 import { Usage } from '../../protocol/run.js';
 import { StoredCredentials, type GatewayCache } from './gateway-cache.js';
 import { recordModelCall } from '../../platform/metrics/index.js';
 import { billingRequestId, readCallState, recordUsage, type LedgerEntry, type QuotaCheck } from './credits.js';
 import { InvokeError, toInvokeError } from './errors.js';
 import { publicInvokeMessage, redactSecrets } from './redact.js';
-import { priceUsage } from './pricing.js';
+import { isFree, priceUsage } from './pricing.js';
 import type { FinishReason, LlmProvider, ModelInfo, ProviderCredentials, ProviderRegistry, ProviderUsage } from './provider.js';
 import { sleep } from './provider.js';
 import { estimatedTokens, warmTokenizer } from './tokens.js';
@@ -99,7 +99,8 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
           `target.provider: '${provider.name}' has no credentials for this tenant and no system-hosted configuration`,
         );
       }
-      if (!credentials) {
+      // A free model (a system-hosted Ollama) is never billed, so a used-up pool does not stop it.
+      if (!credentials && !isFree(model.pricing)) {
         const quota = state.quota;
         if (!quota.allowed) {
           return refuse(429, 'agent_llm_quota_exceeded', `the tenant's model credits are used up (${quota.used} of ${quota.limit})`);
@@ -150,7 +151,10 @@ async function callState(
  */
 async function* runInvoke(call: ModelCall, signal: AbortSignal): AsyncGenerator<InvokeChunk> {
   if ((yield* streamAnswer(call, signal)) === 'failed') return;
-  if (signal.aborted) return await recordCutCall(call);
+  if (signal.aborted) {
+    await recordCutCall(call);
+    return;
+  }
   yield* settleCall(call, signal);
 }
 
@@ -181,6 +185,8 @@ function modelCall(
     index: 0,
     content: '',
     reasoning: '',
+    reasoningParts: [] as ReasoningPart[],
+    contentMetadata: undefined as ProviderMetadata | undefined,
     toolCalls: [] as ToolCall[],
     finish: undefined as { finish_reason: FinishReason; usage: ProviderUsage | null } | undefined,
   };
@@ -189,13 +195,14 @@ function modelCall(
   const chunk = (delta: ChunkData['delta']): InvokeChunk => ({ code: 0, message: '', data: { model: model.model, delta } });
   // The caller (and through it the end user) gets a stable message; the details are logged, redacted (issue 17 L1).
   // `data.code` names what the user can do about it (provider_auth_failed, provider_rate_limited, ...).
-  const failure = (err: InvokeError): InvokeChunk => ({
+  const failure = (err: InvokeError, usage?: Usage): InvokeChunk => ({
     code: err.code,
     message: publicInvokeMessage(err.errorType, err.reason),
     data: {
       error_type: err.errorType,
       message: publicInvokeMessage(err.errorType, err.reason),
       ...(err.reason ? { code: err.reason } : {}),
+      ...(usage ? { usage } : {}),
     },
   });
   /** The call's usage from its token counts: prices, timings, and whether the counts are estimated. */
@@ -225,7 +232,7 @@ function modelCall(
     credits,
     totalPrice: usage.total_price,
     currency: usage.currency,
-    billable: credentials === null,
+    billable: credentials === null && !isFree(model.pricing),
     estimated,
   });
   /** This call's increment moved the pool: the cache learns the pool's verdict at once, before the NOTIFY of a crossing. */
@@ -272,13 +279,17 @@ async function* streamAnswer(call: ModelCall, signal: AbortSignal): AsyncGenerat
         s.finish = ev;
         continue;
       }
-      s.firstTokenAt ??= call.clock.now();
+      if (ev.content || ev.reasoning_content || ev.tool_calls?.length) s.firstTokenAt ??= call.clock.now();
       s.content += ev.content ?? '';
       s.reasoning += ev.reasoning_content ?? '';
+      s.reasoningParts.push(...(ev.reasoning_parts ?? []));
+      if (ev.content_provider_metadata) s.contentMetadata = ev.content_provider_metadata;
       s.toolCalls.push(...(ev.tool_calls ?? []));
       if (target.stream) {
         const message: ChunkData['delta']['message'] = { content: ev.content ?? '' };
         if (ev.reasoning_content) message.reasoning_content = ev.reasoning_content;
+        if (ev.reasoning_parts?.length) message.reasoning_parts = ev.reasoning_parts;
+        if (ev.content_provider_metadata) message.content_provider_metadata = ev.content_provider_metadata;
         if (ev.tool_calls?.length) message.tool_calls = ev.tool_calls;
         yield call.chunk({ index: s.index++, message });
       }
@@ -286,7 +297,13 @@ async function* streamAnswer(call: ModelCall, signal: AbortSignal): AsyncGenerat
   } catch (err) {
     if (!signal.aborted) {
       const e = toInvokeError(err);
-      call.log.warn({ error_type: e.errorType, err: redactSecrets(e.message) }, 'model call failed');
+      call.log.warn({ error_type: e.errorType, reason: e.reason, err: redactSecrets(e.message) }, 'model call failed');
+      // A provider that stalled worked on the call (and bills it): recorded as a cut call, estimated
+      // (docs/models.md "Stream timeouts"); any other failure records nothing, so its retry is charged once.
+      if (e.reason === 'provider_timeout') {
+        yield call.failure(e, await recordCutCall(call, 'error'));
+        return 'failed';
+      }
       call.metric('error');
       yield call.failure(e);
       return 'failed';
@@ -296,21 +313,23 @@ async function* streamAnswer(call: ModelCall, signal: AbortSignal): AsyncGenerat
 }
 
 /**
- * Phase 2, a call the caller cut (a user's stop, a broken connection): the provider charges for what it
- * generated, so it is recorded, estimated, under the call's billing id. A replay of the same call
+ * Phase 2, a call the caller cut (a user's stop, a broken connection) or the provider stalled (`provider_timeout`):
+ * the provider charges for what it generated, so it is recorded, estimated, under the call's billing id. A replay of the same call
  * that completes replaces the estimate with exact counts (credits.ts); nothing is charged twice.
  */
-async function recordCutCall(call: ModelCall): Promise<void> {
-  call.log.info({ elapsed_ms: call.clock.now() - call.started }, 'model call aborted by the caller');
+async function recordCutCall(call: ModelCall, outcome: 'aborted' | 'error' = 'aborted'): Promise<Usage> {
+  if (outcome === 'aborted') call.log.info({ elapsed_ms: call.clock.now() - call.started }, 'model call aborted by the caller');
   const cut = call.estimate();
   const usage = call.priceCall(cut, true);
   try {
     const recorded = await recordUsage(call.deps.db, call.ledgerEntry(usage, priceUsage(cut, call.model.pricing).credits, true));
     call.notePool(recorded.poolExhausted);
-    call.metric('aborted', cut, recorded.charged);
+    call.metric(outcome, cut, recorded.charged);
   } catch (err) {
+    call.metric(outcome, cut);
     call.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'recording the usage of a cut model call failed');
   }
+  return usage;
 }
 
 /** Phase 3, a finished call: the whole answer (not streaming), its usage recorded in the ledger, the usage chunk. */
@@ -325,6 +344,8 @@ async function* settleCall(call: ModelCall, signal: AbortSignal): AsyncGenerator
   if (!target.stream) {
     const message: ChunkData['delta']['message'] = { content: s.content };
     if (s.reasoning) message.reasoning_content = s.reasoning;
+    if (s.reasoningParts.length) message.reasoning_parts = s.reasoningParts;
+    if (s.contentMetadata) message.content_provider_metadata = s.contentMetadata;
     if (s.toolCalls.length) message.tool_calls = s.toolCalls;
     yield call.chunk({ index: s.index++, message });
   }

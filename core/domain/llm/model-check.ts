@@ -152,7 +152,10 @@ export async function modelIssues(
   return [...issues, ...settingIssues(name, model, soul)];
 }
 
-/** At save and publish only: an explicit request for image uploads on a model that takes no images. */
+/**
+ * At save and publish only: an explicit request for image uploads on a model that takes no images and no workspace
+ * with a shell to receive them (there images are placed as files, docs/seeds/000's fallback: issue 43).
+ */
 export function imageUploadIssues(
   rawSoul: unknown,
   soul: AgentSoulConfig,
@@ -161,12 +164,13 @@ export function imageUploadIssues(
   const raw = rawSoul as { features?: { file_upload?: { enabled?: unknown; image_enabled?: unknown } } } | null;
   const upload = raw?.features?.file_upload;
   if (!registry || upload?.image_enabled !== true || upload.enabled === false) return [];
+  if (soul.runtime.enabled && soul.shell.enabled) return [];
   const model = registry.get(soul.model.provider)?.resolveModel(soul.model.model);
   if (!model || model.supports_vision) return [];
   return [
     {
       path: ['features', 'file_upload', 'image_enabled'],
-      message: `${soul.model.provider}/${soul.model.model} takes no images: switch image uploads off or pick a vision model`,
+      message: `${soul.model.provider}/${soul.model.model} takes no images: switch image uploads off, pick a vision model, or enable runtime and shell (images then arrive as workspace files)`,
     },
   ];
 }

@@ -27,6 +27,14 @@ export function priceFor(provider: string, model: string): ModelPrice {
   return BUILTIN_CATALOGUE.resolve(provider, model)?.prices ?? FREE;
 }
 
+/**
+ * Whether calls at these prices cost nothing (a system-hosted Ollama: the deployment's own hardware): such calls
+ * are not billed, so neither listed as billed nor refused when the credit pool is used up.
+ */
+export function isFree(p: ModelPrice): boolean {
+  return [p.input, p.output, p.cached_input ?? '0'].every((v) => parseDecimal(v) === 0n);
+}
+
 // ---- decimal arithmetic ----------------------------------------------------------------------
 
 /** Internal fixed-point scale: 12 decimals for each factor. */

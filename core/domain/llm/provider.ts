@@ -3,7 +3,7 @@
  * register it in providers/index.ts (createDefaultProviders) and it is reachable through the inner
  * API as `target.provider = <name>`.
  */
-import type { PromptMessage, ToolCall, ToolDefinition } from '../../protocol/inner-llm.js';
+import type { PromptMessage, ProviderMetadata, ReasoningPart, ToolCall, ToolDefinition } from '../../protocol/inner-llm.js';
 import type { CatalogueModel } from './catalogue/index.js';
 import type { ModelPrice } from './pricing.js';
 
@@ -58,9 +58,20 @@ export interface ProviderInvokeRequest {
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 
-/** What a provider streams: deltas, then exactly one `finish`. Failures are thrown as `InvokeError`. */
+/**
+ * What a provider streams: deltas, then exactly one `finish`. Failures are thrown as `InvokeError`. A reasoning block
+ * streams its text as `reasoning_content`, then comes whole in `reasoning_parts` with the metadata the provider needs
+ * back (its signature); `content_provider_metadata` is the answer text's metadata so far.
+ */
 export type ProviderEvent =
-  | { type: 'delta'; content?: string; reasoning_content?: string; tool_calls?: ToolCall[] }
+  | {
+      type: 'delta';
+      content?: string;
+      reasoning_content?: string;
+      reasoning_parts?: ReasoningPart[];
+      content_provider_metadata?: ProviderMetadata;
+      tool_calls?: ToolCall[];
+    }
   | {
       type: 'finish';
       finish_reason: FinishReason;

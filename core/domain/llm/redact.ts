@@ -51,6 +51,14 @@ const REASON_MESSAGES: Record<InvokeErrorReason, string> = {
   context_window_exceeded:
     "The conversation is longer than the model's context window (context_window_exceeded): start a new conversation or pick a model with a larger one.",
   content_filtered: "The model provider's content filter blocked this request (content_filtered).",
+  provider_timeout:
+    'The model provider stopped answering (provider_timeout): nothing arrived within its first-token timeout, or the answer stalled; try again.',
+  provider_overloaded: 'The model provider is overloaded (provider_overloaded); try again in a moment.',
+  provider_billing_error:
+    "The model provider's account has no quota or credit left (provider_billing_error): check the provider account's plan and billing.",
+  provider_model_not_found: 'The model provider has no such model for these credentials (provider_model_not_found): check the model name.',
+  provider_unreachable: 'The model provider could not be reached (provider_unreachable): check its address and the network.',
+  provider_stream_interrupted: "The model provider's answer was cut off before it was complete (provider_stream_interrupted); try again.",
 };
 
 /** The stable end-user message of a provider failure kind (no provider URL, body or credential). */

@@ -12,7 +12,7 @@ import { callMcpTool } from './mcp.js';
 import type { ApiOperation } from './provider-tool.js';
 import { secretsOf, toolsOf, type ProviderSecrets } from './providers.js';
 import { authHeaderOf, reservedHeaderProblem } from './reserved-headers.js';
-import { scrubSecrets, secretForms } from './secret-forms.js';
+import { scrubSecrets, secretForms, secretParts } from './secret-forms.js';
 
 export interface ToolCallDeps {
   fetch: FetchLike;
@@ -165,5 +165,6 @@ function failureMessage(err: unknown, timeout: AbortSignal, timeoutMs: number): 
 
 /** No secret in what the model (and the thought rows) see, whatever an error message or server echoes, in any form. */
 function scrub(text: string, secrets: ProviderSecrets): string {
-  return scrubSecrets(text, secretForms([secrets.secret, ...Object.values(secrets.headers ?? {})]));
+  const values = [secrets.secret, ...Object.values(secrets.headers ?? {})];
+  return scrubSecrets(text, secretForms(values), secretParts(values));
 }

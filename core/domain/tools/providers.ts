@@ -85,7 +85,7 @@ export const toolsOf = (row: Pick<ToolProvider, 'tools'>): ProviderTool[] => Pro
 export const maskSecret = (s: string): string => (s.length >= 16 ? `****${s.slice(-4)}` : '****');
 
 /** A URL with its userinfo masked (rows stored before server URLs with `user:password@` were refused). */
-function withoutUserinfo(url: string): string {
+export function withoutUserinfo(url: string): string {
   try {
     const u = new URL(url);
     if (!u.username && !u.password) return url;

@@ -4,21 +4,10 @@
  * sets (`Authorization` for bearer, the api_key_header name). Refused when a document is imported (400) and again
  * when a tool is called (an error observation).
  */
+import { FRAMING_HEADERS } from '../../platform/net/framing-headers.js';
 
 /** Names reserved whatever the provider's auth (lowercase). */
-export const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-  'proxy-authorization',
-  'proxy-connection',
-]);
+export const RESERVED_HEADERS = FRAMING_HEADERS;
 
 /** The header the provider's auth sets (lowercase), or null (none, or a query key). */
 export function authHeaderOf(auth: unknown): string | null {

@@ -9,12 +9,25 @@
  * "Hello there!"), `SCN:tool` (a calculator call with streamed arguments; once the request carries
  * `TOOLRESULT-42` or the call's id, the answer "The answer is 42."), `SCN:401`, `SCN:429` (always, Retry-After 0),
  * `SCN:429once` (first call 429 with Retry-After 1, then hello), `SCN:overflow` (the provider's context-length
- * error), `SCN:filter` (Azure's content-filter 400; Gemini's SAFETY finish), `SCN:hang` (one token, then nothing until the client closes: `closed` resolves). A credential containing
- * `bad` gets the 401 whatever the prompt.
+ * error), `SCN:filter` (Azure's content-filter 400; Gemini's SAFETY finish), `SCN:hang` (one token, then nothing until the client closes: `closed` resolves),
+ * `SCN:stall` (headers, then nothing), `SCN:stallonce` (that once, then hello), `SCN:stallmid` (the answer's first
+ * word, then nothing; `stalled` records when the client gave up on each),
+ * `SCN:think` (a thinking model calling the calculator that enforces its provider's rule on the tool-result turn:
+ * fake-thinking.ts; Anthropic, Gemini and OpenAI Responses). A credential containing `bad` gets the 401 whatever the
+ * prompt. `pauseNext()` holds the next answer until released (a test kills a process meanwhile).
  */
 import http from 'node:http';
 import { EventStreamCodec } from '@smithy/eventstream-codec';
 import { listen, type Served } from '../helpers.js';
+import {
+  anthropicThink,
+  ASK_HUMAN_CALL,
+  CALCULATOR_CALL,
+  geminiThink,
+  openAiThink,
+  ThinkingLedger,
+  type ThinkOutcome,
+} from './fake-thinking.js';
 
 export type Wire = 'openai-responses' | 'openai-chat' | 'anthropic' | 'gemini' | 'bedrock' | 'ollama';
 
@@ -28,6 +41,25 @@ export interface FakeProvider extends Served {
   requests: SeenRequest[];
   /** Resolves when the client closed a `SCN:hang` response. */
   closed: Promise<void>;
+  /** When each stalled response (`SCN:stall`, `stallonce`, `stallmid`) was closed by the client, ms since the epoch. */
+  stalled: number[];
+  /** What `SCN:think` issued and refused. */
+  thinking: ThinkingLedger;
+  /** Holds the next request's answer: `arrived` resolves when it came, `release()` lets it be answered. */
+  pauseNext(): { arrived: Promise<SeenRequest>; release(): void };
+  /** The next `times` requests get this answer instead of their scenario's (a provider's documented error body). */
+  respondNext(answer: ScriptedAnswer, times?: number): void;
+}
+
+/**
+ * A scripted answer: a status, headers and body as the provider documents them; `cut` writes the body (a 200
+ * stream's first frames) and then destroys the connection.
+ */
+export interface ScriptedAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  body: string | Uint8Array | (string | Uint8Array)[];
+  cut?: boolean;
 }
 
 /** Usage every successful answer reports: 20 prompt tokens (8 from cache), 10 completion tokens (3 reasoning). */
@@ -456,13 +488,33 @@ export async function startFakeProvider(wire: Wire): Promise<FakeProvider> {
   let onClosed!: () => void;
   const closed = new Promise<void>((r) => (onClosed = r));
   let once429 = 0;
+  let stallOnce = 0;
+  const script: ScriptedAnswer[] = [];
+  const stalled: number[] = [];
+  const thinking = new ThinkingLedger();
+  let pause: { arrived: (r: SeenRequest) => void; released: Promise<void> } | null = null;
 
   const handler: http.RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      requests.push({ url: req.url ?? '', headers: req.headers, body });
+      const seen = { url: req.url ?? '', headers: req.headers, body };
+      requests.push(seen);
+      if (pause) {
+        const p = pause;
+        pause = null;
+        p.arrived(seen);
+        await p.released;
+      }
+      const scripted = script.shift();
+      if (scripted) {
+        res.writeHead(scripted.status, { 'content-type': 'application/json', ...scripted.headers });
+        for (const part of Array.isArray(scripted.body) ? scripted.body : [scripted.body]) res.write(part);
+        if (scripted.cut) setTimeout(() => res.destroy(), 20);
+        else res.end();
+        return;
+      }
       const model =
         /"model"\s*:\s*"([^"]+)"/.exec(body)?.[1] ?? decodeURIComponent(/\/models?\/([^/:]+)/.exec(req.url ?? '')?.[1] ?? 'model');
       // A credential with `bad` in it is refused, whatever the prompt (the console's credential check).
@@ -472,6 +524,11 @@ export async function startFakeProvider(wire: Wire): Promise<FakeProvider> {
       const fail = (status: 401 | 429 | 400, kind: 'auth' | 'rate' | 'overflow', extra: Record<string, string> = {}) => {
         const e = enc.error(status, kind);
         res.writeHead(status, { 'content-type': 'application/json', ...e.headers, ...extra }).end(e.body);
+      };
+      const stall = () => {
+        res.writeHead(200, { 'content-type': enc.contentType, 'cache-control': 'no-cache' });
+        res.flushHeaders();
+        res.on('close', () => stalled.push(Date.now()));
       };
       const stream = (steps: Step[], hang = false) => {
         res.writeHead(200, { 'content-type': enc.contentType, 'cache-control': 'no-cache' });
@@ -519,11 +576,68 @@ export async function startFakeProvider(wire: Wire): Promise<FakeProvider> {
           );
         case 'hang':
           return stream(HELLO, true);
+        case 'stall':
+          // Headers, then nothing: no first token, ever (every attempt).
+          return stall();
+        case 'stallonce':
+          if (stallOnce++ === 0) return stall();
+          return stream(HELLO);
+        case 'stallmid': {
+          // The answer's first words, then silence: a stream that stalls mid-answer.
+          res.writeHead(200, { 'content-type': enc.contentType, 'cache-control': 'no-cache' });
+          const frames = enc.frames(HELLO, model);
+          const upTo = frames.findIndex((f) => Buffer.from(f).toString('latin1').includes('Hello'));
+          for (const f of frames.slice(0, upTo + 1)) res.write(f);
+          res.on('close', () => stalled.push(Date.now()));
+          return;
+        }
+        case 'think':
+        case 'thinkask': {
+          const parsed = JSON.parse(body);
+          const tool = scenario === 'think' ? CALCULATOR_CALL : ASK_HUMAN_CALL;
+          const outcome: ThinkOutcome =
+            wire === 'anthropic'
+              ? anthropicThink(thinking, parsed, tool)
+              : wire === 'gemini'
+                ? geminiThink(thinking, parsed, tool)
+                : wire === 'openai-responses'
+                  ? openAiThink(thinking, parsed, tool)
+                  : { kind: 'error', status: 400, body: { error: { message: `SCN:think is not scripted for ${wire}` } } };
+          if (outcome.kind === 'error')
+            return res
+              .writeHead(outcome.status, { 'content-type': 'application/json', ...outcome.headers })
+              .end(JSON.stringify(outcome.body));
+          res.writeHead(200, { 'content-type': enc.contentType, 'cache-control': 'no-cache' });
+          for (const f of outcome.frames) res.write(f);
+          return res.end();
+        }
         default:
           return stream(HELLO);
       }
     });
   };
   const served = await listen(handler);
-  return { ...served, requests, closed };
+  return {
+    ...served,
+    requests,
+    closed,
+    stalled,
+    thinking,
+    respondNext(answer, times = 1) {
+      for (let i = 0; i < times; i++) script.push(answer);
+    },
+    pauseNext() {
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let arrived!: (r: SeenRequest) => void;
+      const came = new Promise<SeenRequest>((r) => (arrived = r));
+      pause = { arrived, released };
+      return { arrived: came, release };
+    },
+  };
+}
+
+/** The frames of the `SCN:hello` answer in `wire`'s format (a cut stream's first frames) and its content type. */
+export function helloFrames(wire: Wire, model = 'model'): { contentType: string; frames: (string | Uint8Array)[] } {
+  return { contentType: ENCODERS[wire].contentType, frames: ENCODERS[wire].frames(HELLO, model) };
 }

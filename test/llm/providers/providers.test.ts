@@ -70,8 +70,8 @@ const CASES: Case[] = [
     model: 'gpt-4o',
     wire: 'openai-chat',
     config: (u) => ({ AZURE_API_KEY: SECRET, AZURE_BASE_URL: `${u}/openai` }),
-    // A resource's own URL (https://<name>.openai.azure.com/openai) gets /v1 and ?api-version=v1 added; a proxy's does not.
-    path: /^\/openai\/chat\/completions$/,
+    // A proxy in front of Azure gets what the resource would: /v1 and ?api-version=v1 (providers/azure.ts proxyBaseUrl).
+    path: /^\/openai\/v1\/chat\/completions\?api-version=v1$/,
     reasoning: false,
     cached: true,
   },
@@ -342,7 +342,7 @@ describe('embeddings through the providers (knowledge datasets)', () => {
   it.each([
     ['openai', 'text-embedding-3-small', /^\/v1\/embeddings$/],
     ['google', 'text-embedding-004', /^\/v1beta\/models\/text-embedding-004:batchEmbedContents$/],
-    ['azure', 'text-embedding-3-small', /^\/openai\/embeddings$/],
+    ['azure', 'text-embedding-3-small', /^\/openai\/v1\/embeddings\?api-version=v1$/],
     ['ollama', 'nomic-embed-text', /^\/api\/embed$/],
     ['openai_compatible', 'bge-m3', /^\/v1\/embeddings$/],
   ])('%s embeds texts in input order', async (provider, model, path) => {

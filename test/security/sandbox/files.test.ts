@@ -126,6 +126,49 @@ describe('files across workspaces', () => {
     expect(await s.stack.db.messageFile.count({ where: { message_id: t2.messageId } })).toBe(0);
   });
 
+  it('a FIFO and a unix socket in outputs/ attach nothing and hold nothing up: the turn ends, the plain file beside them is attached (issue 45)', async () => {
+    const t = await s.sh(
+      `mkfifo outputs/pipe && python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('outputs/sock')" && echo fine > outputs/ok.txt && ls -l outputs/`,
+      'files-special-1',
+    );
+    expect(t.end.event).toBe('message_end');
+    expect(t.answer).toContain('The command exited with code 0.');
+    const ws = await s.workspaceOf(t.conversationId);
+    expect(fs.lstatSync(path.join(ws.dir, 'outputs', 'pipe')).isFIFO()).toBe(true);
+    expect(fs.lstatSync(path.join(ws.dir, 'outputs', 'sock')).isSocket()).toBe(true);
+    const rows = await s.stack.db.messageFile.findMany({ where: { message_id: t.messageId }, include: { upload_file: true } });
+    expect(rows.map((r) => r.upload_file?.name)).toEqual(['ok.txt']);
+    expect(t.frames.filter((f) => f.event === 'message_file')).toHaveLength(1);
+    // The next turn of the conversation runs as usual with them still there.
+    const t2 = await s.sh('echo again', 'files-special-1', { conversationId: t.conversationId });
+    expect(t2.end.event).toBe('message_end');
+    expect(t2.answer).toContain('again');
+  });
+
+  for (const [kind, make] of [
+    ['a FIFO', 'mkfifo uploads'],
+    ['a unix socket', `python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('uploads')"`],
+  ] as const) {
+    it(`uploads/ replaced by ${kind}: the next turn’s file is not placed, the turn ends and the prompt says why (issue 45)`, async () => {
+      const user = `files-special-${kind.length}`;
+      const a1 = await s.sh(`rm -rf uploads; ${make} && ls -l uploads`, user);
+      expect(a1.answer).toContain('The command exited with code 0.');
+      const up = await upload(s.stack.apiUrl, s.key, new TextEncoder().encode('a document\n'), 'doc.txt', user, 'text/plain');
+      expect(up.status).toBe(201);
+      const file = { type: 'document', transfer_method: 'local_file', upload_file_id: (up.body as { id: string }).id };
+      const a2 = await s.sh('echo next', user, { conversationId: a1.conversationId, files: [file] });
+      expect(a2.end.event).toBe('message_end');
+      expect(a2.answer).toContain('next');
+      const run = await s.stack.db.agentBackendRun.findUniqueOrThrow({ where: { message_id: a2.messageId } });
+      const prompt = (run.request as { composition: { layers: { name: string; config: { text?: string } }[] } }).composition.layers.find(
+        (l) => l.name === 'agent_app_user_prompt',
+      )!;
+      expect(prompt.config.text).toMatch(/- doc\.txt: uploads\/ in the workspace is not a directory; the file was not placed/);
+      const ws = await s.workspaceOf(a1.conversationId);
+      expect(fs.lstatSync(path.join(ws.dir, 'uploads')).isDirectory()).toBe(false);
+    });
+  }
+
   it('a forged run naming another conversation’s workspace (real backend token, a copy of a real request) ends run_failed', async () => {
     const v = await victim('files-victim-4');
     const before = snapshot(v.dir);

@@ -4,12 +4,14 @@
  * through `doStream` directly (no `streamText`: the gateway owns retries, metering and the wire format).
  * request.ts, stream-parts.ts, finish-reason.ts and provider-errors.ts map each concern; this file only wires
  * them, with the retry of a rate-limited (429) or overloaded (503/529) call before its first token: the
- * provider's Retry-After when it sends one, else exponential backoff, then `provider_rate_limited`.
+ * provider's Retry-After when it sends one, else exponential backoff, then `provider_rate_limited`; and the stream's
+ * first-token and idle timeouts (docs/models.md "Stream timeouts"): a provider that sends nothing, or stalls, has
+ * its request aborted and the call ends `provider_timeout`, retried like a 503 while nothing was streamed.
  */
-import type { EmbeddingModelV3, LanguageModelV3, SharedV3ProviderOptions } from '@ai-sdk/provider';
+import type { EmbeddingModelV3, LanguageModelV3, LanguageModelV3StreamPart, SharedV3ProviderOptions } from '@ai-sdk/provider';
 import { z } from 'zod';
-import type { CatalogueModel, ModelCatalogue, ModelDeclaration } from '../catalogue/index.js';
-import { resolveDeclaration } from '../catalogue/index.js';
+import type { CatalogueModel, ModelCatalogue, ModelDeclaration, StreamTimeouts } from '../catalogue/index.js';
+import { resolveDeclaration, streamTimeoutsOf } from '../catalogue/index.js';
 import { InvokeError } from '../errors.js';
 import type {
   LlmProvider,
@@ -61,7 +63,22 @@ export interface AiSdkProviderSpec<C extends ProviderCredentials> {
    */
   tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
+  /** The deployment's stream timeouts (MODEL_FIRST_TOKEN_TIMEOUT_MS, MODEL_IDLE_TIMEOUT_MS): over the catalogue's. */
+  timeouts?: Partial<StreamTimeouts>;
 }
+
+/** The watchdog's verdict on one attempt: which limit it passed. */
+class StreamTimeout extends Error {
+  constructor(
+    readonly phase: 'first_token' | 'idle',
+    readonly ms: number,
+  ) {
+    super(phase === 'first_token' ? `no first token within ${ms} ms` : `the stream stalled for ${ms} ms`);
+  }
+}
+
+/** Parts that say the provider is answering (its stream-start and response metadata come with the headers). */
+const isProgress = (part: LanguageModelV3StreamPart) => part.type !== 'stream-start' && part.type !== 'response-metadata';
 
 const SECRET_KEY = /key|secret|token|password/i;
 
@@ -123,23 +140,64 @@ export function createAiSdkProvider<C extends ProviderCredentials>(spec: AiSdkPr
     const providerOptions = entry && spec.providerOptions?.(entry, req.model_parameters);
     if (providerOptions) options.providerOptions = providerOptions;
     if (entry && !entry.temperature) delete options.temperature;
+    const limits = streamTimeoutsOf(entry, spec.timeouts);
 
     for (let attempt = 0; ; attempt++) {
       let yielded = false;
+      // The attempt's own abort: the caller's, or the watchdog's when the provider is silent for too long.
+      const abort = new AbortController();
+      const onAbort = () => abort.abort(req.signal.reason);
+      req.signal.addEventListener('abort', onAbort, { once: true });
+      let timer: NodeJS.Timeout | undefined;
+      let timedOut: StreamTimeout | null = null;
+      const arm = (phase: StreamTimeout['phase'], ms: number) => {
+        clearTimeout(timer);
+        if (ms > 0)
+          timer = setTimeout(() => {
+            timedOut = new StreamTimeout(phase, ms);
+            abort.abort(timedOut);
+          }, ms);
+      };
+      arm('first_token', limits.firstTokenMs);
+      let answering = false;
       try {
-        const { stream } = await model.doStream(options);
-        for await (const ev of toProviderEvents(stream)) {
+        const { stream } = await model.doStream({ ...options, abortSignal: abort.signal });
+        answering = true;
+        const watched = stream.pipeThrough(
+          new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
+            transform(part, ctrl) {
+              if (isProgress(part)) arm('idle', limits.idleMs);
+              ctrl.enqueue(part);
+            },
+          }),
+        );
+        for await (const ev of toProviderEvents(watched)) {
+          if (timedOut) break;
           yielded = true;
           yield ev;
         }
+        if (timedOut) throw timedOut;
         return;
       } catch (err) {
         if (req.signal.aborted) throw req.signal.reason;
-        const e = toProviderInvokeError(err, secrets);
-        const retryable = e.errorType === 'InvokeRateLimitError' || e.errorType === 'InvokeServerUnavailableError';
+        const t = timedOut as StreamTimeout | null;
+        const e = t
+          ? new InvokeError('InvokeConnectionError', `${spec.name} ${t.message}`, { reason: 'provider_timeout' })
+          : toProviderInvokeError(err, secrets, answering ? 'stream' : 'request');
+        // Worth another attempt while nothing was streamed: a rate limit or overload (its Retry-After), a stall, a
+        // connection cut before the first token. Credentials, billing, a bad request or an unreachable host: not.
+        const retryable =
+          e.errorType === 'InvokeRateLimitError' ||
+          e.errorType === 'InvokeServerUnavailableError' ||
+          e.reason === 'provider_timeout' ||
+          e.reason === 'provider_stream_interrupted';
         const wait = e.retryAfterMs ?? retry.baseDelayMs * 2 ** attempt;
         if (yielded || !retryable || attempt >= retry.maxRetries || wait > retry.maxDelayMs) throw e;
         await sleep(wait, req.signal);
+      } finally {
+        clearTimeout(timer);
+        req.signal.removeEventListener('abort', onAbort);
+        abort.abort();
       }
     }
   }

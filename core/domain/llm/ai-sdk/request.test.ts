@@ -2,6 +2,45 @@ import { describe, expect, it } from 'vitest';
 import { toCallOptions, toPrompt } from './request.js';
 
 describe('request mapping', () => {
+  it('sends an assistant message’s provider metadata back as each part’s providerOptions, unchanged', () => {
+    const prompt = toPrompt([
+      { role: 'user', content: 'Hi' },
+      {
+        role: 'assistant',
+        content: 'Calling.',
+        reasoning_content: 'Think.',
+        reasoning_parts: [
+          { text: 'Think.', provider_metadata: { anthropic: { signature: 'SIG-1' } } },
+          { text: '', provider_metadata: { anthropic: { redactedData: 'R-1' } } },
+        ],
+        content_provider_metadata: { google: { thoughtSignature: 'TS-text' } },
+        tool_calls: [
+          {
+            id: 'c1',
+            type: 'function',
+            function: { name: 'calculator', arguments: '{}' },
+            provider_metadata: { google: { thoughtSignature: 'TS-call' } },
+          },
+        ],
+      },
+    ]);
+    expect(prompt[1]).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'reasoning', text: 'Think.', providerOptions: { anthropic: { signature: 'SIG-1' } } },
+        { type: 'reasoning', text: '', providerOptions: { anthropic: { redactedData: 'R-1' } } },
+        { type: 'text', text: 'Calling.', providerOptions: { google: { thoughtSignature: 'TS-text' } } },
+        {
+          type: 'tool-call',
+          toolCallId: 'c1',
+          toolName: 'calculator',
+          input: {},
+          providerOptions: { google: { thoughtSignature: 'TS-call' } },
+        },
+      ],
+    });
+  });
+
   it('maps every role: images as file parts, tool calls with parsed input, consecutive tool results in one message', () => {
     const prompt = toPrompt([
       { role: 'system', content: 'Be brief.' },

@@ -3,6 +3,9 @@
  * as AI SDK LanguageModelV3 call options. Consecutive tool results become one `tool` message (what every
  * provider expects after an assistant turn with several calls); a tool result's name comes from the assistant
  * call it answers. Tool-call arguments travel as the JSON text the model produced (parsed when they are JSON).
+ * An assistant message's provider metadata goes back as each part's `providerOptions` (its reasoning blocks with their
+ * signatures or encrypted content, its text's and its tool calls' thought signatures), exactly as the provider sent
+ * it (docs/models.md "Provider metadata that must round-trip"); each package reads its own key.
  */
 import type {
   LanguageModelV3CallOptions,
@@ -52,11 +55,25 @@ export function toPrompt(messages: PromptMessage[]): LanguageModelV3Prompt {
       }
       case 'assistant': {
         const content: AssistantPart[] = [];
-        if (m.reasoning_content) content.push({ type: 'reasoning', text: m.reasoning_content });
-        if (m.content) content.push({ type: 'text', text: m.content });
+        if (m.reasoning_parts?.length) {
+          for (const r of m.reasoning_parts)
+            content.push({ type: 'reasoning', text: r.text, ...(r.provider_metadata ? { providerOptions: r.provider_metadata } : {}) });
+        } else if (m.reasoning_content) content.push({ type: 'reasoning', text: m.reasoning_content });
+        if (m.content)
+          content.push({
+            type: 'text',
+            text: m.content,
+            ...(m.content_provider_metadata ? { providerOptions: m.content_provider_metadata } : {}),
+          });
         for (const c of m.tool_calls ?? []) {
           names.set(c.id, c.function.name);
-          content.push({ type: 'tool-call', toolCallId: c.id, toolName: c.function.name, input: parseArguments(c.function.arguments) });
+          content.push({
+            type: 'tool-call',
+            toolCallId: c.id,
+            toolName: c.function.name,
+            input: parseArguments(c.function.arguments),
+            ...(c.provider_metadata ? { providerOptions: c.provider_metadata } : {}),
+          });
         }
         if (content.length === 0) content.push({ type: 'text', text: '' });
         out.push({ role: 'assistant', content });

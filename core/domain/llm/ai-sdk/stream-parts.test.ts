@@ -36,6 +36,7 @@ describe('stream-part mapping', () => {
     ]);
     expect(events).toEqual([
       { type: 'delta', reasoning_content: 'Hmm.' },
+      { type: 'delta', reasoning_parts: [{ text: 'Hmm.' }] },
       { type: 'delta', content: 'Hel' },
       { type: 'delta', content: 'lo' },
       {
@@ -62,6 +63,52 @@ describe('stream-part mapping', () => {
     ]);
     // Gemini and Ollama say `stop` after a tool call.
     expect(events[2]).toMatchObject({ type: 'finish', finish_reason: 'tool_calls' });
+  });
+
+  it('sends each reasoning block whole with the metadata the provider needs back (Anthropic signature, redacted block)', async () => {
+    const events = await collect([
+      { type: 'reasoning-start', id: '0' },
+      { type: 'reasoning-delta', id: '0', delta: 'Let me ' },
+      { type: 'reasoning-delta', id: '0', delta: 'think.' },
+      { type: 'reasoning-delta', id: '0', delta: '', providerMetadata: { anthropic: { signature: 'SIG-1' } } },
+      { type: 'reasoning-end', id: '0' },
+      { type: 'reasoning-start', id: '1', providerMetadata: { anthropic: { redactedData: 'REDACTED-1' } } },
+      { type: 'reasoning-end', id: '1' },
+      {
+        type: 'tool-call',
+        toolCallId: 'c1',
+        toolName: 'calculator',
+        input: '{}',
+        providerMetadata: { google: { thoughtSignature: 'TS' } },
+      },
+      { type: 'finish', finishReason: { unified: 'tool-calls', raw: 'tool_use' }, usage },
+    ]);
+    expect(events.filter((e) => e.type === 'delta' && e.reasoning_parts)).toEqual([
+      { type: 'delta', reasoning_parts: [{ text: 'Let me think.', provider_metadata: { anthropic: { signature: 'SIG-1' } } }] },
+      { type: 'delta', reasoning_parts: [{ text: '', provider_metadata: { anthropic: { redactedData: 'REDACTED-1' } } }] },
+    ]);
+    expect(events.find((e) => e.type === 'delta' && e.tool_calls)).toMatchObject({
+      tool_calls: [{ id: 'c1', provider_metadata: { google: { thoughtSignature: 'TS' } } }],
+    });
+  });
+
+  it('merges an OpenAI reasoning item’s metadata from its start and end, and the text’s thought signature', async () => {
+    const events = await collect([
+      { type: 'reasoning-start', id: 'rs_1:0', providerMetadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: null } } },
+      { type: 'reasoning-end', id: 'rs_1:0', providerMetadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'ENC' } } },
+      { type: 'text-start', id: 't' },
+      { type: 'text-delta', id: 't', delta: 'Hi', providerMetadata: { google: { thoughtSignature: 'TS-text' } } },
+      { type: 'text-end', id: 't' },
+      { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+    ]);
+    expect(events.slice(0, 2)).toEqual([
+      {
+        type: 'delta',
+        reasoning_parts: [{ text: '', provider_metadata: { openai: { itemId: 'rs_1', reasoningEncryptedContent: 'ENC' } } }],
+      },
+      { type: 'delta', content: 'Hi', content_provider_metadata: { google: { thoughtSignature: 'TS-text' } } },
+    ]);
+    expect(events[2]).toMatchObject({ type: 'finish' });
   });
 
   it('reports no usage when the provider gave none, throws an error part, and a stream without finish', async () => {

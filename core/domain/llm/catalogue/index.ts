@@ -51,9 +51,42 @@ export const CatalogueEntry = z
     /** Whether the model takes a temperature (reasoning models often do not). */
     temperature: z.boolean().default(true),
     prices: ModelPrices,
+    /** The model's stream timeouts, ms, when not the defaults (docs/models.md "Stream timeouts"). */
+    timeouts: z
+      .object({ first_token_ms: z.number().int().nonnegative().optional(), idle_ms: z.number().int().nonnegative().optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 export type CatalogueEntry = z.output<typeof CatalogueEntry>;
+
+/** How long a call may wait for its first streamed part, and between two parts, ms (0: no limit). */
+export interface StreamTimeouts {
+  firstTokenMs: number;
+  idleMs: number;
+}
+
+/**
+ * Defaults when an entry names none (docs/models.md "Stream timeouts"): a minute to the first part and 30 s of
+ * silence for a chat model; a reasoning model may think for minutes before it streams anything (5 min, 2 min); a
+ * local Ollama model may first load into memory (2 min, 1 min).
+ */
+export const DEFAULT_STREAM_TIMEOUTS: StreamTimeouts = { firstTokenMs: 60_000, idleMs: 30_000 };
+export const REASONING_STREAM_TIMEOUTS: StreamTimeouts = { firstTokenMs: 300_000, idleMs: 120_000 };
+export const LOCAL_STREAM_TIMEOUTS: StreamTimeouts = { firstTokenMs: 120_000, idleMs: 60_000 };
+
+/** A model's stream timeouts: the deployment's (MODEL_*_TIMEOUT_MS) over the entry's over the defaults. */
+export function streamTimeoutsOf(entry: CatalogueModel | undefined, deployment: Partial<StreamTimeouts> = {}): StreamTimeouts {
+  const base = entry?.reasoning
+    ? REASONING_STREAM_TIMEOUTS
+    : entry?.provider === 'ollama'
+      ? LOCAL_STREAM_TIMEOUTS
+      : DEFAULT_STREAM_TIMEOUTS;
+  return {
+    firstTokenMs: deployment.firstTokenMs ?? entry?.timeouts?.first_token_ms ?? base.firstTokenMs,
+    idleMs: deployment.idleMs ?? entry?.timeouts?.idle_ms ?? base.idleMs,
+  };
+}
 
 export interface CatalogueModel extends CatalogueEntry {
   provider: string;

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
+import type { StreamTimeouts } from '../catalogue/index.js';
 import type { ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
 
@@ -23,6 +24,7 @@ export function createAnthropicProvider(opts: {
   fetch?: typeof fetch;
   tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
+  timeouts?: Partial<StreamTimeouts>;
 }): LlmProvider {
   return createAiSdkProvider({
     name: ANTHROPIC_PROVIDER,
@@ -32,6 +34,7 @@ export function createAnthropicProvider(opts: {
     fetch: opts.fetch,
     tenantFetch: opts.tenantFetch,
     retry: opts.retry,
+    timeouts: opts.timeouts,
     probeModel: 'claude-3-5-haiku-20241022',
     model: async (c, model, f) => (await sdk()).createAnthropic({ apiKey: c.api_key, baseURL: c.base_url, fetch: f })(model),
     secrets: (c) => [c.api_key],

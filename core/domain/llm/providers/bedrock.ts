@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
+import type { StreamTimeouts } from '../catalogue/index.js';
 import type { ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
 
@@ -33,6 +34,7 @@ export function createBedrockProvider(opts: {
   fetch?: typeof fetch;
   tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
+  timeouts?: Partial<StreamTimeouts>;
 }): LlmProvider {
   return createAiSdkProvider({
     name: BEDROCK_PROVIDER,
@@ -42,6 +44,7 @@ export function createBedrockProvider(opts: {
     fetch: opts.fetch,
     tenantFetch: opts.tenantFetch,
     retry: opts.retry,
+    timeouts: opts.timeouts,
     probeModel: 'anthropic.claude-3-haiku-20240307-v1:0',
     model: async (c, model, f) =>
       (await sdk()).createAmazonBedrock({

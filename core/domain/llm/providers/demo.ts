@@ -38,8 +38,14 @@ export const DEMO_TRIGGERS = [
   { trigger: '/echo-history', effect: 'lists every user message of the conversation' },
   { trigger: '/echo <text>', effect: 'answers <text> verbatim (every line after the trigger: Markdown, HTML, anything)' },
   {
+    trigger: '/chain <json-steps>',
+    effect:
+      'calls the tools of a JSON array [{tool, args}, …] one after another in the same turn; an argument "$prev" (or "$prev.<field>") ' +
+      'is the previous observation (or its field), then answers with the last observation',
+  },
+  {
     trigger: '/kb <question>',
-    effect: 'answers with the knowledge passages the user message carries (docs/knowledge.md), each with its source label',
+    effect: 'answers with the knowledge passages the user message carries (docs/knowledge.md), each cited by its number ([1])',
   },
 ] as const;
 
@@ -152,12 +158,14 @@ interface Ctx {
   userTexts: string[];
   latestHasImages: number;
   /** The knowledge passages appended to the latest user message (null: none were). */
-  knowledge: { label: string; content: string }[] | null;
+  knowledge: { n: number; label: string; content: string }[] | null;
 }
 
 /** Decide the reply to a conversation (pure; exported for tests). */
 export function planDemoReply(messages: PromptMessage[], tools: ToolDefinition[]): DemoPlan {
   const last = messages[messages.length - 1];
+  const chained = last?.role === 'tool' ? nextChainStep(messages, tools) : null;
+  if (chained) return chained;
   if (last?.role === 'tool') return { text: summariseToolResults(messages) };
   const users = messages.filter((m): m is Extract<PromptMessage, { role: 'user' }> => m.role === 'user');
   const latest = users[users.length - 1];
@@ -201,7 +209,8 @@ function planForQuery(query: string, ctx: Ctx): DemoPlan {
     }
     case '/kb': {
       if (!ctx.knowledge?.length) return { text: `The knowledge base gave me nothing for "${quote(rest)}".` };
-      const cited = ctx.knowledge.map((p) => `${p.content.replace(/\s+/g, ' ').slice(0, KB_PASSAGE_LIMIT)} [${p.label}]`);
+      // Each passage cited by its number, as the knowledge block asks (the citations under the answer name the source).
+      const cited = ctx.knowledge.map((p) => `${p.content.replace(/\s+/g, ' ').slice(0, KB_PASSAGE_LIMIT)} [${p.n}]`);
       return { text: `From the knowledge base: ${cited.join(' ')}` };
     }
     case '/echo':
@@ -225,6 +234,11 @@ function planForQuery(query: string, ctx: Ctx): DemoPlan {
       }
       return callTool(name, args as Record<string, unknown>, ctx);
     }
+    case '/chain': {
+      const steps = parseChain(rest);
+      if (typeof steps === 'string') return { text: steps };
+      return callTool(steps[0]!.tool, steps[0]!.args, ctx);
+    }
     case '/calc': {
       const tool = ctx.tools.find((t) => t.name === 'calculator');
       return callTool('calculator', { [tool ? (singleProperty(tool) ?? 'expression') : 'expression']: rest }, ctx);
@@ -247,6 +261,50 @@ function planForQuery(query: string, ctx: Ctx): DemoPlan {
     default:
       return { text: defaultReply(query, ctx) };
   }
+}
+
+interface ChainStep {
+  tool: string;
+  args: Record<string, unknown>;
+}
+
+/** `/chain [{tool, args}, …]`: the steps, or why they cannot be run (the answer). */
+function parseChain(json: string): ChainStep[] | string {
+  const steps = tryJson(json);
+  const valid =
+    Array.isArray(steps) &&
+    steps.length > 0 &&
+    steps.every((st) => isRecord(st) && typeof st.tool === 'string' && (st.args === undefined || isRecord(st.args)));
+  if (!valid) return `The steps of /chain must be a JSON array of {"tool": name, "args": {…}}: ${json} is not.`;
+  return (steps as Record<string, unknown>[]).map((st) => ({ tool: st.tool as string, args: (st.args ?? {}) as Record<string, unknown> }));
+}
+
+/**
+ * The next call of a `/chain` turn, once the previous step's observation is in (null: not a chain, or its last step
+ * is done). The step is the number of tool results since the user's message; "$prev" / "$prev.<field>" in its
+ * arguments become the previous observation (its text) or that field of it (parsed as JSON).
+ */
+function nextChainStep(messages: PromptMessage[], tools: ToolDefinition[]): DemoPlan | null {
+  let u = messages.length - 1;
+  while (u >= 0 && messages[u]!.role !== 'user') u--;
+  const user = messages[u];
+  if (user?.role !== 'user') return null;
+  const query = parseKnowledgeBlock(contentText(user.content)).query.trim();
+  if (!/^\/chain\s/i.test(query)) return null;
+  const steps = parseChain(query.slice('/chain'.length).trim());
+  const done = messages.slice(u + 1).filter((m) => m.role === 'tool').length;
+  if (typeof steps === 'string' || done >= steps.length) return null;
+  const previous = messages[messages.length - 1] as Extract<PromptMessage, { role: 'tool' }>;
+  const parsed = tryJson(previous.content);
+  const fill = (v: unknown): unknown => {
+    if (v === '$prev') return previous.content;
+    if (typeof v === 'string' && v.startsWith('$prev.')) return isRecord(parsed) ? parsed[v.slice('$prev.'.length)] : undefined;
+    return v;
+  };
+  const step = steps[done]!;
+  const args = Object.fromEntries(Object.entries(step.args).map(([k, v]) => [k, fill(v)]));
+  const ctx: Ctx = { tools, userTexts: [], latestHasImages: 0, knowledge: null };
+  return callTool(step.tool, args, ctx);
 }
 
 function callTool(name: string, args: Record<string, unknown>, ctx: Ctx): DemoPlan {

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
+import type { StreamTimeouts } from '../catalogue/index.js';
 import type { ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
 
@@ -22,6 +23,7 @@ export function createGoogleProvider(opts: {
   fetch?: typeof fetch;
   tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
+  timeouts?: Partial<StreamTimeouts>;
 }): LlmProvider {
   const client = async (c: GoogleCredentials, f?: typeof fetch) =>
     (await sdk()).createGoogleGenerativeAI({ apiKey: c.api_key, baseURL: c.base_url, fetch: f });
@@ -33,6 +35,7 @@ export function createGoogleProvider(opts: {
     fetch: opts.fetch,
     tenantFetch: opts.tenantFetch,
     retry: opts.retry,
+    timeouts: opts.timeouts,
     probeModel: 'gemini-2.0-flash-lite',
     model: async (c, model, f) => (await client(c, f))(model),
     embedding: async (c, model, f) => (await client(c, f)).embedding(model),

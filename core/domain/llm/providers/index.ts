@@ -6,7 +6,7 @@
  */
 import type { Config } from '../../../platform/config.js';
 import type { RetryOptions } from '../ai-sdk/adapter.js';
-import { loadCatalogue, type ModelCatalogue } from '../catalogue/index.js';
+import { loadCatalogue, type ModelCatalogue, type StreamTimeouts } from '../catalogue/index.js';
 import { createGuardedFetch } from '../../../platform/net/ssrf.js';
 import { ProviderRegistry } from '../provider.js';
 import { setActiveProviders } from '../model-check.js';
@@ -38,7 +38,9 @@ type SystemKeys =
   | 'OLLAMA_BASE_URL'
   | 'MODEL_CATALOGUE_OVERRIDES'
   | 'ENCRYPTION_KEY'
-  | 'MODEL_ALLOW_PRIVATE_NETWORK';
+  | 'MODEL_ALLOW_PRIVATE_NETWORK'
+  | 'MODEL_FIRST_TOKEN_TIMEOUT_MS'
+  | 'MODEL_IDLE_TIMEOUT_MS';
 
 export type ProviderConfig = Pick<
   Config,
@@ -53,6 +55,14 @@ export interface ProviderWiring {
   tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
   catalogue?: ModelCatalogue;
+}
+
+/** The deployment's stream timeouts, where set (they win over the catalogue's per-model defaults). */
+export function deploymentTimeouts(config: ProviderConfig): Partial<StreamTimeouts> {
+  return {
+    ...(config.MODEL_FIRST_TOKEN_TIMEOUT_MS !== undefined ? { firstTokenMs: config.MODEL_FIRST_TOKEN_TIMEOUT_MS } : {}),
+    ...(config.MODEL_IDLE_TIMEOUT_MS !== undefined ? { idleMs: config.MODEL_IDLE_TIMEOUT_MS } : {}),
+  };
 }
 
 const def = <T extends Record<string, unknown>>(o: T): T | undefined => o;
@@ -127,7 +137,7 @@ export function createDefaultProviders(config: ProviderConfig, wiring: ProviderW
   const tenantFetch =
     wiring.tenantFetch ??
     (config.MODEL_ALLOW_PRIVATE_NETWORK === false ? (createGuardedFetch({ allowPrivate: false }) as typeof fetch) : undefined);
-  const common = { catalogue, fetch: wiring.fetch, tenantFetch, retry: wiring.retry };
+  const common = { catalogue, fetch: wiring.fetch, tenantFetch, retry: wiring.retry, timeouts: deploymentTimeouts(config) };
   const registry = new ProviderRegistry([
     createDemoProvider({ tokenDelayMs: config.DEMO_MODEL_TOKEN_DELAY_MS, catalogue }),
     createOpenAiCompatibleProvider({

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
+import type { StreamTimeouts } from '../catalogue/index.js';
 import { DeclaredModel, type ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
 
@@ -26,6 +27,7 @@ export function createOllamaProvider(opts: {
   fetch?: typeof fetch;
   tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
+  timeouts?: Partial<StreamTimeouts>;
 }): LlmProvider {
   const client = async (c: OllamaCredentials, f?: typeof fetch) =>
     (await sdk()).createOllama({
@@ -41,6 +43,7 @@ export function createOllamaProvider(opts: {
     fetch: opts.fetch,
     tenantFetch: opts.tenantFetch,
     retry: opts.retry,
+    timeouts: opts.timeouts,
     probeModel: 'llama3.2',
     model: async (c, model, f) => (await client(c, f))(model),
     embedding: async (c, model, f) => (await client(c, f)).embedding(model),

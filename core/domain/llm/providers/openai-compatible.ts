@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { createAiSdkProvider, type RetryOptions } from '../ai-sdk/adapter.js';
+import type { StreamTimeouts } from '../catalogue/index.js';
 import { BUILTIN_CATALOGUE, DeclaredModel, type ModelCatalogue } from '../catalogue/index.js';
 import type { LlmProvider } from '../provider.js';
 
@@ -37,6 +38,7 @@ export interface OpenAiCompatibleOptions {
   fetch?: typeof fetch;
   tenantFetch?: typeof fetch;
   retry?: Partial<RetryOptions>;
+  timeouts?: Partial<StreamTimeouts>;
 }
 
 /** Model names are passed to the endpoint as-is; this only keeps obvious garbage out. */
@@ -60,6 +62,7 @@ export function createOpenAiCompatibleProvider(opts: OpenAiCompatibleOptions = {
     fetch: opts.fetch,
     tenantFetch: opts.tenantFetch,
     retry: opts.retry,
+    timeouts: opts.timeouts,
     probeModel: opts.model,
     model: async (c, model, f) => (await client(c, f)).chatModel(model),
     embedding: async (c, model, f) => (await client(c, f)).embeddingModel(model),
