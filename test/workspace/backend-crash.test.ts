@@ -7,11 +7,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import type { FakeInnerLlm } from '../agent-backend/fake-inner-llm.js';
 import { INNER_KEY, RunClient, runRequest, startBackend, startFake, startPg, TOKEN, type TestBackend } from '../agent-backend/harness.js';
+import { freePort } from '../../stack/ports.js';
 import { isAlive, workspaceProcesses } from '../support/processes.js';
 
 const REPO = path.resolve(import.meta.dirname, '../..');
@@ -20,14 +20,6 @@ let dbUrl: string;
 let dataDir: string;
 let child: ChildProcess | null = null;
 let replica: TestBackend | null = null;
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 async function until<T>(what: string, fn: () => T | Promise<T>, ms = 20_000): Promise<NonNullable<T>> {
   const end = Date.now() + ms;
