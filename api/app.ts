@@ -26,6 +26,7 @@ import { metricsEnabled } from '../core/platform/metrics/index.js';
 import { traceRequests } from '../core/platform/tracing/index.js';
 import { appInfoRoutes } from './service/app-info.js';
 import { chatRoutes } from './service/chat.js';
+import { monitoringRoutes } from './console/monitoring.js';
 import { agentLogRoutes } from './console/agent-logs.js';
 import { consoleRoutes } from './console/agent.js';
 import { studioRoutes } from './console/studio.js';
@@ -144,6 +145,7 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.use('/console/api', knowledgeRoutes({ ...deps, embed: deps.embed ?? createEmbedder(createDefaultProviders(deps.config)) }));
   // GET /console/api/apps/{app_id}/agent/logs (issue 18): its own auth (api/console/auth.ts); other paths pass through.
   app.use('/console/api', agentLogRoutes(deps));
+  app.use('/console/api', monitoringRoutes(deps));
   // The studio's reads (api/console/studio.ts): apps list, one version, a turn's run facts; its own auth.
   app.use('/console/api', studioRoutes(deps));
   // An app's API keys (create, revoke) and version restore (api/console/admin.ts); its own auth.

@@ -19,6 +19,7 @@ import { CONSOLE_DEBUGGER_REQUESTS, CONSOLE_DEBUGGER_RESPONSES, consoleDebuggerP
 import { KNOWLEDGE_REQUESTS, KNOWLEDGE_RESPONSES, knowledgePaths } from './knowledge.js';
 import { TOOL_REQUESTS, TOOL_RESPONSES, toolProviderPaths } from './tools.js';
 import { MODEL_REQUESTS, MODEL_RESPONSES, modelProviderPaths } from './models.js';
+import { MONITORING_RESPONSES, monitoringPaths } from './monitoring.js';
 import { STUDIO_REQUESTS, STUDIO_RESPONSES, studioPaths } from './studio.js';
 import { AUTOMATION_REQUESTS, AUTOMATION_RESPONSES, automationPaths } from './automation.js';
 import { CONSOLE_ADMIN_REQUESTS, CONSOLE_ADMIN_RESPONSES, consoleAdminPaths } from './console-admin.js';
@@ -71,6 +72,7 @@ const RESPONSES = {
   ...TOOL_RESPONSES,
   ...MODEL_RESPONSES,
   ...STUDIO_RESPONSES,
+  ...MONITORING_RESPONSES,
   ...AUTOMATION_RESPONSES,
   ...CONSOLE_ADMIN_RESPONSES,
 };
@@ -314,6 +316,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
     ...toolProviderPaths(errors),
     ...modelProviderPaths(errors),
     ...studioPaths(errors),
+    ...monitoringPaths(errors),
     ...automationPaths(errors),
     ...consoleAdminPaths(errors),
     '/healthz': {
