@@ -7,6 +7,7 @@ import './studio-screens.css';
 import { screens } from './studio-common.js';
 // Registered first: its tab comes right after the agent's (Dify's order: orchestrate, then logs).
 import './studio-logs.js';
+import './studio-monitoring.js';
 import './studio-datasets.js';
 import './studio-tools.js';
 import './studio-models.js';

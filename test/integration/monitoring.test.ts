@@ -196,7 +196,13 @@ describe('monitoring statistics', () => {
   });
 
   it('refuses a bad range, zone or granularity with 400; another tenant reads the app as missing', async () => {
-    for (const q of [{ range: 'forever' }, { tz: 'Mars/Olympus' }, { range: 'all', granularity: 'hour' }, { granularity: 'minute' }]) {
+    const bad: Record<string, string>[] = [
+      { range: 'forever' },
+      { tz: 'Mars/Olympus' },
+      { range: 'all', granularity: 'hour' },
+      { granularity: 'minute' },
+    ];
+    for (const q of bad) {
       const res = await stats(q);
       expect(res.status, JSON.stringify(q)).toBe(400);
       expect(((await res.json()) as { code: string }).code).toBe('invalid_param');
