@@ -152,6 +152,8 @@ function fillForm(c, shelf) {
   $('f-knowledge').checked = !!c.knowledge?.enabled;
   showDatasetChoices(c.knowledge?.dataset_ids ?? []);
   $('f-citations').checked = c.features?.retriever_resource?.enabled !== false;
+  $('f-opening').value = c.features?.opening_statement ?? '';
+  $('f-suggested').value = (c.features?.suggested_questions ?? []).join('\n');
   $('f-runtime').checked = !!c.runtime?.enabled;
   $('f-shell').checked = !!c.shell?.enabled;
 }
@@ -173,7 +175,16 @@ function readForm() {
   c.tools = { ...c.tools, core };
   c.ask_human = { ...c.ask_human, enabled: $('f-ask-human').checked };
   c.knowledge = { ...c.knowledge, enabled: $('f-knowledge').checked, dataset_ids: chosenDatasets() };
-  c.features = { ...c.features, retriever_resource: { enabled: $('f-citations').checked } };
+  c.features = {
+    ...c.features,
+    retriever_resource: { enabled: $('f-citations').checked },
+    opening_statement: $('f-opening').value.trim(),
+    // One question a line, blank lines dropped (Dify's list of questions).
+    suggested_questions: $('f-suggested')
+      .value.split('\n')
+      .map((q) => q.trim())
+      .filter((q) => q !== ''),
+  };
   c.runtime = { ...c.runtime, enabled: $('f-runtime').checked };
   c.shell = { ...c.shell, enabled: $('f-shell').checked };
   return c;
