@@ -28,6 +28,9 @@ import { pageJson, pageOf } from '../pagination.js';
 import { retrieveChunks } from '../../core/domain/knowledge/retrieve.js';
 import type { Dataset, DatasetDocument } from '../../core/generated/prisma/client.js';
 import { unixSeconds } from '../../core/platform/time.js';
+import { ChunkSettings, chunkSettingsJson } from '../../core/domain/knowledge/chunk-settings.js';
+import { vectorLiteral } from '../../core/domain/knowledge/embed.js';
+import { countTokens } from '../../core/domain/llm/tokens.js';
 import { consoleAuth, consoleCaller } from './auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { Uuid } from '../schemas.js';
@@ -47,8 +50,19 @@ export const CreateDatasetBody = z
       .strict()
       .nullable()
       .default(null),
+    /** How its documents are cut (issue 42); absent: the chunker's defaults. */
+    chunk_settings: ChunkSettings.optional(),
   })
   .strict();
+export const ChunkSettingsBody = ChunkSettings;
+export const SegmentUpdateBody = z
+  .object({
+    enabled: z.boolean().optional(),
+    /** New text: re-tokenised, re-indexed for full text and trigrams, and re-embedded with the dataset's model. */
+    content: z.string().trim().min(1).max(20_000).optional(),
+  })
+  .strict()
+  .refine((b) => b.enabled !== undefined || b.content !== undefined, { message: 'name enabled or content' });
 export const TextDocumentBody = z.object({ name: Name, text: z.string().min(1).max(1_000_000) }).strict();
 export const HitTestBody = z
   .object({
@@ -150,6 +164,7 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
           language: body.language,
           embedding_provider: body.embedding?.provider ?? null,
           embedding_model: body.embedding?.model ?? null,
+          ...(body.chunk_settings ? { chunk_settings: body.chunk_settings } : {}),
           created_by: accountId,
         },
       });
@@ -253,6 +268,63 @@ export function knowledgeRoutes(deps: KnowledgeRouteDeps): Router {
     res.status(204).end();
   });
 
+  /** A dataset's chunk settings (issue 42): used for the documents indexed from now on. */
+  r.put('/datasets/:dataset_id/chunk-settings', async (req, res) => {
+    const ds = await datasetOf(req, consoleCaller(req).tenantId);
+    const body = parseOr400(ChunkSettingsBody, req.body ?? {});
+    const saved = await db.dataset.update({ where: { id: ds.id }, data: { chunk_settings: body } });
+    res.json(datasetJson(saved, await db.datasetDocument.count({ where: { dataset_id: ds.id } })));
+  });
+
+  /** A document's segments in order, a page at a time, with their text (the studio previews and edits them). */
+  r.get('/datasets/:dataset_id/documents/:document_id/segments', async (req, res) => {
+    const doc = await documentOf(req);
+    const page = pageOf(req.query);
+    const [total, rows] = await Promise.all([
+      db.documentSegment.count({ where: { document_id: doc.id } }),
+      db.documentSegment.findMany({
+        where: { document_id: doc.id },
+        orderBy: { position: 'asc' },
+        skip: page.skip,
+        take: page.take,
+        select: SEGMENT_FIELDS,
+      }),
+    ]);
+    res.json(pageJson(page, total, rows.map(segmentJson)));
+  });
+
+  /**
+   * Switch a segment on or off (off: never retrieved) and/or replace its text: token count, full-text vector (the
+   * dataset's language) and trigram index follow in the same update, and a dataset with an embedding model has the
+   * new text embedded first (a failed embedding changes nothing: 502 `embedding_failed`).
+   */
+  r.patch('/datasets/:dataset_id/documents/:document_id/segments/:segment_id', async (req, res) => {
+    const doc = await documentOf(req);
+    const segmentId = parseOr400(Uuid, req.params.segment_id, 'segment_id');
+    const body = parseOr400(SegmentUpdateBody, req.body ?? {});
+    const seg = await db.documentSegment.findFirst({ where: { id: segmentId, document_id: doc.id }, select: { id: true } });
+    if (!seg) throw new HttpError(404, 'segment_not_found', 'Segment not found.');
+    if (body.content !== undefined) {
+      const ds = await db.dataset.findUniqueOrThrow({ where: { id: doc.dataset_id } });
+      let vector: string | null = null;
+      if (ds.embedding_provider && ds.embedding_model) {
+        const [v] = await deps
+          .embed({ provider: ds.embedding_provider, model: ds.embedding_model }, [body.content])
+          .catch((err: unknown) => {
+            throw new HttpError(502, 'embedding_failed', `embedding: ${(err as Error)?.message ?? err}`);
+          });
+        vector = vectorLiteral(v);
+      }
+      await db.$executeRaw`
+        update document_segments
+           set content = ${body.content}, char_count = char_length(${body.content}), token_count = ${countTokens(body.content)},
+               content_tsv = to_tsvector(${ds.language}::regconfig, ${body.content}), embedding = ${vector}::real[]
+         where id = ${seg.id}::uuid`;
+    }
+    if (body.enabled !== undefined) await db.documentSegment.update({ where: { id: seg.id }, data: { enabled: body.enabled } });
+    res.json(segmentJson(await db.documentSegment.findUniqueOrThrow({ where: { id: seg.id }, select: SEGMENT_FIELDS })));
+  });
+
   /** Hit testing (Dify's): what retrieval returns for a query, with scores — the same path a turn uses. */
   r.post('/datasets/:dataset_id/retrieve', async (req, res) => {
     const ds = await datasetOf(req, consoleCaller(req).tenantId);
@@ -338,6 +410,27 @@ function receiveDocument(req: Request): Promise<DocumentInput> {
   });
 }
 
+const SEGMENT_FIELDS = {
+  id: true,
+  document_id: true,
+  position: true,
+  content: true,
+  char_count: true,
+  token_count: true,
+  enabled: true,
+} as const;
+function segmentJson(s: {
+  id: string;
+  document_id: string;
+  position: number;
+  content: string;
+  char_count: number;
+  token_count: number;
+  enabled: boolean;
+}) {
+  return { ...s };
+}
+
 function datasetJson(d: Dataset, documentCount: number) {
   return {
     id: d.id,
@@ -345,6 +438,7 @@ function datasetJson(d: Dataset, documentCount: number) {
     description: d.description,
     language: d.language,
     embedding: d.embedding_provider && d.embedding_model ? { provider: d.embedding_provider, model: d.embedding_model } : null,
+    chunk_settings: chunkSettingsJson(d.chunk_settings),
     document_count: documentCount,
     created_at: unixSeconds(d.created_at),
   };

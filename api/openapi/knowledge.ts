@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { RetrievedChunk } from '../../core/protocol/knowledge.js';
 import { PAGE_PARAMETERS, pageSchema } from '../pagination.js';
-import { CreateDatasetBody, HitTestBody, TextDocumentBody } from '../console/knowledge.js';
+import { ChunkSettingsBody, CreateDatasetBody, HitTestBody, SegmentUpdateBody, TextDocumentBody } from '../console/knowledge.js';
 import { pathParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -18,6 +18,9 @@ const Dataset = z.object({
   description: z.string(),
   language: z.string().describe('PostgreSQL text search configuration of its chunks (stemming, stop words).'),
   embedding: z.object({ provider: z.string(), model: z.string() }).nullable(),
+  chunk_settings: z
+    .object({ max_chars: z.number().int(), overlap_chars: z.number().int(), separators: z.array(z.string()) })
+    .describe('How documents indexed from now on are cut (the defaults unless set).'),
   document_count: z.number().int(),
   created_at: z.number().int(),
 });
@@ -56,7 +59,19 @@ const IndexingProgress = z.object({
   total_segments: z.number().int(),
 });
 
+const Segment = z.object({
+  id: z.string(),
+  document_id: z.string(),
+  position: z.number().int(),
+  content: z.string(),
+  char_count: z.number().int(),
+  token_count: z.number().int(),
+  enabled: z.boolean().describe('Off: never retrieved.'),
+});
+
 export const KNOWLEDGE_REQUESTS = {
+  ChunkSettingsRequest: ChunkSettingsBody,
+  SegmentUpdateRequest: SegmentUpdateBody,
   CreateDatasetRequest: CreateDatasetBody,
   TextDocumentRequest: TextDocumentBody,
   DocumentUploadForm: z.object({ file: z.string().describe('The document: .txt, .md, .html or .pdf, at most 15 MB.') }),
@@ -72,6 +87,8 @@ export const KNOWLEDGE_RESPONSES = {
   }),
   DocumentListResponse: pageSchema(Document),
   IndexingStatusResponse: z.object({ data: z.array(IndexingProgress) }),
+  SegmentResponse: Segment,
+  SegmentListResponse: pageSchema(Segment),
   HitTestResponse: z.object({ query: z.string(), chunks: z.array(RetrievedChunk) }),
 };
 
@@ -162,6 +179,48 @@ export function knowledgePaths(errors: (...statuses: number[]) => Record<string,
         ds,
         id('document_id', 'Document id.'),
       ]),
+    },
+    '/console/api/datasets/{dataset_id}/chunk-settings': {
+      put: op(
+        {
+          operationId: 'putChunkSettings',
+          summary:
+            'How the dataset cuts documents indexed from now on (Dify’s segment settings): `max_chars` (100–4000), ' +
+            '`overlap_chars` (at most half of it) and `separators` cut at first (no chunk spans one). Documents already ' +
+            'indexed keep their chunks (their bytes are not kept once indexed).',
+          requestBody: { required: true, content: json(ref('ChunkSettingsRequest')) },
+          responses: { ...ok('The dataset.', 'DatasetResponse'), ...errors() },
+        },
+        [ds],
+      ),
+    },
+    '/console/api/datasets/{dataset_id}/documents/{document_id}/segments': {
+      get: op(
+        {
+          operationId: 'listSegments',
+          summary: "A document's segments (chunks) in order, with their text, token count and switch, a page at a time.",
+          responses: { ...ok('Segments.', 'SegmentListResponse'), ...errors() },
+        },
+        [ds, id('document_id', 'Document id.'), ...PAGE_PARAMETERS],
+      ),
+    },
+    '/console/api/datasets/{dataset_id}/documents/{document_id}/segments/{segment_id}': {
+      patch: op(
+        {
+          operationId: 'updateSegment',
+          summary:
+            'Switch a segment on or off (`enabled`; off: retrieval never returns it) and/or replace its `content`: token count, ' +
+            'full-text and trigram indexes follow, and a dataset with an embedding model embeds the new text (502 ' +
+            '`embedding_failed`: nothing changed). 404 `segment_not_found`.',
+          requestBody: { required: true, content: json(ref('SegmentUpdateRequest')) },
+          responses: {
+            ...ok('The segment.', 'SegmentResponse'),
+            ...errors(),
+            '502': { description: '`embedding_failed`.', content: json(ref('ErrorResponse')) },
+          },
+        },
+        [ds, id('document_id', 'Document id.'), id('segment_id', 'Segment id.')],
+      ),
     },
     '/console/api/datasets/{dataset_id}/retrieve': {
       post: op(

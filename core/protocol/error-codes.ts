@@ -214,6 +214,7 @@ export const ERROR_CODES = {
   webhook_delivery_not_found: { status: [404], audience: ['console'], meaning: 'No such delivery of this webhook' },
   dataset_not_found: { status: [404], audience: ['console'], meaning: "No such dataset in the tenant's knowledge" },
   document_not_found: { status: [404], audience: ['console'], meaning: 'No such document in this dataset' },
+  segment_not_found: { status: [404], audience: ['console'], meaning: 'No such segment in this document' },
   dataset_quota_exceeded: { status: [403], audience: ['console'], meaning: 'The tenant has `TENANT_MAX_DATASETS` datasets' },
   document_quota_exceeded: { status: [403], audience: ['console'], meaning: 'The tenant has `TENANT_MAX_DOCUMENTS` documents' },
   document_too_large: { status: [413], audience: ['console'], meaning: 'A document over its size limit' },

@@ -19,6 +19,7 @@ import { vectorLiteral, type Embedder } from './embed.js';
 import { KnowledgeError } from './errors.js';
 import { DEFAULT_PARSE_LIMITS, documentKind } from './parse.js';
 import { prepareInSandbox, type SandboxLimits } from './parse-sandbox.js';
+import { chunkOptions } from './chunk-settings.js';
 
 export interface IndexerOptions {
   db: Db;
@@ -209,7 +210,7 @@ export class DocumentIndexer {
     if (!doc.source) throw new KnowledgeError(400, 'document_unreadable', 'The uploaded bytes of this document are gone; upload it again.');
     const kind = documentKind(doc.name, doc.mime_type);
     if (!kind) throw new KnowledgeError(415, 'unsupported_document_type', 'Documents must be plain text, Markdown, HTML or PDF.');
-    const { chunks, tokens } = await prepareInSandbox(kind, doc.source.bytes, this.opts.limits);
+    const { chunks, tokens } = await prepareInSandbox(kind, doc.source.bytes, this.opts.limits, chunkOptions(doc.dataset.chunk_settings));
     const parsed = await db.$executeRaw`
       update dataset_documents set status = 'indexing', parsing_completed_at = now(), updated_at = now()
        where id = ${id}::uuid and lease_owner = ${this.owner}::uuid`;

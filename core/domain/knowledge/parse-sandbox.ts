@@ -16,6 +16,7 @@ import { isCompiled, projectRoot } from '../../platform/project-root.js';
 import type { ErrorCode } from '../../protocol/error-codes.js';
 import { KnowledgeError } from './errors.js';
 import type { DocumentKind, ParseLimits } from './parse.js';
+import type { ChunkOptions } from './chunk.js';
 import { prepareDocument, type PreparedDocument } from './prepare.js';
 
 export interface SandboxLimits extends ParseLimits {
@@ -33,12 +34,18 @@ const CHILD = path.join(here, compiled ? 'parse-child.js' : 'parse-child.ts');
 
 const unreadable = (why: string) => new KnowledgeError(400, 'document_unreadable', `The document cannot be read: ${why}.`);
 
-export async function prepareInSandbox(kind: DocumentKind, bytes: Uint8Array, limits: SandboxLimits): Promise<PreparedDocument> {
-  if ((kind === 'text' || kind === 'markdown') && bytes.byteLength <= IN_PROCESS_MAX_BYTES) return prepareDocument(kind, bytes, limits);
-  return runChild(kind, bytes, limits);
+export async function prepareInSandbox(
+  kind: DocumentKind,
+  bytes: Uint8Array,
+  limits: SandboxLimits,
+  chunking: ChunkOptions = {},
+): Promise<PreparedDocument> {
+  if ((kind === 'text' || kind === 'markdown') && bytes.byteLength <= IN_PROCESS_MAX_BYTES)
+    return prepareDocument(kind, bytes, limits, chunking);
+  return runChild(kind, bytes, limits, chunking);
 }
 
-function runChild(kind: DocumentKind, bytes: Uint8Array, limits: SandboxLimits): Promise<PreparedDocument> {
+function runChild(kind: DocumentKind, bytes: Uint8Array, limits: SandboxLimits, chunking: ChunkOptions): Promise<PreparedDocument> {
   const heapMb = Math.max(64, Math.floor(limits.memoryMb / 4));
   const nodeArgs = [
     // WebAssembly memories reserve ~10 GB of address space for their guard regions unless the trap handler is off;
@@ -47,7 +54,7 @@ function runChild(kind: DocumentKind, bytes: Uint8Array, limits: SandboxLimits):
     ...(compiled ? [] : ['--import', 'tsx']),
     `--max-old-space-size=${heapMb}`,
     CHILD,
-    JSON.stringify({ kind, limits: { maxPages: limits.maxPages, maxTextBytes: limits.maxTextBytes } }),
+    JSON.stringify({ kind, limits: { maxPages: limits.maxPages, maxTextBytes: limits.maxTextBytes }, chunking }),
   ];
   // `ulimit -v` (RLIMIT_AS, KB) is set by the shell on itself, then it becomes node: the limit covers the whole child.
   const child = spawn('/bin/sh', ['-c', 'ulimit -v "$PARSE_AS_KB" || exit 97; exec "$0" "$@"', process.execPath, ...nodeArgs], {

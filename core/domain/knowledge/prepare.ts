@@ -3,7 +3,7 @@
  * tokenising). Runs in the parse child (core/domain/knowledge/parse-child.ts) for anything but small plain text.
  */
 import { countTokens } from '../llm/tokens.js';
-import { chunkText } from './chunk.js';
+import { chunkText, type ChunkOptions } from './chunk.js';
 import { KnowledgeError } from './errors.js';
 import { extractDocumentText, type DocumentKind, type ParseLimits } from './parse.js';
 
@@ -15,9 +15,14 @@ export interface PreparedDocument {
   tokens: number[];
 }
 
-export async function prepareDocument(kind: DocumentKind, bytes: Uint8Array, limits: ParseLimits): Promise<PreparedDocument> {
+export async function prepareDocument(
+  kind: DocumentKind,
+  bytes: Uint8Array,
+  limits: ParseLimits,
+  chunking: ChunkOptions = {},
+): Promise<PreparedDocument> {
   const text = await extractDocumentText(kind, bytes, limits);
-  const chunks = chunkText(text);
+  const chunks = chunkText(text, chunking);
   if (chunks.length === 0) throw new KnowledgeError(422, 'document_empty', 'The document has no text to index.');
   if (chunks.length > DOCUMENT_MAX_CHUNKS)
     throw new KnowledgeError(413, 'document_too_large', `The document makes more than ${DOCUMENT_MAX_CHUNKS} chunks.`);

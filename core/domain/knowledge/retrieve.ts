@@ -12,7 +12,7 @@
  *
  * Candidates are chunks matching the OR-ed words (GIN on content_tsv), chunks whose word_similarity reaches
  * FUZZY_MIN (GIN trigram index) and the VECTOR_CANDIDATES nearest by cosine; chunks scoring below score_threshold are
- * dropped and the best top_k returned.
+ * dropped and the best top_k returned. A disabled segment (`enabled` off in the studio) is never a candidate.
  */
 import type { Db } from '../../platform/db.js';
 import type { RetrievedChunk } from '../../protocol/knowledge.js';
@@ -69,14 +69,14 @@ export async function retrieveChunks(deps: { db: Db; embed: Embedder }, input: R
       ),
       nearest as (
         select s.id from document_segments s join q on q.id = s.dataset_id
-         where ${hasVectors} and q.vec is not null and s.embedding is not null
+         where ${hasVectors} and q.vec is not null and s.embedding is not null and s.enabled
          order by knowledge_cosine(s.embedding, q.vec) desc nulls last
          limit ${VECTOR_CANDIDATES}
       ),
       candidates as (
-        select s.id from document_segments s join q on q.id = s.dataset_id where q.tsq is not null and s.content_tsv @@ q.tsq
+        select s.id from document_segments s join q on q.id = s.dataset_id where q.tsq is not null and s.content_tsv @@ q.tsq and s.enabled
         union
-        select s.id from document_segments s join q on q.id = s.dataset_id where ${input.query} <% s.content
+        select s.id from document_segments s join q on q.id = s.dataset_id where ${input.query} <% s.content and s.enabled
         union
         select id from nearest
       ),
