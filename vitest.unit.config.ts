@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { defineConfig } from 'vitest/config';
-import base from './vitest.config.js';
+import { fileOptions } from './vitest.config.js';
 
 /**
  * `npm run test:unit`: the files of `npm test` that need none of the services its global setup starts (no PostgreSQL,
@@ -32,7 +32,10 @@ const unitFiles = ['test', 'core/domain/llm']
 
 export default defineConfig({
   test: {
-    ...base.test,
+    ...fileOptions,
+    maxWorkers: 2,
+    // Unit files share their worker's process (npm test's `shared` project does the same): imported once per worker.
+    isolate: false,
     include: unitFiles,
     globalSetup: [],
     reporters: ['default', ['./test/support/timing-reporter.ts', { file: '.cache/test-timings-unit.json' }]],

@@ -32,7 +32,35 @@ declare module 'vitest' {
   }
 }
 
+type Provided = Pick<
+  import('vitest').ProvidedContext,
+  'pgPort' | 'pgTemplate' | 'temporalAddress' | 'temporalBin' | 'temporalPort' | 'temporalUiPort' | 'testDataDir'
+>;
+
+/** One start per run, shared by the run's projects (vitest.config.ts: files in a process of their own, files sharing one):
+ * vitest calls this setup once per project in the same main process; the second call gets the first's services, and
+ * the last teardown stops them. */
+const SHARED = Symbol.for('dify-agent-tests.infrastructure');
+interface Shared {
+  started: Promise<{ provided: Provided; stop: () => Promise<void> }>;
+  users: number;
+}
+
 export default async function setup(project: TestProject) {
+  const g = globalThis as unknown as Record<symbol, Shared | undefined>;
+  const shared = (g[SHARED] ??= { started: startInfrastructure(), users: 0 });
+  shared.users += 1;
+  const { provided, stop } = await shared.started;
+  for (const [key, value] of Object.entries(provided)) project.provide(key as keyof Provided, value as never);
+  return async () => {
+    shared.users -= 1;
+    if (shared.users > 0) return;
+    g[SHARED] = undefined;
+    await stop();
+  };
+}
+
+async function startInfrastructure(): Promise<{ provided: Provided; stop: () => Promise<void> }> {
   fs.rmSync(TEST_DATA_DIR, { recursive: true, force: true });
   fs.mkdirSync(TEST_DATA_DIR, { recursive: true });
   // The pages the api serves (.cache/web): built when web/ changed since the last build (a single-file run skips pretest).
@@ -54,17 +82,20 @@ export default async function setup(project: TestProject) {
     uiPort: temporalUiPort,
     headless: true,
   });
-  project.provide('pgPort', pgPort);
-  project.provide('pgTemplate', PG_TEMPLATE);
-  project.provide('temporalAddress', temporal.address);
-  project.provide('temporalBin', bin);
-  project.provide('temporalPort', temporalPort);
-  project.provide('temporalUiPort', temporalUiPort);
-  project.provide('testDataDir', TEST_DATA_DIR);
-  return async () => {
+  const provided: Provided = {
+    pgPort,
+    pgTemplate: PG_TEMPLATE,
+    temporalAddress: temporal.address,
+    temporalBin: bin,
+    temporalPort,
+    temporalUiPort,
+    testDataDir: TEST_DATA_DIR,
+  };
+  const stop = async () => {
     await temporal.stop();
     await pg.stop();
     // KEEP_TEST_DATA=1 keeps the logs (worker-child.log, temporal/server.log) for a post-mortem.
     if (!process.env.KEEP_TEST_DATA) fs.rmSync(TEST_DATA_DIR, { recursive: true, force: true });
   };
+  return { provided, stop };
 }

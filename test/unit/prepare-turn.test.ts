@@ -18,12 +18,15 @@ import { sessionScopeKey, workspaceIdFor } from '../../activities/prepare/bindin
 import { freshDatabase } from '../support/db.js';
 
 let db: Db;
+let dbName: string;
 let tenantId: string;
 let app: Awaited<ReturnType<typeof createAgentApp>>;
 let prepare: ReturnType<typeof createTurnPreparation>;
 
 beforeAll(async () => {
-  db = createDb(await freshDatabase('prepare_turn'));
+  const url = await freshDatabase('prepare_turn');
+  dbName = new URL(url).pathname.slice(1);
+  db = createDb(url);
   tenantId = (await db.tenant.create({ data: { name: 'prep' } })).id;
   app = await createAgentApp(db, tenantId, { name: 'prep' });
   prepare = createTurnPreparation({
@@ -71,13 +74,14 @@ function expectOneOfEach(r: Awaited<ReturnType<typeof rowsOf>>) {
   expect(r.bindings[0]!.workspace_id).toBe(r.workspaces[0]!.id);
 }
 
-/** Statements sent by every pg client of this process while `fn` runs. */
+/** Statements sent to this file's database by any pg client of this process while `fn` runs (other files' clients in
+ * the same vitest process, which runs files without isolation, talk to their own databases and are not counted). */
 async function countStatements(fn: () => Promise<unknown>): Promise<number> {
   const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
   const original = proto.query;
   let n = 0;
-  proto.query = function (this: unknown, ...args: unknown[]) {
-    n += 1;
+  proto.query = function (this: { database?: string }, ...args: unknown[]) {
+    if (this.database === dbName) n += 1;
     return original.apply(this, args);
   };
   try {
