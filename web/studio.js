@@ -132,6 +132,10 @@ function fillForm(c, shelf) {
   const s = c.model?.model_settings ?? {};
   $('f-temperature').value = s.temperature ?? '';
   $('f-max-tokens').value = s.max_tokens ?? '';
+  $('f-top-p').value = s.top_p ?? '';
+  $('f-thinking-budget').value = s.thinking_budget ?? '';
+  $('f-reasoning-effort').value = s.reasoning_effort ?? '';
+  $('f-stop').value = (s.stop_sequences ?? []).join('\n');
   const tools = $('f-tools');
   tools.textContent = '';
   for (const t of shelf) {
@@ -166,10 +170,19 @@ function readForm() {
   for (const [key, id] of [
     ['temperature', 'f-temperature'],
     ['max_tokens', 'f-max-tokens'],
+    ['top_p', 'f-top-p'],
+    ['thinking_budget', 'f-thinking-budget'],
   ]) {
     if ($(id).value === '') delete settings[key];
     else settings[key] = Number($(id).value);
   }
+  if ($('f-reasoning-effort').value === '') delete settings.reasoning_effort;
+  else settings.reasoning_effort = $('f-reasoning-effort').value;
+  const stops = $('f-stop')
+    .value.split('\n')
+    .filter((q) => q.trim() !== '');
+  if (stops.length === 0) delete settings.stop_sequences;
+  else settings.stop_sequences = stops;
   c.model = { ...c.model, provider: $('f-provider').value.trim(), model: $('f-model').value.trim(), model_settings: settings };
   const core = [...$('f-tools').querySelectorAll('input:checked')].map((b) => b.value);
   c.tools = { ...c.tools, core };

@@ -2,7 +2,9 @@
  * Issue 42's agent form (part A) in a browser, at a desktop's size (1366x900) and a phone's (390x844), with an axe-core
  * scan and a screenshot (test-results/screenshots): the opening statement and the suggested questions (one a line) are
  * edited in the form, saved into the shared draft's features (Dify's shape) and, once published, answered by
- * GET /v1/parameters — what the chat page shows before a first message.
+ * GET /v1/parameters — what the chat page shows before a first message; the model's parameters beyond temperature and
+ * max tokens (top_p, stop sequences, thinking budget, reasoning effort) are edited into the draft's model_settings, and
+ * a reasoning setting on a model that does not reason is refused next to its field.
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,6 +68,53 @@ describe.runIf(chromiumPath)('issue 42: the studio agent form', () => {
       const body = (await params.json()) as { opening_statement: string; suggested_questions: string[] };
       expect(body.opening_statement).toBe(opening);
       expect(body.suggested_questions).toEqual([`What can you do on a ${size.name}?`, '/calc 2+2', 'Tell me a joke']);
+      expect(failures).toEqual([]);
+    }, 120_000);
+  }
+
+  for (const size of SIZES) {
+    it(`edits the model's parameters: top_p, stop sequences, reasoning (${size.name})`, async () => {
+      const failures: string[] = [];
+      const s = await openStudio(stack, failures, {
+        viewport: size.viewport,
+        expected: (status, url) =>
+          (status === 404 && url.endsWith('/agent/build-draft')) || (status === 400 && url.endsWith('/agent/draft')),
+      });
+      open.push(s.browser);
+      const page = s.page;
+      const settings = async () =>
+        (
+          (await stack.db.agentConfigDraft.findFirstOrThrow({ where: { agent_id: stack.demo!.agentId, draft_type: 'DRAFT' } })).config as {
+            model: { model_settings: Record<string, unknown> };
+          }
+        ).model.model_settings;
+      await expect.poll(() => page.inputValue('#f-prompt')).toContain('helpful demo agent');
+      await page.fill('#f-top-p', '0.85');
+      await page.fill('#f-stop', `END-${size.name}\n\nSTOP HERE`);
+      await page.click('#save');
+      await expect.poll(() => page.locator('#status').textContent()).toContain('Saved (DRAFT revision');
+      expect(await settings()).toMatchObject({ top_p: 0.85, stop_sequences: [`END-${size.name}`, 'STOP HERE'] });
+      // Filled back in from the draft on a reload.
+      await page.reload();
+      await expect.poll(() => page.inputValue('#f-top-p')).toBe('0.85');
+      expect(await page.inputValue('#f-stop')).toBe(`END-${size.name}\nSTOP HERE`);
+
+      // The demo model does not reason: a reasoning effort is refused next to its field, nothing saved.
+      await page.selectOption('#f-reasoning-effort', 'high');
+      await page.click('#save');
+      const effortError = page.locator('.field[data-path="model.model_settings.reasoning_effort"] .field-error');
+      await expect.poll(() => effortError.count()).toBe(1);
+      expect(await effortError.textContent()).toContain('not a reasoning model');
+      expect((await settings()).reasoning_effort).toBeUndefined();
+      expect(await axeViolations(page)).toEqual([]);
+      await screenshot(page, `studio-agent-form-parameters-${size.name}.png`, false);
+      // Cleared fields leave the settings.
+      await page.selectOption('#f-reasoning-effort', '');
+      await page.fill('#f-top-p', '');
+      await page.fill('#f-stop', '');
+      await page.click('#save');
+      await expect.poll(() => effortError.count()).toBe(0);
+      await expect.poll(async () => Object.keys(await settings()).sort()).toEqual(['temperature']);
       expect(failures).toEqual([]);
     }, 120_000);
   }
