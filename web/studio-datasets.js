@@ -2,6 +2,9 @@
 // (XMLHttpRequest: fetch has no upload progress), its documents a page at a time (Dify's page/limit/has_more),
 // each document's indexing status (a job: waiting|parsing|indexing|completed|error, polled until it settles), a hit
 // test with scores, and attaching the dataset to the open agent (knowledge on, its id in knowledge.dataset_ids).
+// Issue 42: the dataset's chunk settings (PUT …/chunk-settings; they cut the documents indexed after them) and a
+// document's segments (GET …/segments): each chunk's text, token count and switch, switched off or edited in place
+// (PATCH …/segments/{id}: an off segment is never retrieved, an edited one is re-indexed).
 
 import { $, button, console$, editDraft, el, field, input, readDraft, register, say, when } from './studio-common.js';
 
@@ -21,6 +24,12 @@ section.innerHTML = `
       <h3 id="ds-name"></h3>
       <p id="ds-attached" class="hint"></p>
       <div class="row" id="ds-actions"></div>
+      <h4 id="ds-chunk-title">Chunk settings</h4>
+      <form id="ds-chunk" aria-labelledby="ds-chunk-title">
+        <p class="hint" id="ds-chunk-hint">Applies to documents indexed after you save: documents already indexed keep their chunks (upload one again to re-cut it).</p>
+        <div class="row" id="ds-chunk-fields"></div>
+        <p id="ds-chunk-status" class="hint" role="status"></p>
+      </form>
       <h4>Upload a document</h4>
       <div class="row" id="ds-upload"></div>
       <progress id="ds-progress" max="100" value="0" hidden aria-label="Upload progress"></progress>
@@ -30,6 +39,12 @@ section.innerHTML = `
         <th scope="col">Name</th><th scope="col">Size</th><th scope="col">Indexing</th><th scope="col">Chunks</th><th scope="col">Added</th>
       </tr></thead><tbody></tbody></table></div>
       <div class="row"><span id="ds-pager"></span></div>
+      <div id="ds-segments" hidden>
+        <h4 id="ds-seg-title">Segments</h4>
+        <p class="hint">A disabled segment is never retrieved (not by a turn, not by the hit test); an edited one is re-indexed and found by its new text.</p>
+        <ol id="ds-seg-list" class="segments" aria-labelledby="ds-seg-title"></ol>
+        <div class="row"><span id="ds-seg-pager"></span></div>
+      </div>
       <h4>Hit test</h4>
       <form id="ds-hit" class="row"></form>
       <ol id="ds-hits" class="hits"></ol>
@@ -49,6 +64,20 @@ const hitQuery = input({ id: 'ds-hit-query', required: '', placeholder: 'a quest
 const hitBtn = el('button', '', 'Test retrieval');
 hitBtn.type = 'submit';
 section.querySelector('#ds-hit').append(field('Query', hitQuery), hitBtn);
+
+const maxChars = input({ id: 'ds-max-chars', type: 'number', min: '100', max: '4000', step: '1', required: '' });
+const overlapChars = input({ id: 'ds-overlap', type: 'number', min: '0', max: '1000', step: '1', required: '' });
+const separators = input({ tag: 'textarea', id: 'ds-separators', rows: '2', placeholder: '\\n---\\n' });
+const chunkSave = el('button', '', 'Save chunk settings');
+chunkSave.type = 'submit';
+section
+  .querySelector('#ds-chunk-fields')
+  .append(
+    field('Chunk size (characters)', maxChars),
+    field('Overlap (characters)', overlapChars),
+    field('Separators (one a line; \\n is a line break)', separators),
+    chunkSave,
+  );
 
 const path = (p = '') => `/datasets/${state.current.id}${p}`;
 
@@ -78,6 +107,9 @@ async function open(d) {
   section.querySelector('#ds-detail').hidden = false;
   section.querySelector('#ds-name').textContent = d.name;
   section.querySelector('#ds-hits').textContent = '';
+  section.querySelector('#ds-segments').hidden = true;
+  section.querySelector('#ds-chunk-status').textContent = '';
+  showChunkSettings(d.chunk_settings);
   await Promise.all([loadDocuments(), showAttached(), loadDatasets()]);
 }
 
@@ -126,7 +158,13 @@ async function loadDocuments() {
     const status = el('td');
     status.append(el('span', `badge ${d.indexing_status}`, d.indexing_status));
     if (d.error) status.append(el('div', 'field-error', d.error));
-    tr.append(el('td', '', d.name), el('td', '', `${Math.ceil(d.size / 1024)} KB`), status, el('td', '', String(d.chunk_count ?? 0)));
+    const chunks = el('td', '', String(d.chunk_count ?? 0));
+    if (d.chunk_count) {
+      const b = button('Segments', () => openSegments(d), 'link');
+      b.setAttribute('aria-label', `Segments of ${d.name}`);
+      chunks.append(' ', b);
+    }
+    tr.append(el('td', '', d.name), el('td', '', `${Math.ceil(d.size / 1024)} KB`), status, chunks);
     tr.append(el('td', '', when(d.created_at)));
     tbody.append(tr);
     if (!SETTLED.has(d.indexing_status)) void pollIndexing(d.id);
@@ -215,6 +253,126 @@ function upload() {
   });
 }
 
+// --- chunk settings -------------------------------------------------------------------------------------------
+
+/** A separator as typed on one line: `\n` and `\t` are a line break and a tab (a separator may span lines). */
+const unescape = (line) => line.replace(/\\(n|t|\\)/g, (_, c) => (c === 'n' ? '\n' : c === 't' ? '\t' : '\\'));
+const escape = (sep) => sep.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/\t/g, '\\t');
+
+function showChunkSettings(s) {
+  maxChars.value = s?.max_chars ?? '';
+  overlapChars.value = s?.overlap_chars ?? '';
+  separators.value = (s?.separators ?? []).map(escape).join('\n');
+}
+
+async function saveChunkSettings() {
+  const status = section.querySelector('#ds-chunk-status');
+  const body = {
+    max_chars: Number(maxChars.value),
+    overlap_chars: Number(overlapChars.value),
+    separators: separators.value
+      .split('\n')
+      .filter((l) => l !== '')
+      .map(unescape),
+  };
+  try {
+    const saved = await console$.json(path('/chunk-settings'), { method: 'PUT', json: body });
+    state.current = saved;
+    showChunkSettings(saved.chunk_settings);
+    status.textContent = `Saved: chunks of at most ${saved.chunk_settings.max_chars} characters, overlapping by ${saved.chunk_settings.overlap_chars}, for documents indexed from now on.`;
+  } catch (err) {
+    status.textContent = `Not saved: ${err.message}`;
+  }
+}
+
+// --- a document's segments ------------------------------------------------------------------------------------
+
+const SEG_PAGE = 20;
+const segs = { doc: null, page: 1 };
+
+async function openSegments(doc) {
+  segs.doc = doc;
+  segs.page = 1;
+  section.querySelector('#ds-segments').hidden = false;
+  section.querySelector('#ds-seg-title').textContent = `Segments of ${doc.name}`;
+  await loadSegments();
+  section.querySelector('#ds-segments').scrollIntoView({ block: 'nearest' });
+}
+
+const segPath = (p = '') => path(`/documents/${segs.doc.id}/segments${p}`);
+
+async function loadSegments() {
+  const page = await console$.get(segPath(`?page=${segs.page}&limit=${SEG_PAGE}`));
+  const ol = section.querySelector('#ds-seg-list');
+  ol.textContent = '';
+  for (const s of page.data) ol.append(segmentItem(s));
+  if (!page.data.length) ol.append(el('li', 'hint', 'This document has no segments.'));
+  const pager = section.querySelector('#ds-seg-pager');
+  pager.textContent = '';
+  const pages = Math.max(1, Math.ceil(page.total / page.limit));
+  const prev = button('Previous', () => ((segs.page -= 1), loadSegments()));
+  prev.disabled = page.page <= 1;
+  const next = button('Next', () => ((segs.page += 1), loadSegments()));
+  next.disabled = !page.has_more;
+  pager.append(
+    prev,
+    el('span', 'hint', ` page ${page.page} of ${pages} (${page.total} ${page.total === 1 ? 'segment' : 'segments'}) `),
+    next,
+  );
+}
+
+/** One chunk: its number, token and character counts, whether it is retrieved, its text, and its two actions. */
+function segmentItem(s) {
+  const li = el('li', s.enabled ? 'segment' : 'segment disabled');
+  li.dataset.segment = s.id;
+  const head = el('div', 'seg-head');
+  head.append(
+    el('strong', '', `#${s.position + 1}`),
+    el('span', 'seg-tokens', ` ${s.token_count} ${s.token_count === 1 ? 'token' : 'tokens'}`),
+    el('span', 'hint', ` · ${s.char_count} characters `),
+    el('span', `badge ${s.enabled ? 'completed' : 'off'}`, s.enabled ? 'enabled' : 'disabled'),
+  );
+  const text = el('div', 'seg-text', s.content);
+  const actions = el('div', 'row seg-actions');
+  const n = `segment ${s.position + 1}`;
+  const toggle = button(s.enabled ? 'Disable' : 'Enable', () =>
+    patchSegment(s, { enabled: !s.enabled }, `${s.enabled ? 'Disabled' : 'Enabled'} ${n}.`),
+  );
+  toggle.setAttribute('aria-label', `${s.enabled ? 'Disable' : 'Enable'} ${n}`);
+  const edit = button('Edit', () => editSegment(li, s));
+  edit.setAttribute('aria-label', `Edit ${n}`);
+  actions.append(toggle, edit);
+  li.append(head, text, actions);
+  return li;
+}
+
+function editSegment(li, s) {
+  const form = el('form', 'seg-edit');
+  const area = input({ tag: 'textarea', rows: '4', required: '', maxlength: '20000' });
+  area.value = s.content;
+  area.setAttribute('aria-label', `Text of segment ${s.position + 1}`);
+  const save = el('button', 'primary', 'Save segment');
+  save.type = 'submit';
+  form.append(area, el('div', 'row'));
+  form.lastChild.append(
+    save,
+    button('Cancel', () => li.replaceWith(segmentItem(s))),
+  );
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    void patchSegment(s, { content: area.value }, `Saved segment ${s.position + 1}: re-indexed.`);
+  });
+  li.querySelector('.seg-text').replaceWith(form);
+  li.querySelector('.seg-actions').hidden = true;
+  area.focus();
+}
+
+async function patchSegment(s, body, done) {
+  const saved = await console$.json(segPath(`/${s.id}`), { method: 'PATCH', json: body });
+  section.querySelector(`#ds-seg-list li[data-segment="${CSS.escape(s.id)}"]`)?.replaceWith(segmentItem(saved));
+  say(done);
+}
+
 async function hitTest() {
   const r = await console$.post(path('/retrieve'), { query: hitQuery.value.trim(), top_k: 5 });
   const ol = section.querySelector('#ds-hits');
@@ -237,6 +395,10 @@ section.querySelector('#ds-create').addEventListener('submit', (ev) => {
       await open(d);
     })
     .catch((err) => say(err.message));
+});
+section.querySelector('#ds-chunk').addEventListener('submit', (ev) => {
+  ev.preventDefault();
+  void saveChunkSettings();
 });
 section.querySelector('#ds-hit').addEventListener('submit', (ev) => {
   ev.preventDefault();
