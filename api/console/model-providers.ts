@@ -16,6 +16,7 @@ import { deleteCredentials, loadCredentials, saveCredentials } from '../../core/
 import { toInvokeError } from '../../core/domain/llm/errors.js';
 import type { LlmProvider, ModelInfo, ProviderRegistry } from '../../core/domain/llm/provider.js';
 import { createDefaultProviders, type ProviderConfig } from '../../core/domain/llm/providers/index.js';
+import { modelParameters, REASONING_EFFORTS } from '../../core/domain/llm/model-check.js';
 import { isFree } from '../../core/domain/llm/pricing.js';
 import { redactSecrets } from '../../core/domain/llm/redact.js';
 import { tenantCredentials } from '../../core/domain/llm/tenant-model.js';
@@ -45,8 +46,45 @@ export const CheckModelCredentialsBody = z
   .object({ credentials: z.record(z.string(), z.unknown()).optional(), model: z.string().min(1).max(200).optional() })
   .strict();
 
-/** A catalogue model as the console shows it. */
-export function modelView(m: ModelInfo) {
+const Range = (what: string) =>
+  z.object({ min: z.number(), max: z.number().nullable().describe(`The largest ${what} (null: no bound known).`) });
+
+/** A catalogue model as the console shows it (the studio's model picker and its settings fields). */
+export const CatalogueModelView = z.object({
+  model: z.string(),
+  label: z.string(),
+  context_window: z.number().int(),
+  max_output: z.number().int().nullable(),
+  features: z.object({
+    vision: z.boolean(),
+    documents: z.boolean(),
+    tool_calls: z.boolean(),
+    reasoning: z.boolean(),
+    structured_output: z.boolean(),
+    temperature: z.boolean().describe('Takes a temperature (reasoning models often do not: a set one is dropped from its calls).'),
+  }),
+  parameters: z
+    .object({
+      temperature: Range('temperature').nullable(),
+      max_tokens: Range('max_tokens: the model’s max output'),
+      top_p: Range('top_p'),
+      stop_sequences: z.object({ max: z.number().int() }),
+      thinking_budget: Range('thinking budget (below max output)')
+        .nullable()
+        .describe('A reasoning model of anthropic, bedrock or google; null: the model takes none.'),
+      reasoning_effort: z
+        .array(z.enum(REASONING_EFFORTS))
+        .nullable()
+        .describe('A reasoning model of openai or azure; null: the model takes none.'),
+    })
+    .describe('The `model_settings` the model takes and their bounds (a save outside them is a 400 invalid_agent_config).'),
+  prices: z
+    .object({ input: z.string(), output: z.string(), cached_input: z.string().optional(), currency: z.string(), per: z.string() })
+    .describe('Decimal strings per 1M tokens.'),
+  custom: z.boolean(),
+});
+
+export function modelView(provider: string, m: ModelInfo): z.infer<typeof CatalogueModelView> {
   const e = m.entry;
   return {
     model: m.model,
@@ -59,7 +97,9 @@ export function modelView(m: ModelInfo) {
       tool_calls: m.supports_tools,
       reasoning: e?.reasoning ?? false,
       structured_output: e?.structured_output ?? false,
+      temperature: e?.temperature ?? true,
     },
+    parameters: modelParameters(provider, m),
     prices: { ...m.pricing, per: '1M tokens' },
     custom: e?.custom ?? false,
   };
@@ -137,7 +177,7 @@ export function modelProviderRoutes(deps: ModelProviderRouteDeps): Router {
   r.get('/:provider/models', async (req, res) => {
     const p = providerOf(req);
     const creds = await tenantCredentials(db, config.ENCRYPTION_KEY, req.consoleCtx!.tenantId, p.name);
-    res.json({ provider: p.name, data: p.models(creds).map(modelView) });
+    res.json({ provider: p.name, data: p.models(creds).map((m) => modelView(p.name, m)) });
   });
 
   /** Add or rotate the workspace's credentials (replaces what was saved). */

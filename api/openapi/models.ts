@@ -4,7 +4,7 @@
  * api/console/model-providers.ts).
  */
 import { z } from 'zod';
-import { CheckModelCredentialsBody, SaveModelCredentialsBody } from '../console/model-providers.js';
+import { CatalogueModelView, CheckModelCredentialsBody, SaveModelCredentialsBody } from '../console/model-providers.js';
 import { pathParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -21,23 +21,7 @@ const ModelProvider = z.object({
   billed: z.boolean().describe('Calls are billed: hosted and the workspace has no credentials of its own.'),
   models: z.number().int().describe('Catalogue models.'),
 });
-const CatalogueModel = z.object({
-  model: z.string(),
-  label: z.string(),
-  context_window: z.number().int(),
-  max_output: z.number().int().nullable(),
-  features: z.object({
-    vision: z.boolean(),
-    documents: z.boolean(),
-    tool_calls: z.boolean(),
-    reasoning: z.boolean(),
-    structured_output: z.boolean(),
-  }),
-  prices: z
-    .object({ input: z.string(), output: z.string(), cached_input: z.string().optional(), currency: z.string(), per: z.string() })
-    .describe('Decimal strings per 1M tokens.'),
-  custom: z.boolean(),
-});
+const CatalogueModel = CatalogueModelView;
 const ProviderError = z.object({ code: z.string(), error_type: z.string(), message: z.string() });
 
 export const MODEL_REQUESTS = {

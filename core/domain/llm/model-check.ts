@@ -42,6 +42,34 @@ function offersTools(soul: AgentSoulConfig): boolean {
 
 const TEMPERATURE_MAX: Readonly<Record<string, number>> = { anthropic: 1, bedrock: 1 };
 
+/** Providers whose requests carry a thinking budget (anthropic, bedrock: extended thinking; google: thinkingBudget). */
+const THINKING_BUDGET_PROVIDERS: ReadonlySet<string> = new Set(['anthropic', 'bedrock', 'google']);
+/** Providers whose requests carry a reasoning effort (OpenAI's and Azure's reasoning models). */
+const REASONING_EFFORT_PROVIDERS: ReadonlySet<string> = new Set(['openai', 'azure']);
+export const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
+
+/**
+ * The settings a model takes and their bounds, as the studio's form shows them (GET /model-providers/{p}/models):
+ * the same bounds `settingIssues` enforces at save. `null`: the model takes no such setting (temperature off in the
+ * catalogue; thinking budget / reasoning effort only on a reasoning model of a provider whose requests carry it).
+ */
+export function modelParameters(provider: string, model: ModelInfo) {
+  const entry = model.entry;
+  const reasoning = entry?.reasoning ?? false;
+  const maxOutput = entry?.max_output ?? null;
+  return {
+    temperature: entry?.temperature === false ? null : { min: 0, max: TEMPERATURE_MAX[provider] ?? 2 },
+    max_tokens: { min: 1, max: maxOutput },
+    top_p: { min: 0, max: 1 },
+    stop_sequences: { max: 8 },
+    thinking_budget:
+      reasoning && THINKING_BUDGET_PROVIDERS.has(provider)
+        ? { min: provider === 'anthropic' || provider === 'bedrock' ? 1024 : 1, max: maxOutput === null ? null : maxOutput - 1 }
+        : null,
+    reasoning_effort: reasoning && REASONING_EFFORT_PROVIDERS.has(provider) ? [...REASONING_EFFORTS] : null,
+  };
+}
+
 /** The bounds a model's settings must keep. */
 export function settingIssues(provider: string, model: ModelInfo, soul: AgentSoulConfig): SoulIssue[] {
   const issues: SoulIssue[] = [];

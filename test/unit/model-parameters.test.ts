@@ -1,0 +1,50 @@
+/**
+ * What the console's model list declares a model takes (api/console/model-providers.ts modelView, from
+ * core/domain/llm/model-check.ts modelParameters): the studio's agent form shows a setting only when the chosen model
+ * takes it, bounded as the save-time check bounds it. Read from the builtin catalogue.
+ */
+import { describe, expect, it } from 'vitest';
+import { modelView } from '../../api/console/model-providers.js';
+import { BUILTIN_CATALOGUE } from '../../core/domain/llm/catalogue/index.js';
+import { modelInfoOf } from '../../core/domain/llm/provider.js';
+
+const view = (provider: string, model: string) => {
+  const entry = BUILTIN_CATALOGUE.find(provider, model);
+  if (!entry) throw new Error(`${provider}/${model} is not in the catalogue`);
+  return modelView(provider, modelInfoOf(entry));
+};
+
+describe('the settings a catalogue model declares', () => {
+  it('a chat model that does not reason: temperature, max tokens to its max output, no reasoning settings', () => {
+    const m = view('demo', 'demo-chat');
+    expect(m.features).toMatchObject({ reasoning: false, temperature: true });
+    expect(m.parameters).toEqual({
+      temperature: { min: 0, max: 2 },
+      max_tokens: { min: 1, max: 4096 },
+      top_p: { min: 0, max: 1 },
+      stop_sequences: { max: 8 },
+      thinking_budget: null,
+      reasoning_effort: null,
+    });
+  });
+
+  it('an OpenAI reasoning model that takes no temperature: a reasoning effort, no temperature, no thinking budget', () => {
+    const m = view('openai', 'o3');
+    expect(m.features).toMatchObject({ reasoning: true, temperature: false });
+    expect(m.parameters.temperature).toBeNull();
+    expect(m.parameters.reasoning_effort).toEqual(['minimal', 'low', 'medium', 'high']);
+    expect(m.parameters.thinking_budget).toBeNull();
+    expect(m.parameters.max_tokens).toEqual({ min: 1, max: 100_000 });
+  });
+
+  it('an Anthropic reasoning model: a thinking budget from 1024 to below its max output, temperature up to 1', () => {
+    const m = view('anthropic', 'claude-sonnet-4-20250514');
+    expect(m.parameters.thinking_budget).toEqual({ min: 1024, max: 63_999 });
+    expect(m.parameters.reasoning_effort).toBeNull();
+    expect(m.parameters.temperature).toEqual({ min: 0, max: 1 });
+  });
+
+  it('a Gemini reasoning model: a thinking budget from 1', () => {
+    expect(view('google', 'gemini-2.5-flash').parameters.thinking_budget).toEqual({ min: 1, max: 65_535 });
+  });
+});
