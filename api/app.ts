@@ -31,6 +31,7 @@ import { agentLogRoutes } from './console/agent-logs.js';
 import { consoleRoutes } from './console/agent.js';
 import { studioRoutes } from './console/studio.js';
 import { consoleAdminRoutes } from './console/admin.js';
+import { consoleAppRoutes } from './console/apps.js';
 import { conversationRoutes } from './service/conversations.js';
 import { feedbackRoutes } from './service/feedbacks.js';
 import { fileRoutes, signedFileRoutes } from './service/files.js';
@@ -150,6 +151,8 @@ export function createApiApp(deps: ApiDeps): express.Express {
   app.use('/console/api', studioRoutes(deps));
   // An app's API keys (create, revoke) and version restore (api/console/admin.ts); its own auth.
   app.use('/console/api', consoleAdminRoutes(deps));
+  // The app list's copy and delete (api/console/apps.ts); its own auth.
+  app.use('/console/api', consoleAppRoutes(deps));
   app.use('/console/api', consoleRoutes(deps));
 
   app.use(unknownRoute);

@@ -11,6 +11,7 @@ import {
   RevokeApiKeyQuery,
   RevokeApiKeyResponse,
 } from '../console/admin.js';
+import { CopyAppBody } from '../console/apps.js';
 import { PAGE_PARAMETERS } from '../pagination.js';
 import { appIdParam, pathParam, queryParams } from './params.js';
 
@@ -18,13 +19,46 @@ type JsonSchema = Record<string, unknown>;
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 const json = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
-export const CONSOLE_ADMIN_REQUESTS = { CreateApiKeyRequest: CreateApiKeyBody, RestoreVersionRequest: RestoreVersionBody };
+export const CONSOLE_ADMIN_REQUESTS = {
+  CreateApiKeyRequest: CreateApiKeyBody,
+  RestoreVersionRequest: RestoreVersionBody,
+  CopyAppRequest: CopyAppBody,
+};
 export const CONSOLE_ADMIN_RESPONSES = { ApiKeyListResponse, CreatedApiKeyResponse, RestoreVersionResponse, RevokeApiKeyResponse };
 
 export function consoleAdminPaths(errors: (...statuses: number[]) => Record<string, unknown>): Record<string, Record<string, JsonSchema>> {
   const security = [{ ConsoleKey: [] }];
   const appId = appIdParam;
   return {
+    '/console/api/apps/{app_id}': {
+      delete: {
+        operationId: 'deleteApp',
+        tags: ['console'],
+        security,
+        parameters: [appId],
+        summary:
+          'Delete the app (api/console/apps.ts): its Temporal schedules, then its conversations and messages and the app with its ' +
+          'agent, versions, drafts, workspaces, API keys (they stop working at once, on every replica), end users, annotations, ' +
+          'schedules and webhooks. The credit ledger keeps its rows. 409 `app_busy` (extra `task_ids`) while a turn of the app is ' +
+          'queued, running or waiting for a human: stop those first. Another tenant’s app: 404 `app_not_found`.',
+        responses: { '204': { description: 'Deleted.' }, ...errors() },
+      },
+    },
+    '/console/api/apps/{app_id}/copy': {
+      post: {
+        operationId: 'copyApp',
+        tags: ['console'],
+        security,
+        parameters: [appId],
+        summary:
+          'A new app from this one (Dify’s copy): its shared draft config (checked as a save is; published as the copy’s ' +
+          'version 1, with a shared draft from it), icon, description and multitask default. Not copied: conversations, ' +
+          'messages, versions, build drafts, annotations, API keys, schedules, webhooks. Without `name`, "<name> (copy)" ' +
+          '(or "(copy 2)", … when taken); a given name that is taken is 409 `app_name_taken`.',
+        requestBody: { required: false, content: json(ref('CopyAppRequest')) },
+        responses: { '201': { description: 'The copy.', content: json(ref('CreatedAppResponse')) }, ...errors() },
+      },
+    },
     '/console/api/apps/{app_id}/api-keys': {
       get: {
         operationId: 'listAppApiKeys',

@@ -179,6 +179,11 @@ export const ERROR_CODES = {
     meaning: 'A config that cannot run, at save or publish: the message names the field, extra `issues` lists every `{path, message}`',
   },
   app_name_taken: { status: [409], audience: ['console'], meaning: 'Another app of the tenant has this name' },
+  app_busy: {
+    status: [409],
+    audience: ['console'],
+    meaning: 'The app cannot be deleted while turns of it are running, queued or waiting for a human (extra `task_ids`): stop them first',
+  },
   api_key_not_found: { status: [404], audience: ['console'], meaning: 'No such API key for this app' },
   message_not_found: { status: [404], audience: ['console'], meaning: 'No such message of this app (logs, inspector)' },
   schedule_not_found: { status: [404], audience: ['console'], meaning: 'No such schedule of this app' },
