@@ -20,6 +20,9 @@ const AGENT_BACKEND_DOMAIN_EXCEPTIONS = [
   // It prepares the workspace and reads/writes its marker by descriptor, as the api places files (issue 45:
   // docs/security.md "Root never walks a tenant tree").
   'workspace-fs',
+  // With WORKSPACE_STORE=s3 it saves and restores the workspace (workspace/store.ts) with the walk and the writer that
+  // copy a tenant tree by descriptor (the fork's), under the same rule.
+  'workspace-tree',
 ];
 
 export default tseslint.config(

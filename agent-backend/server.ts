@@ -28,6 +28,7 @@ import { stubRoutes } from './routes/stub.js';
 import { startStubServer, stubSocketPath } from './stub-server.js';
 import { createWorkspaceAuthorizer } from './workspace-authorizer.js';
 import { Sandbox, type IsolationReport } from './workspace/sandbox.js';
+import { createWorkspaceStore } from './workspace/store.js';
 import { isConnectionError, type PgRunStore } from './store.js';
 
 export interface AgentBackendOptions {
@@ -146,7 +147,8 @@ export function createAgentBackend(deps: AgentBackendDeps) {
     maxResponseBytes: config.TOOL_MAX_RESPONSE_BYTES,
     logger: logger.child({ component: 'builtin_tools' }),
   };
-  const registry = deps.registry ?? createRegistry([], { sandbox, knowledge, workspaces, builtins });
+  const workspaceStore = createWorkspaceStore(config, logger.child({ component: 'workspace-store' }));
+  const registry = deps.registry ?? createRegistry([], { sandbox, knowledge, workspaces, workspaceStore, builtins });
   app.use(
     ['/runs', '/modules', '/compositions'],
     bearerAuth(config.AGENT_BACKEND_TOKEN),

@@ -42,8 +42,8 @@ function versionOf(bin: string): string | undefined {
   }
 }
 
-/** The Go binary: GO_BIN, `go` on PATH, or the official tarball's place. */
-function goBinary(explicit?: string): string | undefined {
+/** The Go binary: GO_BIN, `go` on PATH, or the official tarball's place (also stack/s3-server.ts's). */
+export function goBinary(explicit?: string): string | undefined {
   const candidates = [
     explicit,
     ...(process.env.PATH ?? '').split(path.delimiter).map((d) => d && path.join(d, 'go')),

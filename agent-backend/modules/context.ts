@@ -11,6 +11,7 @@ import { mintStubToken } from '../stub-token.js';
 import type { ShellResult } from '../workspace/exec.js';
 import { checkWorkspaceMarker, writeMarker } from '../workspace/marker.js';
 import { ProcessSet, type Sandbox } from '../workspace/sandbox.js';
+import { posixWorkspaceStore, type WorkspaceStore } from '../workspace/store.js';
 import type { WorkspaceAuthorizer } from '../workspace-authorizer.js';
 import {
   changedOutputs,
@@ -144,8 +145,11 @@ export const runtimeLeaseKey = (layer: string) => `runtime:${layer}`;
 /**
  * `authorizer`: asks the api whether the run may use the workspace it names (agent-backend/workspace-authorizer.ts);
  * without one the module is unavailable (a workspace is never entered on the request's word alone).
+ * `store`: where the workspace lives between runs (agent-backend/workspace/store.ts): restored before the marker check,
+ * saved when the lease is released — after the run's processes are killed, on success, an ask_human pause, failure and
+ * stop alike (a save that fails fails the release, so the run does not end as if its files were kept).
  */
-export function createRuntimeModule(sandbox?: Sandbox, authorizer?: WorkspaceAuthorizer) {
+export function createRuntimeModule(sandbox?: Sandbox, authorizer?: WorkspaceAuthorizer, store: WorkspaceStore = posixWorkspaceStore) {
   return defineModule<z.infer<typeof RuntimeConfig>, Record<string, never>>({
     name: 'runtime',
     capability: 'resource',
@@ -170,14 +174,20 @@ export function createRuntimeModule(sandbox?: Sandbox, authorizer?: WorkspaceAut
           signal: services.signal,
         });
         await sandbox.prepare();
-        // Its identity before anything creates the directory: a lost workspace is binding_lost, never recreated empty.
         const identity = { workspaceId: config.workspace_id, generation: config.generation };
-        const marker = checkWorkspaceMarker(sandbox.workspaceDir(config.workspace_id), identity, config.expect_existing);
+        const dir = sandbox.workspaceDir(config.workspace_id);
+        // The latest saved version first (s3: from the bucket, wherever the last turn ran); it rewrites the marker.
+        await store.restore(dir, identity, sandbox.ownerOf(config.workspace_id));
+        // Its identity before anything creates the directory: a lost workspace is binding_lost, never recreated empty.
+        const marker = checkWorkspaceMarker(dir, identity, config.expect_existing);
         sandbox.ensureWorkspace(config.workspace_id);
-        if (marker.write) writeMarker(sandbox.workspaceDir(config.workspace_id), identity);
+        if (marker.write) writeMarker(dir, identity);
         const lease: RuntimeLease = { workspaceId: config.workspace_id, processes: new ProcessSet() };
-        // Released last (acquired first): whatever still runs in the workspace is killed.
-        services.resources.acquire(runtimeLeaseKey(name), lease, () => lease.processes.killAll());
+        // Released last (acquired first): whatever still runs in the workspace is killed, then the workspace is saved.
+        services.resources.acquire(runtimeLeaseKey(name), lease, async () => {
+          await lease.processes.killAll();
+          await store.save(dir, identity);
+        });
       },
     }),
   });

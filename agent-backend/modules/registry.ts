@@ -19,6 +19,7 @@ import type { AnyModule } from './types.js';
 import type { Sandbox } from '../workspace/sandbox.js';
 import type { KnowledgeClient } from '../knowledge-client.js';
 import type { WorkspaceAuthorizer } from '../workspace-authorizer.js';
+import type { WorkspaceStore } from '../workspace/store.js';
 
 export type ModuleRegistry = ReadonlyMap<string, AnyModule>;
 
@@ -26,11 +27,18 @@ export type ModuleRegistry = ReadonlyMap<string, AnyModule>;
  * `sandbox`: the Local runtime; without one (or without its token) runtime/shell are unavailable.
  * `knowledge`: the api's retrieval endpoint; without it the knowledge module is unavailable.
  * `workspaces`: the api's workspace authorization; without it the runtime module is unavailable.
+ * `workspaceStore`: where workspaces live between runs (default posix: the shared WORKSPACES_DIR itself).
  * `builtins`: the network and limits of the builtin shelf (default: public addresses only, the api's tool limits).
  */
 export function createRegistry(
   extra: AnyModule[] = [],
-  opts: { sandbox?: Sandbox; knowledge?: KnowledgeClient; workspaces?: WorkspaceAuthorizer; builtins?: BuiltinToolDeps } = {},
+  opts: {
+    sandbox?: Sandbox;
+    knowledge?: KnowledgeClient;
+    workspaces?: WorkspaceAuthorizer;
+    workspaceStore?: WorkspaceStore;
+    builtins?: BuiltinToolDeps;
+  } = {},
 ): ModuleRegistry {
   const modules = [
     agentSoulPrompt,
@@ -38,7 +46,7 @@ export function createRegistry(
     workflowUserPrompt,
     agentAppUserPrompt,
     executionContext,
-    createRuntimeModule(opts.sandbox, opts.workspaces),
+    createRuntimeModule(opts.sandbox, opts.workspaces, opts.workspaceStore),
     createShellModule(opts.sandbox),
     configModule,
     history,

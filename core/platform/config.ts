@@ -238,6 +238,24 @@ export const EnvSchema = z.object({
   SHELLCTL_PATH: z.string().optional(),
   /** The Go binary that builds shellctl (else `go` on PATH, else /usr/local/go/bin/go). */
   GO_BIN: z.string().optional(),
+  /** Where a workspace lives between turns (docs/workspace.md "Workspaces on object storage"): `posix`, WORKSPACES_DIR is
+   * the one shared directory of every api, worker and agent backend (the one-machine default); `s3`, each agent backend
+   * keeps a local copy under its own WORKSPACES_DIR, restored from the bucket when a run enters the workspace and saved
+   * to it (content-addressed blobs, a manifest per version, a `latest` pointer written last) when the run ends. */
+  WORKSPACE_STORE: z.enum(['posix', 's3']).default('posix'),
+  /** The S3 endpoint (e.g. `http://127.0.0.1:8333` for SeaweedFS); unset: AWS's own for S3_REGION. */
+  S3_ENDPOINT: z.string().url().optional(),
+  /** The bucket the workspaces are saved in (it must exist); required with WORKSPACE_STORE=s3. */
+  S3_BUCKET: z.string().min(3).max(63).optional(),
+  /** Key prefix of every object the workspace store writes (`<prefix><workspace id>/...`). */
+  S3_PREFIX: z.string().max(200).default('workspaces/'),
+  /** The bucket's region (what requests are signed for; SeaweedFS accepts any). */
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Static credentials (or S3_ACCESS_KEY_ID_FILE / S3_SECRET_ACCESS_KEY_FILE); unset: the AWS SDK's default chain. */
+  S3_ACCESS_KEY_ID: z.string().optional(),
+  S3_SECRET_ACCESS_KEY: z.string().optional(),
+  /** Path-style URLs (`endpoint/bucket/key`), which SeaweedFS and most S3 servers other than AWS's need. */
+  S3_FORCE_PATH_STYLE: bool.default(false),
   /** Isolation of shell commands (namespaces, Landlock, own uid, seccomp, limits). `off` runs them unconfined (logged loudly). */
   SHELL_ISOLATION: z.enum(['on', 'off']).default('on'),
   /** What shell commands reach: `stub` = the agent stub's unix socket, mounted into the sandbox (the CLI works); `none` = nothing. */
@@ -437,6 +455,7 @@ export function envSets(env: NodeJS.ProcessEnv, key: string): boolean {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Env> = {}): Config {
   const parsed = EnvSchema.superRefine(checkTemporalTls)
     .superRefine(checkLease)
+    .superRefine(checkWorkspaceStore)
     .safeParse({ ...pick(env), ...overrides });
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n');
@@ -485,6 +504,18 @@ function checkTemporalTls(e: Env, ctx: z.RefinementCtx): void {
       code: 'custom',
       path: ['TEMPORAL_TLS_CERT_FILE'],
       message: 'set TEMPORAL_TLS_CERT_FILE and TEMPORAL_TLS_KEY_FILE together (mTLS)',
+    });
+}
+
+/** WORKSPACE_STORE=s3 needs its bucket, and static credentials come in pairs. */
+export function checkWorkspaceStore(e: Env, ctx: z.RefinementCtx): void {
+  if (e.WORKSPACE_STORE !== 's3') return;
+  if (!e.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required with WORKSPACE_STORE=s3' });
+  if (!e.S3_ACCESS_KEY_ID !== !e.S3_SECRET_ACCESS_KEY)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['S3_SECRET_ACCESS_KEY'],
+      message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are set together or not at all',
     });
 }
 

@@ -1,0 +1,161 @@
+/**
+ * Issue 44 item 1 through the real stack (HTTP → api → Temporal → worker → agent backend → demo model → shell →
+ * shellctl), with WORKSPACE_STORE=s3 on a real S3 server (SeaweedFS, stack/s3-server.ts): two agent backends, each with
+ * a WORKSPACES_DIR of its own (no shared directory), over one bucket. Turn 1 of a conversation runs on backend A and
+ * writes a file with the shell tool; A is stopped; turn 2 of the same conversation lands on backend B and reads it.
+ * Without the store, B has no copy and no marker of the workspace: the turn fails binding_lost.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
+import { loadConfig } from '../../core/platform/config.js';
+import { createLogger } from '../../core/platform/logger.js';
+import { createAgentBackend, type RunningBackend } from '../../agent-backend/server.js';
+import { PgRunStore } from '../../agent-backend/store.js';
+import { freePort } from '../../stack/ports.js';
+import { S3Server } from '../../stack/s3-server.js';
+import { configToEnv, type Stack } from '../../stack/start-stack.js';
+import { chat, type ClientFrame } from '../support/sse.js';
+import { startTestStack } from '../support/stack.js';
+
+/** What the api and the worker call as "the agent backend": new connections go to the current target. */
+class Switch {
+  target = 0;
+  private readonly sockets = new Set<net.Socket>();
+  private constructor(
+    readonly server: net.Server,
+    readonly port: number,
+  ) {}
+  static async start(): Promise<Switch> {
+    const port = await freePort();
+    const server = net.createServer();
+    const s = new Switch(server, port);
+    server.on('connection', (client) => {
+      const upstream = net.connect({ port: s.target, host: '127.0.0.1' });
+      for (const sock of [client, upstream]) {
+        s.sockets.add(sock);
+        sock.on('error', () => undefined);
+        sock.once('close', () => s.sockets.delete(sock));
+      }
+      client.pipe(upstream).pipe(client);
+      client.once('close', () => upstream.destroy());
+      upstream.once('close', () => client.destroy());
+    });
+    await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+    return s;
+  }
+  /** Points new connections at `port` and cuts the kept-alive ones (they reached the old target). */
+  to(port: number): void {
+    this.target = port;
+    for (const sock of this.sockets) sock.destroy();
+  }
+  close(): Promise<void> {
+    for (const sock of this.sockets) sock.destroy();
+    return new Promise((r) => this.server.close(() => r()));
+  }
+}
+
+let s3: S3Server;
+let sw: Switch;
+let stack: Stack;
+const backends: { running: RunningBackend; store: PgRunStore; dir: string }[] = [];
+const root = path.join(inject('testDataDir'), 's3-two-backends');
+
+async function startBackend(name: string) {
+  const dataDir = path.join(root, name);
+  const config = loadConfig(
+    { ...configToEnv(stack.config), ...s3.env() },
+    { DATA_DIR: dataDir, WORKSPACES_DIR: path.join(dataDir, 'workspaces'), AGENT_BACKEND_PORT: 0, API_INTERNAL_URL: stack.apiUrl },
+  );
+  const logger = createLogger(`test-s3-${name}`, config.LOG_LEVEL);
+  const store = new PgRunStore(config.DATABASE_URL!, logger);
+  await store.init();
+  const running = await createAgentBackend({ config, logger, store }).start(0, '127.0.0.1');
+  const b = { running, store, dir: config.workspacesDir };
+  backends.push(b);
+  return b;
+}
+
+beforeAll(async () => {
+  s3 = await S3Server.start({
+    dataDir: path.join(root, 's3'),
+    bucket: 'workspaces',
+    accessKeyId: 'test-access',
+    secretAccessKey: `test-secret-${crypto.randomBytes(8).toString('hex')}`,
+  });
+  sw = await Switch.start();
+  stack = await startTestStack('s3-two-backends', {
+    env: {
+      SHELLCTL_AUTH_TOKEN: 'test-shellctl-token',
+      DEMO_MODEL_TOKEN_DELAY_MS: 0,
+      AGENT_BACKEND_URL: `http://127.0.0.1:${sw.port}`,
+      // The api's and the worker's own WORKSPACES_DIR: neither backend uses it.
+      WORKSPACES_DIR: path.join(root, 'api-workspaces'),
+    },
+  });
+  const soul = demoSoulConfig();
+  soul.runtime = { enabled: true };
+  soul.shell = { enabled: true, timeout_ms: 20_000 };
+  const consoleFetch = (p: string, body: unknown, method: string) =>
+    fetch(`${stack.apiUrl}/console/api/apps/${stack.demo!.appId}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  expect((await consoleFetch('/agent/draft', { config: AgentSoulConfig.parse(soul) }, 'PUT')).status).toBe(200);
+  expect((await consoleFetch('/agent/publish', { from: 'draft' }, 'POST')).status).toBe(201);
+}, 600_000);
+
+afterAll(async () => {
+  for (const b of backends) {
+    await b.running.close().catch(() => undefined);
+    await b.store.close().catch(() => undefined);
+  }
+  await stack?.stop();
+  await sw?.close();
+  await s3?.stop();
+});
+
+const answerOf = (frames: ClientFrame[]) => (frames.find((f) => f.event === 'message')?.data.answer as string) ?? '';
+
+async function turn(query: string, conversationId?: string) {
+  const { status, frames } = await chat(stack.apiUrl, stack.demo!.apiKey, {
+    query,
+    user: 's3-user',
+    ...(conversationId ? { conversation_id: conversationId } : {}),
+  });
+  expect(status).toBe(200);
+  const end = frames.at(-1)!;
+  return { answer: answerOf(frames), end, conversationId: end.data.conversation_id as string };
+}
+
+describe('workspaces on object storage (WORKSPACE_STORE=s3)', () => {
+  it('turn 2 on another backend, with no shared directory, reads the file turn 1 wrote with the shell', async () => {
+    const a = await startBackend('backend-a');
+    sw.to(Number(new URL(a.running.url).port));
+    const t1 = await turn('/sh echo written-on-a > note.txt && cat note.txt');
+    expect(t1.end.event).toBe('message_end');
+    expect(t1.answer).toContain('written-on-a');
+    const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: t1.conversationId } });
+    const binding = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id! } });
+    const workspaceId = binding.workspace_id.toLowerCase();
+    expect(fs.readFileSync(path.join(a.dir, workspaceId, 'note.txt'), 'utf8')).toBe('written-on-a\n');
+
+    // Backend A goes away; the next turn lands on B, whose WORKSPACES_DIR has never seen this workspace.
+    await a.running.close();
+    const b = await startBackend('backend-b');
+    expect(b.dir).not.toBe(a.dir);
+    expect(fs.existsSync(path.join(b.dir, workspaceId))).toBe(false);
+    sw.to(Number(new URL(b.running.url).port));
+
+    const t2 = await turn('/sh cat note.txt && echo more-on-b >> note.txt', t1.conversationId);
+    expect(t2.end.event).toBe('message_end');
+    expect(t2.answer).toContain('written-on-a');
+    expect(fs.readFileSync(path.join(b.dir, workspaceId, 'note.txt'), 'utf8')).toBe('written-on-a\nmore-on-b\n');
+    // Neither backend wrote into the api's directory: the bucket carried the workspace.
+    expect(fs.existsSync(path.join(root, 'api-workspaces', workspaceId))).toBe(false);
+  });
+});
