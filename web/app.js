@@ -23,9 +23,9 @@ import { forkAction } from './chat-fork.js';
 import { renderCitations } from './citations.js';
 import { onPastedKey, readKey, showKeyError, storeKey } from './chat-key.js';
 import { createApi } from './lib/api.js';
-import { icon } from './lib/icons.js';
 import { copyText } from './lib/markdown.js';
 import {
+  actionButton,
   bytes,
   consumeTurn,
   el,
@@ -372,16 +372,6 @@ function userMessage(query, files = []) {
   return m;
 }
 
-function actionButton(label, onClick, extra = {}) {
-  const b = el('button', extra.cls || '', extra.icon ? undefined : label);
-  if (extra.icon) b.append(icon(extra.icon), ...(extra.text ? [el('span', '', extra.text)] : []));
-  b.type = 'button';
-  if (extra.title) b.title = extra.title;
-  if (extra.aria) b.setAttribute('aria-label', extra.aria);
-  b.addEventListener('click', onClick);
-  return b;
-}
-
 /** Copy, like/dislike and (on the last answer) ask again, under an answer that has a message id. */
 function addActions(box) {
   box.querySelector('.actions')?.remove();
@@ -672,10 +662,11 @@ const conversations = conversationList({
 const loadConversations = () => conversations.load();
 // "Fork from here" under an answer (chat-fork.js): the new conversation opens, listed in the sidebar.
 const forkButton = forkAction({
-  api,
   state,
   say,
   actionButton,
+  request: (source, messageId) => api.post(`/v1/conversations/${source}/fork`, { user: state.user, message_id: messageId }),
+  rename: (forked, name) => api.post(`/v1/conversations/${forked.id}/name`, { name, user: state.user }),
   opened: async (id) => {
     await loadConversations();
     await openConversation(id);

@@ -1,7 +1,8 @@
 // "Fork from here" under an answer (issue 42, LangGraph Studio's fork): a new conversation whose history is this one's
 // thread up to that answer, answering from the session after it, with its own copy of the workspace
-// (POST /v1/conversations/{id}/fork, docs/PROTOCOL.md §1). It is named after its source with "(fork)" (the api keeps
-// the source's name) and opens at once, marked in the sidebar as the open conversation.
+// (POST /v1/conversations/{id}/fork, docs/PROTOCOL.md §1; the studio's debugger: POST …/agent/debug/conversations/{id}/fork).
+// On the chat page it is named after its source with "(fork)" (the api keeps the source's name) and opens at once,
+// marked in the sidebar as the open conversation; in the studio's debugger it opens in the debugger.
 
 /** Refusals the api explains: what the user can do about each (the api's message otherwise). */
 const WHY = {
@@ -12,11 +13,12 @@ const WHY = {
 };
 
 /**
- * `ctx`: {api, state, say, actionButton, opened(conversationId)} — `opened` shows the new conversation (loads the list
- * and opens it). Returns `button(box)`: the action for an answer with a message id, or null.
+ * `ctx`: {state, say, actionButton, request(sourceId, messageId) → the fork, rename?(fork, name), opened(conversationId)}
+ * — `request` asks the page's api for the fork, `rename` (when the page can) names it, `opened` shows the new
+ * conversation. Returns `button(box)`: the action for an answer with a message id, or null.
  */
 export function forkAction(ctx) {
-  const { api, state, say, actionButton } = ctx;
+  const { state, say, actionButton } = ctx;
 
   async function fork(box, button) {
     const source = state.conversationId;
@@ -25,10 +27,13 @@ export function forkAction(ctx) {
     button.disabled = true;
     say('Forking the conversation…');
     try {
-      const forked = await api.post(`/v1/conversations/${source}/fork`, { user: state.user, message_id: messageId });
-      const name = `${(forked.name || 'Conversation').replace(/ \(fork\)$/, '')} (fork)`;
-      // Told apart from its source in the list; the fork is there under its source's name should this fail.
-      await api.post(`/v1/conversations/${forked.id}/name`, { name, user: state.user }).catch(() => undefined);
+      const forked = await ctx.request(source, messageId);
+      let name = forked.name || 'Conversation';
+      if (ctx.rename) {
+        name = `${name.replace(/ \(fork\)$/, '')} (fork)`;
+        // Told apart from its source in the list; the fork is there under its source's name should this fail.
+        await ctx.rename(forked, name).catch(() => undefined);
+      }
       await ctx.opened(forked.id);
       say(`Forked: “${name}” goes on from that answer.`);
     } catch (err) {

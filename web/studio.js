@@ -5,8 +5,10 @@
 // turn's workflow in the Temporal UI. The console key comes from the URL fragment (#key=…) or the key box and stays
 // in this tab's sessionStorage.
 
+import { forkAction } from './chat-fork.js';
+import { renderCitations } from './citations.js';
 import { createApi } from './lib/api.js';
-import { consumeTurn, el, markAnswered, messageBox, renderForm, renderThought, wireComposer } from './turn-view.js';
+import { actionButton, consumeTurn, el, markAnswered, messageBox, renderForm, renderThought, wireComposer } from './turn-view.js';
 
 const $ = (id) => document.getElementById(id);
 const state = { key: '', appId: '', config: null, conversationId: '', taskId: '', abort: null };
@@ -471,6 +473,26 @@ function markMessage(box, messageId) {
   box.querySelector('.who').append(' ', b);
 }
 
+// "Fork from here" under a finished answer, as on the chat page (chat-fork.js): the console's fork of the caller's
+// debugger conversation, which then opens in the debugger (and is the one a reload opens: the newest).
+const forkButton = forkAction({
+  state,
+  say,
+  actionButton,
+  request: (source, messageId) => send(debugPath(`/conversations/${source}/fork`), { message_id: messageId }),
+  opened: (id) => openDebugConversation(id),
+});
+
+/** The actions under a finished debugger answer (the fork; Inspect is in its header). */
+function addActions(box) {
+  box.querySelector('.actions')?.remove();
+  const fork = forkButton(box);
+  if (!fork) return;
+  const bar = el('div', 'actions');
+  bar.append(fork);
+  box.append(bar);
+}
+
 function showForm(box, form) {
   renderForm(box, form, async (inputs, action) => {
     try {
@@ -507,6 +529,7 @@ async function follow(box, taskId) {
   markMessage(box, taskId);
   try {
     await consume(box, await api(eventsPath(taskId)));
+    addActions(box);
   } finally {
     setBusy(false);
   }
@@ -535,6 +558,7 @@ async function chat(query) {
       signal: state.abort.signal,
     });
     await consume(box, res);
+    addActions(box);
   } catch (err) {
     box.classList.add('error');
     box.querySelector('.text').textContent = `Error: ${err.message}`;
@@ -571,9 +595,14 @@ async function openLastDebugConversation() {
   state.conversationId = '';
   $('messages').textContent = '';
   const { data: convs } = await getJson(debugPath('/conversations?limit=1'));
-  if (!convs.length) return;
-  state.conversationId = convs[0].id;
-  const { data } = await getJson(debugPath(`/messages?conversation_id=${convs[0].id}&limit=100`));
+  if (convs.length) await openDebugConversation(convs[0].id);
+}
+
+/** One of the account's debugger conversations: its turns as the chat page shows them (thoughts, citations, fork). */
+async function openDebugConversation(id) {
+  const { data } = await getJson(debugPath(`/messages?conversation_id=${id}&limit=100`));
+  state.conversationId = id;
+  $('messages').textContent = '';
   const boxes = new Map();
   for (const m of data) {
     if (!m.resumed_from_message_id) addMessage('user', m.query);
@@ -582,8 +611,10 @@ async function openLastDebugConversation() {
     boxes.set(m.id, box);
     markMessage(box, m.id);
     for (const t of m.agent_thoughts) renderThought(box, t);
+    renderCitations(box, m.retriever_resources);
     if (m.turn_status === 'stopped') box.classList.add('stopped');
     if (m.turn_status === 'failed' && m.error) box.classList.add('error');
+    if (!['paused', 'running', 'pending', 'queued'].includes(m.turn_status)) addActions(box);
   }
   const last = data.at(-1);
   if (last && ['paused', 'running', 'pending'].includes(last.turn_status)) {

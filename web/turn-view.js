@@ -4,6 +4,7 @@
 // is rendered as text (textContent), never as HTML.
 import './lib/messages.css';
 import { renderCitations } from './citations.js';
+import { icon } from './lib/icons.js';
 import { renderMarkdown } from './lib/markdown.js';
 import { followTurn } from './lib/stream.js';
 
@@ -14,6 +15,20 @@ export function el(tag, cls, text) {
   if (cls) e.className = cls;
   if (text !== undefined) e.textContent = text;
   return e;
+}
+
+/**
+ * A button of a message's action bar (both pages): a text one, or an icon (lib/icons.js) with an optional text;
+ * `extra`: {cls, icon, text, title, aria}.
+ */
+export function actionButton(label, onClick, extra = {}) {
+  const b = el('button', extra.cls || '', extra.icon ? undefined : label);
+  if (extra.icon) b.append(icon(extra.icon), ...(extra.text ? [el('span', '', extra.text)] : []));
+  b.type = 'button';
+  if (extra.title) b.title = extra.title;
+  if (extra.aria) b.setAttribute('aria-label', extra.aria);
+  b.addEventListener('click', onClick);
+  return b;
 }
 
 function parseJson(text) {
