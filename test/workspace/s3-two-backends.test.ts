@@ -11,12 +11,14 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
-import { loadConfig } from '../../core/platform/config.js';
+import { loadConfig, type Env } from '../../core/platform/config.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { createAgentBackend, type RunningBackend } from '../../agent-backend/server.js';
 import { PgRunStore } from '../../agent-backend/store.js';
 import { freePort } from '../../stack/ports.js';
 import { S3Server } from '../../stack/s3-server.js';
+import { S3Client } from '@aws-sdk/client-s3';
+import { S3WorkspaceStore } from '../../agent-backend/workspace/store.js';
 import { configToEnv, type Stack } from '../../stack/start-stack.js';
 import { chat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
@@ -64,11 +66,11 @@ let stack: Stack;
 const backends: { running: RunningBackend; store: PgRunStore; dir: string }[] = [];
 const root = path.join(inject('testDataDir'), 's3-two-backends');
 
-async function startBackend(name: string) {
+async function startBackend(name: string, env: Partial<Env> = {}) {
   const dataDir = path.join(root, name);
   const config = loadConfig(
     { ...configToEnv(stack.config), ...s3.env() },
-    { DATA_DIR: dataDir, WORKSPACES_DIR: path.join(dataDir, 'workspaces'), AGENT_BACKEND_PORT: 0, API_INTERNAL_URL: stack.apiUrl },
+    { DATA_DIR: dataDir, WORKSPACES_DIR: path.join(dataDir, 'workspaces'), AGENT_BACKEND_PORT: 0, API_INTERNAL_URL: stack.apiUrl, ...env },
   );
   const logger = createLogger(`test-s3-${name}`, config.LOG_LEVEL);
   const store = new PgRunStore(config.DATABASE_URL!, logger);
@@ -132,6 +134,31 @@ async function turn(query: string, conversationId?: string) {
   return { answer: answerOf(frames), end, conversationId: end.data.conversation_id as string };
 }
 
+const sha256 = (text: string) => crypto.createHash('sha256').update(text).digest('hex');
+
+/** The sha256 the bucket's latest version of the conversation's workspace records for `file` (undefined: none). */
+async function savedFile(conversationId: string, file: string): Promise<string | undefined> {
+  const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: conversationId } });
+  const binding = await stack.db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: conv.agent_workspace_binding_id! } });
+  const ws = await stack.db.agentWorkspace.findUniqueOrThrow({ where: { id: binding.workspace_id } });
+  const client = new S3Client({
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: s3.opts.accessKeyId, secretAccessKey: s3.opts.secretAccessKey },
+  });
+  try {
+    const bucket = new S3WorkspaceStore({ client, bucket: 'workspaces' });
+    const id = { workspaceId: ws.id, generation: ws.generation };
+    const latest = await bucket.latest(id);
+    if (!latest) return undefined;
+    const entry = (await bucket.manifest(id, latest.version)).entries.find((e) => e.path === file);
+    return entry?.kind === 'file' ? entry.sha256 : undefined;
+  } finally {
+    client.destroy();
+  }
+}
+
 describe('workspaces on object storage (WORKSPACE_STORE=s3)', () => {
   it('turn 2 on another backend, with no shared directory, reads the file turn 1 wrote with the shell', async () => {
     const a = await startBackend('backend-a');
@@ -157,5 +184,39 @@ describe('workspaces on object storage (WORKSPACE_STORE=s3)', () => {
     expect(fs.readFileSync(path.join(b.dir, workspaceId, 'note.txt'), 'utf8')).toBe('written-on-a\nmore-on-b\n');
     // Neither backend wrote into the api's directory: the bucket carried the workspace.
     expect(fs.existsSync(path.join(root, 'api-workspaces', workspaceId))).toBe(false);
+  });
+
+  it('a run that fails has saved what its shell wrote before the failure', async () => {
+    // One tool call per run on this backend: the chain's second call fails the run (agent_run_limit_exceeded).
+    const d = await startBackend('backend-d', { RUN_MAX_TOOL_CALLS: 1 });
+    sw.to(Number(new URL(d.running.url).port));
+    const steps = [
+      { tool: 'shell', args: { command: 'echo before-the-failure > failed.txt' } },
+      { tool: 'shell', args: { command: 'echo never' } },
+    ];
+    const { status, frames } = await chat(stack.apiUrl, stack.demo!.apiKey, { query: `/chain ${JSON.stringify(steps)}`, user: 's3-fail' });
+    expect(status).toBe(200);
+    const end = frames.at(-1)!;
+    expect(end.event).toBe('error');
+    expect(await savedFile(end.data.conversation_id as string, 'failed.txt')).toBe(sha256('before-the-failure\n'));
+  });
+
+  it('a run that pauses for ask_human has saved what its shell wrote before the question', async () => {
+    const c = await startBackend('backend-c');
+    sw.to(Number(new URL(c.running.url).port));
+    const ask = {
+      question: 'Go on?',
+      fields: [{ type: 'paragraph', name: 'answer', label: 'Answer', required: true }],
+      actions: [{ id: 'submit', label: 'Submit', style: 'primary' }],
+    };
+    const steps = [
+      { tool: 'shell', args: { command: 'echo before-the-question > paused.txt' } },
+      { tool: 'ask_human', args: ask },
+    ];
+    const { status, frames } = await chat(stack.apiUrl, stack.demo!.apiKey, { query: `/chain ${JSON.stringify(steps)}`, user: 's3-ask' });
+    expect(status).toBe(200);
+    const paused = frames.find((f) => f.event === 'human_input_required');
+    expect(paused).toBeDefined();
+    expect(await savedFile(paused!.data.conversation_id as string, 'paused.txt')).toBe(sha256('before-the-question\n'));
   });
 });
