@@ -20,7 +20,7 @@ import { S3Server } from '../../stack/s3-server.js';
 import { S3Client } from '@aws-sdk/client-s3';
 import { S3WorkspaceStore } from '../../agent-backend/workspace/store.js';
 import { configToEnv, type Stack } from '../../stack/start-stack.js';
-import { chat, type ClientFrame } from '../support/sse.js';
+import { chat, FrameReader, postChat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 
 /** What the api and the worker call as "the agent backend": new connections go to the current target. */
@@ -199,6 +199,33 @@ describe('workspaces on object storage (WORKSPACE_STORE=s3)', () => {
     const end = frames.at(-1)!;
     expect(end.event).toBe('error');
     expect(await savedFile(end.data.conversation_id as string, 'failed.txt')).toBe(sha256('before-the-failure\n'));
+  });
+
+  it('a run stopped by the user has saved what its shell wrote before the stop', async () => {
+    const e = await startBackend('backend-e');
+    sw.to(Number(new URL(e.running.url).port));
+    const steps = [
+      { tool: 'shell', args: { command: 'echo before-the-stop > stopped.txt' } },
+      { tool: 'shell', args: { command: 'sleep 60' } },
+    ];
+    const res = await postChat(stack.apiUrl, stack.demo!.apiKey, { query: `/chain ${JSON.stringify(steps)}`, user: 's3-stop' });
+    expect(res.status).toBe(200);
+    const reader = new FrameReader(res);
+    // The first command's observation is in: stopped.txt is written; the stop lands during (or before) the sleep.
+    const head = await reader.read(
+      (f) => f.event === 'agent_thought' && typeof f.data.observation === 'string' && f.data.observation !== '',
+    );
+    const taskId = head[0]!.data.task_id as string;
+    const stop = await fetch(`${stack.apiUrl}/v1/chat-messages/${taskId}/stop`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.demo!.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 's3-stop' }),
+    });
+    expect(stop.status).toBe(200);
+    await reader.read();
+    const msg = await stack.db.message.findUniqueOrThrow({ where: { id: taskId } });
+    expect(msg.status).toBe('stopped');
+    expect(await savedFile(msg.conversation_id, 'stopped.txt')).toBe(sha256('before-the-stop\n'));
   });
 
   it('a run that pauses for ask_human has saved what its shell wrote before the question', async () => {
