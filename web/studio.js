@@ -655,11 +655,54 @@ async function inspect(messageId) {
     if (run.temporal.workflow_url) link.href = run.temporal.workflow_url;
     else link.removeAttribute('href');
     renderTimeline(log.iterations);
+    renderModelInputs(await getJson(appPath(`/agent/messages/${messageId}/model-inputs`)));
     $('inspector').hidden = false;
     $('inspector').scrollIntoView({ block: 'start' });
   } catch (err) {
     say(err.message);
   }
+}
+
+const PART_NAMES = {
+  system: 'System',
+  history: 'History',
+  user: 'User',
+  knowledge: 'Knowledge',
+  assistant: 'Assistant (tool calls)',
+  tool_result: 'Tool result',
+  tools: 'Tool definitions',
+};
+
+/** What each model request was sent (Letta ADE's context view): its parts with their token counts, each opening to its text. */
+function renderModelInputs(inputs) {
+  const box = $('model-inputs');
+  box.textContent = '';
+  for (const call of inputs.data) {
+    const sec = el('section', 'model-input');
+    sec.dataset.call = String(call.call_index);
+    sec.append(el('h4', '', `Model request ${call.call_index + 1} · ${call.total_tokens} tokens sent`));
+    const ol = el('ol', 'input-parts');
+    for (const p of call.parts) {
+      const li = el('li', `input-part ${p.kind}`);
+      li.dataset.kind = p.kind;
+      const d = el('details');
+      const summary = el('summary');
+      summary.append(
+        el(
+          'span',
+          'part-kind',
+          `${PART_NAMES[p.kind] ?? p.kind}${p.name ? ` · ${p.name}` : ''}${p.kind === 'history' && p.role ? ` · ${p.role}` : ''}`,
+        ),
+        el('span', 'part-tokens', ` ${p.tokens} tokens`),
+      );
+      d.append(summary, el('pre', 'part-text', p.chars > p.text.length ? `${p.text}\n… (${p.chars} characters in all)` : p.text));
+      li.append(d);
+      ol.append(li);
+    }
+    sec.append(ol);
+    box.append(sec);
+  }
+  if (!inputs.data.length) box.append(el('p', 'hint', 'No model request recorded for this turn.'));
 }
 
 function renderTimeline(iterations) {

@@ -4,6 +4,7 @@
  * its Temporal workflow (with a link into the Temporal UI when TEMPORAL_UI_URL is known) and the backend run id.
  * Console key (api/console/auth.ts); another tenant's app or another app's message read as missing (404).
  */
+import { ModelInputPart } from '../../core/domain/llm/model-input.js';
 import { Router, type Request } from 'express';
 import { z } from 'zod';
 import { findVersion } from '../../core/domain/agent-configs.js';
@@ -49,6 +50,12 @@ export const AnnotationListResponse = z.object({
   data: z.array(
     z.object({ id: Uuid, question: z.string(), content: z.string(), hit_count: z.number().int(), created_at: z.number().int() }),
   ),
+});
+
+/** What each model request of a turn was sent (the inspector's context view; api/inner/llm.ts records it). */
+export const ModelInputsResponse = z.object({
+  message_id: Uuid,
+  data: z.array(z.object({ call_index: z.number().int(), total_tokens: z.number().int(), parts: z.array(ModelInputPart) })),
 });
 
 export const TurnRunResponse = z.object({
@@ -164,6 +171,26 @@ export function studioRoutes(deps: { db: Db; config: Pick<Config, 'TEMPORAL_NAME
         created_at: unixSeconds(a.created_at),
       })),
     });
+  });
+
+  /** The messages each model request of the turn was sent, part by part with token counts (another app's turn: 404). */
+  r.get('/apps/:app_id/agent/messages/:message_id/model-inputs', consoleAuth(db), async (req: Request, res) => {
+    const { app } = await consoleApp(db, req);
+    const id = parseOr400(Uuid, req.params.message_id, 'message_id');
+    const m = await db.message.findFirst({ where: { id, app_id: app.id }, select: { id: true, tenant_id: true } });
+    if (!m) throw new HttpError(404, 'message_not_found', 'Message not found.');
+    const rows = await db.messageModelInput.findMany({
+      where: { message_id: m.id, tenant_id: m.tenant_id },
+      orderBy: { call_index: 'asc' },
+    });
+    const body: z.infer<typeof ModelInputsResponse> = {
+      message_id: m.id,
+      data: rows.map((r) => {
+        const parts = z.array(ModelInputPart).catch([]).parse(r.parts);
+        return { call_index: r.call_index, total_tokens: parts.reduce((n, p) => n + p.tokens, 0), parts };
+      }),
+    };
+    res.json(body);
   });
 
   /** Any turn of the app (service or debugger), like the agent log: the inspector's run facts. */

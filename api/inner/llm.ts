@@ -12,6 +12,7 @@ import { isDependencyUnavailable } from '../../core/platform/dependency-errors.j
 import type { PrismaClient } from '../../core/generated/prisma/client.js';
 import { parseEncryptionKey } from '../../core/domain/llm/credentials.js';
 import { createLlmInvoker, type Clock } from '../../core/domain/llm/invoke.js';
+import { modelInputParts } from '../../core/domain/llm/model-input.js';
 import { GatewayCache, setProcessGatewayCache, type InvalidationSource } from '../../core/domain/llm/gateway-cache.js';
 import type { ProviderRegistry } from '../../core/domain/llm/provider.js';
 import type { Logger } from '../../core/platform/logger.js';
@@ -64,7 +65,7 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
   const router = express.Router();
   router.use(requireInnerApiKey(deps.config.INNER_API_KEY));
 
-  // Model transcripts may carry NUL (tool output); they are not stored from here, so only size and depth are limited.
+  // Model transcripts may carry NUL (tool output), which PostgreSQL's jsonb refuses: the recorded model input (core/domain/llm/model-input.ts) leaves it out.
   router.post('/invoke', jsonBody({ limit: '20mb', maxDepth: deps.maxJsonDepth }), async (req: Request, res: Response) => {
     const parsed = InvokeRequest.safeParse(req.body);
     if (!parsed.success) {
@@ -78,8 +79,9 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
     });
 
     // Scope comes only from the run's signed execution context (issue 28): the inner key alone names no tenant.
+    let messageId: string;
     try {
-      parsed.data.caller = await scopedCaller(deps, parsed.data);
+      ({ caller: parsed.data.caller, messageId } = await scopedCaller(deps, parsed.data));
     } catch (err) {
       if (!(err instanceof HttpError)) throw err;
       sendError(res, err.status, err.code, err.message);
@@ -92,6 +94,7 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
       return;
     }
     if (abort.signal.aborted) return;
+    await recordModelInput(deps, log, messageId, parsed.data);
 
     startSse(res);
     const ping = setInterval(() => writeSseComment(res, 'ping'), pingMs);
@@ -124,6 +127,25 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
     sendError(res, 500, 'internal_error', 'the inner LLM invoke failed; see the api logs');
   });
   return router;
+}
+
+/**
+ * What this model request is sent, for the studio inspector's context view (GET …/agent/messages/{id}/model-inputs):
+ * one row per (message, call_index), a retried call overwriting its own. Best effort: a failure to record never fails
+ * the call. An image is a note in the parts, never its bytes or link.
+ */
+async function recordModelInput(deps: InnerLlmRouterDeps, log: Logger, messageId: string, req: InvokeRequestParsed): Promise<void> {
+  const { call_index: callIndex, tenant_id: tenantId } = req.caller;
+  const parts = modelInputParts(req.target.prompt_messages, req.target.tools ?? []);
+  try {
+    await deps.db.messageModelInput.upsert({
+      where: { message_id_call_index: { message_id: messageId, call_index: callIndex } },
+      create: { message_id: messageId, call_index: callIndex, tenant_id: tenantId, parts },
+      update: { parts, created_at: new Date() },
+    });
+  } catch (err) {
+    log.warn({ err: (err as Error)?.message ?? String(err), message_id: messageId }, 'model input not recorded');
+  }
 }
 
 const OWN_FILE_PATH = /^\/files\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\/file-preview$/;
@@ -167,11 +189,14 @@ export async function inlineOwnImages(
  * recorded backend run (= `agent_run_id`, which must also be `invocation_id`, so a billing id cannot name another run).
  * The caller's own copies of the scope must agree with the context (403 `caller_scope_mismatch`).
  */
-async function scopedCaller(deps: InnerLlmRouterDeps, req: InvokeRequestParsed): Promise<InvokeRequestParsed['caller']> {
+async function scopedCaller(
+  deps: InnerLlmRouterDeps,
+  req: InvokeRequestParsed,
+): Promise<{ caller: InvokeRequestParsed['caller']; messageId: string }> {
   const ctx = req.execution_context;
   if (!ctx) throw new HttpError(403, 'execution_context_required', "execution_context: the run's signed execution context is required.");
   const { caller } = req;
-  await verifyForwardedContext(deps.db, deps.config.EXECUTION_CONTEXT_SIGNING_KEY, ctx, caller.agent_run_id);
+  const { messageId } = await verifyForwardedContext(deps.db, deps.config.EXECUTION_CONTEXT_SIGNING_KEY, ctx, caller.agent_run_id);
   if (caller.invocation_id !== caller.agent_run_id)
     throw new HttpError(403, 'caller_scope_mismatch', 'caller: invocation_id must be the agent_run_id.');
   const scope = {
@@ -187,7 +212,7 @@ async function scopedCaller(deps: InnerLlmRouterDeps, req: InvokeRequestParsed):
     if (given !== undefined && given !== value)
       throw new HttpError(403, 'caller_scope_mismatch', `caller: ${field} is not the execution context's.`);
   }
-  return { ...caller, ...scope };
+  return { caller: { ...caller, ...scope }, messageId };
 }
 
 function sendError(res: Response, status: number, code: ErrorCode, message: string): void {

@@ -9,6 +9,7 @@ import {
   AgentVersionResponse,
   AnnotationListResponse,
   BuiltinToolListResponse,
+  ModelInputsResponse,
   StudioAppList,
   TurnRunResponse,
 } from '../console/studio.js';
@@ -41,6 +42,7 @@ export const STUDIO_RESPONSES = {
   AgentVersionResponse,
   AnnotationListResponse,
   TurnRunResponse,
+  ModelInputsResponse,
   BuiltinToolListResponse,
 };
 
@@ -119,6 +121,19 @@ export function studioPaths(errors: (...statuses: number[]) => Record<string, un
         summary: 'Turn annotation reply on or off and set its pg_trgm similarity threshold (0–1).',
         requestBody: { required: true, content: json(ref('AnnotationSettingsRequest')) },
         responses: { '200': { description: 'The settings.', content: json(ref('AnnotationSettingsResponse')) }, ...errors() },
+      },
+    },
+    '/console/api/apps/{app_id}/agent/messages/{message_id}/model-inputs': {
+      get: {
+        operationId: 'getTurnModelInputs',
+        tags: ['console'],
+        security,
+        parameters: [appId, pathParam('message_id', 'A message (turn) of the app, service or debugger.')],
+        summary:
+          'What each model request of the turn was sent, as the inner LLM endpoint received it: system, history, user, ' +
+          'knowledge block, assistant tool calls, tool results and tool definitions, each with its token count (texts capped ' +
+          "at 4000 characters). 404 `message_not_found` for another app's or tenant's message.",
+        responses: { '200': { description: 'The model inputs.', content: json(ref('ModelInputsResponse')) }, ...errors() },
       },
     },
     '/console/api/apps/{app_id}/agent/messages/{message_id}/run': {

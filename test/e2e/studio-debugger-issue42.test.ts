@@ -3,7 +3,8 @@
  * scan and a screenshot (test-results/screenshots), on the real stack and the demo model: a knowledge answer keeps its
  * citations card after a reload (from the debugger's history), and "Fork from here" under a finished answer — the chat
  * page's action (web/chat-fork.js) over the console's fork route — opens a new debugger conversation whose history is
- * the thread up to that answer and whose next turn goes on from there; a reload opens the fork, with its actions.
+ * the thread up to that answer and whose next turn goes on from there; a reload opens the fork, with its actions. The
+ * turn inspector shows what the model was sent (system, user, the knowledge block) with a token count per part.
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,6 +98,16 @@ describe.runIf(chromiumPath)('issue 42: the studio debugger (citations after a r
       await expect.poll(() => agents.count(), { timeout: 20_000 }).toBe(2);
       expect(await citationsOf(0)).toEqual(['trip-notes.md']);
       expect(await agents.nth(1).locator('.citations').count()).toBe(0);
+      // The inspector shows what the model was sent: system, the user's text and the knowledge block, with token counts.
+      await agents.first().locator('.who .inspect').click();
+      const parts = page.locator('#model-inputs .input-part');
+      await expect
+        .poll(() => parts.evaluateAll((ps) => ps.map((p) => (p as HTMLElement).dataset.kind)), { timeout: 20_000 })
+        .toEqual(expect.arrayContaining(['system', 'user', 'knowledge']));
+      const knowledge = page.locator('#model-inputs .input-part[data-kind="knowledge"]').first();
+      expect(await knowledge.locator('.part-tokens').textContent()).toMatch(/^ [1-9]\d* tokens$/);
+      await knowledge.locator('summary').click();
+      expect(await knowledge.locator('.part-text').textContent()).toContain(TRAIN);
       const fork = agents.first().locator('.actions button.fork');
       expect(await fork.textContent()).toBe('Fork from here');
       expect(await agents.nth(1).locator('.actions button.fork').count()).toBe(1);
