@@ -192,4 +192,50 @@ describe('S3 workspace store on SeaweedFS', () => {
     expect(fs.existsSync(path.join(tmp, 'escape'))).toBe(false);
     expect(fs.readdirSync(path.dirname(b)).filter((n) => n.startsWith('.partial-'))).toEqual([]);
   });
+  it('a link to a host file is saved as a link, never its target; a manifest writing through a link is refused', async () => {
+    // The escapes this layer stops: a save run as the backend reading a host file a tenant's symlink names, and a
+    // restore writing outside the workspace through a link an earlier entry made.
+    const outside = path.join(tmp, 'host-only');
+    fs.mkdirSync(outside, { recursive: true });
+    const secret = `host secret ${crypto.randomUUID()}`;
+    fs.writeFileSync(path.join(outside, 'secret.txt'), secret);
+    const id = { workspaceId: crypto.randomUUID(), generation: 1 };
+    const a = host('link-a', id.workspaceId);
+    fs.mkdirSync(a);
+    fs.symlinkSync(path.join(outside, 'secret.txt'), path.join(a, 'leak'));
+    fs.symlinkSync(outside, path.join(a, 'dir-leak'));
+    const from = sent.length;
+    const saved = await store().save(a, id);
+    expect(saved).toMatchObject({ files: 0, uploadedBlobs: 0 });
+    const secretHash = crypto.createHash('sha256').update(secret).digest('hex');
+    expect(sent.slice(from).filter((s) => s.key.includes(secretHash))).toEqual([]);
+    const b = host('link-b', id.workspaceId);
+    await store().restore(b, id);
+    expect(fs.readlinkSync(path.join(b, 'leak'))).toBe(path.join(outside, 'secret.txt'));
+    expect(fs.lstatSync(path.join(b, 'dir-leak')).isSymbolicLink()).toBe(true);
+
+    const body = 'written through the link';
+    const hash = crypto.createHash('sha256').update(body).digest('hex');
+    const version = `${Date.now()}-${crypto.randomUUID()}`;
+    const prefix = `workspaces/${id.workspaceId}`;
+    const put = (key: string, content: string) =>
+      client.send(new PutObjectCommand({ Bucket: 'ws-test', Key: `${prefix}/${key}`, Body: content }));
+    await put(`blobs/${hash}`, body);
+    const head = { format: 1, workspace_id: id.workspaceId, generation: 1, version, parent: null, saved_at: new Date().toISOString() };
+    await put(
+      `manifests/${version}.json`,
+      JSON.stringify({
+        ...head,
+        entries: [
+          { kind: 'symlink', path: 'out', target: outside },
+          { kind: 'file', path: 'out/pwn', mode: 0o644, size: body.length, sha256: hash },
+        ],
+      }),
+    );
+    await put('latest', JSON.stringify({ format: 1, workspace_id: id.workspaceId, generation: 1, version }));
+    const c = host('link-c', id.workspaceId);
+    await expect(store().restore(c, id)).rejects.toThrow(/ENOENT|ELOOP|ENOTDIR/);
+    expect(fs.existsSync(path.join(outside, 'pwn'))).toBe(false);
+    expect(fs.readdirSync(outside)).toEqual(['secret.txt']);
+  });
 });
