@@ -9,6 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { goBinary } from './temporal-server.js';
 
 export const TOXIPROXY_VERSION = '2.5.0';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -30,9 +31,7 @@ export function locateToxiproxy(opts: { log?: (m: string) => void } = {}): strin
   }
   const bin = path.join(CACHE_BIN, 'toxiproxy-server');
   if (works(bin)) return bin;
-  const go = [process.env.GO_BIN, '/usr/local/go/bin/go', ...(process.env.PATH ?? '').split(':').map((d) => path.join(d, 'go'))].find(
-    (c): c is string => !!c && fs.existsSync(c),
-  );
+  const go = goBinary(process.env.GO_BIN);
   if (!go) throw new Error('Cannot build Toxiproxy: Go was not found (apt-get install golang-go, GO_BIN, or SHOPIFY_TOXIPROXY_PATH).');
   opts.log?.(`building Toxiproxy ${TOXIPROXY_VERSION} from the Go module proxy into ${CACHE_BIN} ...`);
   fs.mkdirSync(CACHE_BIN, { recursive: true });

@@ -10,7 +10,7 @@
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { findSharedDraft, findVersion, publishVersion, updateDraft } from '../../core/domain/agent-configs.js';
-import { createUniqueAgentApp } from '../../core/domain/provision.js';
+import { createUniqueAgentApp, type AgentAppIds } from '../../core/domain/provision.js';
 import { demoSoulConfig } from '../../core/domain/soul.js';
 import { generateAppApiKey } from '../../core/domain/api-keys.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
@@ -52,6 +52,25 @@ export const CreatedAppResponse = z.object({
   config: z.record(z.string(), z.unknown()).describe('That first config.'),
   created_at: z.number().int(),
 });
+
+/** The 201 body of a new app, the studio's "New agent" and an app's copy alike. */
+export function createdAppView(
+  app: { id: string; name: string; icon: string; description: string; created_at: Date },
+  ids: AgentAppIds,
+  config: Record<string, unknown>,
+) {
+  return CreatedAppResponse.parse({
+    id: app.id,
+    name: app.name,
+    icon: app.icon,
+    description: app.description,
+    mode: 'agent',
+    agent_id: ids.agentId,
+    active_version_id: ids.configVersionId,
+    config,
+    created_at: unixSeconds(app.created_at),
+  });
+}
 
 export const CreateApiKeyBody = z.object({ name: z.string().trim().min(1).max(100).default('default') }).strict();
 export const RevokeApiKeyQuery = z.object({
@@ -165,19 +184,7 @@ export function consoleAdminRoutes(deps: ConsoleAdminDeps): Router {
     );
     if (!ids) throw new HttpError(409, 'app_name_taken', `This workspace already has an app named "${b.name}".`);
     const app = await db.app.findUniqueOrThrow({ where: { id: ids.appId } });
-    res.status(201).json(
-      CreatedAppResponse.parse({
-        id: app.id,
-        name: app.name,
-        icon: app.icon,
-        description: app.description,
-        mode: 'agent',
-        agent_id: ids.agentId,
-        active_version_id: ids.configVersionId,
-        config,
-        created_at: unixSeconds(app.created_at),
-      }),
-    );
+    res.status(201).json(createdAppView(app, ids, config));
   });
 
   r.get('/apps/:app_id/api-keys', auth, async (req, res) => {

@@ -24,12 +24,11 @@ import { devDefaultSecrets, type Config } from '../../core/platform/config.js';
 import type { Db } from '../../core/platform/db.js';
 import { jsonBody } from '../../core/platform/json-guard.js';
 import type { Logger } from '../../core/platform/logger.js';
-import { unixSeconds } from '../../core/platform/time.js';
 import { scheduleIdForRow } from '../../workflows/automation-definitions.js';
 import { evictAppKey } from '../auth.js';
 import { HttpError, parseOr400 } from '../errors.js';
 import { validatedSoul } from './agent-config-validation.js';
-import { CreatedAppResponse } from './admin.js';
+import { createdAppView } from './admin.js';
 import { consoleApp, consoleAuth } from './auth.js';
 
 export const CopyAppBody = z
@@ -98,19 +97,7 @@ export function consoleAppRoutes(deps: ConsoleAppDeps): Router {
       );
     const copy = await db.app.update({ where: { id: ids.appId }, data: { multitask_strategy: app.multitask_strategy } });
     logger.info({ app_id: app.id, copy_app_id: copy.id }, 'app copied');
-    res.status(201).json(
-      CreatedAppResponse.parse({
-        id: copy.id,
-        name: copy.name,
-        icon: copy.icon,
-        description: copy.description,
-        mode: 'agent',
-        agent_id: ids.agentId,
-        active_version_id: ids.configVersionId,
-        config,
-        created_at: unixSeconds(copy.created_at),
-      }),
-    );
+    res.status(201).json(createdAppView(copy, ids, config));
   });
 
   r.delete('/apps/:app_id', auth, async (req, res) => {
