@@ -136,8 +136,8 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
  */
 async function recordModelInput(deps: InnerLlmRouterDeps, log: Logger, messageId: string, req: InvokeRequestParsed): Promise<void> {
   const { call_index: callIndex, tenant_id: tenantId } = req.caller;
-  const parts = modelInputParts(req.target.prompt_messages, req.target.tools ?? []);
   try {
+    const parts = modelInputParts(req.target.prompt_messages, req.target.tools ?? []);
     await deps.db.messageModelInput.upsert({
       where: { message_id_call_index: { message_id: messageId, call_index: callIndex } },
       create: { message_id: messageId, call_index: callIndex, tenant_id: tenantId, parts },
