@@ -3,24 +3,22 @@
  * cache…). The SDK's Runtime exports them with its Prometheus exporter on a loopback port of its own; the
  * worker's `/metrics` appends that text, so an operator scrapes one endpoint per process.
  */
-import net from 'node:net';
 import type { TelemetryOptions } from '@temporalio/worker';
 import { metricsEnabled } from './index.js';
+import { stablePort } from '../ports.js';
 
 let exporterAddress: string | null = null;
 
-/** A free loopback port for the SDK's exporter (the Runtime needs a fixed address; it is installed once per process). */
+/**
+ * A free loopback port for the SDK's exporter, outside the kernel's ephemeral range (core/platform/ports.ts). The
+ * Runtime needs a fixed address, and it rebinds that address whenever it is created again from its remembered options
+ * (a process where stacks come and go, as npm test's shared vitest processes do). A `listen(0)` port could by then
+ * belong to any outbound socket of the process, and a CI run failed that way ("Failed to start prometheus metrics
+ * exporter: Address already in use").
+ */
 export async function pickTemporalMetricsAddress(): Promise<string | null> {
   if (!metricsEnabled()) return null;
-  const port = await new Promise<number>((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
-  return `127.0.0.1:${port}`;
+  return `127.0.0.1:${await stablePort()}`;
 }
 
 /** Runtime.install's telemetryOptions for that address (seconds, like every other histogram here). */
