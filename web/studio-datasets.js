@@ -374,15 +374,21 @@ async function patchSegment(s, body, done) {
 }
 
 async function hitTest() {
-  const r = await console$.post(path('/retrieve'), { query: hitQuery.value.trim(), top_k: 5 });
   const ol = section.querySelector('#ds-hits');
-  ol.textContent = '';
-  for (const c of r.chunks) {
-    const li = el('li');
-    li.append(el('span', 'score', c.score.toFixed(3)), el('strong', '', ` ${c.document_name} `), el('div', 'chunk', c.content));
-    ol.append(li);
+  // Busy until this query's results replace the last ones (a screen reader and a test both wait for the answer).
+  ol.setAttribute('aria-busy', 'true');
+  try {
+    const r = await console$.post(path('/retrieve'), { query: hitQuery.value.trim(), top_k: 5 });
+    ol.textContent = '';
+    for (const c of r.chunks) {
+      const li = el('li');
+      li.append(el('span', 'score', c.score.toFixed(3)), el('strong', '', ` ${c.document_name} `), el('div', 'chunk', c.content));
+      ol.append(li);
+    }
+    if (!r.chunks.length) ol.append(el('li', 'hint', 'Nothing retrieved for this query.'));
+  } finally {
+    ol.setAttribute('aria-busy', 'false');
   }
-  if (!r.chunks.length) ol.append(el('li', 'hint', 'Nothing retrieved for this query.'));
 }
 
 section.querySelector('#ds-create').addEventListener('submit', (ev) => {

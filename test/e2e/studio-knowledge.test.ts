@@ -80,9 +80,9 @@ describe.runIf(chromiumPath)('issue 42: the studio knowledge screens', () => {
 
       const hits = async (query: string) => {
         await page.fill('#ds-hit-query', query);
-        const answered = page.waitForResponse((r) => r.url().endsWith('/retrieve'));
         await page.click('#ds-hit button[type="submit"]');
-        await answered;
+        // Read once the page has rendered this query's answer: the response alone arrives before the list is replaced.
+        await page.locator('#ds-hits[aria-busy="false"]').waitFor();
         return (await page.locator('#ds-hits').textContent()) ?? '';
       };
       expect(await hits('When does the canteen close?')).toContain('The canteen opens at eight');
