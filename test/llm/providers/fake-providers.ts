@@ -517,9 +517,11 @@ export async function startFakeProvider(wire: Wire): Promise<FakeProvider> {
       }
       const model =
         /"model"\s*:\s*"([^"]+)"/.exec(body)?.[1] ?? decodeURIComponent(/\/models?\/([^/:]+)/.exec(req.url ?? '')?.[1] ?? 'model');
-      // A credential with `bad` in it is refused, whatever the prompt (the console's credential check).
+      // A credential with `bad` in it (`sk-bad-…`) is refused, whatever the prompt (the console's credential check).
+      // Only as a word of its own: a SigV4 signature (Bedrock's Authorization header, 64 hex digits signed afresh for
+      // every request) holds "bad" in ~1.5 % of requests, which once failed a retried Bedrock call as a 401.
       const credential = `${req.headers.authorization ?? ''} ${String(req.headers['x-api-key'] ?? '')} ${String(req.headers['x-goog-api-key'] ?? '')}`;
-      const scenario = /bad/.test(credential) ? '401' : (/SCN:(\w+)/.exec(body)?.[1] ?? 'hello');
+      const scenario = /(?:^|[^A-Za-z0-9+/=])bad/.test(credential) ? '401' : (/SCN:(\w+)/.exec(body)?.[1] ?? 'hello');
       if (/embed/i.test(req.url ?? '')) return embeddings(wire, body, res);
       const fail = (status: 401 | 429 | 400, kind: 'auth' | 'rate' | 'overflow', extra: Record<string, string> = {}) => {
         const e = enc.error(status, kind);
