@@ -171,6 +171,19 @@ async function load() {
   for (const p of usable) pickProvider.append(Object.assign(el('option', '', p.provider), { value: p.provider }));
   if (usable.some((p) => p.provider === keep)) pickProvider.value = keep;
   await loadModels(pickProvider.value === current.provider ? current.model : undefined);
+  if (wanted) focusCredentials(list);
+}
+
+// The agent form's "Add credentials" (studio-model-picker.js): this screen opens on that provider's form.
+let wanted = '';
+document.addEventListener('studio:add-credentials', (ev) => (wanted = ev.detail));
+function focusCredentials(list) {
+  const card = [...list.querySelectorAll('article.provider')].find((c) => c.dataset.provider === wanted);
+  wanted = '';
+  if (!card) return;
+  card.classList.add('wanted');
+  card.scrollIntoView({ block: 'start' });
+  card.querySelector('input')?.focus();
 }
 
 register({ name: 'models', title: 'Models', el: section, show: load });

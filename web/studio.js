@@ -8,6 +8,7 @@
 import { forkAction } from './chat-fork.js';
 import { renderCitations } from './citations.js';
 import { createApi } from './lib/api.js';
+import { pickedModel, showModel, takesSetting } from './studio-model-picker.js';
 import { actionButton, consumeTurn, el, markAnswered, messageBox, renderForm, renderThought, wireComposer } from './turn-view.js';
 
 const $ = (id) => document.getElementById(id);
@@ -129,8 +130,8 @@ document.addEventListener('studio:screen', (ev) => {
 
 function fillForm(c, shelf) {
   $('f-prompt').value = c.prompt?.system_prompt ?? '';
-  $('f-provider').value = c.model?.provider ?? '';
-  $('f-model').value = c.model?.model ?? '';
+  // The catalogue picker (studio-model-picker.js): the selects hold the draft's model at once, its lists follow.
+  void showModel(c.model).catch((err) => say(err.message));
   const s = c.model?.model_settings ?? {};
   $('f-temperature').value = s.temperature ?? '';
   $('f-max-tokens').value = s.max_tokens ?? '';
@@ -185,7 +186,9 @@ function readForm() {
     .filter((q) => q.trim() !== '');
   if (stops.length === 0) delete settings.stop_sequences;
   else settings.stop_sequences = stops;
-  c.model = { ...c.model, provider: $('f-provider').value.trim(), model: $('f-model').value.trim(), model_settings: settings };
+  // A setting the picked model does not take (its field hidden) is not sent to it.
+  for (const key of Object.keys(settings)) if (!takesSetting(key)) delete settings[key];
+  c.model = { ...c.model, ...pickedModel(), model_settings: settings };
   const core = [...$('f-tools').querySelectorAll('input:checked')].map((b) => b.value);
   c.tools = { ...c.tools, core };
   c.ask_human = { ...c.ask_human, enabled: $('f-ask-human').checked };

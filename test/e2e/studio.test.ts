@@ -76,16 +76,20 @@ describe.runIf(chromiumPath)('the studio in a browser', () => {
     await expect.poll(status).toContain('Saved (DRAFT revision');
     expect(await sharedPrompt()).toBe('You are the studio agent. Use {{#tool.calculator#}}');
 
-    // An empty model name: 400 invalid_agent_config, its message next to the model field, nothing saved.
-    await page.fill('#f-model', '');
+    // A provider the workspace has no credentials for (the picker marks it "add credentials"): 400
+    // invalid_agent_config, its message next to the provider field, nothing saved.
+    await page.selectOption('#f-provider', 'openai');
+    await expect.poll(() => page.locator('#f-model option').count()).toBeGreaterThan(1);
     await page.fill('#f-prompt', 'This must not be saved.');
     await page.click('#save');
-    const modelError = page.locator('.field[data-path="model.model"] .field-error');
+    const modelError = page.locator('.field[data-path="model.provider"] .field-error');
     await expect.poll(() => modelError.count()).toBe(1);
-    expect(await modelError.getAttribute('data-error-for')).toBe('model.model');
+    expect(await modelError.getAttribute('data-error-for')).toBe('model.provider');
+    expect(await modelError.textContent()).toContain('add credentials');
     expect(await sharedPrompt()).toBe('You are the studio agent. Use {{#tool.calculator#}}');
     await shot('studio-validation.png');
-    await page.fill('#f-model', 'demo-chat');
+    await page.selectOption('#f-provider', 'demo');
+    await page.selectOption('#f-model', 'demo-chat');
     await page.fill('#f-prompt', 'You are the studio agent.');
     await page.click('#save');
     await expect.poll(() => modelError.count()).toBe(0);
