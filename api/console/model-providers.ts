@@ -67,8 +67,11 @@ export const CatalogueModelView = z.object({
     .object({
       temperature: Range('temperature').nullable(),
       max_tokens: Range('max_tokens: the model’s max output'),
-      top_p: Range('top_p'),
-      stop_sequences: z.object({ max: z.number().int() }),
+      top_p: Range('top_p').nullable().describe('null: the model takes none (one that takes no temperature: the AI SDK drops both).'),
+      stop_sequences: z
+        .object({ max: z.number().int() })
+        .nullable()
+        .describe('null: the provider’s API takes none (openai: the Responses API).'),
       thinking_budget: Range('thinking budget (below max output)')
         .nullable()
         .describe('A reasoning model of anthropic, bedrock or google; null: the model takes none.'),

@@ -106,13 +106,21 @@ describe.runIf(chromiumPath)('issue 42: the agent form picks a catalogue model a
       expect((await draftModel()).provider).toBe('demo');
       await page.fill('#f-thinking-budget', '2048');
       await page.fill('#f-max-tokens', '8000');
+      // A temperature while it thinks would be dropped from the request (the AI SDK does): refused next to its field.
+      await page.click('#save');
+      const temperatureError = page.locator('.field[data-path="model.model_settings.temperature"] .field-error');
+      await expect.poll(() => temperatureError.count()).toBe(1);
+      expect(await temperatureError.textContent()).toContain('while it thinks');
+      expect((await draftModel()).provider).toBe('demo');
+      await page.fill('#f-temperature', '');
       await page.click('#save');
       await expect.poll(status).toContain('Saved (DRAFT revision');
       expect(await draftModel()).toMatchObject({
         provider: 'anthropic',
         model: 'claude-sonnet-4-20250514',
-        model_settings: { temperature: 0.5, thinking_budget: 2048, max_tokens: 8000 },
+        model_settings: { thinking_budget: 2048, max_tokens: 8000 },
       });
+      expect((await draftModel()).model_settings.temperature).toBeUndefined();
       expect(await axeViolations(page)).toEqual([]);
       await page.locator('#f-provider').scrollIntoViewIfNeeded();
       await screenshot(page, `studio-model-picker-anthropic-${size.name}.png`, false);

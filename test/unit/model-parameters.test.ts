@@ -35,6 +35,20 @@ describe('the settings a catalogue model declares', () => {
     expect(m.parameters.reasoning_effort).toEqual(['minimal', 'low', 'medium', 'high']);
     expect(m.parameters.thinking_budget).toBeNull();
     expect(m.parameters.max_tokens).toEqual({ min: 1, max: 100_000 });
+    // The AI SDK drops a top P with the temperature of such a model; the Responses API takes no stop sequences.
+    expect(m.parameters.top_p).toBeNull();
+    expect(m.parameters.stop_sequences).toBeNull();
+  });
+
+  it('stop sequences on every provider but OpenAI (its Responses API takes none)', () => {
+    expect(view('openai', 'gpt-4o-mini').parameters).toMatchObject({ top_p: { min: 0, max: 1 }, stop_sequences: null });
+    for (const [provider, model] of [
+      ['anthropic', 'claude-3-5-haiku-20241022'],
+      ['google', 'gemini-2.0-flash'],
+      ['bedrock', 'anthropic.claude-3-5-haiku-20241022-v1:0'],
+      ['ollama', 'llama3.2'],
+    ] as const)
+      expect(view(provider, model).parameters.stop_sequences, provider).toEqual({ max: 8 });
   });
 
   it('an Anthropic reasoning model: a thinking budget from 1024 to below its max output, temperature up to 1', () => {

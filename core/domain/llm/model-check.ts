@@ -47,6 +47,11 @@ const THINKING_BUDGET_PROVIDERS: ReadonlySet<string> = new Set(['anthropic', 'be
 /** Providers whose requests carry a reasoning effort (OpenAI's and Azure's reasoning models). */
 const REASONING_EFFORT_PROVIDERS: ReadonlySet<string> = new Set(['openai', 'azure']);
 export const REASONING_EFFORTS = ['minimal', 'low', 'medium', 'high'] as const;
+/** Providers whose API takes no stop sequences: OpenAI's Responses API (the AI SDK drops them with a warning). */
+const NO_STOP_PROVIDERS: ReadonlySet<string> = new Set(['openai']);
+/** Providers whose Anthropic models take a temperature or a top P, not both, and neither while thinking. */
+const SAMPLING_ONE_OF_PROVIDERS: ReadonlySet<string> = new Set(['anthropic']);
+const NO_SAMPLING_WHILE_THINKING: ReadonlySet<string> = new Set(['anthropic', 'bedrock']);
 
 /**
  * The settings a model takes and their bounds, as the studio's form shows them (GET /model-providers/{p}/models):
@@ -60,8 +65,9 @@ export function modelParameters(provider: string, model: ModelInfo) {
   return {
     temperature: entry?.temperature === false ? null : { min: 0, max: TEMPERATURE_MAX[provider] ?? 2 },
     max_tokens: { min: 1, max: maxOutput },
-    top_p: { min: 0, max: 1 },
-    stop_sequences: { max: 8 },
+    // A model that takes no temperature (OpenAI's reasoning models) takes no top P either: the AI SDK drops both.
+    top_p: entry?.temperature === false ? null : { min: 0, max: 1 },
+    stop_sequences: NO_STOP_PROVIDERS.has(provider) ? null : { max: 8 },
     thinking_budget:
       reasoning && THINKING_BUDGET_PROVIDERS.has(provider)
         ? { min: provider === 'anthropic' || provider === 'bedrock' ? 1024 : 1, max: maxOutput === null ? null : maxOutput - 1 }
@@ -89,6 +95,15 @@ export function settingIssues(provider: string, model: ModelInfo, soul: AgentSou
       at('temperature', `must be a number from 0 to ${max}`);
   }
   if (s.top_p !== undefined && (typeof s.top_p !== 'number' || s.top_p < 0 || s.top_p > 1)) at('top_p', 'must be a number from 0 to 1');
+  // Settings the provider's request would drop without a word (the AI SDK's warnings go nowhere a builder reads):
+  // refused here, next to their field, so what is saved is what the model is sent.
+  if (entry?.temperature === false) {
+    if (s.temperature !== undefined) at('temperature', `${provider}/${model.model} takes no temperature`);
+    if (s.top_p !== undefined) at('top_p', `${provider}/${model.model} takes no top P`);
+  } else if (SAMPLING_ONE_OF_PROVIDERS.has(provider) && s.temperature !== undefined && s.top_p !== undefined)
+    at('top_p', `${provider} takes a temperature or a top P, not both: clear one of them`);
+  if (Array.isArray(s.stop_sequences) && s.stop_sequences.length > 0 && NO_STOP_PROVIDERS.has(provider))
+    at('stop_sequences', `${provider}'s Responses API takes no stop sequences`);
   for (const k of ['presence_penalty', 'frequency_penalty'] as const) {
     const v = s[k];
     if (v !== undefined && (typeof v !== 'number' || v < -2 || v > 2)) at(k, 'must be a number from -2 to 2');
@@ -103,6 +118,10 @@ export function settingIssues(provider: string, model: ModelInfo, soul: AgentSou
       at('thinking_budget', `${provider} needs a thinking budget of at least 1024 tokens`);
     else if (maxOutput !== undefined && b >= maxOutput)
       at('thinking_budget', `${b} is not below the ${maxOutput} output tokens ${provider}/${model.model} can produce`);
+    else if (NO_SAMPLING_WHILE_THINKING.has(provider))
+      for (const k of ['temperature', 'top_p'] as const)
+        if (s[k] !== undefined)
+          at(k, `${provider} takes no ${k === 'top_p' ? 'top P' : k} while it thinks: clear it or the thinking budget`);
   }
   if (s.reasoning_effort !== undefined) {
     if (!['minimal', 'low', 'medium', 'high'].includes(String(s.reasoning_effort)))

@@ -49,6 +49,28 @@ export function createOllamaProvider(opts: {
     embedding: async (c, model, f) => (await client(c, f)).embedding(model),
     secrets: (c) => [c.api_key],
     declared: (c) => c.models ?? [],
-    providerOptions: (m) => (m.reasoning ? { ollama: { think: true } } : undefined),
+    providerOptions: (m, params) => {
+      const options = ollamaOptions(params, m.temperature !== false);
+      return m.reasoning || options ? { ollama: { ...(m.reasoning ? { think: true } : {}), ...(options ? { options } : {}) } } : undefined;
+    },
   });
+}
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/**
+ * A model's settings as Ollama's /api/chat reads them: in `options` (temperature, top_p, num_predict, stop). The
+ * provider package puts temperature, top_p and max_output_tokens beside the messages, where Ollama does not look, and
+ * drops stop sequences, so without these a saved setting never reached the model.
+ */
+export function ollamaOptions(params: Record<string, unknown>, takesTemperature = true): Record<string, number | string[]> | undefined {
+  const stop = Array.isArray(params.stop_sequences) ? params.stop_sequences.filter((s): s is string => typeof s === 'string') : [];
+  const maxTokens = num(params.max_tokens);
+  const options: Record<string, number | string[]> = {
+    ...(takesTemperature && num(params.temperature) !== undefined ? { temperature: num(params.temperature) } : {}),
+    ...(num(params.top_p) !== undefined ? { top_p: num(params.top_p) } : {}),
+    ...(maxTokens !== undefined ? { num_predict: Math.trunc(maxTokens) } : {}),
+    ...(stop.length ? { stop } : {}),
+  };
+  return Object.keys(options).length ? options : undefined;
 }
