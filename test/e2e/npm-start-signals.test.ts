@@ -151,7 +151,9 @@ describe('npm start', () => {
   });
 
   it('Ctrl-C with a turn in flight: the turn completes, the stack stops in order, exit 0', { timeout: 300_000 }, async ({ expect }) => {
-    const start = await npmStart(sigintDataDir);
+    // A drain far longer than the test may run: the stop can only end in time by noticing that the turn finished,
+    // never by waiting the drain out (which would also end with the turn 'succeeded').
+    const start = await npmStart(sigintDataDir, { SHUTDOWN_DRAIN_MS: '600000' });
     const first = start();
     expect(await until(() => first.out.includes('Press Ctrl-C to stop everything.'), 200_000), first.out.slice(-2000)).toBe(true);
     const key = /app api key\s+(\S+)/.exec(first.out)![1]!;
@@ -166,18 +168,15 @@ describe('npm start', () => {
     const conversationId = before.at(-1)!.data.conversation_id as string;
 
     // Ctrl-C: SIGINT to every process of the terminal's foreground group (npm, tsx, node).
-    const t0 = Date.now();
     process.kill(-first.child.pid!, 'SIGINT');
     const rest = await reader
       .read((f) => f.event === 'message_end')
       .catch((err: unknown) => [{ id: undefined, event: 'read_error', data: { err: String(err) } as Record<string, unknown> }]);
     const code = await first.exited;
-    const elapsedMs = Date.now() - t0;
-    console.log(`Ctrl-C to exit: ${elapsedMs} ms`);
 
     expect(code, first.out.slice(-3000)).toBe(0);
     const out = first.out;
-    const order = ['SIGINT: stopping ...', 'waiting up to 30 s for 1 turn in flight', 'stopped.'].map((line) => out.indexOf(line));
+    const order = ['SIGINT: stopping ...', 'waiting up to 600 s for 1 turn in flight', 'stopped.'].map((line) => out.indexOf(line));
     expect(
       order.every((i) => i >= 0),
       out.slice(-3000),
@@ -190,7 +189,8 @@ describe('npm start', () => {
     ).toContain('message_end');
     expect(out).not.toContain('ECONNREFUSED');
     expect(out).not.toContain('forced exit');
-    expect(elapsedMs, 'the turn (~4 s) plus an ordered stop').toBeLessThan(25_000);
+    // The drain ended because the turn was done, not at its deadline with the turn cut short.
+    expect(out).not.toContain('drain: stopping the turns still running');
     expect(
       await until(() => processesWith(sigintDataDir).length === 0, 30_000),
       `left running: ${processesWith(sigintDataDir).join(', ')}`,
