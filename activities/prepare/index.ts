@@ -14,7 +14,7 @@ import { createBuildRunRequest } from './build-request.js';
 import { createInputGuards } from './input-guards.js';
 import { createResolveConfig } from './resolve-config.js';
 import { CITATIONS_MARK } from '../../core/domain/knowledge/citations.js';
-import { loadTurnContext, type TurnContext, type TurnMessageRead } from './turn-context.js';
+import { loadTurnContext, type TurnContext, type TurnContextRead } from './turn-context.js';
 
 export interface PrepareInput {
   messageId: string;
@@ -37,7 +37,7 @@ export function createTurnPreparation(deps: ActivityDeps) {
   const inputGuards = createInputGuards(deps);
   const loadOrCreateBinding = createLoadOrCreateBinding(deps);
   const buildRunRequest = createBuildRunRequest(deps);
-  return async function prepare(input: PrepareInput, opts: { first?: TurnMessageRead } = {}): Promise<Prepared> {
+  return async function prepare(input: PrepareInput, opts: { first?: TurnContextRead } = {}): Promise<Prepared> {
     const t0 = performance.now();
     const ctx = await loadTurnContext(deps.db, input.messageId, opts.first);
     const r = await resolveConfig(ctx);

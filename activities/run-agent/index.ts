@@ -13,7 +13,7 @@ import { Context } from '@temporalio/activity';
 import type { CreateRunRequest } from '../../core/protocol/run.js';
 import type { ActivityDeps } from '../deps.js';
 import type { AgentBackendRun, Message } from '../../core/generated/prisma/client.js';
-import { readTurnMessage } from '../prepare/turn-context.js';
+import { readTurnContext } from '../prepare/turn-context.js';
 import { createTurnPreparation } from '../prepare/index.js';
 import { attemptLostError, cancellationCause } from './cancellation.js';
 import { RunCommitter } from './commit.js';
@@ -44,8 +44,8 @@ export function createRunAgent(deps: ActivityDeps) {
     // One round of reads; a turn whose run request is not built yet is prepared from it (and the preparation hands
     // back the message and run row it wrote, so nothing is read twice). A request built by an earlier attempt is used
     // as built.
-    const first = await readTurnMessage(db, input.messageId);
-    let [msg, run]: [Message, AgentBackendRun | null] = first;
+    const first = await readTurnContext(db, input.messageId);
+    let [msg, run]: [Message, AgentBackendRun | null] = [first.msg, first.existingRun];
     // Ended before any run committed a terminal: the api marked it failed after a start it thought refused, or the
     // turn sweeper ended it (worker/sweeper.ts). Its terminal event is out; nothing more is done for it.
     if (!run?.terminal_type && (msg.status === 'failed' || msg.status === 'stopped')) {

@@ -1,10 +1,14 @@
 /** Prisma client over node-postgres (Rust-free at run time). */
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 
 export type Db = PrismaClient;
 export { PrismaClient };
 export { Prisma } from '../generated/prisma/client.js';
+
+/** The node-postgres pool under each client createDb made: the turn's hot statements use it directly (hot-sql.ts). */
+const pools = new WeakMap<Db, pg.Pool>();
 
 /**
  * The pool rides through a PostgreSQL restart: a connection that dies while idle is dropped from the pool
@@ -12,14 +16,27 @@ export { Prisma } from '../generated/prisma/client.js';
  * database is back succeeds. Idle connections are closed after 10 s (fewer dead ones to find after a
  * failover), and obtaining a connection gives up after 10 s instead of waiting forever on an unreachable
  * host — the request then fails as "dependency unavailable" (503 + Retry-After in the api).
+ * The pool is ours, handed to the adapter (which ends it on `$disconnect`), so that hot-sql.ts shares its connections.
  */
 export function createDb(databaseUrl: string, opts: { max?: number } = {}): Db {
-  const adapter = new PrismaPg({
+  const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: opts.max ?? 10,
     idleTimeoutMillis: 10_000,
     connectionTimeoutMillis: 10_000,
     keepAlive: true,
   });
-  return new PrismaClient({ adapter });
+  // A connection that dies idle is removed by the pool itself; the adapter logs it once Prisma connected, and before
+  // that (only hot-sql.ts used the pool) an unheard 'error' event would end the process.
+  pool.on('error', () => undefined);
+  const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
+  pools.set(db, pool);
+  return db;
+}
+
+/** The pool under a client made by createDb. */
+export function poolOf(db: Db): pg.Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error('poolOf: this Prisma client was not made by createDb');
+  return pool;
 }

@@ -16,6 +16,8 @@ import { createLogger } from '../../core/platform/logger.js';
 import { createAgentApp } from '../../core/domain/seed.js';
 import { sessionScopeKey, workspaceIdFor } from '../../activities/prepare/binding.js';
 import { freshDatabase } from '../support/db.js';
+import { readTurnContextRow } from '../../core/platform/hot-sql.js';
+import { Prisma } from '../../core/platform/db.js';
 
 let db: Db;
 let dbName: string;
@@ -100,8 +102,9 @@ describe('prepareTurn', () => {
 
     const { messageId, conversationId } = await newTurn();
     const n = await countStatements(() => prepare({ messageId, runGuards: true }));
-    // message, conversation, files, run row; agent, app; the binding statement; the run request statement.
-    expect(n).toBeLessThanOrEqual(8);
+    // The turn's rows in one statement (core/platform/hot-sql.ts; through Prisma: message, conversation, files, run
+    // row, then agent and app, 8 in all); the binding statement; the run request statement.
+    expect(n).toBeLessThanOrEqual(3);
     const r = await rowsOf(conversationId, messageId);
     expectOneOfEach(r);
     expect(r.bindings[0]!.agent_config_version_id).toBe(app.configVersionId);
@@ -144,5 +147,50 @@ describe('prepareTurn', () => {
     const [a, b] = await Promise.all([prepare({ messageId, runGuards: true }), prepare({ messageId, runGuards: true })]);
     if (a.guard === null && b.guard === null) expect(a.run.binding_id).toBe(b.run.binding_id);
     expectOneOfEach(await rowsOf(conversationId, messageId));
+  });
+
+  it("reads a turn's rows in one statement, with the types and values Prisma reads them with", async () => {
+    const { messageId, conversationId } = await newTurn();
+    await prepare({ messageId, runGuards: true });
+    // Every kind of column set: numerics, a bigint, optional timestamps, files, the binding's workspace.
+    await db.message.update({
+      where: { id: messageId },
+      data: {
+        total_price: new Prisma.Decimal('0.0012345'),
+        answer_unit_price: new Prisma.Decimal('12.5'),
+        queue_position: 9007199254740993n,
+        rolled_back_at: new Date(),
+      },
+    });
+    for (const name of ['b.txt', 'a.txt'])
+      await db.messageFile.create({
+        data: {
+          message_id: messageId,
+          type: 'document',
+          transfer_method: 'remote_url',
+          url: `https://example.com/${name}`,
+          belongs_to: 'user',
+        },
+      });
+    const conv = await db.conversation.findUniqueOrThrow({ where: { id: conversationId } });
+    const binding = await db.agentWorkspaceBinding.update({ where: { id: conv.agent_workspace_binding_id! }, data: { retired_at: null } });
+    await db.agentWorkspace.update({ where: { id: binding.workspace_id }, data: { copied_bytes: 123n } });
+
+    let hot: Awaited<ReturnType<typeof readTurnContextRow>> | undefined;
+    expect(await countStatements(async () => (hot = await readTurnContextRow(db, messageId)))).toBe(1);
+    const msg = await db.message.findUniqueOrThrow({
+      where: { id: messageId },
+      include: { conversation: true, files: { orderBy: [{ created_at: 'asc' }, { id: 'asc' }] } },
+    });
+    expect(hot!.msg).toEqual(msg);
+    expect(hot!.msg.queue_position).toBe(9007199254740993n);
+    expect(hot!.msg.total_price).toBeInstanceOf(Prisma.Decimal);
+    expect(hot!.existingRun).toEqual(await db.agentBackendRun.findUnique({ where: { message_id: messageId } }));
+    expect(hot!.agent).toEqual(await db.agent.findUnique({ where: { app_id: app.appId } }));
+    expect(hot!.app).toEqual(await db.app.findUniqueOrThrow({ where: { id: app.appId } }));
+    expect(hot!.conversationBinding).toEqual(
+      await db.agentWorkspaceBinding.findUnique({ where: { id: binding.id }, include: { workspace: true } }),
+    );
+    expect(hot!.conversationBinding!.workspace.copied_bytes).toBe(123n);
   });
 });

@@ -1,0 +1,135 @@
+/**
+ * The turn's hot statements on node-postgres (issue 40 item 2), in one place. Through Prisma a turn's preparation read
+ * its rows in two rounds of six or seven statements (an `include` is a statement per relation); each statement also
+ * paid Prisma's query compilation and result mapping in the worker. Here each read is ONE named prepared statement
+ * (parsed and planned once per connection) on the pool the Prisma client runs on (db.ts `poolOf`), and its rows come
+ * back with Prisma's own types: every row is selected as `to_jsonb(row)` and decoded by the column types below, which
+ * test/unit/hot-sql-types.test.ts checks against the Prisma schema (a new DateTime, Decimal or BigInt column fails it
+ * until it is listed) and test/integration/hot-sql.test.ts compares, row for row, with what Prisma reads.
+ */
+import type {
+  Agent,
+  AgentBackendRun,
+  AgentWorkspace,
+  AgentWorkspaceBinding,
+  App,
+  Conversation,
+  Message,
+  MessageFile,
+} from '../generated/prisma/client.js';
+import { Prisma, poolOf, type Db } from './db.js';
+
+/** The columns JSON cannot carry as Prisma types them: timestamps (Date), numeric (Decimal), bigint (BigInt). */
+export interface ColumnTypes {
+  DateTime: readonly string[];
+  Decimal: readonly string[];
+  BigInt: readonly string[];
+}
+
+/** Per Prisma model read here (field names are the column names: the schema maps none). */
+export const HOT_MODELS = {
+  Message: {
+    DateTime: ['rolled_back_at', 'created_at', 'updated_at'],
+    Decimal: ['message_unit_price', 'message_price_unit', 'answer_unit_price', 'answer_price_unit', 'total_price'],
+    BigInt: ['queue_position'],
+  },
+  Conversation: { DateTime: ['created_at', 'updated_at', 'deleted_at'], Decimal: [], BigInt: [] },
+  MessageFile: { DateTime: ['created_at'], Decimal: [], BigInt: [] },
+  AgentBackendRun: { DateTime: ['created_at', 'updated_at'], Decimal: [], BigInt: [] },
+  Agent: { DateTime: ['created_at', 'updated_at'], Decimal: [], BigInt: [] },
+  App: { DateTime: ['created_at', 'updated_at'], Decimal: [], BigInt: [] },
+  AgentWorkspaceBinding: { DateTime: ['retired_at', 'created_at', 'updated_at'], Decimal: [], BigInt: [] },
+  AgentWorkspace: { DateTime: ['retired_at', 'created_at'], Decimal: [], BigInt: ['copied_bytes'] },
+} as const satisfies Record<string, ColumnTypes>;
+
+export type HotModel = keyof typeof HOT_MODELS;
+
+/**
+ * SQL for one row as JSON: numeric and bigint columns as text (a JSON number would lose digits), the rest as
+ * to_jsonb makes them (timestamps as ISO strings, json as json).
+ */
+function rowJson(model: HotModel, alias: string): string {
+  const t = HOT_MODELS[model];
+  const exact = [...t.Decimal, ...t.BigInt];
+  if (exact.length === 0) return `to_jsonb(${alias})`;
+  return `(to_jsonb(${alias}) || jsonb_build_object(${exact.map((c) => `'${c}', ${alias}.${c}::text`).join(', ')}))`;
+}
+
+/** A row of `rowJson` with Prisma's types. */
+export function decodeRow<T>(model: HotModel, json: Record<string, unknown>): T {
+  const t = HOT_MODELS[model];
+  const row: Record<string, unknown> = { ...json };
+  for (const c of t.DateTime) if (row[c] != null) row[c] = new Date(row[c] as string);
+  for (const c of t.Decimal) if (row[c] != null) row[c] = new Prisma.Decimal(row[c] as string);
+  for (const c of t.BigInt) if (row[c] != null) row[c] = BigInt(row[c] as string);
+  return row as T;
+}
+
+/** What a turn's steps read about its message (activities/prepare/turn-context.ts). */
+export interface TurnContextRow {
+  msg: Message & { conversation: Conversation; files: MessageFile[] };
+  existingRun: AgentBackendRun | null;
+  agent: Agent | null;
+  app: App;
+  /** The conversation's binding with its workspace; null for a debugger turn (its session is the draft's). */
+  conversationBinding: (AgentWorkspaceBinding & { workspace: AgentWorkspace }) | null;
+}
+
+/**
+ * The message with its conversation and files, its run row, the app's agent, the app, and (not for a debugger turn)
+ * the conversation's binding with its workspace: one round trip where Prisma made two rounds of six or seven.
+ */
+const TURN_CONTEXT = {
+  name: 'hot_turn_context_v1',
+  text: `
+    select ${rowJson('Message', 'm')} as msg,
+           ${rowJson('Conversation', 'c')} as conversation,
+           coalesce((select jsonb_agg(${rowJson('MessageFile', 'f')} order by f.created_at, f.id)
+                       from message_files f where f.message_id = m.id), '[]'::jsonb) as files,
+           (select ${rowJson('AgentBackendRun', 'r')} from agent_backend_runs r where r.message_id = m.id) as run,
+           (select ${rowJson('Agent', 'a')} from agents a where a.app_id = m.app_id) as agent,
+           (select ${rowJson('App', 'p')} from apps p where p.id = m.app_id) as app,
+           (select ${rowJson('AgentWorkspaceBinding', 'b')} || jsonb_build_object('workspace', ${rowJson('AgentWorkspace', 'w')})
+              from agent_workspace_bindings b join agent_workspaces w on w.id = b.workspace_id
+             where b.id = c.agent_workspace_binding_id and m.invoke_from <> 'debugger') as binding
+      from messages m join conversations c on c.id = m.conversation_id
+     where m.id = $1::uuid`,
+};
+
+type Json = Record<string, unknown>;
+
+export async function readTurnContextRow(db: Db, messageId: string): Promise<TurnContextRow> {
+  const res = await poolOf(db).query<{
+    msg: Json;
+    conversation: Json;
+    files: Json[];
+    run: Json | null;
+    agent: Json | null;
+    app: Json | null;
+    binding: Json | null;
+  }>({
+    ...TURN_CONTEXT,
+    values: [messageId],
+  });
+  const r = res.rows[0];
+  if (!r) throw new Error(`message ${messageId} not found`);
+  if (!r.app) throw new Error(`app of message ${messageId} not found`);
+  const msg = decodeRow<Message>('Message', r.msg);
+  const binding = r.binding
+    ? {
+        ...decodeRow<AgentWorkspaceBinding>('AgentWorkspaceBinding', r.binding),
+        workspace: decodeRow<AgentWorkspace>('AgentWorkspace', r.binding.workspace as Json),
+      }
+    : null;
+  return {
+    msg: {
+      ...msg,
+      conversation: decodeRow<Conversation>('Conversation', r.conversation),
+      files: r.files.map((f) => decodeRow<MessageFile>('MessageFile', f)),
+    },
+    existingRun: r.run ? decodeRow<AgentBackendRun>('AgentBackendRun', r.run) : null,
+    agent: r.agent ? decodeRow<Agent>('Agent', r.agent) : null,
+    app: decodeRow<App>('App', r.app),
+    conversationBinding: binding,
+  };
+}
