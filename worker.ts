@@ -37,7 +37,7 @@ async function main(): Promise<void> {
   const logger = createLogger('worker', config.LOG_LEVEL);
   installProcessGuard(logger, config.UNCAUGHT_ERROR_POLICY);
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required for a standalone worker.');
-  const db = createDb(config.DATABASE_URL, { max: 20 });
+  const db = createDb(config.DATABASE_URL, { max: 20, preparedStatements: config.HOT_SQL_PREPARED });
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_DEV_PORT}`;
   const security = temporalSecurity(config); // read once: a wrong PEM path stops the worker here
   const stopping = new AbortController();

@@ -28,7 +28,7 @@ if (weakSecrets.length)
     { secrets: weakSecrets },
     'development default secrets in use: anyone who reads the source can call the inner API; NODE_ENV=production refuses them',
   );
-const db = createDb(config.DATABASE_URL, { max: 20 });
+const db = createDb(config.DATABASE_URL, { max: 20, preparedStatements: config.HOT_SQL_PREPARED });
 const connection = lazyTemporalConnection(config.TEMPORAL_ADDRESS, temporalSecurity(config));
 const notifier = new EventNotifier(config.DATABASE_URL, logger);
 await notifier.start();

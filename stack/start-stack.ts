@@ -203,7 +203,7 @@ async function startDatabase(config: Config, opts: StackOptions, stops: Stops): 
   }
   const migrated = await applyMigrations(databaseUrl);
   if (migrated.applied.length) opts.logger.info({ applied: migrated.applied }, 'migrations applied');
-  const db = createDb(databaseUrl, { max: 20 });
+  const db = createDb(databaseUrl, { max: 20, preparedStatements: config.HOT_SQL_PREPARED });
   stops.push(() => db.$disconnect());
   return { databaseUrl, db };
 }

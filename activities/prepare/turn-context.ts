@@ -17,9 +17,11 @@ export function readTurnContext(db: ActivityDeps['db'], messageId: string): Prom
 
 /** `first`: the read, when the caller has just made it (runAgent). */
 export async function loadTurnContext(db: ActivityDeps['db'], messageId: string, first?: TurnContextRead) {
-  const { agent, ...rest } = first ?? (await readTurnContext(db, messageId));
+  const { agent, app, ...rest } = first ?? (await readTurnContext(db, messageId));
+  // As Prisma's findUniqueOrThrow did: a message of a deleted app is not prepared (api/apps delete refuses a busy app).
+  if (!app) throw new Error(`app of message ${messageId} not found`);
   if (!agent) throw turnFailure('agent_not_found', 404, 'This app has no agent.');
-  return { ...rest, agent };
+  return { ...rest, agent, app };
 }
 
 export type TurnContext = Awaited<ReturnType<typeof loadTurnContext>>;

@@ -7,8 +7,11 @@ export type Db = PrismaClient;
 export { PrismaClient };
 export { Prisma } from '../generated/prisma/client.js';
 
-/** The node-postgres pool under each client createDb made: the turn's hot statements use it directly (hot-sql.ts). */
-const pools = new WeakMap<Db, pg.Pool>();
+/**
+ * The node-postgres pool under each client createDb made, and whether its hot statements are named prepared ones:
+ * the turn's hot statements use it directly (hot-sql.ts).
+ */
+const pools = new WeakMap<Db, { pool: pg.Pool; prepared: boolean }>();
 
 /**
  * The pool rides through a PostgreSQL restart: a connection that dies while idle is dropped from the pool
@@ -18,7 +21,7 @@ const pools = new WeakMap<Db, pg.Pool>();
  * host — the request then fails as "dependency unavailable" (503 + Retry-After in the api).
  * The pool is ours, handed to the adapter (which ends it on `$disconnect`), so that hot-sql.ts shares its connections.
  */
-export function createDb(databaseUrl: string, opts: { max?: number } = {}): Db {
+export function createDb(databaseUrl: string, opts: { max?: number; preparedStatements?: boolean } = {}): Db {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max: opts.max ?? 10,
@@ -30,13 +33,17 @@ export function createDb(databaseUrl: string, opts: { max?: number } = {}): Db {
   // that (only hot-sql.ts used the pool) an unheard 'error' event would end the process.
   pool.on('error', () => undefined);
   const db = new PrismaClient({ adapter: new PrismaPg(pool, { disposeExternalPool: true }) });
-  pools.set(db, pool);
+  pools.set(db, { pool, prepared: opts.preparedStatements ?? true });
   return db;
 }
 
-/** The pool under a client made by createDb. */
-export function poolOf(db: Db): pg.Pool {
-  const pool = pools.get(db);
-  if (!pool) throw new Error('poolOf: this Prisma client was not made by createDb');
-  return pool;
+/**
+ * The pool under a client made by createDb, and whether hot statements may be named prepared statements
+ * (`preparedStatements`, config HOT_SQL_PREPARED: off behind PgBouncer in transaction mode, where a statement prepared
+ * on one server connection is not there on the next).
+ */
+export function poolOf(db: Db): { pool: pg.Pool; prepared: boolean } {
+  const entry = pools.get(db);
+  if (!entry) throw new Error('poolOf: this Prisma client was not made by createDb');
+  return entry;
 }

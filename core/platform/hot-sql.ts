@@ -5,7 +5,9 @@
  * (parsed and planned once per connection) on the pool the Prisma client runs on (db.ts `poolOf`), and its rows come
  * back with Prisma's own types: every row is selected as `to_jsonb(row)` and decoded by the column types below, which
  * test/unit/hot-sql-types.test.ts checks against the Prisma schema (a new DateTime, Decimal or BigInt column fails it
- * until it is listed) and test/integration/hot-sql.test.ts compares, row for row, with what Prisma reads.
+ * until it is listed) and test/unit/prepare-turn.test.ts compares, row for row, with what Prisma reads.
+ * HOT_SQL_PREPARED=false (createDb `preparedStatements`) sends the same text unnamed — parsed on every call, as
+ * PgBouncer in transaction mode needs (docs/configuration.md).
  */
 import type {
   Agent,
@@ -17,6 +19,7 @@ import type {
   Message,
   MessageFile,
 } from '../generated/prisma/client.js';
+import type pg from 'pg';
 import { Prisma, poolOf, type Db } from './db.js';
 
 /** The columns JSON cannot carry as Prisma types them: timestamps (Date), numeric (Decimal), bigint (BigInt). */
@@ -70,7 +73,8 @@ export interface TurnContextRow {
   msg: Message & { conversation: Conversation; files: MessageFile[] };
   existingRun: AgentBackendRun | null;
   agent: Agent | null;
-  app: App;
+  /** Null only where the app row is gone: runAgent reads this for a run built by an earlier attempt, which needs none. */
+  app: App | null;
   /** The conversation's binding with its workspace; null for a debugger turn (its session is the draft's). */
   conversationBinding: (AgentWorkspaceBinding & { workspace: AgentWorkspace }) | null;
 }
@@ -98,8 +102,14 @@ const TURN_CONTEXT = {
 
 type Json = Record<string, unknown>;
 
+/** Runs a hot statement on the client's pool: named (prepared once per connection) unless the client says not to. */
+async function hotQuery<R extends pg.QueryResultRow>(db: Db, q: { name: string; text: string }, values: unknown[]) {
+  const { pool, prepared } = poolOf(db);
+  return pool.query<R>(prepared ? { name: q.name, text: q.text, values } : { text: q.text, values });
+}
+
 export async function readTurnContextRow(db: Db, messageId: string): Promise<TurnContextRow> {
-  const res = await poolOf(db).query<{
+  const res = await hotQuery<{
     msg: Json;
     conversation: Json;
     files: Json[];
@@ -107,13 +117,9 @@ export async function readTurnContextRow(db: Db, messageId: string): Promise<Tur
     agent: Json | null;
     app: Json | null;
     binding: Json | null;
-  }>({
-    ...TURN_CONTEXT,
-    values: [messageId],
-  });
+  }>(db, TURN_CONTEXT, [messageId]);
   const r = res.rows[0];
   if (!r) throw new Error(`message ${messageId} not found`);
-  if (!r.app) throw new Error(`app of message ${messageId} not found`);
   const msg = decodeRow<Message>('Message', r.msg);
   const binding = r.binding
     ? {
@@ -129,7 +135,7 @@ export async function readTurnContextRow(db: Db, messageId: string): Promise<Tur
     },
     existingRun: r.run ? decodeRow<AgentBackendRun>('AgentBackendRun', r.run) : null,
     agent: r.agent ? decodeRow<Agent>('Agent', r.agent) : null,
-    app: decodeRow<App>('App', r.app),
+    app: r.app ? decodeRow<App>('App', r.app) : null,
     conversationBinding: binding,
   };
 }

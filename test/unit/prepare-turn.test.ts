@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTurnPreparation } from '../../activities/prepare/index.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import { loadConfig } from '../../core/platform/config.js';
-import { createDb, type Db } from '../../core/platform/db.js';
+import { createDb, poolOf, type Db } from '../../core/platform/db.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { createAgentApp } from '../../core/domain/seed.js';
 import { sessionScopeKey, workspaceIdFor } from '../../activities/prepare/binding.js';
@@ -20,6 +20,7 @@ import { readTurnContextRow } from '../../core/platform/hot-sql.js';
 import { Prisma } from '../../core/platform/db.js';
 
 let db: Db;
+let dbUrl: string;
 let dbName: string;
 let tenantId: string;
 let app: Awaited<ReturnType<typeof createAgentApp>>;
@@ -27,6 +28,7 @@ let prepare: ReturnType<typeof createTurnPreparation>;
 
 beforeAll(async () => {
   const url = await freshDatabase('prepare_turn');
+  dbUrl = url;
   dbName = new URL(url).pathname.slice(1);
   db = createDb(url);
   tenantId = (await db.tenant.create({ data: { name: 'prep' } })).id;
@@ -192,5 +194,22 @@ describe('prepareTurn', () => {
       await db.agentWorkspaceBinding.findUnique({ where: { id: binding.id }, include: { workspace: true } }),
     );
     expect(hot!.conversationBinding!.workspace.copied_bytes).toBe(123n);
+  });
+
+  it('reads the same rows unnamed with preparedStatements off (HOT_SQL_PREPARED=false, PgBouncer transaction mode)', async () => {
+    const { messageId } = await newTurn();
+    const names = async (d: Db) =>
+      (await poolOf(d).pool.query<{ name: string }>('select name from pg_prepared_statements')).rows.map((r) => r.name);
+    for (const preparedStatements of [true, false]) {
+      // One connection, so the session that ran the read is the one asked.
+      const one = createDb(dbUrl, { max: 1, preparedStatements });
+      try {
+        const row = await readTurnContextRow(one, messageId);
+        expect(row.msg.id).toBe(messageId);
+        expect(await names(one)).toEqual(preparedStatements ? ['hot_turn_context_v1'] : []);
+      } finally {
+        await one.$disconnect();
+      }
+    }
   });
 });
