@@ -58,6 +58,9 @@ function errorDetails(err: unknown): TurnErrorDetails {
  */
 const FAILED_TURN_FAILS_WORKFLOW = 'failed-turn-fails-workflow';
 
+/** The patch of shape 2 (see runTurn). */
+const TURN_SHAPE_2 = 'turn-shape-2';
+
 function turnFailed(messageId: string, code: string, message?: string): ApplicationFailure {
   return ApplicationFailure.create({
     message: message ? `turn failed (${code}): ${message}` : `turn failed (${code})`,
@@ -76,6 +79,14 @@ export async function agentTurn(input: AgentTurnInput): Promise<AgentTurnResult>
 
 async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => void): Promise<AgentTurnResult> {
   const { conversationId } = input;
+  // Shape 2 (issue 40 item 4), one patch for all the changes below: a turn started on this code records one marker
+  // (and the SDK's one TemporalChangeVersion update) and takes every patched path without asking again — three
+  // markers and three visibility updates per turn before. It upserts TurnStatus once at its end (with a continuation's
+  // MessageIds, not apart) and runs no release step after a terminal that runAgent committed with the release. A turn
+  // started before finds no marker at this point and decides each change with patched() where it did (its history
+  // replays as recorded). Removal: docs/operations.md "Upgrading with turns in flight".
+  const shaped = patched(TURN_SHAPE_2);
+  const has = (patchId: string) => shaped || patched(patchId);
   // The message being worked on: the turn's own, then each ask_human continuation's.
   let messageId = input.messageId;
   const touched = [messageId];
@@ -86,7 +97,7 @@ async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => v
   // down when runAgent completed (the signal then lands in the same activation, and signals are handled
   // first). Such early submissions are kept by form id instead of dropped. Patched: workflows started
   // before this change replay with the old handler.
-  const keepEarly = patched('keep-early-form-submissions');
+  const keepEarly = has('keep-early-form-submissions');
   const early = new Map<string, FormSubmittedSignal>();
   setHandler(turnStateQuery, () => state);
   setHandler(formSubmittedSignal, (s) => {
@@ -103,7 +114,7 @@ async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => v
   // query. Only where the turn was started with TurnStatus (a namespace that lacks it would fail every workflow task);
   // patched: workflows started before replay without the upserts.
   const recordOutcome = (status: string, errorCode?: string) => {
-    if (workflowInfo().typedSearchAttributes.get(TURN_SEARCH_ATTRIBUTES.TurnStatus) === undefined || !patched('turn-outcome-attributes'))
+    if (workflowInfo().typedSearchAttributes.get(TURN_SEARCH_ATTRIBUTES.TurnStatus) === undefined || !has('turn-outcome-attributes'))
       return;
     upsertSearchAttributes([
       { key: TURN_SEARCH_ATTRIBUTES.TurnStatus, value: status },
@@ -114,7 +125,11 @@ async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => v
   // The turn's preparation runs inside runAgent, so the first workflow task only schedules it (issue 21 direction 2:
   // one activation and the local activity's dispatch less before the first token). Turns started before keep the
   // local activity for their whole life, continuations included.
-  const prepareInRunAgent = patched('prepare-in-run-agent');
+  const prepareInRunAgent = has('prepare-in-run-agent');
+  // Shape 2: a terminal outcome of runAgent was committed together with the conversation's release (commit.ts
+  // commitTerminal, the guards, the api or the sweeper for a message ended before it), so `finally` releases nothing
+  // more then: a local activity and two statements less per turn. Failures and stops still release every message.
+  let releasedByRun = false;
   try {
     let resumeFormId: string | undefined;
     for (;;) {
@@ -134,6 +149,7 @@ async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => v
           outcome = await agent.runAgent({ messageId });
         }
       }
+      releasedByRun = shaped && outcome.status !== 'paused';
       if (outcome.status === 'answered_by_guard') {
         enter('completed', ` · answered by ${outcome.guard}`);
         recordOutcome('answered_by_guard');
@@ -148,7 +164,7 @@ async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => v
         enter('failed');
         recordOutcome('failed', outcome.errorCode);
         // runAgent stored the outcome (terminal.ts / refused.ts); the workflow fails after the release below.
-        if (patched(FAILED_TURN_FAILS_WORKFLOW)) fail(turnFailed(messageId, outcome.errorCode));
+        if (has(FAILED_TURN_FAILS_WORKFLOW)) fail(turnFailed(messageId, outcome.errorCode));
         return { status: 'failed', messageId, errorCode: outcome.errorCode };
       }
       if (outcome.status === 'stopped') {
@@ -181,7 +197,7 @@ async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => v
         }
       }
       resumeFormId = outcome.formId;
-      recordOutcome('running');
+      if (!shaped) recordOutcome('running');
       state.pendingFormId = null;
       state.pendingFormToken = null;
       messageId = resumeMessageId;
@@ -189,10 +205,16 @@ async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => v
       touched.push(messageId);
       // Ops find a continuation by its own message id too (MessageId stays the turn's first message). Only where
       // the turn was started with MessageIds: upserting an attribute the namespace lacks fails every workflow task.
-      if (
-        workflowInfo().typedSearchAttributes.get(TURN_SEARCH_ATTRIBUTES.MessageIds) !== undefined &&
-        patched('continuation-message-ids')
-      ) {
+      const hasMessageIds = workflowInfo().typedSearchAttributes.get(TURN_SEARCH_ATTRIBUTES.MessageIds) !== undefined;
+      if (shaped) {
+        // Shape 2: the status and the continuation's id in one visibility update.
+        const hasStatus = workflowInfo().typedSearchAttributes.get(TURN_SEARCH_ATTRIBUTES.TurnStatus) !== undefined;
+        const pairs = [
+          ...(hasStatus ? [{ key: TURN_SEARCH_ATTRIBUTES.TurnStatus, value: 'running' }] : []),
+          ...(hasMessageIds ? [{ key: TURN_SEARCH_ATTRIBUTES.MessageIds, value: [...touched] }] : []),
+        ];
+        if (pairs.length > 0) upsertSearchAttributes(pairs);
+      } else if (hasMessageIds && patched('continuation-message-ids')) {
         upsertSearchAttributes([{ key: TURN_SEARCH_ATTRIBUTES.MessageIds, value: [...touched] }]);
       }
     }
@@ -211,11 +233,12 @@ async function runTurn(input: AgentTurnInput, fail: (f: ApplicationFailure) => v
     enter('failed');
     recordOutcome('failed', details.code);
     await CancellationScope.nonCancellable(() => steps.failTurn({ messageId, ...details }));
-    if (patched(FAILED_TURN_FAILS_WORKFLOW)) fail(turnFailed(messageId, details.code, details.message));
+    if (has(FAILED_TURN_FAILS_WORKFLOW)) fail(turnFailed(messageId, details.code, details.message));
     return { status: 'failed', messageId, errorCode: details.code };
   } finally {
-    await CancellationScope.nonCancellable(async () => {
-      for (const id of touched) await steps.releaseTurn({ conversationId, messageId: id });
-    });
+    if (!releasedByRun)
+      await CancellationScope.nonCancellable(async () => {
+        for (const id of touched) await steps.releaseTurn({ conversationId, messageId: id });
+      });
   }
 }

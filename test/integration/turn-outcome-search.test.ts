@@ -80,4 +80,26 @@ describe('turn outcomes as search attributes', () => {
     expect(['CANCELLED', 'COMPLETED']).toContain((await stack.temporal.workflow.getHandle(stoppedId).describe()).status.name);
     expect((await stack.temporal.workflow.getHandle(okId).describe()).status.name).toBe('COMPLETED');
   }, 120_000);
+
+  it('a turn is shape 2: one patch marker and its TemporalChangeVersion update, one outcome update, no release step after the terminal commit (issue 40 item 4)', async () => {
+    for (const query of ['Hello there', '/fail InvokeBadRequestError']) {
+      const turn = await chat(stack.apiUrl, key, { query, user: 'ops-history' });
+      const end = turn.frames.at(-1)!;
+      expect(['message_end', 'error']).toContain(end.event);
+      const messageId = end.data.message_id as string;
+      const handle = stack.temporal.workflow.getHandle(workflowIdForMessage(messageId));
+      await handle.result().catch(() => undefined);
+      const events = (await handle.fetchHistory()).events ?? [];
+      // Markers are patch decisions (the SDK upserts TemporalChangeVersion with each) and local activities (releaseTurn).
+      // Before shape 2: 19 events, 4 markers (three patches, the release), 4 upserts.
+      expect({
+        upserts: events.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes).length,
+        markers: events.filter((e) => e.markerRecordedEventAttributes).length,
+      }).toEqual({ upserts: 2, markers: 1 });
+      expect(events.length).toBeLessThanOrEqual(14);
+      // runAgent's terminal transaction freed the conversation.
+      const msg = await stack.db.message.findUniqueOrThrow({ where: { id: messageId } });
+      expect((await stack.db.conversation.findUniqueOrThrow({ where: { id: msg.conversation_id } })).active_message_id).toBeNull();
+    }
+  }, 60_000);
 });
