@@ -10,14 +10,18 @@
  *   waiting for a human (stop them first: a workflow must not finish into rows that are gone). Otherwise its Temporal
  *   schedules are deleted, then in one transaction its human-input forms, its conversations (with their messages,
  *   thoughts, events, …) and the app (with its agent, versions, drafts, workspaces, keys, end users, annotations,
- *   schedules and webhooks).
+ *   schedules and webhooks) and its uploads' rows (upload_files.app_id is no foreign key); the uploads' stored files
+ *   are removed after the commit.
  *   Its API keys stop working at once: the delete's trigger NOTIFYs every replica (api/credential-watch.ts). The
  *   credit ledger keeps its rows (what was billed stays billed).
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { findSharedDraft } from '../../core/domain/agent-configs.js';
+import { uploadsDir } from '../../core/domain/uploads.js';
 import { createUniqueAgentApp } from '../../core/domain/provision.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import { devDefaultSecrets, type Config } from '../../core/platform/config.js';
@@ -43,6 +47,18 @@ export const CopyAppBody = z
 const IN_FLIGHT = ['queued', 'pending', 'running', 'paused'] as const;
 /** How many " (copy n)" names a copy without a name tries before it asks for one. */
 const COPY_NAME_TRIES = 20;
+
+/** Removes the uploads' stored files (a missing one is fine: the removal is idempotent); the keys that failed. */
+async function removeStoredUploads(config: Config, storageKeys: string[]): Promise<string[]> {
+  const root = uploadsDir(config);
+  const failed: string[] = [];
+  for (const key of storageKeys) {
+    const target = path.resolve(root, key);
+    if (!target.startsWith(root + path.sep)) continue; // never outside the uploads directory
+    await fs.promises.rm(target, { force: true }).catch(() => failed.push(key));
+  }
+  return failed;
+}
 
 export interface ConsoleAppDeps {
   db: Db;
@@ -126,13 +142,23 @@ export function consoleAppRoutes(deps: ConsoleAppDeps): Router {
       }
     }
     const keys = await db.apiToken.findMany({ where: { app_id: app.id }, select: { token_hash: true } });
-    await db.$transaction([
+    const [, , files] = await db.$transaction([
       db.humanInputForm.deleteMany({ where: { app_id: app.id } }),
       db.conversation.deleteMany({ where: { app_id: app.id } }),
+      // Its uploads (end users', the debugger's, the agent's outputs): app_id is no foreign key, so nothing cascades.
+      // RETURNING names exactly the rows this delete removed, an upload committed meanwhile included.
+      db.$queryRaw<{ storage_key: string }[]>`DELETE FROM upload_files WHERE app_id = ${app.id}::uuid RETURNING storage_key`,
       db.app.delete({ where: { id: app.id } }),
     ]);
     for (const k of keys) evictAppKey(k.token_hash);
-    logger.info({ app_id: app.id, schedules: schedules.length }, 'app deleted');
+    // The stored bytes after the commit (a file without its row is unreachable: no link is signed for it); a file
+    // that cannot be removed is logged, the delete stands.
+    const failed = await removeStoredUploads(
+      deps.config,
+      files.map((f) => f.storage_key),
+    );
+    if (failed.length) logger.warn({ app_id: app.id, files: failed.length, first: failed[0] }, 'app delete: stored uploads left behind');
+    logger.info({ app_id: app.id, schedules: schedules.length, files: files.length }, 'app deleted');
     res.status(204).end();
   });
 

@@ -4,11 +4,14 @@
  * waits for a human, and otherwise removes the app, its conversations and messages, its Temporal schedule and its
  * API keys' access. Bad bodies are 400s with a code; another tenant's app is a 404 and stays as it was.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureAccount, ensureAgentApp, ensureTenant, issueConsoleKey } from '../../core/domain/provision.js';
 import { demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
+import { tinyPng, upload } from '../api/helpers.js';
 import { chat, FrameReader, postChat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 
@@ -152,6 +155,35 @@ describe('delete an app', () => {
     expect((await api('GET', '/apps?limit=100')).body.data.map((a: { id: string }) => a.id)).not.toContain(app.id);
     expect((await api('DELETE', `/apps/${app.id}`)).status).toBe(404);
   }, 90_000);
+
+  it('removes its uploads’ rows and stored files, an image a turn was sent included; another app’s stay', async () => {
+    const app = await newApp('Agent with uploads');
+    const other = await newApp('Agent keeping its uploads');
+    const text = (s: string) => new TextEncoder().encode(s);
+    const used = await upload(stack.apiUrl, app.key, tinyPng(), 'seen.png', 'u1', 'image/png');
+    expect(used.status, JSON.stringify(used.body)).toBe(201);
+    expect((await upload(stack.apiUrl, app.key, text('Never sent.'), 'unsent.txt', 'u1')).status).toBe(201);
+    expect((await upload(stack.apiUrl, other.key, text('Another app’s.'), 'kept.txt', 'u1')).status).toBe(201);
+    const turn = await chat(stack.apiUrl, app.key, {
+      query: 'hello',
+      user: 'u1',
+      inputs: {},
+      files: [{ type: 'image', transfer_method: 'local_file', upload_file_id: (used.body as { id: string }).id }],
+    });
+    expect(turn.status).toBe(200);
+    expect(await stack.db.messageFile.count({ where: { upload_file_id: (used.body as { id: string }).id } })).toBe(1);
+    const rows = await stack.db.uploadFile.findMany({ where: { app_id: app.id } });
+    expect(rows).toHaveLength(2);
+    const stored = (key: string) => fs.existsSync(path.join(stack.config.dataDir, 'uploads', key));
+    for (const r of rows) expect(stored(r.storage_key)).toBe(true);
+    const kept = await stack.db.uploadFile.findFirstOrThrow({ where: { app_id: other.id } });
+
+    expect((await api('DELETE', `/apps/${app.id}`)).status).toBe(204);
+    expect(await stack.db.uploadFile.count({ where: { app_id: app.id } })).toBe(0);
+    for (const r of rows) expect(stored(r.storage_key), r.name).toBe(false);
+    expect(await stack.db.uploadFile.count({ where: { id: kept.id } })).toBe(1);
+    expect(stored(kept.storage_key)).toBe(true);
+  }, 60_000);
 
   it('answers 404 for another tenant’s app and leaves it as it was', async () => {
     const res = await api('DELETE', `/apps/${strangerAppId}`);
