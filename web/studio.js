@@ -36,8 +36,27 @@ async function loadApps() {
       li.dataset.app = a.id;
       li.dataset.icon = a.icon || '';
       li.addEventListener('click', () => void openApp(a));
+      // Duplicate and Delete (api/console/apps.ts): icons, so the item's text stays the app's name.
+      const actions = el('span', 'app-actions');
+      actions.append(
+        actionButton('Duplicate', (ev) => (ev.stopPropagation(), void duplicateApp(a)), {
+          icon: 'copy',
+          cls: 'app-duplicate',
+          title: 'Duplicate',
+          aria: `Duplicate ${a.name}`,
+        }),
+        actionButton('Delete', (ev) => (ev.stopPropagation(), askDelete(a)), {
+          icon: 'trash',
+          cls: 'app-delete',
+          title: 'Delete',
+          aria: `Delete ${a.name}`,
+        }),
+      );
+      li.append(actions);
       ul.append(li);
     }
+    // The open app is gone (deleted here or elsewhere): the first one opens instead.
+    if (state.appId && !data.some((a) => a.id === state.appId)) leaveApp();
     if (!state.appId && data[0]) await openApp(data[0]);
     if (!data.length) say('This tenant has no agent apps: create one with New agent.');
     return data;
@@ -46,6 +65,60 @@ async function loadApps() {
     return [];
   }
 }
+
+/** No app is open: the agent screen's panels are hidden until one is. */
+function leaveApp() {
+  state.appId = '';
+  state.conversationId = '';
+  state.abort?.abort();
+  $('agent-name').textContent = '';
+  $('messages').textContent = '';
+  $('inspector').hidden = true;
+  for (const id of ['editor', 'debugger', 'annotations', 'multitask']) $(id).hidden = true;
+}
+
+// A copy of the app (its shared draft, icon, description; not its conversations or keys), opened like a new agent.
+async function duplicateApp(a) {
+  try {
+    const copy = await send(`/apps/${a.id}/copy`, {});
+    say(`Duplicated ${a.name} as ${copy.name}.`);
+    document.dispatchEvent(new CustomEvent('studio:app-created', { detail: copy }));
+  } catch (err) {
+    say(err.message);
+  }
+}
+
+// Delete asks first, naming the app and what goes with it; a turn still in flight is the api's 409, said as it is.
+let deleting = null;
+function askDelete(a) {
+  deleting = a;
+  $('app-confirm-text').textContent =
+    `Delete “${a.name}”? Its conversations, versions, API keys, schedules, webhooks and uploads are deleted with it.`;
+  $('app-confirm-yes').textContent = `Delete ${a.name}`;
+  $('app-confirm').hidden = false;
+  $('app-confirm-no').focus();
+}
+function closeDelete() {
+  deleting = null;
+  $('app-confirm').hidden = true;
+}
+async function confirmDelete() {
+  const a = deleting;
+  if (!a) return;
+  try {
+    await api(`/apps/${a.id}`, { method: 'DELETE' });
+    closeDelete();
+    if (a.id === state.appId) leaveApp();
+    say(`Deleted ${a.name}.`);
+    await loadApps();
+  } catch (err) {
+    closeDelete();
+    say(err.message);
+  }
+}
+$('app-confirm-yes').addEventListener('click', () => void confirmDelete());
+$('app-confirm-no').addEventListener('click', closeDelete);
+$('app-confirm').addEventListener('keydown', (ev) => ev.key === 'Escape' && closeDelete());
 
 async function openApp(a) {
   state.appId = a.id;
