@@ -3,10 +3,12 @@
  * the system prompt, the history before this turn's user message, the user's own text, the knowledge block the
  * agent backend appended to it (core/protocol/context-block.ts), the assistant's tool calls and the tool results of
  * this turn, and the tool definitions offered — each with its token count (the api's tokenizer, core/domain/llm/tokens.ts).
- * Texts are capped at PART_TEXT_CHARS for storage (the count is of the whole text); an image is a note, never its bytes.
+ * Texts are capped at PART_TEXT_CHARS for storage (the count is of the whole text), never inside a surrogate pair; an
+ * image is a note, never its bytes.
  */
 import { z } from 'zod';
 import type { PromptMessage, ToolDefinition } from '../../protocol/inner-llm.js';
+import { storableText } from '../../platform/storable-text.js';
 import { countTokens } from './tokens.js';
 
 export const PART_TEXT_CHARS = 4000;
@@ -27,9 +29,15 @@ export const ModelInputPart = z.object({
 export type ModelInputPart = z.infer<typeof ModelInputPart>;
 
 function part(kind: ModelInputPart['kind'], role: ModelInputPart['role'], text: string, name: string | null = null): ModelInputPart {
-  // NUL (tool output may carry it) is refused by PostgreSQL's jsonb: left out of the stored text.
-  const stored = text.slice(0, PART_TEXT_CHARS).replaceAll('\u0000', '');
+  // The cap never splits a surrogate pair, and NUL or a lone surrogate (tool output may carry them), which PostgreSQL's
+  // jsonb refuses, become U+FFFD (core/platform/storable-text.ts): the record of a request is never lost to its text.
+  const end = isHighSurrogate(text.charCodeAt(PART_TEXT_CHARS - 1)) ? PART_TEXT_CHARS - 1 : PART_TEXT_CHARS;
+  const stored = storableText(text.slice(0, end));
   return { kind, role, name, text: stored, tokens: countTokens(text), chars: text.length };
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }
 
 function messageText(m: PromptMessage): string {
