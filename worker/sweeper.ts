@@ -14,6 +14,9 @@
  * - Workspace copies and removals a crash interrupted (`.partial-*`, `.trash-*` in WORKSPACES_DIR) older than an hour:
  *   removed by descriptor (core/domain/workspace-tree.ts sweepLeftovers).
  *
+ * - The inspector's model inputs older than MODEL_INPUT_RETENTION_DAYS: deleted, at most once an hour per worker
+ *   (core/domain/llm/model-input-retention.ts); needs no Temporal.
+ *
  * Only rows untouched for TURN_SWEEP_MIN_AGE_MS are judged, TURN_SWEEP_BATCH of each kind a pass: a turn start in flight (bounded at 10 s, api/turns/start.ts) is never
  * mistaken for an orphan. Temporal unreachable: the pass stops (nothing can be judged without it).
  */
@@ -30,6 +33,7 @@ import { releaseTurnLock } from '../activities/turn-lock.js';
 import { wakeConversationQueue } from '../api/turns/multitask.js';
 import { conversationQueueWorkflowId } from '../workflows/multitask-definitions.js';
 import { sweepLeftovers } from '../core/domain/workspace-tree.js';
+import { MODEL_INPUT_PRUNE_INTERVAL_MS, pruneModelInputs } from '../core/domain/llm/model-input-retention.js';
 
 /** Unset options: the settings' documented defaults (the worker and the stack pass the configured ones). */
 const DEFAULTS = EnvSchema.parse({});
@@ -43,6 +47,8 @@ export interface SweepResult {
   woken?: string[];
   /** Interrupted workspace copies and removals removed from WORKSPACES_DIR. */
   leftovers?: string[];
+  /** Model-input rows deleted past MODEL_INPUT_RETENTION_DAYS (0 on a pass that did not prune). */
+  modelInputsPruned?: number;
 }
 
 export interface TurnSweeperOptions {
@@ -60,13 +66,20 @@ export interface TurnSweeperOptions {
   taskQueue?: string;
   /** WORKSPACES_DIR: where interrupted workspace copies and removals are swept; unset, none are. */
   workspacesDir?: string;
+  /** MODEL_INPUT_RETENTION_DAYS. */
+  modelInputRetentionDays?: number;
 }
 
 /** The sweeper's timings as configured (TURN_SWEEP_*). */
 export function sweeperTimings(
-  c: Pick<Env, 'TURN_SWEEP_INTERVAL_MS' | 'TURN_SWEEP_MIN_AGE_MS' | 'TURN_SWEEP_BATCH'>,
-): Pick<TurnSweeperOptions, 'everyMs' | 'graceMs' | 'batch'> {
-  return { everyMs: c.TURN_SWEEP_INTERVAL_MS, graceMs: c.TURN_SWEEP_MIN_AGE_MS, batch: c.TURN_SWEEP_BATCH };
+  c: Pick<Env, 'TURN_SWEEP_INTERVAL_MS' | 'TURN_SWEEP_MIN_AGE_MS' | 'TURN_SWEEP_BATCH' | 'MODEL_INPUT_RETENTION_DAYS'>,
+): Pick<TurnSweeperOptions, 'everyMs' | 'graceMs' | 'batch' | 'modelInputRetentionDays'> {
+  return {
+    everyMs: c.TURN_SWEEP_INTERVAL_MS,
+    graceMs: c.TURN_SWEEP_MIN_AGE_MS,
+    batch: c.TURN_SWEEP_BATCH,
+    modelInputRetentionDays: c.MODEL_INPUT_RETENTION_DAYS,
+  };
 }
 
 const NOT_STARTED: TurnErrorDetails = { code: 'temporal_unavailable', status: 503, message: 'The turn could not be started.' };
@@ -78,11 +91,14 @@ export class TurnSweeper {
   private readonly everyMs: number;
   private readonly graceMs: number;
   private readonly batch: number;
+  private readonly modelInputRetentionDays: number;
+  private lastModelInputPrune = 0;
 
   constructor(private readonly opts: TurnSweeperOptions) {
     this.everyMs = opts.everyMs ?? DEFAULTS.TURN_SWEEP_INTERVAL_MS;
     this.graceMs = opts.graceMs ?? DEFAULTS.TURN_SWEEP_MIN_AGE_MS;
     this.batch = opts.batch ?? DEFAULTS.TURN_SWEEP_BATCH;
+    this.modelInputRetentionDays = opts.modelInputRetentionDays ?? DEFAULTS.MODEL_INPUT_RETENTION_DAYS;
   }
 
   start(): void {
@@ -109,13 +125,22 @@ export class TurnSweeper {
   /** One pass. */
   async sweep(): Promise<SweepResult> {
     const leftovers = this.opts.workspacesDir ? await this.workspaceLeftovers(this.opts.workspacesDir) : [];
+    const modelInputsPruned = await this.expiredModelInputs();
     const temporal = this.opts.temporal();
-    if (!temporal) return { failed: [], released: [], leftovers };
+    if (!temporal) return { failed: [], released: [], leftovers, modelInputsPruned };
     const woken = new Set<string>();
     const failed = await this.unfinishedWithoutWorkflow(temporal, woken);
     const released = await this.locksOfEndedTurns();
     await this.queuesWithoutCoordinator(temporal, woken);
-    return { failed, released, woken: [...woken], leftovers };
+    return { failed, released, woken: [...woken], leftovers, modelInputsPruned };
+  }
+
+  private async expiredModelInputs(): Promise<number> {
+    if (Date.now() - this.lastModelInputPrune < MODEL_INPUT_PRUNE_INTERVAL_MS) return 0;
+    this.lastModelInputPrune = Date.now();
+    const n = await pruneModelInputs(this.opts.db, this.modelInputRetentionDays);
+    if (n) this.opts.logger.info({ deleted: n, days: this.modelInputRetentionDays }, 'turn sweeper: deleted expired model inputs');
+    return n;
   }
 
   private async workspaceLeftovers(dir: string): Promise<string[]> {

@@ -192,6 +192,10 @@ export const EnvSchema = z.object({
    * conversation keeps the snapshots of the last N messages of each branch and of every branch point; older ones are
    * pruned (a regenerate from there answers 409 `session_snapshot_pruned`). */
   SESSION_SNAPSHOTS_PER_BRANCH: z.coerce.number().int().min(1).max(10_000).default(10),
+  /** The inspector's record of what each model request was sent (message_model_inputs, issue 42) is kept this many days
+   * after the request; the worker's sweeper deletes older rows (core/domain/llm/model-input-retention.ts). The turn's
+   * answer, thoughts and usage are not affected. */
+  MODEL_INPUT_RETENTION_DAYS: z.coerce.number().int().min(1).max(3650).default(30),
   /** Multitask strategies (issue 35, docs/ARCHITECTURE.md "Multitask strategies"): at most this many messages wait in
    * one conversation's queue; one more is refused with 429 `conversation_queue_full`. */
   CONVERSATION_QUEUE_LIMIT: z.coerce.number().int().min(1).max(10_000).default(100),

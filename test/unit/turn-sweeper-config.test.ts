@@ -1,6 +1,7 @@
 /**
  * The turn sweeper takes its configured timings (TURN_SWEEP_*, core/platform/config.ts): a batch of one ends one turn a pass,
- * and a started sweeper passes at the configured interval (not every 5 s).
+ * and a started sweeper passes at the configured interval (not every 5 s); it deletes the inspector's model inputs past
+ * MODEL_INPUT_RETENTION_DAYS, at most once an hour.
  */
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,5 +57,30 @@ describe('turn sweeper settings', () => {
       await sweeper.stop();
     }
     expect(await status(young)).toBe('pending');
+  });
+
+  it('deletes model inputs older than MODEL_INPUT_RETENTION_DAYS and keeps younger ones, at most once an hour', async () => {
+    expect(() => loadConfig({}, { MODEL_INPUT_RETENTION_DAYS: 0 })).toThrow(/MODEL_INPUT_RETENTION_DAYS/);
+    const config = loadConfig({}, { MODEL_INPUT_RETENTION_DAYS: 7 });
+    const { messageId } = await preparedTurn(db);
+    const { tenant_id } = await db.message.findUniqueOrThrow({ where: { id: messageId } });
+    const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000);
+    await db.messageModelInput.createMany({
+      data: [
+        { message_id: messageId, call_index: 0, tenant_id, parts: [], created_at: daysAgo(8) },
+        { message_id: messageId, call_index: 1, tenant_id, parts: [], created_at: daysAgo(6) },
+      ],
+    });
+    const sweeper = new TurnSweeper({ db, temporal: () => null, logger, ...sweeperTimings(config) });
+    expect((await sweeper.sweep()).modelInputsPruned).toBe(1);
+    const left = async () => (await db.messageModelInput.findMany({ where: { message_id: messageId } })).map((r) => r.call_index);
+    expect(await left()).toEqual([1]);
+    // The next pass within the hour does not prune again, even with a row past retention by then.
+    await db.messageModelInput.update({
+      where: { message_id_call_index: { message_id: messageId, call_index: 1 } },
+      data: { created_at: daysAgo(9) },
+    });
+    expect((await sweeper.sweep()).modelInputsPruned).toBe(0);
+    expect(await left()).toEqual([1]);
   });
 });
