@@ -22,7 +22,7 @@ import { markdownText, conversationName } from '../core/domain/turn-text.js';
 import type { AgentTurnInput, InvokeFrom } from '../core/protocol/workflow-contract.js';
 import { finalAnswerEvents } from './final-events.js';
 import { ledgerUsage } from './ledger-usage.js';
-import { releaseTurnLock } from './turn-lock.js';
+import { releaseTurnLock } from '../core/domain/turn/turn-lock.js';
 
 export interface ConversationQueueDeps {
   db: Db;

@@ -7,7 +7,7 @@ import type { ActivityDeps } from './deps.js';
 import { turnCitations } from './citations.js';
 import { errorEvents, finalAnswerEvents } from './final-events.js';
 import { ledgerUsage, usageColumns } from './ledger-usage.js';
-import { releaseTurnLock } from './turn-lock.js';
+import { releaseTurnLock } from '../core/domain/turn/turn-lock.js';
 
 /** The backend run id recorded for a message, if a run was created. */
 async function backendRunOf(tx: Pick<Prisma.TransactionClient, 'agentBackendRun'>, messageId: string): Promise<string | null> {

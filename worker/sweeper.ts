@@ -29,7 +29,7 @@ import { appendEvents } from '../core/protocol/event-log.js';
 import type { Logger } from '../core/platform/logger.js';
 import { errorEvents } from '../activities/final-events.js';
 import { ledgerUsage, usageColumns } from '../activities/ledger-usage.js';
-import { releaseTurnLock } from '../activities/turn-lock.js';
+import { releaseTurnLock } from '../core/domain/turn/turn-lock.js';
 import { wakeConversationQueue } from '../api/turns/multitask.js';
 import { conversationQueueWorkflowId } from '../workflows/multitask-definitions.js';
 import { sweepLeftovers } from '../core/domain/workspace-tree.js';

@@ -8,7 +8,7 @@ import { emptyUsage } from '../../core/protocol/run.js';
 import type { AgentSoulConfig } from '../../core/domain/soul.js';
 import type { ActivityDeps } from '../deps.js';
 import { finalAnswerEvents } from '../final-events.js';
-import { releaseTurnLock } from '../turn-lock.js';
+import { releaseTurnLock } from '../../core/domain/turn/turn-lock.js';
 import type { TurnContext } from './turn-context.js';
 
 export function keywordHit(keywords: string[], texts: string[]): string | null {

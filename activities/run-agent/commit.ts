@@ -14,7 +14,7 @@ import { timedCommit } from '../../core/platform/metrics/index.js';
 import { storableText } from '../../core/platform/storable-text.js';
 import { streamWindowMs, windowDelayMs } from '../../core/platform/stream-window.js';
 import type { TurnMessage } from '../final-events.js';
-import { keepTurnLock, releaseTurnLock } from '../turn-lock.js';
+import { keepTurnLock, releaseTurnLock } from '../../core/domain/turn/turn-lock.js';
 
 export type Tx = Prisma.TransactionClient;
 

@@ -12,7 +12,7 @@ import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import type { Db, Prisma } from '../../core/platform/db.js';
 import type { Logger } from '../../core/platform/logger.js';
 import { enqueueOutbox, type OutboxDispatcher, type OutboxEntry } from '../../core/domain/outbox.js';
-import { takeTurnLock } from '../../activities/turn-lock.js';
+import { takeTurnLock } from '../../core/domain/turn/turn-lock.js';
 import type { InvokeFrom } from '../../workflows/definitions.js';
 import {
   CONVERSATION_QUEUE_WORKFLOW,

@@ -19,7 +19,7 @@ import { createMessageFiles, prepareMessageFiles, type FileCaller } from './mess
 import type { ChatRequest } from '../schemas.js';
 import { unixSeconds } from '../../core/platform/time.js';
 import { recordTurnStarted } from '../../core/platform/metrics/index.js';
-import { heldByFirstTurn, releaseTurnLock, takeTurnLock } from '../../activities/turn-lock.js';
+import { heldByFirstTurn, releaseTurnLock, takeTurnLock } from '../../core/domain/turn/turn-lock.js';
 import type { MultitaskStrategy } from '../../workflows/multitask-definitions.js';
 import { afterQueued, queueBehindTurn, type QueuedTurn } from './multitask.js';
 import type { OutboxDispatcher } from '../../core/domain/outbox.js';

@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import { z } from 'zod';
 import type { DeferredToolResult } from '../protocol/run.js';
+import { handTurnLock } from './turn/turn-lock.js';
 
 const FieldName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/);
 export const FormField = z.discriminatedUnion('type', [
@@ -185,8 +186,5 @@ export async function createResumeMessage(tx: ResumeTx, pausedMessageId: string,
   });
   await tx.message.updateMany({ where: { id: paused.id, status: 'paused' }, data: { status: 'succeeded' } });
   await tx.humanInputForm.update({ where: { id: formId }, data: { resume_message_id: resumeMessageId } });
-  await tx.conversation.updateMany({
-    where: { id: paused.conversation_id, active_message_id: paused.id },
-    data: { active_message_id: resumeMessageId },
-  });
+  await handTurnLock(tx, paused.conversation_id, paused.id, resumeMessageId);
 }

@@ -16,7 +16,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConversationQueueActivities } from '../../activities/conversation-queue.js';
-import { releaseTurnLock, takeTurnLock } from '../../activities/turn-lock.js';
+import { releaseTurnLock, takeTurnLock } from '../../core/domain/turn/turn-lock.js';
 import { queueBehindTurn, wakeConversationQueue } from '../../api/turns/multitask.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { conversationQueueWorkflowId } from '../../workflows/multitask-definitions.js';

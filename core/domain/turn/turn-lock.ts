@@ -2,9 +2,10 @@
  * The one-turn-per-conversation lock: `conversations.active_message_id` names the turn in flight (running,
  * or paused waiting for a human). Taken atomically when a turn starts, so of two racing messages exactly one
  * wins; released in the same transaction as the turn's terminal event, and only by the message holding it.
- * (An ask_human resume hands the lock from the paused message to its continuation: core/domain/human-input.ts.)
+ * An ask_human resume hands the lock from the paused message to its continuation (`handTurnLock`, called by
+ * core/domain/human-input.ts). Shared by the api (start, queue), the activities (turn ends) and the sweeper.
  */
-import type { Prisma } from '../core/platform/db.js';
+import type { Prisma } from '../../platform/db.js';
 
 type Tx = Pick<Prisma.TransactionClient, 'conversation' | '$executeRaw'>;
 
@@ -47,6 +48,27 @@ export async function keepTurnLock(tx: Tx, conversationId: string, messageId: st
   const n = await tx.conversation.updateMany({
     where: { id: conversationId, active_message_id: messageId },
     data: { updated_at: new Date() },
+  });
+  return n.count === 1;
+}
+
+/** An ask_human resume: the lock passes from the paused message to its continuation, only if the paused one holds it. */
+export async function handTurnLock(
+  tx: {
+    conversation: {
+      updateMany: (a: {
+        where: { id: string; active_message_id: string };
+        data: { active_message_id: string };
+      }) => Promise<{ count: number }>;
+    };
+  },
+  conversationId: string,
+  from: string,
+  to: string,
+): Promise<boolean> {
+  const n = await tx.conversation.updateMany({
+    where: { id: conversationId, active_message_id: from },
+    data: { active_message_id: to },
   });
   return n.count === 1;
 }
