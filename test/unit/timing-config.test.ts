@@ -16,8 +16,9 @@ describe('run lease and turn sweeper settings', () => {
       TURN_SWEEP_INTERVAL_MS: 5_000,
       TURN_SWEEP_MIN_AGE_MS: 20_000,
       TURN_SWEEP_BATCH: 100,
+      MODEL_INPUT_RETENTION_DAYS: 30,
     });
-    expect(sweeperTimings(c)).toEqual({ everyMs: 5_000, graceMs: 20_000, batch: 100 });
+    expect(sweeperTimings(c)).toEqual({ everyMs: 5_000, graceMs: 20_000, batch: 100, modelInputRetentionDays: 30 });
   });
 
   it('are read from the environment', () => {
