@@ -12,9 +12,7 @@ import type { Stack } from '../../stack/start-stack.js';
 import { startFakeProvider, type FakeProvider, type Wire } from '../llm/providers/fake-providers.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
+import { consoleClient, type Json } from '../support/console-api.js';
 
 const STOP = ['END-OF-ANSWER', 'STOP HERE'];
 const ALL = { temperature: 0.3, top_p: 0.85, max_tokens: 321, stop_sequences: STOP };
@@ -134,15 +132,7 @@ afterAll(async () => {
   await Promise.all(Object.values(fakes).map((f) => f.close()));
 });
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const res = await fetch(`${stack.apiUrl}/console/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
+const api = consoleClient(() => stack);
 
 /** A new app (its API key) and a save of its shared draft with `model`, as the agent form makes it. */
 async function appWith(name: string) {

@@ -15,6 +15,7 @@ import type { Stack } from '../../stack/start-stack.js';
 import { startFakeProvider, USAGE, type FakeProvider } from '../llm/providers/fake-providers.js';
 import { chat, FrameReader, postChat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
+import { consoleClient, type Json } from '../support/console-api.js';
 
 const HOSTED_KEY = 'sk-ant-hosted-0123456789abcdef';
 const OPENAI_KEY = 'sk-tenant-openai-0123456789';
@@ -48,18 +49,7 @@ afterAll(async () => {
   await Promise.all([anthropic, openai, gemini, compat].map((f) => f?.close()));
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
-async function consoleApi(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const res = await fetch(`${stack.apiUrl}/console/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
+const consoleApi = consoleClient(() => stack);
 
 const soulOn = (provider: string, model: string, extra: Record<string, unknown> = {}) =>
   AgentSoulConfig.parse({ prompt: { system_prompt: 'Be brief.' }, model: { provider, model }, tools: { core: ['calculator'] }, ...extra });

@@ -12,6 +12,7 @@ import type { Stack } from '../../stack/start-stack.js';
 import { startFakeProvider, type FakeProvider } from '../llm/providers/fake-providers.js';
 import { chat } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
+import { consoleClient } from '../support/console-api.js';
 
 const FIRST_TOKEN_MS = 500;
 const IDLE_MS = 500;
@@ -46,17 +47,7 @@ afterAll(async () => {
   await Promise.all([anthropic, gemini, ollama].map((f) => f?.close()));
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-async function consoleApi(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const res = await fetch(`${stack.apiUrl}/console/api${path}`, {
-    method,
-    headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
+const consoleApi = consoleClient(() => stack);
 
 const soul = AgentSoulConfig.parse({
   prompt: { system_prompt: 'Be brief.' },

@@ -32,7 +32,7 @@ function trackedFolders(): { top: Set<string>; second: Map<string, Set<string>> 
 }
 
 /** The "Where things live" block as entries: the name in the first column and the text of its lines. */
-export function whereThingsLive(markdown: string): Map<string, string> {
+function whereThingsLive(markdown: string): Map<string, string> {
   const at = markdown.indexOf('## Where things live');
   if (at < 0) throw new Error('no "Where things live" section');
   const open = markdown.indexOf('```\n', at);
@@ -51,7 +51,7 @@ export function whereThingsLive(markdown: string): Map<string, string> {
 }
 
 /** The entries that miss a tracked folder, and the names that do not exist. */
-export function mapProblems(
+function mapProblems(
   entries: Map<string, string>,
   top: Set<string>,
   second: Map<string, Set<string>>,
