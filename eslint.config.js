@@ -17,6 +17,9 @@ const AGENT_BACKEND_DOMAIN_EXCEPTIONS = [
   // workspace/sandbox.ts) exactly as the api later copies them into uploads.
   'workspace-outputs',
   'output-quota',
+  // The workspace bucket's format (WORKSPACE_STORE=s3): the backend saves and restores whole workspaces in it, the api
+  // and the worker add uploads, read tool files, fork and retire through the same module — one owner of the format.
+  'workspace-bucket',
   // It prepares the workspace and reads/writes its marker by descriptor, as the api places files (issue 45:
   // docs/security.md "Root never walks a tenant tree").
   'workspace-fs',

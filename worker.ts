@@ -10,7 +10,7 @@ import { loadConfig } from './core/platform/config.js';
 import { createDb } from './core/platform/db.js';
 import { createLogger } from './core/platform/logger.js';
 import { OutboxDispatcher } from './core/domain/outbox.js';
-import { sweeperTimings, TurnSweeper } from './worker/sweeper.js';
+import { sweeperTimings, TurnSweeper, bucketSweep } from './worker/sweeper.js';
 import { explainTemporalConnectError, temporalSecurity } from './core/platform/temporal-connection.js';
 import { pickTemporalMetricsAddress } from './core/platform/metrics/temporal.js';
 import { setupObservability } from './core/platform/observability.js';
@@ -55,6 +55,7 @@ async function main(): Promise<void> {
     ...sweeperTimings(config),
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     workspacesDir: config.workspacesDir,
+    bucket: bucketSweep(config),
   });
   sweeper.start();
   const health = config.WORKER_HEALTH_PORT

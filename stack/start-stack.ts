@@ -19,7 +19,7 @@ import { startEmbeddedPg, type EmbeddedPg } from '../core/platform/embedded-pg.j
 import { EventNotifier } from '../core/protocol/event-log.js';
 import type { Logger } from '../core/platform/logger.js';
 import type { OutboxDispatcher } from '../core/domain/outbox.js';
-import { sweeperTimings, TurnSweeper } from '../worker/sweeper.js';
+import { sweeperTimings, TurnSweeper, bucketSweep } from '../worker/sweeper.js';
 import { temporalSecurity } from '../core/platform/temporal-connection.js';
 import { applyMigrations } from '../core/platform/migrate.js';
 import { enableDemoHands, ensureDemoData, type DemoData } from '../core/domain/seed.js';
@@ -385,6 +385,7 @@ async function startInProcessWorker(
       ...sweeperTimings(config),
       taskQueue: config.TEMPORAL_TASK_QUEUE,
       workspacesDir: config.workspacesDir,
+      bucket: bucketSweep(config),
     });
     sweeper.start();
     stops.push(() => sweeper.stop());

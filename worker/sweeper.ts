@@ -27,6 +27,7 @@ import { isDependencyUnavailable } from '../core/platform/dependency-errors.js';
 import type { TurnErrorDetails } from '../activities/errors.js';
 import { appendEvents } from '../core/protocol/event-log.js';
 import type { Logger } from '../core/platform/logger.js';
+import { bucketOf, type BucketConfig, type GcReport, type WorkspaceBucket } from '../core/domain/workspace-bucket.js';
 import { errorEvents } from '../activities/final-events.js';
 import { ledgerUsage, usageColumns } from '../activities/ledger-usage.js';
 import { releaseTurnLock } from '../core/domain/turn/turn-lock.js';
@@ -49,6 +50,8 @@ export interface SweepResult {
   leftovers?: string[];
   /** Model-input rows deleted past MODEL_INPUT_RETENTION_DAYS (0 on a pass that did not prune). */
   modelInputsPruned?: number;
+  /** WORKSPACE_STORE=s3: what the bucket's GC deleted this pass. */
+  bucket?: GcReport;
 }
 
 export interface TurnSweeperOptions {
@@ -68,6 +71,17 @@ export interface TurnSweeperOptions {
   workspacesDir?: string;
   /** MODEL_INPUT_RETENTION_DAYS. */
   modelInputRetentionDays?: number;
+  /**
+   * WORKSPACE_STORE=s3: the workspace bucket, whose unreferenced blobs and old manifest versions each pass deletes
+   * (core/domain/workspace-bucket.ts gc); WORKSPACES_DIR is then not swept (the worker never uses it).
+   */
+  bucket?: { bucket: WorkspaceBucket; graceMs: number; keepVersions: number } | null;
+}
+
+/** The bucket GC of WORKSPACE_STORE=s3 (S3_GC_GRACE_MS, S3_KEEP_VERSIONS); null in posix mode. */
+export function bucketSweep(c: BucketConfig & Pick<Env, 'S3_GC_GRACE_MS' | 'S3_KEEP_VERSIONS'>): TurnSweeperOptions['bucket'] {
+  const bucket = bucketOf(c);
+  return bucket ? { bucket, graceMs: c.S3_GC_GRACE_MS, keepVersions: c.S3_KEEP_VERSIONS } : null;
 }
 
 /** The sweeper's timings as configured (TURN_SWEEP_*). */
@@ -124,15 +138,22 @@ export class TurnSweeper {
 
   /** One pass. */
   async sweep(): Promise<SweepResult> {
-    const leftovers = this.opts.workspacesDir ? await this.workspaceLeftovers(this.opts.workspacesDir) : [];
+    const leftovers = this.opts.workspacesDir && !this.opts.bucket ? await this.workspaceLeftovers(this.opts.workspacesDir) : [];
     const modelInputsPruned = await this.expiredModelInputs();
+    const gc = this.opts.bucket;
+    const bucket = gc
+      ? await gc.bucket.gc({ graceMs: gc.graceMs, keep: gc.keepVersions }).catch((err: unknown) => {
+          this.opts.logger.warn({ err }, 'turn sweeper: the workspace bucket could not be swept');
+          return undefined;
+        })
+      : undefined;
     const temporal = this.opts.temporal();
-    if (!temporal) return { failed: [], released: [], leftovers, modelInputsPruned };
+    if (!temporal) return { failed: [], released: [], leftovers, modelInputsPruned, bucket };
     const woken = new Set<string>();
     const failed = await this.unfinishedWithoutWorkflow(temporal, woken);
     const released = await this.locksOfEndedTurns();
     await this.queuesWithoutCoordinator(temporal, woken);
-    return { failed, released, woken: [...woken], leftovers, modelInputsPruned };
+    return { failed, released, woken: [...woken], leftovers, modelInputsPruned, bucket };
   }
 
   private async expiredModelInputs(): Promise<number> {

@@ -9,6 +9,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import { removeTree } from '../../core/domain/workspace-tree.js';
+import { bucketOf, type WorkspacesConfig } from '../../core/domain/workspace-bucket.js';
 import { removeMarker } from '../../agent-backend/workspace/marker.js';
 import type { ActivityDeps } from '../deps.js';
 import { turnFailure } from '../errors.js';
@@ -40,7 +41,8 @@ export const REPLACED_ON_NEXT_TURN: ReadonlySet<string> = new Set<RetireReason>(
  */
 export async function retireBinding(
   db: ActivityDeps['db'],
-  workspacesDir: string,
+  /** Where the workspace lives: WORKSPACES_DIR, or the bucket when WORKSPACE_STORE=s3 (then the disk is never used). */
+  workspaces: WorkspacesConfig,
   bindingId: string,
   reason: RetireReason = 'generation_mismatch',
   opts: { keepFiles?: boolean } = {},
@@ -56,9 +58,15 @@ export async function retireBinding(
   if (shared > 0) return;
   await db.agentWorkspace.updateMany({ where: { id: b.workspace_id, status: 'active' }, data: { status: 'retired', retired_at: now } });
   if (opts.keepFiles) return;
+  const bucket = bucketOf(workspaces);
+  if (bucket) {
+    // s3: the pointer first (no backend restores the workspace again), then its versions and blobs.
+    await bucket.remove(b.workspace_id);
+    return;
+  }
   // Never fs.rm: a process of the workspace may still swap entries for links to host files (core/domain/workspace-tree.ts).
-  await removeTree(path.join(workspacesDir, b.workspace_id));
-  removeMarker(path.join(workspacesDir, b.workspace_id));
+  await removeTree(path.join(workspaces.workspacesDir, b.workspace_id));
+  removeMarker(path.join(workspaces.workspacesDir, b.workspace_id));
 }
 
 /** AgentAppSessionScope: (tenant, app, conversation, agent, config snapshot). */
@@ -156,7 +164,7 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
           b.workspace.status === 'active' &&
           b.retired_at === null;
         if (!ok) {
-          await retireBinding(db, config.workspacesDir, b.id);
+          await retireBinding(db, config, b.id);
           throw generationMismatch(b);
         }
         const { workspace: _workspace, ...binding } = b;
@@ -245,7 +253,7 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
  * saved with another layer topology. Its session belonged to the draft as it was; the draft's next debugger turn
  * starts the next binding (fresh session and workspace) instead of meeting a stale snapshot.
  */
-export async function retireBuildDraftBinding(db: ActivityDeps['db'], workspacesDir: string, draftId: string): Promise<boolean> {
+export async function retireBuildDraftBinding(db: ActivityDeps['db'], workspaces: WorkspacesConfig, draftId: string): Promise<boolean> {
   const draft = await db.agentConfigDraft.findUnique({ where: { id: draftId }, select: { agent_workspace_binding_id: true } });
   if (!draft?.agent_workspace_binding_id) return false;
   // A turn still on it (running, or waiting for a human) keeps its files until it ends: the binding is retired for the
@@ -253,6 +261,6 @@ export async function retireBuildDraftBinding(db: ActivityDeps['db'], workspaces
   const inFlight = await db.$queryRaw<unknown[]>`
     select 1 from agent_backend_runs r join messages m on m.id = r.message_id
      where r.binding_id = ${draft.agent_workspace_binding_id}::uuid and m.status in ('pending', 'running', 'paused') limit 1`;
-  await retireBinding(db, workspacesDir, draft.agent_workspace_binding_id, 'build_draft_lifecycle', { keepFiles: inFlight.length > 0 });
+  await retireBinding(db, workspaces, draft.agent_workspace_binding_id, 'build_draft_lifecycle', { keepFiles: inFlight.length > 0 });
   return true;
 }

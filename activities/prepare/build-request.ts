@@ -3,6 +3,7 @@
  * the retained session snapshot and deferred tool results. The request is stored on AgentBackendRun
  * (not returned): snapshots grow with the conversation and must stay out of workflow history.
  */
+import { bucketOf } from '../../core/domain/workspace-bucket.js';
 import path from 'node:path';
 import type { LayerSpec, SessionSnapshot, CreateRunRequest, DeferredToolResult } from '../../core/protocol/run.js';
 import { deferredResultFromForm } from '../../core/domain/human-input.js';
@@ -56,6 +57,7 @@ export function createBuildRunRequest(deps: ActivityDeps) {
     if (missing.length)
       throw turnFailure('tool_not_found', 400, `The agent config names tools that no longer exist: ${missing.join(', ')}.`);
     // With a workspace, the turn's files go into it (uploads copied, remote URLs fetched by the pinned fetcher).
+    const bucket = bucketOf(config);
     const workspaceFiles =
       soul.runtime.enabled && msg.files.length
         ? await placeTurnFiles(
@@ -64,6 +66,13 @@ export function createBuildRunRequest(deps: ActivityDeps) {
               workspaceDir: path.join(config.workspacesDir, binding.workspace_id),
               messageId: msg.id,
               files: msg.files,
+              bucket: bucket
+                ? {
+                    bucket,
+                    id: { workspaceId: binding.workspace_id, generation: binding.generation },
+                    expectExisting: (binding.session_snapshot as SessionSnapshot | null)?.layers.some((l) => l.name === 'runtime') ?? false,
+                  }
+                : undefined,
               // Isolated commands run as the workspace's own uid: what is placed belongs to it (issue 27).
               owner:
                 config.SHELL_ISOLATION === 'on'

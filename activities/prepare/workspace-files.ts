@@ -14,6 +14,7 @@ import { MB, UPLOAD_LIMITS, uploadsDir } from '../../core/domain/uploads.js';
 import { fetchPinned, type PinnedFetchOptions } from '../../core/platform/net/ssrf.js';
 import { placeWorkspaceFile, WorkspaceRefused } from '../../core/domain/workspace-fs.js';
 import type { Config } from '../../core/platform/config.js';
+import type { BucketIdentity, WorkspaceBucket } from '../../core/domain/workspace-bucket.js';
 import type { ActivityDeps } from '../deps.js';
 import type { PlacedFile } from '../../core/domain/soul-composition.js';
 
@@ -41,12 +42,24 @@ export function safeName(raw: string, fallback: string): string {
 export async function placeTurnFiles(
   deps: Pick<ActivityDeps, 'db'> & { config: Pick<Config, 'dataDir'>; fetch?: PinnedFetchOptions },
   /** `owner`: the workspace's sandbox uid/gid (core/protocol/workspace-uid.ts), so the agent owns what is placed for it. */
-  p: { workspaceDir: string; messageId: string; files: TurnFile[]; owner?: { uid: number; gid: number } },
+  p: {
+    workspaceDir: string;
+    messageId: string;
+    files: TurnFile[];
+    owner?: { uid: number; gid: number };
+    /**
+     * WORKSPACE_STORE=s3: the files go into the bucket as a new version of the workspace (the backend that runs the turn
+     * restores it, with the sandbox's owner); `workspaceDir` is never touched. `expectExisting`: the workspace had a
+     * saved version; without one the files are not placed (the run then fails binding_lost, as the backend finds none).
+     */
+    bucket?: { bucket: WorkspaceBucket; id: BucketIdentity; expectExisting: boolean };
+  },
 ): Promise<PlacedFile[]> {
   const dirs = [UPLOADS_DIR, p.messageId];
   const used = new Set<string>();
   const deadline = Date.now() + 20_000; // all files together, within one prepareTurn attempt
   const out: PlacedFile[] = [];
+  const toBucket: { name: string; bytes: Buffer; at: number }[] = [];
   for (const [i, f] of p.files.entries()) {
     let name = `file-${i + 1}`;
     try {
@@ -71,6 +84,11 @@ export async function placeTurnFiles(
       }
       if (used.has(name)) name = `${i + 1}-${name}`;
       used.add(name);
+      if (p.bucket) {
+        toBucket.push({ name, bytes, at: out.length });
+        out.push({ name, path: [...dirs, name].join('/') });
+        continue;
+      }
       // Never through a link the agent planted (uploads/ or uploads/<message>/ replaced by a symlink): core/domain/workspace-fs.ts.
       const placed = await placeWorkspaceFile(p.workspaceDir, dirs, name, bytes, { owner: p.owner }).catch((err: unknown) => {
         throw err instanceof WorkspaceRefused ? new WorkspaceRefused(`${err.message}; the file was not placed`) : err;
@@ -79,6 +97,12 @@ export async function placeTurnFiles(
     } catch (err) {
       out.push({ name, path: null, error: (err as Error).message });
     }
+  }
+  if (p.bucket && toBucket.length) {
+    const { bucket, id, expectExisting } = p.bucket;
+    const error = expectExisting && !(await bucket.latest(id)) ? 'the workspace has no saved version to place it in' : null;
+    if (error) for (const f of toBucket) out[f.at] = { name: f.name, path: null, error };
+    else await bucket.addFiles(id, dirs, toBucket);
   }
   return out;
 }

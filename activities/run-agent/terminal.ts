@@ -4,6 +4,7 @@
  * backend did not confirm in time (or before any run existed). The final client events come from
  * activities/final-events.ts, as for every other producer.
  */
+import { bucketOf } from '../../core/domain/workspace-bucket.js';
 import path from 'node:path';
 import { CancelledFailure } from '@temporalio/common';
 import { removeTree } from '../../core/domain/workspace-tree.js';
@@ -116,6 +117,13 @@ async function retireLostBinding(tx: Tx, bindingId: string): Promise<void> {
 async function removeLostWorkspace(scope: RunScope, bindingId: string): Promise<void> {
   const b = await scope.deps.db.agentWorkspaceBinding.findUnique({ where: { id: bindingId }, select: { workspace_id: true } });
   if (!b) return;
+  const bucket = bucketOf(scope.deps.config);
+  if (bucket) {
+    await bucket
+      .remove(b.workspace_id)
+      .catch((err: unknown) => scope.log.warn({ err, bindingId }, 'lost workspace: its bucket objects could not be removed'));
+    return;
+  }
   const dir = path.join(scope.deps.config.workspacesDir, b.workspace_id);
   await removeTree(dir).catch((err: unknown) => scope.log.warn({ err, bindingId }, 'lost workspace: its directory could not be removed'));
   removeMarker(dir);

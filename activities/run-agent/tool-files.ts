@@ -15,6 +15,7 @@ import type { NewClientEvent } from '../../core/protocol/client-events.js';
 import { turnEventBase } from '../../core/protocol/client-events.js';
 import type { AgentStreamEvent } from '../../core/protocol/run.js';
 import { signedFileUrl, uploadsDir } from '../../core/domain/uploads.js';
+import { bucketOf } from '../../core/domain/workspace-bucket.js';
 import { OutputQuota, outputQuotaLimits } from '../../core/domain/output-quota.js';
 import { OUTPUTS_DIR, OutputRefused, outputFileType, parseOutputRef, readOutputFile, sha256 } from '../../core/domain/workspace-outputs.js';
 import type { Tx } from './commit.js';
@@ -42,7 +43,9 @@ type Scope = Pick<RunScope, 'deps' | 'msg' | 'bindingId' | 'log'>;
 export async function attachToolFiles(scope: Scope, ev: AgentStreamEvent, sourceId: string): Promise<ToolFiles | null> {
   if (ev.event_kind !== 'function_tool_result' || !ev.files?.length) return null;
   const { deps, msg, log } = scope;
-  const workspaceDir = await bindingWorkspaceDir(scope);
+  const workspace = await bindingWorkspace(scope);
+  const workspaceDir = workspace?.dir ?? null;
+  const bucket = bucketOf(deps.config);
   const toolCall = ev.tool_call_id ?? `index-${ev.index ?? 0}`;
   const rows: { upload: UploadRow; file: FileRow }[] = [];
   // The byte quota (core/domain/output-quota.ts). Rows this event already wrote (a replayed attempt) were admitted then:
@@ -63,7 +66,15 @@ export async function attachToolFiles(scope: Scope, ev: AgentStreamEvent, source
     }
     let bytes: Buffer;
     try {
-      bytes = await readOutputFile(workspaceDir, name, deps.config.WORKSPACE_OUTPUT_MAX_BYTES);
+      if (bucket) {
+        // s3: the worker never reads the workspace's disk; the backend put this content in the bucket before announcing it.
+        const blob = f.sha256 ? await bucket.getBlob(workspace!.id, f.sha256, deps.config.WORKSPACE_OUTPUT_MAX_BYTES) : null;
+        if (!blob) {
+          log.warn({ file: name }, 'tool file not attached: its content is not in the workspace bucket');
+          continue;
+        }
+        bytes = blob;
+      } else bytes = await readOutputFile(workspaceDir, name, deps.config.WORKSPACE_OUTPUT_MAX_BYTES);
     } catch (err) {
       if (!(err instanceof OutputRefused) && (err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       log.warn({ file: name, reason: (err as Error).message }, 'tool file not attached');
@@ -131,10 +142,10 @@ function withRefusals(result: unknown, refused: { file: string; reason: string }
 
 const uploadIdOf = (messageId: string, key: string) => derivedUuid(`tool-upload:${messageId}:${key}`);
 
-async function bindingWorkspaceDir(scope: Scope): Promise<string | null> {
+async function bindingWorkspace(scope: Scope): Promise<{ id: string; dir: string } | null> {
   if (!scope.bindingId) return null;
   const b = await scope.deps.db.agentWorkspaceBinding.findUnique({ where: { id: scope.bindingId }, select: { workspace_id: true } });
-  return b ? path.join(scope.deps.config.workspacesDir, b.workspace_id) : null;
+  return b ? { id: b.workspace_id, dir: path.join(scope.deps.config.workspacesDir, b.workspace_id) } : null;
 }
 
 type UploadRow = {

@@ -138,6 +138,8 @@ const RuntimeConfig = z
 export interface RuntimeLease {
   workspaceId: string;
   processes: ProcessSet;
+  /** Puts an attached output file where the worker reads it (agent-backend/workspace/store.ts publish). */
+  publish: (bytes: Buffer) => Promise<void>;
 }
 
 export const runtimeLeaseKey = (layer: string) => `runtime:${layer}`;
@@ -182,7 +184,11 @@ export function createRuntimeModule(sandbox?: Sandbox, authorizer?: WorkspaceAut
         const marker = checkWorkspaceMarker(dir, identity, config.expect_existing);
         sandbox.ensureWorkspace(config.workspace_id);
         if (marker.write) writeMarker(dir, identity);
-        const lease: RuntimeLease = { workspaceId: config.workspace_id, processes: new ProcessSet() };
+        const lease: RuntimeLease = {
+          workspaceId: config.workspace_id,
+          processes: new ProcessSet(),
+          publish: (bytes) => store.publish(identity, bytes),
+        };
         // Released last (acquired first): whatever still runs in the workspace is killed, then the workspace is saved.
         services.resources.acquire(runtimeLeaseKey(name), lease, async () => {
           await lease.processes.killAll();
@@ -278,6 +284,7 @@ export function createShellModule(sandbox?: Sandbox) {
               changedOutputs(before, await listOutputs(workspaceDir)),
               caps.outputFileMaxBytes,
               quota,
+              lease.publish,
             );
           }),
       };
@@ -391,6 +398,8 @@ export async function withOutputFiles(
   names: string[],
   maxBytes: number,
   quota?: OutputQuota,
+  /** Called with each attached file's bytes before it is announced (s3: the worker reads it from the bucket). */
+  publish?: (bytes: Buffer) => Promise<void>,
 ): Promise<ToolOutcome> {
   if (outcome.kind !== 'result' || names.length === 0) return outcome;
   const files: NonNullable<Extract<ToolOutcome, { kind: 'result' }>['files']> = [];
@@ -407,6 +416,7 @@ export async function withOutputFiles(
         refused.push({ file: `${OUTPUTS_DIR}/${name}`, reason: over });
         continue;
       }
+      await publish?.(bytes);
       quota?.take(bytes.length);
       files.push({ url: outputRef(name), name, mime_type: outputFileType(name, bytes).mime, size: bytes.length, sha256: sha256(bytes) });
     } catch (err) {

@@ -24,18 +24,21 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  GetObjectCommand,
-  HeadObjectCommand,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException,
-  type S3ClientConfig,
-} from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { z } from 'zod';
 import type { Config } from '../../core/platform/config.js';
 import type { Logger } from '../../core/platform/logger.js';
-import { isPlainComponent, type Owner } from '../../core/domain/workspace-fs.js';
+import type { Owner } from '../../core/domain/workspace-fs.js';
+import {
+  Manifest,
+  newVersion,
+  Sha256,
+  Version,
+  WorkspaceBucket,
+  workspaceBucket,
+  type ManifestEntry,
+  type Pointer,
+} from '../../core/domain/workspace-bucket.js';
 import { removeTree, TreeWriter, walkTree } from '../../core/domain/workspace-tree.js';
 import { writeMarker, type WorkspaceIdentity } from './marker.js';
 
@@ -76,6 +79,8 @@ export interface WorkspaceStore {
   restore(dir: string, id: WorkspaceIdentity, owner?: Owner): Promise<RestoreReport>;
   /** Saves the local copy at `dir` as the new latest version of `id` (a no-op for posix). */
   save(dir: string, id: WorkspaceIdentity): Promise<SaveReport | null>;
+  /** Puts a file a tool attached where the worker reads it (s3: its blob in the bucket; posix: nothing to do). */
+  publish(id: WorkspaceIdentity, bytes: Buffer): Promise<void>;
 }
 
 /** Today's shared directory: the workspace is where every process already sees it. */
@@ -83,39 +88,10 @@ export const posixWorkspaceStore: WorkspaceStore = {
   kind: 'posix',
   restore: async () => ({ version: null, rebuilt: false, downloadedBlobs: 0, downloadedBytes: 0, reusedFiles: 0 }),
   save: async () => null,
+  publish: async () => undefined,
 };
 
-const Sha256 = z.string().regex(/^[0-9a-f]{64}$/);
-/** A path inside the workspace: plain components only, so a manifest can never name anything outside it. */
-const RelPath = z
-  .string()
-  .min(1)
-  .max(4096)
-  .refine((p) => p.split('/').every(isPlainComponent), 'not a relative path of plain components');
-const Mode = z.number().int().min(0).max(0o7777);
-const ManifestEntry = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('dir'), path: RelPath, mode: Mode }).strict(),
-  z.object({ kind: z.literal('file'), path: RelPath, mode: Mode, size: z.number().int().nonnegative(), sha256: Sha256 }).strict(),
-  z.object({ kind: z.literal('symlink'), path: RelPath, target: z.string().min(1).max(4096) }).strict(),
-]);
-type ManifestEntry = z.infer<typeof ManifestEntry>;
-const Version = z.string().regex(/^\d{13}-[0-9a-f-]{36}$/);
-export const Manifest = z
-  .object({
-    format: z.literal(1),
-    workspace_id: z.string(),
-    generation: z.number().int(),
-    version: Version,
-    parent: Version.nullable(),
-    saved_at: z.string(),
-    entries: z.array(ManifestEntry).max(1_000_000),
-  })
-  .strict();
-export type Manifest = z.infer<typeof Manifest>;
-export const Pointer = z
-  .object({ format: z.literal(1), workspace_id: z.string(), generation: z.number().int(), version: Version })
-  .strict();
-type Pointer = z.infer<typeof Pointer>;
+export { Manifest } from '../../core/domain/workspace-bucket.js';
 
 const LocalFile = z.object({
   sha256: Sha256,
@@ -204,9 +180,6 @@ class Limiter {
   }
 }
 
-const notFound = (err: unknown) =>
-  err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.name === 'NotFound' || err.$metadata.httpStatusCode === 404);
-
 export interface S3WorkspaceStoreOptions {
   client: S3Client;
   bucket: string;
@@ -216,57 +189,37 @@ export interface S3WorkspaceStoreOptions {
 
 export class S3WorkspaceStore implements WorkspaceStore {
   readonly kind = 's3' as const;
-  private readonly prefix: string;
+
+  private readonly bucket: WorkspaceBucket;
 
   constructor(private readonly opts: S3WorkspaceStoreOptions) {
-    this.prefix = opts.prefix ?? 'workspaces/';
+    this.bucket = new WorkspaceBucket(opts.client, opts.bucket, opts.prefix ?? 'workspaces/', opts.logger);
   }
 
   private key(id: WorkspaceIdentity, rest: string): string {
-    return `${this.prefix}${id.workspaceId.toLowerCase()}/${rest}`;
+    return this.bucket.key(id.workspaceId, rest);
   }
 
-  private async getJson(key: string): Promise<unknown> {
-    try {
-      const r = await this.opts.client.send(new GetObjectCommand({ Bucket: this.opts.bucket, Key: key }));
-      return JSON.parse(await r.Body!.transformToString('utf8')) as unknown;
-    } catch (err) {
-      if (notFound(err)) return null;
-      throw err;
-    }
+  private hasObject(key: string): Promise<boolean> {
+    return this.bucket.hasObject(key);
   }
 
-  private async putJson(key: string, value: unknown): Promise<void> {
-    await this.opts.client.send(
-      new PutObjectCommand({ Bucket: this.opts.bucket, Key: key, Body: JSON.stringify(value), ContentType: 'application/json' }),
-    );
-  }
-
-  private async hasObject(key: string): Promise<boolean> {
-    try {
-      await this.opts.client.send(new HeadObjectCommand({ Bucket: this.opts.bucket, Key: key }));
-      return true;
-    } catch (err) {
-      if (notFound(err)) return false;
-      throw err;
-    }
+  private putJson(key: string, value: unknown): Promise<void> {
+    return this.bucket.putJson(key, value);
   }
 
   /** The latest saved version of `id`, or null (none, or one of another generation: not this binding's workspace). */
-  async latest(id: WorkspaceIdentity): Promise<Pointer | null> {
-    const raw = await this.getJson(this.key(id, 'latest'));
-    if (raw === null) return null;
-    const p = Pointer.parse(raw);
-    return p.workspace_id === id.workspaceId.toLowerCase() && p.generation === id.generation ? p : null;
+  latest(id: WorkspaceIdentity): Promise<Pointer | null> {
+    return this.bucket.latest(id);
   }
 
-  async manifest(id: WorkspaceIdentity, version: string): Promise<Manifest> {
-    const raw = await this.getJson(this.key(id, `manifests/${version}.json`));
-    if (raw === null) throw new Error(`workspace ${id.workspaceId}: manifest ${version} is missing from the bucket`);
-    const m = Manifest.parse(raw);
-    if (m.workspace_id !== id.workspaceId.toLowerCase() || m.generation !== id.generation || m.version !== version)
-      throw new Error(`workspace ${id.workspaceId}: manifest ${version} describes another workspace or version`);
-    return m;
+  manifest(id: WorkspaceIdentity, version: string): Promise<Manifest> {
+    return this.bucket.manifest(id, version);
+  }
+
+  /** A file a tool attached, in the bucket by its content before the run ends: the worker reads it from there. */
+  async publish(id: WorkspaceIdentity, bytes: Buffer): Promise<void> {
+    await this.bucket.putBlob(id.workspaceId, bytes);
   }
 
   async save(dir: string, id: WorkspaceIdentity): Promise<SaveReport> {
@@ -344,7 +297,7 @@ export class S3WorkspaceStore implements WorkspaceStore {
       }
     report.entries = kept.length;
 
-    const version = `${String(Date.now()).padStart(13, '0')}-${crypto.randomUUID()}`;
+    const version = newVersion();
     const manifest: Manifest = {
       format: 1,
       workspace_id: id.workspaceId.toLowerCase(),
@@ -473,15 +426,7 @@ function writeState(dir: string, s: LocalState): void {
 
 /** The deployment's store (core/platform/config.ts WORKSPACE_STORE). */
 export function createWorkspaceStore(config: Config, logger?: Logger): WorkspaceStore {
-  if (config.WORKSPACE_STORE !== 's3') return posixWorkspaceStore;
-  const clientConfig: S3ClientConfig = {
-    region: config.S3_REGION,
-    endpoint: config.S3_ENDPOINT,
-    forcePathStyle: config.S3_FORCE_PATH_STYLE,
-    credentials:
-      config.S3_ACCESS_KEY_ID && config.S3_SECRET_ACCESS_KEY
-        ? { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY }
-        : undefined,
-  };
-  return new S3WorkspaceStore({ client: new S3Client(clientConfig), bucket: config.S3_BUCKET!, prefix: config.S3_PREFIX, logger });
+  const bucket = workspaceBucket(config, logger);
+  if (!bucket) return posixWorkspaceStore;
+  return new S3WorkspaceStore({ client: bucket.client, bucket: bucket.bucket, prefix: bucket.prefix, logger });
 }

@@ -139,7 +139,7 @@ export function consoleRoutes(
       config,
     );
     // Another layer topology: the draft's retained session cannot continue (issue 31); its next turn starts afresh.
-    if (before && topologyOf(before.config) !== topologyOf(config)) await retireBuildDraftBinding(db, deps.config.workspacesDir, d.id);
+    if (before && topologyOf(before.config) !== topologyOf(config)) await retireBuildDraftBinding(db, deps.config, d.id);
     res.json(draftJson(d));
   });
 
@@ -148,7 +148,7 @@ export function consoleRoutes(
     const { agent, ctx } = await appOf(req);
     const build = await findBuildDraft(db, agent.id, ctx.accountId);
     if (!build) throw new HttpError(404, 'agent_build_draft_not_found', 'You have no build draft for this agent.');
-    await retireBuildDraftBinding(db, deps.config.workspacesDir, build.id);
+    await retireBuildDraftBinding(db, deps.config, build.id);
     await db.agentConfigDraft.deleteMany({ where: { id: build.id, draft_type: 'BUILD_DRAFT' } });
     res.status(204).end();
   });
@@ -182,7 +182,7 @@ export function consoleRoutes(
       );
     }
     // Merged: the build draft's session belonged to the draft as it was (issue 31).
-    await retireBuildDraftBinding(db, deps.config.workspacesDir, build.id);
+    await retireBuildDraftBinding(db, deps.config, build.id);
     res.json({ draft: draftJson(out.shared), build_draft: draftJson(out.build) });
   });
 
@@ -204,7 +204,7 @@ export function consoleRoutes(
       publishVersion(tx, { tenantId: ctx.tenantId, agentId: agent.id, createdBy: ctx.accountId, fromDraftId: draft.id }, config),
     );
     // Published from the build draft: its session ends with it, like a merge (issue 31).
-    if (from !== 'draft') await retireBuildDraftBinding(db, deps.config.workspacesDir, draft.id);
+    if (from !== 'draft') await retireBuildDraftBinding(db, deps.config, draft.id);
     res.status(201).json({ id: version.id, version: version.version, created_at: unixSeconds(version.created_at) });
   });
 

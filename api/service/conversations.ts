@@ -131,8 +131,7 @@ export function conversationRoutes(deps: { db: Db; outbox: OutboxDispatcher; log
     });
     if (cancel) await deps.outbox.deliverNow(cancel);
     // The conversation's workspace goes with it (status, retired_at, files removed; idempotent).
-    if (conv.agent_workspace_binding_id)
-      await retireBinding(db, deps.config.workspacesDir, conv.agent_workspace_binding_id, 'conversation_deleted');
+    if (conv.agent_workspace_binding_id) await retireBinding(db, deps.config, conv.agent_workspace_binding_id, 'conversation_deleted');
     res.status(204).end();
   });
 

@@ -21,6 +21,7 @@ import type { Logger } from '../../core/platform/logger.js';
 import { threadNodes, threadTo, effectiveParents, UUID_NIL } from '../../core/domain/message-thread.js';
 import { copyTree, removeTree, TreeBudgetExceeded, TreeWriter, type CopyReport } from '../../core/domain/workspace-tree.js';
 import { checkCopyUnderLock, copyBudget, WorkspaceCopyRefused } from '../../core/domain/workspace-copy-quota.js';
+import { bucketOf, BucketCopyOverBudget, type BucketConfig, type WorkspaceBucket } from '../../core/domain/workspace-bucket.js';
 import { workspaceUid } from '../../core/protocol/workspace-uid.js';
 import { LEGACY_MARKER_FILE, removeMarker, writeMarker } from '../../agent-backend/workspace/marker.js';
 import { HOME_SNAPSHOT_ID, sessionScopeKey, workspaceIdFor } from '../../activities/prepare/binding.js';
@@ -31,7 +32,8 @@ type Conversation = Prisma.ConversationModel;
 export type ForkConfig = Pick<
   Config,
   'workspacesDir' | 'SHELL_ISOLATION' | 'SHELL_UID_BASE' | 'SHELL_UID_RANGE' | 'WORKSPACE_QUOTA_BYTES' | 'TENANT_MAX_WORKSPACE_COPY_BYTES'
->;
+> &
+  BucketConfig;
 type Deps = { db: Db; config: ForkConfig; logger: Logger };
 
 const ENDED = new Set(['succeeded', 'failed', 'stopped', 'paused']);
@@ -81,8 +83,21 @@ export async function forkConversation(deps: Deps, src: Conversation, messageId:
   // Files first: a failed copy leaves no conversation behind, a failed transaction no directory.
   let dst: string | null = null;
   let copy: CopyReport | null = null;
+  const bucket = bucketOf(config);
+  let bucketCopy: string | null = null;
   try {
-    if (binding && workspaceId) {
+    if (binding && workspaceId && bucket) {
+      // s3: the api never reads the workspace's disk; the fork is a new manifest over the source's latest version, its
+      // blobs copied inside the bucket.
+      bucketCopy = workspaceId;
+      copy = await copyInBucket(
+        deps,
+        bucket,
+        src.tenant_id,
+        { workspaceId: binding.workspace_id, generation: binding.generation },
+        workspaceId,
+      );
+    } else if (binding && workspaceId) {
       const to = path.join(config.workspacesDir, workspaceId);
       copy = await copyWorkspace(deps, src.tenant_id, path.join(config.workspacesDir, binding.workspace_id.toLowerCase()), to, workspaceId);
       if (copy) dst = to;
@@ -205,6 +220,10 @@ export async function forkConversation(deps: Deps, src: Conversation, messageId:
       workspaceCopy: copy && { bytes: copy.bytes, entries: copy.entries, skipped: copy.skipped, skipped_total: copy.skippedTotal },
     };
   } catch (err) {
+    if (bucketCopy && bucket)
+      await bucket
+        .remove(bucketCopy)
+        .catch((e: unknown) => logger.warn({ err: e, workspace_id: bucketCopy }, 'fork: its bucket copy could not be removed'));
     if (dst) {
       await removeTree(dst).catch((e: unknown) =>
         logger.warn({ err: e, dir: dst }, 'fork: its copy could not be removed (the sweeper will)'),
@@ -213,6 +232,23 @@ export async function forkConversation(deps: Deps, src: Conversation, messageId:
     }
     if (err instanceof WorkspaceCopyRefused) throw new HttpError(err.status, err.code, err.message);
     throw err;
+  }
+}
+
+/** The fork's workspace in the bucket (WORKSPACE_STORE=s3), within the copy budget; null when the source has no saved version. */
+async function copyInBucket(
+  deps: Deps,
+  bucket: WorkspaceBucket,
+  tenantId: string,
+  from: { workspaceId: string; generation: number },
+  workspaceId: string,
+): Promise<CopyReport | null> {
+  const budget = await copyBudget(deps.db, deps.config, tenantId);
+  try {
+    const r = await bucket.copy(from, { workspaceId, generation: 1 }, budget.bytes);
+    return r && { bytes: r.bytes, entries: r.entries, skipped: [], skippedTotal: 0 };
+  } catch (err) {
+    throw err instanceof BucketCopyOverBudget ? budget.overBudget() : err;
   }
 }
 

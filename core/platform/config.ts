@@ -264,6 +264,13 @@ export const EnvSchema = z.object({
   S3_SECRET_ACCESS_KEY: z.string().optional(),
   /** Path-style URLs (`endpoint/bucket/key`), which SeaweedFS and most S3 servers other than AWS's need. */
   S3_FORCE_PATH_STYLE: bool.default(false),
+  /**
+   * The sweeper's GC of the workspace bucket (WORKSPACE_STORE=s3): blobs and manifest versions younger than this are
+   * never deleted, so a save between its blob uploads and its manifest is never robbed of a blob (docs/workspace.md).
+   */
+  S3_GC_GRACE_MS: z.coerce.number().int().min(60_000).default(3_600_000),
+  /** Manifest versions kept per workspace besides the latest (older ones past the grace period are deleted). */
+  S3_KEEP_VERSIONS: z.coerce.number().int().min(0).max(1000).default(3),
   /** Isolation of shell commands (namespaces, Landlock, own uid, seccomp, limits). `off` runs them unconfined (logged loudly). */
   SHELL_ISOLATION: z.enum(['on', 'off']).default('on'),
   /** What shell commands reach: `stub` = the agent stub's unix socket, mounted into the sandbox (the CLI works); `none` = nothing. */
