@@ -52,7 +52,7 @@ export async function validateSoul(deps: SoulValidationDeps, input: SoulValidati
   const parsed = parseSoul(input.soul);
   if (!parsed.soul) return parsed.issues;
   const [db, backend] = await Promise.all([
-    soulDbIssues(deps.db, input.tenantId, parsed.soul),
+    soulDbIssues(deps.db, input.tenantId, parsed.soul, { atSave: !input.stored }),
     deps.backend ? backendIssues(deps, parsed.soul, input) : Promise.resolve([]),
   ]);
   return [...(input.stored ? [] : imageUploadIssues(input.soul, parsed.soul)), ...db, ...backend];
@@ -70,10 +70,13 @@ export function parseSoul(raw: unknown): { soul: AgentSoulConfig; issues: [] } |
   return { soul: null, issues: r.error.issues.map((i) => zodIssue(i, raw)) };
 }
 
-/** The checks that need the database (the model and its credentials, datasets, tool providers), side by side. */
-export async function soulDbIssues(db: Db, tenantId: string, soul: AgentSoulConfig): Promise<SoulIssue[]> {
+/**
+ * The checks that need the database (the model and its credentials, datasets, tool providers), side by side.
+ * `atSave`: the save-time model checks too (core/domain/llm/model-check.ts settingIssues).
+ */
+export async function soulDbIssues(db: Db, tenantId: string, soul: AgentSoulConfig, opts: { atSave?: boolean } = {}): Promise<SoulIssue[]> {
   const [model, knowledge, tools] = await Promise.all([
-    modelIssues(db, tenantId, soul),
+    modelIssues(db, tenantId, soul, undefined, opts),
     checkKnowledgeConfig(db, tenantId, soul),
     checkToolRefs(db, tenantId, soul),
   ]);

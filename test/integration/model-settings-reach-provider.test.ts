@@ -199,4 +199,27 @@ describe('a setting the provider would drop is refused at save, next to its fiel
       (await app.save({ provider: 'anthropic', model: 'claude-3-5-haiku-20241022', model_settings: { temperature: 0.3 } })).status,
     ).toBe(200);
   });
+
+  it('a reasoning setting the model does not declare: a thinking budget on o3, a reasoning effort on Claude, each a 400 naming it', async () => {
+    const listed = async (provider: string, model: string) =>
+      ((await api('GET', `/model-providers/${provider}/models`)).body.data as Json[]).find((m) => m.model === model).parameters;
+    expect((await listed('openai', 'o3')).thinking_budget).toBeNull();
+    expect((await listed('anthropic', 'claude-sonnet-4-20250514')).reasoning_effort).toBeNull();
+    const app = await appWith('Reasoning settings');
+    const budget = await app.save({ provider: 'openai', model: 'o3', model_settings: { thinking_budget: 2048 } });
+    expect(budget.status).toBe(400);
+    expect(budget.body.code).toBe('invalid_agent_config');
+    expect(budget.body.issues).toEqual([
+      { path: 'model.model_settings.thinking_budget', message: 'openai/o3 takes no thinking budget: set its reasoning effort instead' },
+    ]);
+    const effort = await app.save({
+      provider: 'anthropic',
+      model: 'claude-sonnet-4-20250514',
+      model_settings: { reasoning_effort: 'high' },
+    });
+    expect(effort.status).toBe(400);
+    expect(effort.body.issues.map((i: Json) => i.path)).toEqual(['model.model_settings.reasoning_effort']);
+    // The one each declares is saved.
+    expect((await app.save({ provider: 'openai', model: 'o3', model_settings: { reasoning_effort: 'high' } })).status).toBe(200);
+  });
 });

@@ -6,12 +6,26 @@
 import { describe, expect, it } from 'vitest';
 import { modelView } from '../../api/console/model-providers.js';
 import { BUILTIN_CATALOGUE } from '../../core/domain/llm/catalogue/index.js';
+import { settingIssues } from '../../core/domain/llm/model-check.js';
 import { modelInfoOf } from '../../core/domain/llm/provider.js';
+import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 
-const view = (provider: string, model: string) => {
+const info = (provider: string, model: string) => {
   const entry = BUILTIN_CATALOGUE.find(provider, model);
   if (!entry) throw new Error(`${provider}/${model} is not in the catalogue`);
-  return modelView(provider, modelInfoOf(entry));
+  return modelInfoOf(entry);
+};
+const view = (provider: string, model: string) => modelView(provider, info(provider, model));
+
+/** The issues of a save of `settings` on a catalogue model (no tools: the model's tool calls are not the point). */
+const saveIssues = (provider: string, model: string, settings: Record<string, unknown>, atSave = true) => {
+  const soul = AgentSoulConfig.parse({
+    ...demoSoulConfig(),
+    tools: { core: [], plugin: [] },
+    ask_human: { enabled: false },
+    model: { provider, model, model_settings: settings },
+  });
+  return settingIssues(provider, info(provider, model), soul, { atSave });
 };
 
 describe('the settings a catalogue model declares', () => {
@@ -60,5 +74,42 @@ describe('the settings a catalogue model declares', () => {
 
   it('a Gemini reasoning model: a thinking budget from 1', () => {
     expect(view('google', 'gemini-2.5-flash').parameters.thinking_budget).toEqual({ min: 1, max: 65_535 });
+  });
+});
+
+describe('a save holds the reasoning settings to what the model declares', () => {
+  it('a thinking budget on a reasoning model whose provider takes a reasoning effort (OpenAI o3): refused, naming the field', () => {
+    expect(view('openai', 'o3').parameters.thinking_budget).toBeNull();
+    expect(saveIssues('openai', 'o3', { thinking_budget: 2048 })).toEqual([
+      {
+        path: ['model', 'model_settings', 'thinking_budget'],
+        message: 'openai/o3 takes no thinking budget: set its reasoning effort instead',
+      },
+    ]);
+    expect(saveIssues('openai', 'o3', { reasoning_effort: 'high' })).toEqual([]);
+    // A stored config checked before a turn keeps running (it did before; the provider drops the setting).
+    expect(saveIssues('openai', 'o3', { thinking_budget: 2048 }, false)).toEqual([]);
+  });
+
+  it('a reasoning effort on a model that takes a thinking budget (Claude, Gemini): refused, naming the field', () => {
+    for (const [provider, model] of [
+      ['anthropic', 'claude-sonnet-4-20250514'],
+      ['google', 'gemini-2.5-flash'],
+    ] as const) {
+      expect(view(provider, model).parameters.reasoning_effort).toBeNull();
+      expect(saveIssues(provider, model, { reasoning_effort: 'low' })).toEqual([
+        {
+          path: ['model', 'model_settings', 'reasoning_effort'],
+          message: `${provider}/${model} takes no reasoning effort: set its thinking budget instead`,
+        },
+      ]);
+      expect(saveIssues(provider, model, { thinking_budget: 2048 })).toEqual([]);
+    }
+  });
+
+  it('neither on an Ollama reasoning model (its request carries only `think`)', () => {
+    const issues = saveIssues('ollama', 'deepseek-r1', { thinking_budget: 2048, reasoning_effort: 'medium' });
+    expect(issues.map((i) => i.path.at(-1))).toEqual(['thinking_budget', 'reasoning_effort']);
+    expect(issues[0]!.message).toBe('ollama/deepseek-r1 takes no thinking budget');
   });
 });

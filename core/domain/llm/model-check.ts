@@ -76,8 +76,11 @@ export function modelParameters(provider: string, model: ModelInfo) {
   };
 }
 
-/** The bounds a model's settings must keep. */
-export function settingIssues(provider: string, model: ModelInfo, soul: AgentSoulConfig): SoulIssue[] {
+/**
+ * The bounds a model's settings must keep. `atSave`: the config is being saved (not a stored one checked before a
+ * turn or at publish), and what the user asked for is held to what the model declares (`modelParameters`) too.
+ */
+export function settingIssues(provider: string, model: ModelInfo, soul: AgentSoulConfig, opts: { atSave?: boolean } = {}): SoulIssue[] {
   const issues: SoulIssue[] = [];
   const s = soul.model.model_settings;
   const entry = model.entry;
@@ -108,12 +111,21 @@ export function settingIssues(provider: string, model: ModelInfo, soul: AgentSou
     const v = s[k];
     if (v !== undefined && (typeof v !== 'number' || v < -2 || v > 2)) at(k, 'must be a number from -2 to 2');
   }
-  // Reasoning settings: only a reasoning model takes them (otherwise they would be dropped without a word).
+  // Reasoning settings: only a reasoning model takes them (otherwise they would be dropped without a word), and only
+  // the one its provider's request carries: a thinking budget on OpenAI's o3 or a reasoning effort on Claude never
+  // reached the model. That part is a save-time refusal only: a stored config holding one ran before (the setting
+  // dropped) and keeps running rather than failing its turns after an upgrade.
   const reasoning = entry?.reasoning ?? false;
+  const declared = modelParameters(provider, model);
   if (s.thinking_budget !== undefined) {
     const b = s.thinking_budget;
     if (typeof b !== 'number' || !Number.isInteger(b) || b < 1) at('thinking_budget', 'must be a positive integer');
     else if (!reasoning) at('thinking_budget', `${provider}/${model.model} is not a reasoning model: it takes no thinking budget`);
+    else if (opts.atSave && declared.thinking_budget === null)
+      at(
+        'thinking_budget',
+        `${provider}/${model.model} takes no thinking budget${declared.reasoning_effort ? ': set its reasoning effort instead' : ''}`,
+      );
     else if ((provider === 'anthropic' || provider === 'bedrock') && b < 1024)
       at('thinking_budget', `${provider} needs a thinking budget of at least 1024 tokens`);
     else if (maxOutput !== undefined && b >= maxOutput)
@@ -127,6 +139,11 @@ export function settingIssues(provider: string, model: ModelInfo, soul: AgentSou
     if (!['minimal', 'low', 'medium', 'high'].includes(String(s.reasoning_effort)))
       at('reasoning_effort', 'must be one of minimal, low, medium, high');
     else if (!reasoning) at('reasoning_effort', `${provider}/${model.model} is not a reasoning model: it takes no reasoning effort`);
+    else if (opts.atSave && declared.reasoning_effort === null)
+      at(
+        'reasoning_effort',
+        `${provider}/${model.model} takes no reasoning effort${declared.thinking_budget ? ': set its thinking budget instead' : ''}`,
+      );
   }
   if (soul.model.context_window !== undefined && soul.model.context_window > model.context_window) {
     issues.push({
@@ -149,6 +166,7 @@ export async function modelIssues(
   tenantId: string,
   soul: AgentSoulConfig,
   registry: ProviderRegistry | null = activeProviders(),
+  opts: { atSave?: boolean } = {},
 ): Promise<SoulIssue[]> {
   if (!registry) return [];
   const { provider: name, model: modelName } = soul.model;
@@ -196,7 +214,7 @@ export async function modelIssues(
       message: `'${name}' has no credentials for this workspace and is not hosted by this deployment: add credentials (console /model-providers)`,
     });
   }
-  return [...issues, ...settingIssues(name, model, soul)];
+  return [...issues, ...settingIssues(name, model, soul, opts)];
 }
 
 /**
