@@ -1,5 +1,5 @@
 /** One error shape for every client mistake: `{code, message, status}` (Dify's), never a stack trace. */
-import type { ErrorCode } from '../core/protocol/error-codes.js';
+import { CodedError, type ErrorCode } from '../core/protocol/error-codes.js';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
 import { isDependencyUnavailable } from '../core/platform/dependency-errors.js';
@@ -43,6 +43,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     let e: HttpError;
     if (err instanceof HttpError) e = err;
+    // A refusal from below the api (core/domain/): the registry gave its status.
+    else if (err instanceof CodedError) e = new HttpError(err.status, err.code, err.message, err.extra);
     // The JSON edge guard (core/platform/json-guard.ts): too deep, NUL, a lone surrogate — the message names the field.
     else if (err instanceof JsonGuardError) e = new HttpError(400, 'invalid_param', err.message);
     else if (err && typeof err === 'object' && 'type' in err && (err as { type: string }).type === 'entity.too.large')

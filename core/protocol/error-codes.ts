@@ -1,7 +1,7 @@
 /**
  * Every error code this project answers, in one place (issue 32 item 5): the `code` of an HTTP error body
  * `{code, message, status}`, of a turn's `error` event, and of an agent run's failure (`error_type`/`reason`).
- * `HttpError`, `turnFailure`, `KnowledgeError` and the backend's errors take an `ErrorCode`, so an unknown string
+ * `HttpError`, `CodedError`, `turnFailure`, `KnowledgeError` and the backend's errors take an `ErrorCode`, so an unknown string
  * does not typecheck. docs/PROTOCOL.md's error tables (`npm run docs:errors`) and the OpenAPI error `code` enum are
  * generated from this list; test/unit/error-codes.test.ts fails when they, or the code, drift from it.
  *
@@ -481,4 +481,28 @@ export const ERROR_CODE_LIST = Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorC
 
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
+}
+
+/** The codes answered with one HTTP status only: a `CodedError` of one needs no status of its own. */
+export type SingleStatusCode = {
+  [K in ErrorCode]: (typeof ERROR_CODES)[K]['status'] extends readonly [number] ? K : never;
+}[ErrorCode];
+
+/**
+ * A refusal with a registry code, thrown below the api (core/domain/) where no HTTP is known: its status is the
+ * code's own, so the code and the status cannot disagree. The api's error handler renders it as `{code, message,
+ * status, ...extra}`, as it does `HttpError` (which takes its status by hand and retires over time).
+ */
+export class CodedError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: SingleStatusCode,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'CodedError';
+    this.status = ERROR_CODES[code].status[0];
+  }
 }
