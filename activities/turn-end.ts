@@ -36,7 +36,10 @@ export function createFailTurn({ db }: ActivityDeps) {
 export function createReleaseTurn({ db }: ActivityDeps) {
   /** Frees the conversation for its next turn (only if this message still holds it). */
   return async function releaseTurn(input: { conversationId: string; messageId: string }): Promise<void> {
-    await releaseTurnLock(db, input.conversationId, input.messageId);
+    // In a transaction of its own: releaseTurnLock's `select … for update` must hold the row until its update runs. On
+    // the bare client each statement commits alone, so the lock ended with the select and the update's snapshot (taken
+    // while it waited for a follow-up's queueing transaction) missed that queued message and freed the conversation.
+    await db.$transaction((tx) => releaseTurnLock(tx, input.conversationId, input.messageId));
   };
 }
 

@@ -10,12 +10,17 @@
  * (b) a turn's release racing a follow-up being queued: the release blocks on the conversation row the enqueue holds;
  *     it must hand the lock to that queued message once it commits (not free it: a `reject` request would then take
  *     the lock ahead of the queue).
+ * (c) the releaseTurn activity (a failed, stopped or old-shape turn's end) racing a follow-up that takes the row right
+ *     after the release's own row lock: the lock and the update must be one transaction, or the update's snapshot
+ *     misses the queued message and frees the conversation with a message still queued.
  */
 import crypto from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConversationQueueActivities } from '../../activities/conversation-queue.js';
+import type { ActivityDeps } from '../../activities/deps.js';
+import { createReleaseTurn } from '../../activities/turn-end.js';
 import { releaseTurnLock, takeTurnLock } from '../../core/domain/turn/turn-lock.js';
 import { queueBehindTurn, wakeConversationQueue } from '../../api/turns/multitask.js';
 import { createLogger } from '../../core/platform/logger.js';
@@ -158,21 +163,8 @@ describe('conversation queue races', () => {
          where datname = current_database() and wait_event_type = 'Lock' and query ilike '%conversations%'`;
       return w!.n > 0;
     });
-    console.log(
-      'DEBUG waiting',
-      await stack.db
-        .$queryRaw`select pid, wait_event_type, wait_event, left(query, 120) as q from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
-    );
     commit();
     await enqueue;
-    console.log(
-      'DEBUG conv',
-      await stack.db.conversation.findUniqueOrThrow({ where: { id: conversationId }, select: { active_message_id: true } }),
-      'a',
-      a,
-      'b',
-      b,
-    );
     expect(await release).toBe(true);
     // Handed to the queued message, not freed: a plain (reject) request finds the conversation busy.
     expect((await stack.db.conversation.findUniqueOrThrow({ where: { id: conversationId } })).active_message_id).toBe(b);
@@ -180,4 +172,91 @@ describe('conversation queue races', () => {
     // Tidy: the queued message ends as a stop would (no coordinator was woken for it).
     expect(await (await stop(b, user)).json()).toEqual({ result: 'success' });
   }, 120_000);
+
+  it('(c) the releaseTurn activity racing a follow-up that takes the row after its lock: the queued message gets the lock', async () => {
+    const user = 'ciaran';
+    const releaseTurn = createReleaseTurn({ db: stack.db, config: stack.config, logger } as unknown as ActivityDeps);
+    const first = await chat(stack.apiUrl, key, { query: 'Hello.', user });
+    const conversationId = first.frames.at(-1)!.data.conversation_id as string;
+    let a = first.frames.at(-1)!.data.message_id as string;
+    const conv = await stack.db.conversation.findUniqueOrThrow({ where: { id: conversationId } });
+    const lockWaiters = async () => {
+      const [w] = await stack.db.$queryRaw<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity
+         where datname = current_database() and wait_event_type = 'Lock' and query ilike '%conversations%'`;
+      return w!.n;
+    };
+    // The interleaving depends on which waiter PostgreSQL wakes first; three rounds make the old code's loss (a free
+    // conversation with a message queued) show in practically every run, and each round's outcome is checked whole.
+    for (let round = 0; round < 3; round++) {
+      await stack.db.conversation.update({ where: { id: conversationId }, data: { active_message_id: a } });
+      // A third party holds the conversation row, so the release and then the enqueue queue up behind it.
+      let unhold!: () => void;
+      const held = new Promise<void>((r) => (unhold = r));
+      let holding!: () => void;
+      const isHeld = new Promise<void>((r) => (holding = r));
+      const holder = stack.db.$transaction(
+        async (tx) => {
+          await tx.$queryRaw`select 1 from conversations where id = ${conversationId}::uuid for update`;
+          holding();
+          await held;
+        },
+        { timeout: 60_000 },
+      );
+      await isHeld;
+      let released = false;
+      const release = releaseTurn({ conversationId, messageId: a }).then(() => (released = true));
+      await until('the release to wait on the row', async () => (await lockWaiters()) === 1);
+      const b = crypto.randomUUID();
+      let commit!: () => void;
+      const gate = new Promise<void>((r) => (commit = r));
+      let decided!: (kind: string) => void;
+      const decision = new Promise<string>((r) => (decided = r));
+      const enqueue = stack.db.$transaction(
+        async (tx) => {
+          const d = await queueBehindTurn(tx, {
+            appId: conv.app_id,
+            tenantId: conv.tenant_id,
+            conversationId,
+            messageId: b,
+            workflowId: workflowIdForMessage(b),
+            owner: { end_user_id: conv.end_user_id! },
+            invokeFrom: 'service-api',
+            query: `queued while A's release runs (round ${round})`,
+            inputs: {},
+            files: [],
+            metadata: {},
+            strategy: 'enqueue',
+            limit: 10,
+          });
+          decided(d.kind);
+          await gate;
+        },
+        { timeout: 60_000 },
+      );
+      await until('the enqueue to wait behind the release', async () => (await lockWaiters()) === 2);
+      unhold();
+      await holder;
+      const kind = await decision;
+      // The enqueue holds its transaction open: whatever of the release still runs waits on it, or is done.
+      await until('the release to be done or waiting on the enqueue', async () => released || (await lockWaiters()) === 1);
+      commit();
+      await enqueue;
+      await release;
+      const after = await stack.db.conversation.findUniqueOrThrow({ where: { id: conversationId } });
+      const queuedLeft = await stack.db.message.count({ where: { conversation_id: conversationId, status: 'queued' } });
+      // Either order ends with B holding the conversation: queued and handed over, or the lock taken outright.
+      expect({ round, kind, active: after.active_message_id, queuedLeft }).toEqual({
+        round,
+        kind,
+        active: b,
+        queuedLeft: kind === 'queued' ? 1 : 0,
+      });
+      expect(['queued', 'lock_taken']).toContain(kind);
+      expect(await takeTurnLock(stack.db, conversationId, crypto.randomUUID())).toBe(false);
+      // Tidy for the next round: B ends (no coordinator was woken for it) and becomes the turn that releases next.
+      await stack.db.message.updateMany({ where: { id: b, status: 'queued' }, data: { status: 'stopped' } });
+      a = b;
+    }
+  }, 180_000);
 });
