@@ -29,7 +29,7 @@ export const EnvSchema = z.object({
   /** The password of DATABASE_URL's user, kept out of the URL (a Secret's file: DATABASE_PASSWORD_FILE; the Helm
    * chart, docs/deploying.md): put into the URL percent-encoded, and wins over a password the URL holds. */
   DATABASE_PASSWORD: z.string().optional(),
-  /** The turn's hot reads (core/platform/hot-sql.ts) as named prepared statements, parsed once per connection.
+  /** The turn's hot reads and the streams' event reads (core/platform/hot-sql.ts) as named prepared statements, parsed once per connection.
    * `false` behind PgBouncer in transaction mode (a prepared statement lives on one server connection; the next
    * transaction may get another): the same statements go unnamed, parsed each time. */
   HOT_SQL_PREPARED: bool.default(true),

@@ -8,6 +8,8 @@
  * until it is listed) and test/unit/prepare-turn.test.ts compares, row for row, with what Prisma reads.
  * HOT_SQL_PREPARED=false (createDb `preparedStatements`) sends the same text unnamed — parsed on every call, as
  * PgBouncer in transaction mode needs (docs/configuration.md).
+ * The api's SSE readers (core/protocol/event-log.ts `followEvents`) read here too: every wake-up of every stream is a
+ * read, the most frequent statement a turn makes.
  */
 import type {
   Agent,
@@ -102,6 +104,34 @@ const TURN_CONTEXT = {
 
 type Json = Record<string, unknown>;
 
+/** A stored client event as the stream writes it (message_events: seq, event, data). */
+export interface EventRow {
+  seq: number;
+  event: string;
+  data: unknown;
+}
+
+/**
+ * A stream's read after its cursor: the next events in seq order, and — only when there are none — the seq of the
+ * message's last terminal event, so a reader at or past the end knows it in the same round trip (and the same
+ * snapshot) instead of a second statement. `$4`: the terminal event names (core/protocol/client-events.ts).
+ */
+const EVENTS_AFTER = {
+  name: 'hot_events_after_v1',
+  text: `
+    with batch as (
+      select seq, event, data from message_events
+       where message_id = $1::uuid and seq > $2::int
+       order by seq limit $3::int
+    )
+    select seq, event, data, null::int as terminal_seq from batch
+    union all
+    select null, null, null,
+           (select t.seq from message_events t
+             where t.message_id = $1::uuid and t.event = any($4::text[]) order by t.seq desc limit 1)
+     where not exists (select 1 from batch)`,
+};
+
 /** Runs a hot statement on the client's pool: named (prepared once per connection) unless the client says not to. */
 async function hotQuery<R extends pg.QueryResultRow>(db: Db, q: { name: string; text: string }, values: unknown[]) {
   const { pool, prepared } = poolOf(db);
@@ -138,4 +168,29 @@ export async function readTurnContextRow(db: Db, messageId: string): Promise<Tur
     app: r.app ? decodeRow<App>('App', r.app) : null,
     conversationBinding: binding,
   };
+}
+
+/** The events of a message after `afterSeq` (at most `limit`); `terminalSeq` is read only when there are none. */
+export async function readEventsAfter(
+  db: Db,
+  messageId: string,
+  afterSeq: number,
+  limit: number,
+  terminalEvents: readonly string[],
+): Promise<{ events: EventRow[]; terminalSeq: number | null }> {
+  const res = await hotQuery<{ seq: number | null; event: string | null; data: unknown; terminal_seq: number | null }>(db, EVENTS_AFTER, [
+    messageId,
+    afterSeq,
+    limit,
+    terminalEvents,
+  ]);
+  const events: EventRow[] = [];
+  let terminalSeq: number | null = null;
+  for (const r of res.rows) {
+    if (r.seq === null) terminalSeq = r.terminal_seq;
+    else events.push({ seq: r.seq, event: r.event!, data: r.data });
+  }
+  // UNION ALL promises no order across its arms; within the batch it is the read's (seq), kept by sorting.
+  events.sort((a, b) => a.seq - b.seq);
+  return { events, terminalSeq };
 }

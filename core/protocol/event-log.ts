@@ -10,6 +10,7 @@
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
 import type { Db } from '../platform/db.js';
+import { readEventsAfter } from '../platform/hot-sql.js';
 import { isDependencyUnavailable } from '../platform/dependency-errors.js';
 import { storableJson, storableText } from '../platform/storable-text.js';
 import { isTerminalClientEvent, TERMINAL_CLIENT_EVENTS, type NewClientEvent, type StoredClientEvent } from './client-events.js';
@@ -126,24 +127,18 @@ export async function commitAnswerTexts(db: Tx, entries: AnswerTextCommit[]): Pr
   return entries.map((e) => applied.has(e.messageId.toLowerCase()));
 }
 
-export async function readEvents(db: Db, messageId: string, afterSeq: number, limit = 500): Promise<StoredClientEvent[]> {
-  const rows = await db.messageEvent.findMany({
-    where: { message_id: messageId, seq: { gt: afterSeq } },
-    orderBy: { seq: 'asc' },
-    take: limit,
-    select: { seq: true, event: true, data: true },
-  });
+/**
+ * A stream's read (`followEvents`): the events after `afterSeq` and, when there are none, the seq of the last terminal
+ * event — one prepared statement on the pool (core/platform/hot-sql.ts), where Prisma sent two per empty wake-up.
+ */
+async function readBatch(db: Db, messageId: string, afterSeq: number, limit = 500) {
+  const r = await readEventsAfter(db, messageId, afterSeq, limit, [...TERMINAL_CLIENT_EVENTS]);
   // Rows were written from NewClientEvent values only (appendEvents/commitAnswerText): the stored shape is trusted.
-  return rows.map((r) => ({ seq: r.seq, event: r.event, data: r.data }) as StoredClientEvent);
+  return { events: r.events as StoredClientEvent[], terminalSeq: r.terminalSeq };
 }
 
-async function lastTerminalSeq(db: Db, messageId: string): Promise<number | null> {
-  const row = await db.messageEvent.findFirst({
-    where: { message_id: messageId, event: { in: [...TERMINAL_CLIENT_EVENTS] } },
-    orderBy: { seq: 'desc' },
-    select: { seq: true },
-  });
-  return row?.seq ?? null;
+export async function readEvents(db: Db, messageId: string, afterSeq: number, limit = 500): Promise<StoredClientEvent[]> {
+  return (await readBatch(db, messageId, afterSeq, limit)).events;
 }
 
 /**
@@ -303,21 +298,21 @@ export async function* followEvents(
   try {
     while (!signal.aborted) {
       pending = false;
-      const batch = await waitingOutDbOutage(() => readEvents(db, messageId, last), signal);
-      if (batch === undefined) return;
+      const read = await waitingOutDbOutage(() => readBatch(db, messageId, last), signal);
+      if (read === undefined) return;
+      const batch = read.events;
       for (const e of batch) {
         last = e.seq;
         yield e;
         if (isTerminalClientEvent(e.event)) return;
       }
       if (batch.length === 500 || pending) continue;
-      // Nothing after the cursor: if the turn already ended at or before it (a re-attach at or past its end),
-      // close now. A terminal committed after our read is past the cursor: loop and read it.
-      if (batch.length === 0) {
-        const terminalSeq = await waitingOutDbOutage(() => lastTerminalSeq(db, messageId), signal);
-        if (terminalSeq === undefined) return;
-        if (terminalSeq !== null && terminalSeq <= last) return;
-        if (terminalSeq !== null) continue;
+      // Nothing after the cursor: if the turn already ended at or before it (a re-attach at or past its end), close
+      // now. The terminal seq comes from the same read (same snapshot), so a terminal past the cursor would have been
+      // in the batch; should one ever be reported past it, loop and read it.
+      if (batch.length === 0 && read.terminalSeq !== null) {
+        if (read.terminalSeq <= last) return;
+        continue;
       }
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, pollMs);

@@ -1,22 +1,35 @@
 /**
  * The client event log's append on real PostgreSQL: dense per-message seq across batches and concurrent
- * writers, order kept within a batch, duplicates (by source key) skipped without consuming a seq.
+ * writers, order kept within a batch, duplicates (by source key) skipped without consuming a seq. And its read by the
+ * api's streams (one prepared statement per wake-up, core/platform/hot-sql.ts): the rows Prisma reads.
  */
 import crypto from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../core/platform/db.js';
-import { appendEvents, commitAnswerText, commitAnswerTexts, readEvents } from '../../core/protocol/event-log.js';
-import type { NewClientEvent, StoredClientEvent } from '../../core/protocol/client-events.js';
+import {
+  appendEvents,
+  commitAnswerText,
+  commitAnswerTexts,
+  EventNotifier,
+  followEvents,
+  readEvents,
+} from '../../core/protocol/event-log.js';
+import { TERMINAL_CLIENT_EVENTS, type NewClientEvent, type StoredClientEvent } from '../../core/protocol/client-events.js';
+import { poolOf } from '../../core/platform/db.js';
+import { readEventsAfter } from '../../core/platform/hot-sql.js';
+import { countingDb } from '../support/statements.js';
 import { ensureDemoData, type DemoData } from '../../core/domain/seed.js';
 import { freshDatabase } from '../support/db.js';
 
 let db: Db;
+let dbUrl: string;
 let demo: DemoData;
 
 beforeAll(async () => {
-  db = createDb(await freshDatabase('event_log'), { max: 10 });
+  dbUrl = await freshDatabase('event_log');
+  db = createDb(dbUrl, { max: 10 });
   demo = await ensureDemoData(db, { dataDir: path.join(os.tmpdir(), `event-log-${process.pid}`) });
 });
 afterAll(async () => {
@@ -188,5 +201,108 @@ describe('appendEvents', () => {
     expect((await readEvents(db, three, 0)).map(answerOf)).toEqual(['\ufffdf']);
     expect((await db.message.findUniqueOrThrow({ where: { id: two } })).answer).toBe('c\ufffdd \ufffde');
     expect((await db.message.findUniqueOrThrow({ where: { id: three } })).answer).toBe('\ufffdf');
+  });
+});
+
+describe("the stream's read (followEvents, one prepared statement per wake-up)", () => {
+  const TERMINAL = [...TERMINAL_CLIENT_EVENTS];
+  /** The read as it was on the ORM: the rows after the cursor, then (for an empty read) the last terminal's seq. */
+  async function ormRead(id: string, afterSeq: number, limit: number) {
+    const events = (
+      await db.messageEvent.findMany({
+        where: { message_id: id, seq: { gt: afterSeq } },
+        orderBy: { seq: 'asc' },
+        take: limit,
+        select: { seq: true, event: true, data: true },
+      })
+    ).map((r) => ({ seq: r.seq, event: r.event, data: r.data }));
+    const terminal = await db.messageEvent.findFirst({
+      where: { message_id: id, event: { in: TERMINAL } },
+      orderBy: { seq: 'desc' },
+      select: { seq: true },
+    });
+    return { events, terminalSeq: events.length === 0 ? (terminal?.seq ?? null) : null };
+  }
+
+  it('reads the events after a cursor as Prisma reads them, and the last terminal seq only when none follow', async () => {
+    const [ended, open] = [await newMessage(), await newMessage()];
+    const nested = { ...base, event: 'agent_thought', id: 't1', thought: 'x', tool_input: '{"a":[1,2.5,null]}', observation: '' };
+    await db.$transaction((tx) =>
+      appendEvents(tx, ended, [
+        ev('z'),
+        { event: 'agent_thought', sourceKey: 'thought', data: { ...nested, position: 1 } as never },
+        { event: 'agent_message', sourceKey: 'emoji', data: { ...base, event: 'agent_message', id: 'm', answer: 'é😀 "quoted" \\ \n' } },
+        ev('a'),
+        {
+          event: 'message_end',
+          sourceKey: 'terminal:message_end',
+          data: { ...base, event: 'message_end', id: 'e', metadata: { n: 1 } } as never,
+        },
+      ]),
+    );
+    await db.$transaction((tx) => appendEvents(tx, open, [ev('only')]));
+    let reads = 0;
+    for (const [id, last] of [
+      [ended, 5],
+      [open, 1],
+    ] as const)
+      for (const afterSeq of [0, 1, 3, last - 1, last, last + 7])
+        for (const limit of [500, 2]) {
+          const hot = await readEventsAfter(db, id, afterSeq, limit, TERMINAL);
+          expect(hot, `${id === ended ? 'ended' : 'open'} after ${afterSeq} limit ${limit}`).toEqual(await ormRead(id, afterSeq, limit));
+          reads += 1;
+        }
+    expect(reads).toBe(24);
+    // What the reads found, spelt out (so that the comparison above is not of two empty reads).
+    expect((await readEventsAfter(db, ended, 1, 2, TERMINAL)).events.map((e) => [e.seq, e.event])).toEqual([
+      [2, 'agent_thought'],
+      [3, 'agent_message'],
+    ]);
+    expect((await readEventsAfter(db, ended, 5, 500, TERMINAL)).terminalSeq).toBe(5);
+    expect((await readEventsAfter(db, open, 1, 500, TERMINAL)).terminalSeq).toBeNull();
+  });
+
+  it('a stream re-attached at its end is one statement, a live one wakes with one statement a read', async () => {
+    const id = await newMessage();
+    await db.$transaction((tx) =>
+      appendEvents(tx, id, [
+        ev('a'),
+        { event: 'message_end', sourceKey: 'terminal:message_end', data: { ...base, event: 'message_end', id: 'e' } as never },
+      ]),
+    );
+    const counted = countingDb(dbUrl, { max: 1 });
+    const notifier = new EventNotifier(dbUrl); // not started: these readers need no notification
+    try {
+      const follow = async (afterSeq: number) => {
+        const out: number[] = [];
+        for await (const e of followEvents(counted.db, notifier, id, afterSeq, new AbortController().signal)) out.push(e.seq);
+        return out;
+      };
+      let seen: number[] = [];
+      // The ORM read sent two (the empty batch, then the terminal's seq).
+      expect(await counted.count(async () => (seen = await follow(2)))).toBe(1);
+      expect(seen).toEqual([]);
+      expect(await counted.count(async () => (seen = await follow(0)))).toBe(1);
+      expect(seen).toEqual([1, 2]);
+    } finally {
+      await counted.db.$disconnect();
+    }
+  });
+
+  it('prepares its statement once per connection, or sends it unnamed with preparedStatements off (HOT_SQL_PREPARED=false)', async () => {
+    const id = await newMessage();
+    await db.$transaction((tx) => appendEvents(tx, id, [ev('a'), ev('b')]));
+    for (const preparedStatements of [true, false]) {
+      // One connection, so the session that ran the reads is the one asked.
+      const one = createDb(dbUrl, { max: 1, preparedStatements });
+      try {
+        expect((await readEvents(one, id, 0)).map(answerOf)).toEqual(['a#0', 'b#0']);
+        expect((await readEvents(one, id, 1)).map(answerOf)).toEqual(['b#0']);
+        const names = await poolOf(one).pool.query<{ name: string }>('select name from pg_prepared_statements order by name');
+        expect(names.rows.map((r) => r.name)).toEqual(preparedStatements ? ['hot_events_after_v1'] : []);
+      } finally {
+        await one.$disconnect();
+      }
+    }
   });
 });
