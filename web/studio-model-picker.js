@@ -2,7 +2,8 @@
 // (GET /model-providers, GET /model-providers/{p}/models) instead of typed, and the model's settings fields follow
 // what the chosen model declares (its `parameters`): no temperature on a model that takes none, a thinking budget only
 // on a reasoning model whose provider takes one (from 1024 on Anthropic), a reasoning effort only on one that takes
-// that, max tokens bounded by the model's max output. A provider the workspace cannot use yet (no credentials of its
+// that, max tokens bounded by the model's max output, temperature and top P disabled while a thinking budget is filled
+// where the provider drops them then. A provider the workspace cannot use yet (no credentials of its
 // own, not hosted by the deployment) is listed as "add credentials", and picking it offers the Models screen's
 // credential form for it. studio.js fills it from the draft (showModel) and reads it back (pickedModel, takesSetting).
 
@@ -25,10 +26,36 @@ export function pickedModel() {
   return { provider: $('f-provider').value, model: $('f-model').value };
 }
 
-/** Whether the picked model takes `key` (a `model_settings` key); true when the catalogue does not know it. */
+/**
+ * Whether the picked model takes `key` (a `model_settings` key) as the form stands; true when the catalogue does not
+ * know it. Not while a thinking budget is filled, for what the model's provider drops then (its `excludes`).
+ */
 export function takesSetting(key) {
   const m = current();
-  return !m?.parameters || m.parameters[key] !== null;
+  if (!m?.parameters) return true;
+  return m.parameters[key] !== null && !excludedWhileThinking(m).includes(key);
+}
+
+/** The settings a filled thinking budget puts out of play on this model (anthropic, bedrock: temperature, top P). */
+function excludedWhileThinking(m = current()) {
+  const budget = m?.parameters?.thinking_budget;
+  return budget && $('f-thinking-budget').value !== '' ? (budget.excludes ?? []) : [];
+}
+
+const SAMPLING_INPUTS = { temperature: 'f-temperature', top_p: 'f-top-p' };
+
+/**
+ * Temperature and top P are disabled, with a note saying why, while a thinking budget is filled on a model whose
+ * provider drops them then: the user sees the rule as they type instead of meeting it as a refusal at Save. Their
+ * values stay in the fields (clearing the budget gives them back) but are not saved (takesSetting).
+ */
+function showSamplingWhileThinking() {
+  const out = excludedWhileThinking();
+  for (const [key, id] of Object.entries(SAMPLING_INPUTS)) $(id).disabled = out.includes(key);
+  const note = $('f-sampling-note');
+  note.hidden = out.length === 0;
+  const names = out.map((k) => (k === 'top_p' ? 'top P' : k)).join(' or ');
+  note.textContent = out.length ? `${$('f-provider').value} takes no ${names} while it thinks: clear the thinking budget to set them.` : '';
 }
 
 /** Fills the picker from a config's `model` ({provider, model}); the selects hold those values at once. */
@@ -101,6 +128,7 @@ function showSettings() {
   const was = effort.value;
   effort.replaceChildren(option('', '(the model’s default)'), ...efforts.map((e) => option(e, e)));
   effort.value = efforts.includes(was) ? was : '';
+  showSamplingWhileThinking();
   const info = $('f-model-info');
   if (!m) {
     info.textContent = $('f-model').value ? 'Not in the catalogue: its settings are not checked against it here.' : '';
@@ -122,6 +150,7 @@ function showSettings() {
 // Another provider: its first catalogue model.
 $('f-provider').addEventListener('change', () => void loadModels(undefined).catch((err) => say(err.message)));
 $('f-model').addEventListener('change', showSettings);
+$('f-thinking-budget').addEventListener('input', showSamplingWhileThinking);
 // To the Models screen, on this provider's credential form (studio-models.js focuses it once shown).
 $('f-add-credentials').addEventListener('click', () => {
   document.dispatchEvent(new CustomEvent('studio:add-credentials', { detail: $('f-add-credentials').dataset.provider }));

@@ -73,6 +73,13 @@ export const CatalogueModelView = z.object({
         .nullable()
         .describe('null: the provider’s API takes none (openai: the Responses API).'),
       thinking_budget: Range('thinking budget (below max output)')
+        .extend({
+          excludes: z
+            .array(z.enum(['temperature', 'top_p']))
+            .describe(
+              'The settings the model takes no more while a thinking budget is set (anthropic, bedrock: temperature and top P; the provider drops them): the studio disables them, a save with both is a 400.',
+            ),
+        })
         .nullable()
         .describe('A reasoning model of anthropic, bedrock or google; null: the model takes none.'),
       reasoning_effort: z

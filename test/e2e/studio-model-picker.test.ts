@@ -3,7 +3,8 @@
  * screenshot (test-results/screenshots): the agent form picks its provider and model from the catalogue (no free-text
  * boxes), its settings fields follow what the picked model declares (a thinking budget from 1024 on an Anthropic
  * reasoning model, a reasoning effort and no temperature on OpenAI's o3, neither on the demo model; max tokens bounded
- * by the model's max output), a setting the model does not take is not saved, and a provider without credentials is
+ * by the model's max output; temperature and top P disabled, with a note, while an Anthropic thinking budget is filled),
+ * a setting the model does not take is not saved, and a provider without credentials is
  * offered as "add credentials", leading to the Models screen's credential form for it.
  */
 import type { Browser } from 'playwright-core';
@@ -104,15 +105,27 @@ describe.runIf(chromiumPath)('issue 42: the agent form picks a catalogue model a
       await expect.poll(() => budgetError.count()).toBe(1);
       expect(await budgetError.textContent()).toContain('at least 1024');
       expect((await draftModel()).provider).toBe('demo');
+      // A temperature or top P while it thinks would be dropped from the request (the AI SDK does): once a budget is
+      // typed, both fields are disabled with a note saying why, and what they hold is not saved.
+      const disabled = () =>
+        page.evaluate(() => ['f-temperature', 'f-top-p'].map((id) => (document.getElementById(id) as HTMLInputElement).disabled));
+      const note = page.locator('#f-sampling-note');
+      expect(await disabled()).toEqual([true, true]);
+      expect(await note.isVisible()).toBe(true);
+      expect(await note.textContent()).toBe(
+        'anthropic takes no temperature or top P while it thinks: clear the thinking budget to set them.',
+      );
+      // Cleared, they come back with their value; typed again, they go.
+      await page.fill('#f-thinking-budget', '');
+      await expect.poll(disabled).toEqual([false, false]);
+      expect(await note.isVisible()).toBe(false);
+      expect(await page.inputValue('#f-temperature')).toBe('0.5');
       await page.fill('#f-thinking-budget', '2048');
+      await expect.poll(disabled).toEqual([true, true]);
       await page.fill('#f-max-tokens', '8000');
-      // A temperature while it thinks would be dropped from the request (the AI SDK does): refused next to its field.
-      await page.click('#save');
-      const temperatureError = page.locator('.field[data-path="model.model_settings.temperature"] .field-error');
-      await expect.poll(() => temperatureError.count()).toBe(1);
-      expect(await temperatureError.textContent()).toContain('while it thinks');
-      expect((await draftModel()).provider).toBe('demo');
-      await page.fill('#f-temperature', '');
+      expect(await axeViolations(page)).toEqual([]);
+      await page.locator('#f-provider').scrollIntoViewIfNeeded();
+      await screenshot(page, `studio-model-picker-thinking-${size.name}.png`, false);
       await page.click('#save');
       await expect.poll(status).toContain('Saved (DRAFT revision');
       expect(await draftModel()).toMatchObject({

@@ -200,6 +200,26 @@ describe('a setting the provider would drop is refused at save, next to its fiel
     ).toBe(200);
   });
 
+  it('a temperature or top P with a thinking budget on Anthropic (dropped while it thinks): declared, and a 400 naming each', async () => {
+    const listed = ((await api('GET', '/model-providers/anthropic/models')).body.data as Json[]).find(
+      (m) => m.model === 'claude-sonnet-4-20250514',
+    ).parameters;
+    expect(listed.thinking_budget.excludes).toEqual(['temperature', 'top_p']);
+    const app = await appWith('Sampling while thinking');
+    const saved = await app.save({
+      provider: 'anthropic',
+      model: 'claude-sonnet-4-20250514',
+      model_settings: { thinking_budget: 2048, temperature: 0.5 },
+    });
+    expect(saved.status).toBe(400);
+    expect(saved.body.issues).toEqual([
+      {
+        path: 'model.model_settings.temperature',
+        message: 'anthropic takes no temperature while it thinks: clear it or the thinking budget',
+      },
+    ]);
+  });
+
   it('a reasoning setting the model does not declare: a thinking budget on o3, a reasoning effort on Claude, each a 400 naming it', async () => {
     const listed = async (provider: string, model: string) =>
       ((await api('GET', `/model-providers/${provider}/models`)).body.data as Json[]).find((m) => m.model === model).parameters;

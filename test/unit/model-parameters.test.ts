@@ -67,13 +67,13 @@ describe('the settings a catalogue model declares', () => {
 
   it('an Anthropic reasoning model: a thinking budget from 1024 to below its max output, temperature up to 1', () => {
     const m = view('anthropic', 'claude-sonnet-4-20250514');
-    expect(m.parameters.thinking_budget).toEqual({ min: 1024, max: 63_999 });
+    expect(m.parameters.thinking_budget).toEqual({ min: 1024, max: 63_999, excludes: ['temperature', 'top_p'] });
     expect(m.parameters.reasoning_effort).toBeNull();
     expect(m.parameters.temperature).toEqual({ min: 0, max: 1 });
   });
 
   it('a Gemini reasoning model: a thinking budget from 1', () => {
-    expect(view('google', 'gemini-2.5-flash').parameters.thinking_budget).toEqual({ min: 1, max: 65_535 });
+    expect(view('google', 'gemini-2.5-flash').parameters.thinking_budget).toEqual({ min: 1, max: 65_535, excludes: [] });
   });
 });
 

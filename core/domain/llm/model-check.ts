@@ -70,7 +70,12 @@ export function modelParameters(provider: string, model: ModelInfo) {
     stop_sequences: NO_STOP_PROVIDERS.has(provider) ? null : { max: 8 },
     thinking_budget:
       reasoning && THINKING_BUDGET_PROVIDERS.has(provider)
-        ? { min: provider === 'anthropic' || provider === 'bedrock' ? 1024 : 1, max: maxOutput === null ? null : maxOutput - 1 }
+        ? {
+            min: provider === 'anthropic' || provider === 'bedrock' ? 1024 : 1,
+            max: maxOutput === null ? null : maxOutput - 1,
+            // The settings its requests drop while it thinks: the form disables them then, the save refuses them.
+            excludes: NO_SAMPLING_WHILE_THINKING.has(provider) ? ['temperature' as const, 'top_p' as const] : [],
+          }
         : null,
     reasoning_effort: reasoning && REASONING_EFFORT_PROVIDERS.has(provider) ? [...REASONING_EFFORTS] : null,
   };
@@ -130,8 +135,8 @@ export function settingIssues(provider: string, model: ModelInfo, soul: AgentSou
       at('thinking_budget', `${provider} needs a thinking budget of at least 1024 tokens`);
     else if (maxOutput !== undefined && b >= maxOutput)
       at('thinking_budget', `${b} is not below the ${maxOutput} output tokens ${provider}/${model.model} can produce`);
-    else if (NO_SAMPLING_WHILE_THINKING.has(provider))
-      for (const k of ['temperature', 'top_p'] as const)
+    else
+      for (const k of declared.thinking_budget?.excludes ?? [])
         if (s[k] !== undefined)
           at(k, `${provider} takes no ${k === 'top_p' ? 'top P' : k} while it thinks: clear it or the thinking budget`);
   }
