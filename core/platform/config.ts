@@ -255,7 +255,10 @@ export const EnvSchema = z.object({
   S3_ENDPOINT: z.string().url().optional(),
   /** The bucket the workspaces are saved in (it must exist); required with WORKSPACE_STORE=s3. */
   S3_BUCKET: z.string().min(3).max(63).optional(),
-  /** Key prefix of every object the workspace store writes (`<prefix><workspace id>/...`). */
+  /**
+   * Key prefix of every object the workspace store writes (`<prefix><workspace id>/...`); ends with `/` (or is empty:
+   * the bucket's root), because the sweeper's GC lists everything under it as this deployment's workspaces.
+   */
   S3_PREFIX: z.string().max(200).default('workspaces/'),
   /** The bucket's region (what requests are signed for; SeaweedFS accepts any). */
   S3_REGION: z.string().min(1).default('us-east-1'),
@@ -522,10 +525,21 @@ function checkTemporalTls(e: Env, ctx: z.RefinementCtx): void {
     });
 }
 
-/** WORKSPACE_STORE=s3 needs its bucket, and static credentials come in pairs. */
+/**
+ * WORKSPACE_STORE=s3 needs its bucket, static credentials come in pairs, and S3_PREFIX is a "directory": the sweeper's GC
+ * (core/domain/workspace-bucket.ts) lists every key under the prefix as one of this deployment's workspaces and deletes
+ * what no manifest of it references, so a prefix `prod` would also sweep a neighbour's `prod-eu/...` (or `production/`)
+ * in the same bucket, as workspaces without a pointer: all of it, once older than the grace period.
+ */
 export function checkWorkspaceStore(e: Env, ctx: z.RefinementCtx): void {
   if (e.WORKSPACE_STORE !== 's3') return;
   if (!e.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required with WORKSPACE_STORE=s3' });
+  if (e.S3_PREFIX !== '' && !e.S3_PREFIX.endsWith('/'))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['S3_PREFIX'],
+      message: `must end with '/' (e.g. '${e.S3_PREFIX}/'): the bucket GC would otherwise sweep every key that merely starts with '${e.S3_PREFIX}', another prefix's objects included`,
+    });
   if (!e.S3_ACCESS_KEY_ID !== !e.S3_SECRET_ACCESS_KEY)
     ctx.addIssue({
       code: 'custom',
