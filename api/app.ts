@@ -37,6 +37,7 @@ import { feedbackRoutes } from './service/feedbacks.js';
 import { fileRoutes, signedFileRoutes } from './service/files.js';
 import { formRoutes } from './service/forms.js';
 import { messageRoutes } from './service/messages.js';
+import { suggestedRoutes } from './service/suggested.js';
 import { toolProviderRoutes } from './console/tool-providers.js';
 import { modelProviderRoutes } from './console/model-providers.js';
 import { knowledgeRoutes } from './console/knowledge.js';
@@ -44,6 +45,7 @@ import { scheduleRoutes } from './console/schedules.js';
 import { webhookRoutes } from './console/webhooks.js';
 import { createEmbedder, type Embedder } from '../core/domain/knowledge/embed.js';
 import { createDefaultProviders } from '../core/domain/llm/providers/index.js';
+import type { ProviderRegistry } from '../core/domain/llm/provider.js';
 
 /**
  * The pages as built by scripts/build-web.ts (Vite: web/ sources and their npm modules bundled): <dist>/web next to
@@ -71,6 +73,8 @@ export interface ApiDeps {
   inner?: { path: string; router: Router }[];
   /** Embeddings for knowledge datasets (default: the deployment's model providers). */
   embed?: Embedder;
+  /** The deployment's model providers, for the api's own model calls (suggested questions); default: from `config`. */
+  providers?: ProviderRegistry;
   /** Which dependency is reachable (`{database, temporal, agent_backend}`); 503 while one is not. */
   ready?: () => Promise<Record<string, boolean>>;
 }
@@ -132,6 +136,7 @@ export function createApiApp(deps: ApiDeps): express.Express {
   v1.use(formRoutes(deps));
   v1.use(conversationRoutes(deps));
   v1.use(feedbackRoutes(deps));
+  v1.use(suggestedRoutes(deps));
   v1.use(appInfoRoutes(deps));
   v1.use(fileRoutes(deps));
   app.use('/v1', v1);

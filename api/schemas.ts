@@ -110,6 +110,12 @@ export const ErrorResponse = z.object({ code: z.enum(ERROR_CODE_LIST), message: 
 
 export const SuccessResponse = z.object({ result: z.literal('success') });
 
+/** GET /v1/messages/{message_id}/suggested (Dify's): the questions the user may ask after this answer. */
+export const SuggestedQuestionsResponse = z.object({
+  result: z.literal('success'),
+  data: z.array(z.string()).max(3).describe('Up to three questions, in order (none when the model answered none).'),
+});
+
 export const ConversationResponse = z.object({
   id: Uuid,
   name: z.string(),

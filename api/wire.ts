@@ -116,6 +116,7 @@ export function createWiredApi(deps: {
     notifier,
     credentials,
     embed,
+    providers,
     config,
     logger: logger.child({ component: 'api' }),
     inner: [

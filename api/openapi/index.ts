@@ -51,6 +51,7 @@ const REQUESTS = {
 const RESPONSES = {
   ErrorResponse: S.ErrorResponse,
   SuccessResponse: S.SuccessResponse,
+  SuggestedQuestionsResponse: S.SuggestedQuestionsResponse,
   ChatBlockingResponse: S.ChatBlockingResponse,
   ConversationResponse: S.ConversationResponse,
   ForkConversationResponse: S.ForkConversationResponse,
@@ -182,6 +183,19 @@ function paths(): Record<string, Record<string, JsonSchema>> {
         parameters: [pathParam('message_id', 'Message id.')],
         requestBody: { required: true, content: json(ref('FeedbackRequest')) },
         responses: { '200': ok('Feedback stored.', 'SuccessResponse'), ...errors() },
+      },
+    },
+    '/v1/messages/{message_id}/suggested': {
+      get: {
+        operationId: 'getSuggestedQuestions',
+        tags: ['conversations'],
+        summary:
+          "Dify's next suggested questions after a message's answer: three questions from the agent's model (billed once per message, then served from a per-message store). " +
+          "403 `app_suggested_questions_after_answer_disabled` when the agent's active config has `features.suggested_questions_after_answer` off; " +
+          "404 `message_not_exists` when the message is not this user's; 409 `message_not_finished` while its turn is in flight; " +
+          '400 `provider_quota_exceeded` or `completion_request_error` when the model cannot be called. A failed model call answers `data: []`.',
+        parameters: [pathParam('message_id', 'Message id.'), ...queryParams(S.UserQuery.required({ user: true }))],
+        responses: { '200': ok('The suggested questions.', 'SuggestedQuestionsResponse'), ...errors(403, 409) },
       },
     },
     '/v1/conversations': {

@@ -77,7 +77,8 @@ export function appInfoRoutes(deps: AppInfoDeps): Router {
     const body: z.input<typeof ParametersResponse> = {
       opening_statement: f.opening_statement,
       suggested_questions: f.suggested_questions,
-      suggested_questions_after_answer: off,
+      // Dify's follow-up questions after each answer (GET /v1/messages/{id}/suggested, api/service/suggested.ts).
+      suggested_questions_after_answer: { enabled: f.suggested_questions_after_answer.enabled },
       speech_to_text: off,
       text_to_speech: off,
       // Dify's citations (issue 42 problem 6): knowledge answers carry the chunks they were given.

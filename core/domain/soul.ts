@@ -83,6 +83,14 @@ export const AgentSoulConfig = z
       .object({
         opening_statement: z.string().default(''),
         suggested_questions: z.array(z.string()).default([]),
+        /**
+         * Dify's "follow-up": after an answer, GET /v1/messages/{id}/suggested asks the agent's model for three questions
+         * the user may ask next (core/domain/suggested-questions.ts). Off by default, as in Dify.
+         */
+        suggested_questions_after_answer: z
+          .object({ enabled: z.boolean().default(false) })
+          .strict()
+          .default({ enabled: false }),
         moderation: z
           .object({
             enabled: z.boolean().default(false),
@@ -120,6 +128,7 @@ export const AgentSoulConfig = z
       .default({
         opening_statement: '',
         suggested_questions: [],
+        suggested_questions_after_answer: { enabled: false },
         moderation: {
           enabled: false,
           keywords: [],

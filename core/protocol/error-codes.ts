@@ -108,7 +108,17 @@ export const ERROR_CODES = {
     meaning: '`parent_message_id` is not a message of this conversation (or any parent on a new conversation)',
   },
   parent_message_not_finished: { status: [409], audience: ['service'], meaning: 'The parent of a branch has not finished its turn yet' },
-  message_not_finished: { status: [409], audience: SC, meaning: 'The fork point has not finished its turn yet' },
+  message_not_finished: {
+    status: [409],
+    audience: SC,
+    meaning: 'The fork point, or the message whose follow-up questions are asked for, has not finished its turn yet',
+  },
+  app_suggested_questions_after_answer_disabled: {
+    status: [403],
+    audience: ['service'],
+    meaning:
+      "GET /v1/messages/{id}/suggested while the agent's active config has `features.suggested_questions_after_answer` off (Dify's code and status)",
+  },
   session_snapshot_pruned: {
     status: [409],
     audience: SC,
@@ -379,14 +389,14 @@ export const ERROR_CODES = {
   },
   completion_request_error: {
     status: [400],
-    audience: ['event'],
+    audience: ['event', 'service'],
     meaning:
-      'The model call or run failed otherwise (the other `Invoke*Error` reasons and any unknown one; with reason `binding_lost`: "The retained agent working environment is no longer available.")',
+      'The model call or run failed otherwise (the other `Invoke*Error` reasons and any unknown one; with reason `binding_lost`: "The retained agent working environment is no longer available."); for suggested questions, the gateway refused the model (no credentials, unknown model)',
   },
   provider_quota_exceeded: {
     status: [400],
-    audience: ['event'],
-    meaning: "The tenant's model credits are used up (reason `agent_llm_quota_exceeded`)",
+    audience: ['event', 'service'],
+    meaning: "The tenant's model credits are used up (reason `agent_llm_quota_exceeded`; also a suggested-questions request)",
   },
   provider_auth_failed: {
     status: [400],

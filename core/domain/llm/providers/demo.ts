@@ -18,6 +18,7 @@ import {
   type ProviderInvokeRequest,
 } from '../provider.js';
 import { parseKnowledgeBlock } from '../../../protocol/context-block.js';
+import { demoSuggestedQuestions, isSuggestedQuestionsPrompt } from '../suggested-prompt.js';
 
 export const DEMO_PROVIDER = 'demo';
 
@@ -163,6 +164,8 @@ interface Ctx {
 
 /** Decide the reply to a conversation (pure; exported for tests). */
 export function planDemoReply(messages: PromptMessage[], tools: ToolDefinition[]): DemoPlan {
+  // The api's own request for follow-up questions (GET /v1/messages/{id}/suggested): its JSON array, deterministic.
+  if (isSuggestedQuestionsPrompt(messages)) return { text: demoSuggestedQuestions(messages) };
   const last = messages[messages.length - 1];
   const chained = last?.role === 'tool' ? nextChainStep(messages, tools) : null;
   if (chained) return chained;

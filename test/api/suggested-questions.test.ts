@@ -1,0 +1,122 @@
+/**
+ * Dify's suggested questions after an answer over HTTP (issue 42, api/service/suggested.ts): the agent's
+ * `features.suggested_questions_after_answer` flag as GET /v1/parameters reports it, 403 while it is off, and once on
+ * three questions from the agent's model (the demo model's deterministic answer, DEMO_MODEL.md) for the message's own
+ * user; the model call is one ledger row under the message's billing id, and a second or concurrent GET is answered
+ * from the per-message store without another. Another user's message is 404 (never 403), a turn in flight 409.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoSoulConfig } from '../../core/domain/soul.js';
+import type { Stack } from '../../stack/start-stack.js';
+import { consoleClient } from '../support/console-api.js';
+import { chat } from '../support/sse.js';
+import { startTestStack } from '../support/stack.js';
+import { api } from './helpers.js';
+
+let stack: Stack;
+let key: string;
+const consoleApi = consoleClient(() => stack);
+
+beforeAll(async () => {
+  stack = await startTestStack('api_suggested', { env: { DEMO_MODEL_TOKEN_DELAY_MS: 0 } });
+  key = stack.demo!.apiKey;
+}, 300_000);
+afterAll(async () => stack?.stop());
+
+async function publish(enabled: boolean): Promise<void> {
+  const soul = demoSoulConfig();
+  soul.features.suggested_questions_after_answer = { enabled };
+  const draft = await consoleApi('PUT', `/apps/${stack.demo!.appId}/agent/draft`, { config: soul });
+  expect(draft.status, JSON.stringify(draft.body)).toBe(200);
+  expect((await consoleApi('POST', `/apps/${stack.demo!.appId}/agent/publish`, { from: 'draft' })).status).toBe(201);
+}
+
+async function answered(user: string, query: string): Promise<string> {
+  const { frames } = await chat(stack.apiUrl, key, { query, user });
+  const end = frames.at(-1)!;
+  expect(end.event).toBe('message_end');
+  return end.data.message_id as string;
+}
+
+const suggested = (messageId: string, user: string) => api(stack.apiUrl, key, 'GET', `/v1/messages/${messageId}/suggested?user=${user}`);
+const ledgerRows = (messageId: string) =>
+  stack.db.creditLedger.findMany({ where: { billing_request_id: `suggested-questions-${messageId}:0` } });
+
+describe('GET /v1/messages/{id}/suggested', () => {
+  it('is refused with 403 app_suggested_questions_after_answer_disabled while the feature is off, and calls no model', async () => {
+    await publish(false);
+    const params = await api(stack.apiUrl, key, 'GET', '/v1/parameters?user=alice');
+    expect((params.body as { suggested_questions_after_answer: unknown }).suggested_questions_after_answer).toEqual({ enabled: false });
+    const messageId = await answered('alice', 'What is Temporal?');
+    const res = await suggested(messageId, 'alice');
+    expect(res).toMatchObject({ status: 403, body: { code: 'app_suggested_questions_after_answer_disabled', status: 403 } });
+    expect(await ledgerRows(messageId)).toEqual([]);
+  });
+
+  it("answers three questions from the agent's model once on, billed once, a second GET from the store", async () => {
+    await publish(true);
+    const params = await api(stack.apiUrl, key, 'GET', '/v1/parameters?user=bob');
+    expect((params.body as { suggested_questions_after_answer: unknown }).suggested_questions_after_answer).toEqual({ enabled: true });
+    const messageId = await answered('bob', 'How do durable workflows work?');
+
+    const first = await suggested(messageId, 'bob');
+    expect(first).toMatchObject({ status: 200 });
+    expect(first.body).toEqual({
+      result: 'success',
+      data: ['Tell me more about: How do durable workflows work?', 'Can you give an example?', 'What should I ask next?'],
+    });
+    // The agent's model, through the gateway's ledger (system-hosted demo model: billable), under the message's id.
+    const rows = await ledgerRows(messageId);
+    expect(rows).toEqual([expect.objectContaining({ provider: 'demo', model: 'demo-chat', billable: true })]);
+    expect(rows[0]!.prompt_tokens).toBeGreaterThan(0);
+    expect(rows[0]!.completion_tokens).toBeGreaterThan(0);
+
+    // Stored: the same answer, no second ledger row, even after the row's questions changed (proof it is the store).
+    await stack.db.messageSuggestedQuestion.update({ where: { message_id: messageId }, data: { questions: ['from the store', 'b', 'c'] } });
+    const second = await suggested(messageId, 'bob');
+    expect(second).toMatchObject({ status: 200, body: { result: 'success', data: ['from the store', 'b', 'c'] } });
+    expect(await ledgerRows(messageId)).toHaveLength(1);
+    expect(await stack.db.creditLedger.count({ where: { billing_request_id: { startsWith: `suggested-questions-${messageId}` } } })).toBe(
+      1,
+    );
+  });
+
+  it('agrees on one answer and one ledger row when GETs race on a fresh message', async () => {
+    await publish(true);
+    const messageId = await answered('carol', 'Race me');
+    const all = await Promise.all([1, 2, 3, 4].map(() => suggested(messageId, 'carol')));
+    expect(all.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    const bodies = all.map((r) => JSON.stringify(r.body));
+    expect(new Set(bodies).size).toBe(1);
+    expect((all[0]!.body as { data: string[] }).data).toHaveLength(3);
+    expect(await ledgerRows(messageId)).toHaveLength(1);
+    expect(await stack.db.messageSuggestedQuestion.count({ where: { message_id: messageId } })).toBe(1);
+  });
+
+  it("answers 404 message_not_exists for another user's message, an unknown one and a deleted conversation's", async () => {
+    await publish(true);
+    const messageId = await answered('dave', 'Only mine');
+    expect(await suggested(messageId, 'eve')).toMatchObject({ status: 404, body: { code: 'message_not_exists' } });
+    expect(await suggested(crypto.randomUUID(), 'dave')).toMatchObject({ status: 404, body: { code: 'message_not_exists' } });
+    expect(await ledgerRows(messageId)).toEqual([]);
+    const msg = await stack.db.message.findUniqueOrThrow({ where: { id: messageId } });
+    expect((await api(stack.apiUrl, key, 'DELETE', `/v1/conversations/${msg.conversation_id}?user=dave`)).status).toBe(204);
+    expect(await suggested(messageId, 'dave')).toMatchObject({ status: 404, body: { code: 'message_not_exists' } });
+    // `user` is required, and the id must be one.
+    expect(await api(stack.apiUrl, key, 'GET', `/v1/messages/${messageId}/suggested`)).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_param' },
+    });
+    expect(await suggested('not-a-uuid', 'dave')).toMatchObject({ status: 400, body: { code: 'invalid_param' } });
+  });
+
+  it('answers 409 message_not_finished while the turn waits for a human', async () => {
+    await publish(true);
+    const { frames } = await chat(stack.apiUrl, key, { query: '/ask What should I call you?', user: 'frank' });
+    expect(frames.map((f) => f.event)).toContain('human_input_required');
+    const messageId = frames.at(-1)!.data.message_id as string;
+    expect((await stack.db.message.findUniqueOrThrow({ where: { id: messageId } })).status).toBe('paused');
+    expect(await suggested(messageId, 'frank')).toMatchObject({ status: 409, body: { code: 'message_not_finished' } });
+    expect(await ledgerRows(messageId)).toEqual([]);
+  });
+});
