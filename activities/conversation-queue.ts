@@ -2,7 +2,7 @@
  * The activity of `conversationQueue` (workflows/conversation-queue.ts) and the queue's database steps
  * (docs/ARCHITECTURE.md "Multitask strategies"). A conversation's queue is its messages in status `queued`, ordered
  * by `queue_position`; the turn lock (`conversations.active_message_id`) passes from a turn that ends straight to
- * the queue's head (activities/turn-lock.ts `releaseTurnLock`), so nothing jumps the queue in between.
+ * the queue's head (core/domain/turn/turn-lock.ts `releaseTurnLock`), so nothing jumps the queue in between.
  *
  * `claimQueuedTurn` waits, heartbeating, until the conversation's lock is free or handed to the head, then — in one
  * transaction under the conversation's row lock — takes it, moves the head `queued` → `pending` and, for a
@@ -19,7 +19,7 @@ import { Prisma, type Db } from '../core/platform/db.js';
 import { appendEvents } from '../core/protocol/event-log.js';
 import type { Logger } from '../core/platform/logger.js';
 import { markdownText, conversationName } from '../core/domain/turn-text.js';
-import type { AgentTurnInput, InvokeFrom } from '../core/protocol/workflow-contract.js';
+import type { AgentTurnInput, InvokeFrom, MultitaskMetadata } from '../core/protocol/workflow-contract.js';
 import { finalAnswerEvents } from './final-events.js';
 import { ledgerUsage } from './ledger-usage.js';
 import { releaseTurnLock } from '../core/domain/turn/turn-lock.js';
@@ -33,15 +33,6 @@ export interface ConversationQueueDeps {
 export type ClaimedTurn = { kind: 'turn'; input: AgentTurnInput; summary: string; details: string } | { kind: 'empty' };
 
 type Tx = Prisma.TransactionClient;
-
-/** The metadata a queued message carries (`multitask`): how it was sent and, for a rollback, which turn it undoes. */
-export interface MultitaskMetadata {
-  strategy: 'enqueue' | 'interrupt' | 'rollback';
-  /** rollback: the turn it rolled back. */
-  rollback_of?: string;
-  /** On the rolled-back message: when its pre-turn snapshot went back on the binding (done once). */
-  snapshot_restored_at?: string;
-}
 
 function multitaskOf(metadata: unknown): MultitaskMetadata | undefined {
   const m = (metadata as Record<string, unknown> | null)?.multitask;

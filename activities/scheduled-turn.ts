@@ -3,37 +3,21 @@
  * own records code (api/turns/scheduled.ts, injected by the worker as `createTurn`: the same admission, end user, lock
  * and Message a chat request gets, so audit and billing cannot tell them apart), and record how the run ended.
  */
-import { AGENT_TURN_WORKFLOW, type AgentTurnInput } from '../core/protocol/workflow-contract.js';
+import {
+  AGENT_TURN_WORKFLOW,
+  type AgentTurnInput,
+  type CreateScheduledTurn,
+  type StartedScheduledTurn,
+} from '../core/protocol/workflow-contract.js';
 import type { Db } from '../core/platform/db.js';
 import type { Logger } from '../core/platform/logger.js';
 import { conversationName, markdownText } from '../core/domain/turn-text.js';
-
-/** One scheduled run's turn request: what a chat request of the schedule's user would carry. */
-export interface ScheduledTurnRequest {
-  app: { tenantId: string; appId: string; agentId: string | null; appName: string };
-  query: string;
-  inputs: unknown;
-  user: string;
-  /** The schedule's one conversation (conversation_mode `single`), or null for a new one. */
-  conversationId: string | null;
-  /** Deterministic per run (the workflow's), so a retried attempt finds its own rows. */
-  messageId: string;
-  metadata: Record<string, string>;
-}
-
-/** Creates the turn's rows as a chat request would, or says why a chat request would have been refused. */
-export type CreateScheduledTurn = (
-  request: ScheduledTurnRequest,
-) => Promise<{ kind: 'created'; conversationId: string; input: AgentTurnInput } | { kind: 'refused'; error: string }>;
 
 export interface ScheduleActivityDeps {
   db: Db;
   logger: Logger;
   createTurn: CreateScheduledTurn;
 }
-
-export type StartedScheduledTurn =
-  { kind: 'started'; input: AgentTurnInput; summary: string; details: string } | { kind: 'refused'; error: string };
 
 export function createScheduleActivities({ db, logger, createTurn }: ScheduleActivityDeps) {
   async function startScheduledTurn(args: { scheduleId: string; messageId: string }): Promise<StartedScheduledTurn> {

@@ -4,7 +4,7 @@ import { SKIP_REASONS } from '../core/domain/workspace-tree.js';
 import { HumanInputFormView } from '../core/protocol/client-events.js';
 import { RetrieverResource } from '../core/protocol/retriever-resource.js';
 import { ERROR_CODE_LIST } from '../core/protocol/error-codes.js';
-import { MULTITASK_STRATEGIES } from '../workflows/multitask-definitions.js';
+import { MULTITASK_STRATEGIES } from '../core/protocol/workflow-contract.js';
 
 export const Uuid = z.string().uuid();
 /** PostgreSQL text and jsonb cannot hold NUL; refusing it here keeps such input a 400, not a 500. */

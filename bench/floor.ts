@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Logger } from '../core/platform/logger.js';
-import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js';
+import { TURN_SEARCH_ATTRIBUTES as SA } from '../core/protocol/workflow-contract.js';
 import { installRuntimeLogger } from '../worker/start.js';
 import { nowMs, type TurnSample } from './client.js';
 import type { FloorActivities } from './floor-workflows.js';

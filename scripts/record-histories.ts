@@ -14,7 +14,7 @@ import { Worker } from '@temporalio/worker';
 import type { RunAgentOutcome } from '../activities/index.js';
 import { scriptedActivities } from './scripted-activities.js';
 import { withRecordingServer } from './recording-server.js';
-import { TURN_SEARCH_ATTRIBUTES as SA } from '../workflows/search-attributes.js';
+import { TURN_SEARCH_ATTRIBUTES as SA } from '../core/protocol/workflow-contract.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const outDir = path.resolve(process.argv[2] ?? '');

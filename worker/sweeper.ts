@@ -31,8 +31,8 @@ import { bucketOf, type BucketConfig, type GcReport, type WorkspaceBucket } from
 import { errorEvents } from '../activities/final-events.js';
 import { ledgerUsage, usageColumns } from '../activities/ledger-usage.js';
 import { releaseTurnLock } from '../core/domain/turn/turn-lock.js';
-import { wakeConversationQueue } from '../api/turns/multitask.js';
-import { conversationQueueWorkflowId } from '../workflows/multitask-definitions.js';
+import { wakeConversationQueue } from '../core/domain/turn/queue.js';
+import { conversationQueueWorkflowId } from '../core/protocol/workflow-contract.js';
 import { sweepLeftovers } from '../core/domain/workspace-tree.js';
 import { MODEL_INPUT_PRUNE_INTERVAL_MS, pruneModelInputs } from '../core/domain/llm/model-input-retention.js';
 

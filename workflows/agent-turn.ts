@@ -21,7 +21,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities, RunAgentOutcome } from '../activities/index.js';
 import type { TurnErrorDetails } from '../activities/errors.js';
-import { TURN_SEARCH_ATTRIBUTES } from './search-attributes.js';
+import { TURN_SEARCH_ATTRIBUTES } from '../core/protocol/workflow-contract.js';
 import { AGENT_RUN_OPTIONS, TURN_STEP_OPTIONS } from './turn-activity-options.js';
 import {
   formSubmittedSignal,

@@ -26,8 +26,9 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { ConversationQueueActivities } from '../activities/conversation-queue.js';
 import { agentTurn } from './agent-turn.js';
 import { workflowIdForMessage } from './definitions.js';
-import { turnQueuedSignal, type ConversationQueueInput } from './multitask-definitions.js';
-import { turnStartSearchAttributes } from './search-attributes.js';
+import type { ConversationQueueInput } from '../core/protocol/workflow-contract.js';
+import { turnQueuedSignal } from './multitask-definitions.js';
+import { turnStartSearchAttributes } from '../core/protocol/workflow-contract.js';
 
 /** The claim waits (heartbeating) while another turn holds the conversation: as long as a turn may run, and retried. */
 const queue = proxyActivities<ConversationQueueActivities>({

@@ -21,7 +21,7 @@ import type { ScheduleActivities } from '../activities/scheduled-turn.js';
 import { agentTurn } from './agent-turn.js';
 import type { ScheduledTurnInput, ScheduledTurnResult } from './automation-definitions.js';
 import { workflowIdForMessage } from './definitions.js';
-import { turnStartSearchAttributes } from './search-attributes.js';
+import { turnStartSearchAttributes } from '../core/protocol/workflow-contract.js';
 
 const steps = proxyActivities<ScheduleActivities>({
   startToCloseTimeout: '30 seconds',

@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { MB, UPLOAD_LIMITS, uploadsDir } from '../../core/domain/uploads.js';
+import { MB, safeName, UPLOAD_LIMITS, uploadsDir } from '../../core/domain/uploads.js';
 import { fetchPinned, type PinnedFetchOptions } from '../../core/platform/net/ssrf.js';
 import { placeWorkspaceFile, WorkspaceRefused } from '../../core/domain/workspace-fs.js';
 import type { Config } from '../../core/platform/config.js';
@@ -26,17 +26,6 @@ export interface TurnFile {
   transfer_method: string;
   url: string | null;
   upload_file_id: string | null;
-}
-
-/** A file name safe inside the workspace: no directories, no leading dots, bounded. */
-export function safeName(raw: string, fallback: string): string {
-  const base = raw.split(/[\\/]/).pop() ?? '';
-  const clean = base
-    .replace(/[^\p{L}\p{N}._ -]/gu, '_')
-    .replace(/^[.\s]+/, '')
-    .slice(0, 120)
-    .trim();
-  return clean || fallback;
 }
 
 export async function placeTurnFiles(

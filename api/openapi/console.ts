@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { AgentSoulConfig } from '../../core/domain/soul.js';
 import { PAGE_PARAMETERS, pageSchema } from '../pagination.js';
 import { MultitaskSettings } from '../schemas.js';
-import { MULTITASK_STRATEGIES } from '../../workflows/multitask-definitions.js';
+import { MULTITASK_STRATEGIES } from '../../core/protocol/workflow-contract.js';
 import { appIdParam } from './params.js';
 
 type JsonSchema = Record<string, unknown>;

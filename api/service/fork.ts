@@ -26,7 +26,7 @@ import { workspaceUid } from '../../core/protocol/workspace-uid.js';
 import { LEGACY_MARKER_FILE, removeMarker, writeMarker } from '../../agent-backend/workspace/marker.js';
 import { HOME_SNAPSHOT_ID, sessionScopeKey, workspaceIdFor } from '../../activities/prepare/binding.js';
 import { HttpError } from '../errors.js';
-import { sessionOrRefuse } from '../turns/threads.js';
+import { sessionOrRefuse } from '../../core/domain/turn/threads.js';
 
 type Conversation = Prisma.ConversationModel;
 export type ForkConfig = Pick<

@@ -16,25 +16,15 @@ import { findBuildDraft, findSharedDraft } from '../../core/domain/agent-configs
 import type { AppContext } from '../auth.js';
 import { HttpError } from '../errors.js';
 import { currentRequest } from '../request-log.js';
-import { FILE_TYPES, signedFileUrl } from '../../core/domain/uploads.js';
+import { FILE_TYPES, signedFileUrl, type PreparedMessageFile } from '../../core/domain/uploads.js';
 import type { ChatRequest } from '../schemas.js';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { maxBytes, type Kind, uploadsDir } from '../../core/domain/uploads.js';
-import { safeName } from '../../activities/prepare/workspace-files.js';
+import { maxBytes, safeName, type Kind, uploadsDir } from '../../core/domain/uploads.js';
 import { AddressRefusedError, fetchPinned, RemoteFetchError, type Lookup, type PinnedFetchOptions } from '../../core/platform/net/ssrf.js';
 import { reachableFileKinds, tenantVision, type ModelVision } from '../service/app-info.js';
 import { checkUploadQuota, storeUnderQuota, UploadQuotaExceeded } from '../../core/domain/upload-quota.js';
-
-export interface PreparedMessageFile {
-  type: string;
-  transfer_method: 'local_file' | 'remote_url';
-  url: string;
-  upload_file_id: string | null;
-}
-
-type Tx = Pick<Db, 'messageFile'>;
 
 /** 400 `invalid_remote_url`: a remote_url file the SSRF guard refused or that could not be downloaded, and why. */
 export class RemoteUrlRefused extends HttpError {
@@ -113,12 +103,6 @@ export async function prepareMessageFiles(
     }
   }
   return out;
-}
-
-/** Inserts the prepared rows for the message (inside the turn's transaction). */
-export async function createMessageFiles(tx: Tx, messageId: string, files: PreparedMessageFile[]): Promise<void> {
-  if (!files.length) return;
-  await tx.messageFile.createMany({ data: files.map((f) => ({ message_id: messageId, belongs_to: 'user', ...f })) });
 }
 
 /** How long a chat request waits for one remote file (all hops and the body), and for all of them, ms. */

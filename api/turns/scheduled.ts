@@ -3,7 +3,8 @@
  * activity (activities/scheduled-turn.ts) receives this as its `createTurn` from the worker, so a scheduled turn gets
  * the same admission, end user, lock and Message as a chat request, and the activities never import the api.
  */
-import type { CreateScheduledTurn } from '../../activities/scheduled-turn.js';
+import type { CreateScheduledTurn } from '../../core/protocol/workflow-contract.js';
+import { CodedError } from '../../core/protocol/error-codes.js';
 import { HttpError } from '../errors.js';
 import { ChatRequest } from '../schemas.js';
 import { createTurnRecords, type TurnServiceDeps } from './start.js';
@@ -31,8 +32,8 @@ export function scheduledTurnCreator(deps: Pick<TurnServiceDeps, 'db' | 'config'
       );
       return { kind: 'created', conversationId: records.conversationId, input: records.input };
     } catch (err) {
-      // The client-facing refusals of a chat request (busy conversation, server at capacity, …).
-      if (err instanceof HttpError) return { kind: 'refused', error: `${err.code}: ${err.message}` };
+      // The client-facing refusals of a chat request (busy conversation, server at capacity, a full queue, …).
+      if (err instanceof HttpError || err instanceof CodedError) return { kind: 'refused', error: `${err.code}: ${err.message}` };
       throw err;
     }
   };

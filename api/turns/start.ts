@@ -10,21 +10,23 @@ import type { Config } from '../../core/platform/config.js';
 import type { Db } from '../../core/platform/db.js';
 import type { Logger } from '../../core/platform/logger.js';
 import { AGENT_TURN_WORKFLOW, workflowIdForMessage, type AgentTurnInput, type InvokeFrom } from '../../workflows/definitions.js';
-import { turnStartSearchAttributes } from '../../workflows/search-attributes.js';
+import { turnStartSearchAttributes } from '../../core/protocol/workflow-contract.js';
 import type { AppContext } from '../auth.js';
 import { admitTurn } from './admission.js';
 import { HttpError } from '../errors.js';
 import { findEndUser, upsertEndUser } from '../ownership.js';
-import { createMessageFiles, prepareMessageFiles, type FileCaller } from './message-files.js';
+import { prepareMessageFiles, type FileCaller } from './message-files.js';
+import { createMessageFiles } from '../../core/domain/uploads.js';
 import type { ChatRequest } from '../schemas.js';
 import { unixSeconds } from '../../core/platform/time.js';
 import { recordTurnStarted } from '../../core/platform/metrics/index.js';
 import { heldByFirstTurn, releaseTurnLock, takeTurnLock } from '../../core/domain/turn/turn-lock.js';
-import type { MultitaskStrategy } from '../../workflows/multitask-definitions.js';
-import { afterQueued, queueBehindTurn, type QueuedTurn } from './multitask.js';
+import type { MultitaskStrategy } from '../../core/protocol/workflow-contract.js';
+import { afterQueued } from './multitask.js';
+import { queueBehindTurn, type QueuedTurn } from '../../core/domain/turn/queue.js';
 import type { OutboxDispatcher } from '../../core/domain/outbox.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
-import { placeInThread } from './threads.js';
+import { placeInThread } from '../../core/domain/turn/threads.js';
 import { conversationName, conversationTitle, markdownText } from '../../core/domain/turn-text.js';
 
 /** How long a workflow start may take before the turn counts as not started (well inside TURN_SWEEP_MIN_AGE_MS, at least 15 s). */
@@ -80,7 +82,7 @@ export async function createTurnRecords(
   opts: {
     messageId?: string;
     metadata?: Record<string, string>;
-    /** What to do when the conversation is busy (api/turns/multitask.ts); absent: reject, as Dify does. */
+    /** What to do when the conversation is busy (core/domain/turn/queue.ts); absent: reject, as Dify does. */
     multitask?: MultitaskStrategy | 'app_default';
   } = {},
 ): Promise<TurnRecords> {
@@ -172,7 +174,7 @@ export async function createTurnRecords(
           task_id: conv.active_message_id,
         });
       }
-      // Its place in the thread; a branch (regenerate) moves the binding's session to its parent's (api/turns/threads.ts).
+      // Its place in the thread; a branch (regenerate) moves the binding's session to its parent's (core/domain/turn/threads.ts).
       const parentMessageId = await placeInThread(tx, { conversationId, isNew: !body.conversation_id, requested: body.parent_message_id });
       const msg = await tx.message.create({
         data: {

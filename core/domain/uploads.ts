@@ -6,6 +6,7 @@
 import crypto from 'node:crypto';
 import path from 'node:path';
 import type { Config } from '../platform/config.js';
+import type { Db } from '../platform/db.js';
 
 export const MB = 1024 * 1024;
 
@@ -112,4 +113,29 @@ export function resignFileUrl(
   } catch {
     return storedUrl;
   }
+}
+
+/** A file name safe inside the workspace: no directories, no leading dots, bounded. */
+export function safeName(raw: string, fallback: string): string {
+  const base = raw.split(/[\\/]/).pop() ?? '';
+  const clean = base
+    .replace(/[^\p{L}\p{N}._ -]/gu, '_')
+    .replace(/^[.\s]+/, '')
+    .slice(0, 120)
+    .trim();
+  return clean || fallback;
+}
+
+/** A chat request's file once checked (api/turns/message-files.ts): the MessageFile row it becomes. */
+export interface PreparedMessageFile {
+  type: string;
+  transfer_method: 'local_file' | 'remote_url';
+  url: string;
+  upload_file_id: string | null;
+}
+
+/** Inserts the prepared rows for the message (inside the turn's transaction). */
+export async function createMessageFiles(tx: Pick<Db, 'messageFile'>, messageId: string, files: PreparedMessageFile[]): Promise<void> {
+  if (!files.length) return;
+  await tx.messageFile.createMany({ data: files.map((f) => ({ message_id: messageId, belongs_to: 'user', ...f })) });
 }

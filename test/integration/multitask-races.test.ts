@@ -22,9 +22,9 @@ import { createConversationQueueActivities } from '../../activities/conversation
 import type { ActivityDeps } from '../../activities/deps.js';
 import { createReleaseTurn } from '../../activities/turn-end.js';
 import { releaseTurnLock, takeTurnLock } from '../../core/domain/turn/turn-lock.js';
-import { queueBehindTurn, wakeConversationQueue } from '../../api/turns/multitask.js';
+import { queueBehindTurn, wakeConversationQueue } from '../../core/domain/turn/queue.js';
 import { createLogger } from '../../core/platform/logger.js';
-import { conversationQueueWorkflowId } from '../../workflows/multitask-definitions.js';
+import { conversationQueueWorkflowId } from '../../core/protocol/workflow-contract.js';
 import { workflowIdForMessage } from '../../workflows/definitions.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, FrameReader, postChat } from '../support/sse.js';

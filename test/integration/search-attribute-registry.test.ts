@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ensureTurnSearchAttributes } from '../../worker/search-attribute-registry.js';
-import { TURN_SEARCH_ATTRIBUTE_NAMES } from '../../workflows/search-attributes.js';
+import { TURN_SEARCH_ATTRIBUTE_NAMES } from '../../core/protocol/workflow-contract.js';
 
 let connection: Connection;
 const namespace = `sa-registry-${process.pid}-${Date.now()}`;

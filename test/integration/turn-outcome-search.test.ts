@@ -3,7 +3,7 @@
  * TurnStatus and ErrorCode search attributes carry the outcome, and (issue 42) a failed turn's workflow ends Failed
  * with its error code as the failure's type, so the UI's badge, its Failures count and `ExecutionStatus = 'Failed'`
  * see it too; a stopped turn ends Cancelled. Runs the documented queries against the suite's
- * Temporal dev server (registered with every attribute of workflows/search-attributes.ts).
+ * Temporal dev server (registered with every attribute of core/protocol/workflow-contract.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';

@@ -15,7 +15,7 @@ import { parse } from 'pg-connection-string';
 import { afterAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { loadConfig, SECRET_VARS } from '../../core/platform/config.js';
-import { TURN_SEARCH_ATTRIBUTE_SPECS } from '../../workflows/search-attributes.js';
+import { TURN_SEARCH_ATTRIBUTE_SPECS } from '../../core/protocol/workflow-contract.js';
 import { KUBERNETES_VERSIONS, locateK8sTools, schemaLocation, type K8sTools } from '../../deploy/helm/tools.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

@@ -1,7 +1,7 @@
-/** The turn's search attributes are defined once (workflows/search-attributes.ts); every registrar must agree. */
+/** The turn's search attributes are defined once (core/protocol/workflow-contract.ts); every registrar must agree. */
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { TURN_SEARCH_ATTRIBUTE_SPECS } from '../../workflows/search-attributes.js';
+import { TURN_SEARCH_ATTRIBUTE_SPECS } from '../../core/protocol/workflow-contract.js';
 
 describe('turn search attributes', () => {
   it('docker-compose registers exactly the attributes the workflows are started with', () => {

@@ -11,7 +11,8 @@ import { execFileSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listWorkspaceDir, placeWorkspaceFile, readWorkspaceFile, WorkspaceRefused } from '../../core/domain/workspace-fs.js';
-import { placeTurnFiles, safeName } from '../../activities/prepare/workspace-files.js';
+import { placeTurnFiles } from '../../activities/prepare/workspace-files.js';
+import { safeName } from '../../core/domain/uploads.js';
 
 let base: string;
 let ws: string;

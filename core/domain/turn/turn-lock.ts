@@ -29,7 +29,7 @@ export function heldByFirstTurn(messageId: string): { active_message_id: string;
  * between; its coordinator (workflows/conversation-queue.ts) starts its turn.
  */
 export async function releaseTurnLock(tx: Tx, conversationId: string, messageId: string): Promise<boolean> {
-  // The row lock first, in a statement of its own: a follow-up being queued holds it (api/turns/multitask.ts) until its
+  // The row lock first, in a statement of its own: a follow-up being queued holds it (core/domain/turn/queue.ts) until its
   // queued message commits, and the update below then reads with a snapshot taken after that commit. One statement
   // that waited for the lock keeps its older snapshot: its sub-select would miss that message and free the lock.
   await tx.$executeRaw`select 1 from conversations where id = ${conversationId}::uuid for update`;

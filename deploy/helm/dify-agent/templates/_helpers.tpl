@@ -222,7 +222,7 @@ prometheus.io/path: /metrics
 {{- end }}
 {{- end -}}
 
-{{/* The turn search attributes as Name=Type (workflows/search-attributes.ts TURN_SEARCH_ATTRIBUTE_SPECS). */}}
+{{/* The turn search attributes as Name=Type (core/protocol/workflow-contract.ts TURN_SEARCH_ATTRIBUTE_SPECS). */}}
 {{- define "dify-agent.searchAttributes" -}}
 TenantId=Keyword AppId=Keyword AgentId=Keyword ConversationId=Keyword MessageId=Keyword InvokeFrom=Keyword MessageIds=KeywordList TurnStatus=Keyword ErrorCode=Keyword
 {{- end -}}

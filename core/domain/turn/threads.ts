@@ -6,10 +6,10 @@
  * session after that parent (its per-message snapshot), so the turn's model history is the thread up to it and the
  * agent turn itself needs no change. (docs/ARCHITECTURE.md "Threads, regenerate and fork")
  */
-import { Prisma } from '../../core/platform/db.js';
-import { sessionAfter, type SessionAt } from '../../core/domain/session-snapshots.js';
-import { UUID_NIL } from '../../core/domain/message-thread.js';
-import { HttpError } from '../errors.js';
+import { Prisma } from '../../platform/db.js';
+import { CodedError } from '../../protocol/error-codes.js';
+import { UUID_NIL } from '../message-thread.js';
+import { sessionAfter, type SessionAt } from '../session-snapshots.js';
 
 type Tx = Prisma.TransactionClient;
 
@@ -42,7 +42,7 @@ export async function placeInThread(
     });
     if (!parent) throw parentNotFound();
     if (!ENDED.has(parent.status))
-      throw new HttpError(409, 'parent_message_not_finished', 'The parent message has not finished yet; wait for it to end.');
+      throw new CodedError('parent_message_not_finished', 'The parent message has not finished yet; wait for it to end.');
     parentId = parent.id;
   }
   const conv = await tx.conversation.findUniqueOrThrow({ where: { id: c.conversationId }, select: { agent_workspace_binding_id: true } });
@@ -51,19 +51,17 @@ export async function placeInThread(
   return parentId ?? UUID_NIL;
 }
 
-/** The session after `messageId`, or the 409 saying why a turn cannot start from there. */
+/** The session after `messageId`, or the 409 saying why a turn (or a fork: api/service/fork.ts) cannot start from there. */
 export async function sessionOrRefuse(tx: Tx, conversationId: string, bindingId: string | null, messageId: string | null) {
   const at = await sessionAfter(tx, conversationId, bindingId, messageId);
   if (at.kind === 'pruned')
-    throw new HttpError(
-      409,
+    throw new CodedError(
       'session_snapshot_pruned',
       'The agent session after that message is no longer kept (SESSION_SNAPSHOTS_PER_BRANCH); branch from a later message.',
       { message_id: at.messageId },
     );
   if (at.kind === 'unavailable')
-    throw new HttpError(
-      409,
+    throw new CodedError(
       'session_snapshot_unavailable',
       'That message is older than per-message session snapshots; the conversation can only continue from its newest message.',
       { message_id: at.messageId },
@@ -91,4 +89,4 @@ export async function moveSession(tx: Tx, bindingId: string | null, at: Extract<
   });
 }
 
-const parentNotFound = () => new HttpError(404, 'parent_message_not_exists', 'Parent Message Not Exists.');
+const parentNotFound = () => new CodedError('parent_message_not_exists', 'Parent Message Not Exists.');
