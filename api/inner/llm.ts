@@ -88,7 +88,7 @@ export function createInnerLlmRouter(deps: InnerLlmRouterDeps): Router {
       return;
     }
     if (deps.uploads) await inlineOwnImages(deps.db, { ...deps.config, ...deps.uploads }, parsed.data.target.prompt_messages);
-    const prepared = await invoker.prepare(parsed.data);
+    const prepared = await invoker.prepare(parsed.data, { messageId });
     if (!prepared.ok) {
       sendError(res, prepared.status, prepared.code, prepared.message);
       return;

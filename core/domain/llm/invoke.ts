@@ -9,12 +9,20 @@ import type { PrismaClient } from '../../generated/prisma/client.js';
 import type { ChunkData, InvokeChunk, InvokeRequestParsed, ProviderMetadata, ReasoningPart, ToolCall } from '../../protocol/inner-llm.js';
 import { Usage } from '../../protocol/run.js';
 import { StoredCredentials, type GatewayCache } from './gateway-cache.js';
-import { recordModelCall } from '../../platform/metrics/index.js';
+import { recordModelCall, recordModelWarning } from '../../platform/metrics/index.js';
 import { billingRequestId, readCallState, recordUsage, type LedgerEntry, type QuotaCheck } from './credits.js';
 import { InvokeError, toInvokeError } from './errors.js';
 import { publicInvokeMessage, redactSecrets } from './redact.js';
 import { isFree, priceUsage } from './pricing.js';
-import type { FinishReason, LlmProvider, ModelInfo, ProviderCredentials, ProviderRegistry, ProviderUsage } from './provider.js';
+import type {
+  FinishReason,
+  LlmProvider,
+  ModelInfo,
+  ProviderCredentials,
+  ProviderRegistry,
+  ProviderUsage,
+  ProviderWarning,
+} from './provider.js';
 import { sleep } from './provider.js';
 import { estimatedTokens, warmTokenizer } from './tokens.js';
 
@@ -57,7 +65,8 @@ export interface PreparedInvoke {
 }
 
 export interface LlmInvoker {
-  prepare(req: InvokeRequestParsed): Promise<PreparedInvoke | InvokeRefusal>;
+  /** `messageId`: the turn's message (from the verified execution context), named in the call's logs. */
+  prepare(req: InvokeRequestParsed, opts?: { messageId?: string }): Promise<PreparedInvoke | InvokeRefusal>;
 }
 
 const refuse = (status: 400 | 429, code: InvokeRefusal['code'], message: string): InvokeRefusal => ({ ok: false, status, code, message });
@@ -68,7 +77,7 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
   warmTokenizer();
 
   return {
-    async prepare(req) {
+    async prepare(req, opts = {}) {
       const { caller, target } = req;
       const provider = deps.providers.get(target.provider);
       if (!provider) {
@@ -110,7 +119,7 @@ export function createLlmInvoker(deps: LlmInvokerDeps): LlmInvoker {
         ok: true,
         billingRequestId: billingId,
         customCredentials: credentials !== null,
-        run: (signal) => runInvoke(modelCall(deps, clock, req, provider, model, credentials, billingId), signal),
+        run: (signal) => runInvoke(modelCall(deps, clock, req, provider, model, credentials, billingId, opts.messageId), signal),
       };
     },
   };
@@ -169,11 +178,13 @@ function modelCall(
   model: ModelInfo,
   credentials: ProviderCredentials | null,
   billingId: string,
+  messageId: string | undefined,
 ) {
   const { caller, target } = req;
   const log = deps.logger.child({
     tenant_id: caller.tenant_id,
     app_id: caller.app_id,
+    ...(messageId ? { message_id: messageId } : {}),
     agent_run_id: caller.agent_run_id,
     billing_request_id: billingId,
     provider: provider.name,
@@ -239,6 +250,14 @@ function modelCall(
   const notePool = (exhausted: boolean | undefined) => {
     if (exhausted !== undefined) deps.cache?.notePool(caller.tenant_id, exhausted);
   };
+  /**
+   * The provider package dropped or changed something of the call (a setting the model does not support): a warn line
+   * naming the message, and a count by setting, so a saved setting that never reached the model shows somewhere.
+   */
+  const warned = (warnings: ProviderWarning[]) => {
+    log.warn({ warnings }, 'the model provider dropped or changed settings of the call');
+    for (const w of warnings) recordModelWarning({ provider: provider.name, model: model.model, type: w.type, feature: w.feature });
+  };
   /** The tokenizer's estimate of what was sent and streamed (a cut call, a provider that reports no usage). */
   const estimate = () => estimatedTokens(target.prompt_messages, streamed.reasoning + streamed.content, streamed.toolCalls);
   return {
@@ -257,6 +276,7 @@ function modelCall(
     priceCall,
     ledgerEntry,
     notePool,
+    warned,
     estimate,
   };
 }
@@ -272,6 +292,7 @@ async function* streamAnswer(call: ModelCall, signal: AbortSignal): AsyncGenerat
       model_parameters: target.model_parameters,
       credentials: call.credentials,
       signal,
+      onWarnings: call.warned,
     });
     for await (const ev of events) {
       if (signal.aborted) break;

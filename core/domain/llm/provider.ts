@@ -54,6 +54,21 @@ export interface ProviderInvokeRequest {
   credentials: ProviderCredentials | null;
   /** Aborted when the caller disconnects; must reach the upstream request. */
   signal: AbortSignal;
+  /**
+   * What the provider package says it dropped or changed of this call (the AI SDK's warnings: a setting the model does
+   * not support, a compatibility mode), once per call. The gateway logs and counts them (invoke.ts): otherwise a saved
+   * setting that never reached the model leaves no trace.
+   */
+  onWarnings?(warnings: ProviderWarning[]): void;
+}
+
+/** One warning of a provider package about a call (the AI SDK's SharedV3Warning). */
+export interface ProviderWarning {
+  type: 'unsupported' | 'compatibility' | 'other';
+  /** The setting or feature it is about (`temperature`, `stopSequences`, …); absent for `other`. */
+  feature?: string;
+  /** What the package says: its details, or the message of an `other` warning. */
+  details?: string;
 }
 
 export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';

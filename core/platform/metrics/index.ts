@@ -100,6 +100,13 @@ export const modelCalls = new Counter({
   registers: api,
 });
 
+export const modelWarnings = new Counter({
+  name: 'agent_model_warnings_total',
+  help: 'Warnings of the provider package about model calls (a setting it dropped as unsupported, a compatibility mode), by provider, model, type and the setting named.',
+  labelNames: ['provider', 'model', 'type', 'feature'] as const,
+  registers: api,
+});
+
 export const modelCallSeconds = new Histogram({
   name: 'agent_model_call_seconds',
   help: 'Duration of one model call through the inner LLM endpoint.',
@@ -202,6 +209,12 @@ export function recordModelCall(r: ModelCallRecord): void {
     modelTokens.inc({ provider, model, kind: 'completion' }, r.tokens.completion_tokens);
   }
   if (r.credits && r.credits > 0n) creditsCharged.inc({ provider, model }, Number(r.credits));
+}
+
+/** One warning of the provider package about a model call; `feature` is the package's setting name (a bounded set). */
+export function recordModelWarning(r: { provider: string; model: string; type: string; feature?: string }): void {
+  if (enabled)
+    modelWarnings.inc({ provider: bounded(r.provider), model: bounded(r.model), type: bounded(r.type), feature: bounded(r.feature ?? '') });
 }
 
 /** Times `fn` into agent_event_commit_seconds{kind} (only when metrics are on). */

@@ -6,7 +6,8 @@
  * them, with the retry of a rate-limited (429) or overloaded (503/529) call before its first token: the
  * provider's Retry-After when it sends one, else exponential backoff, then `provider_rate_limited`; and the stream's
  * first-token and idle timeouts (docs/models.md "Stream timeouts"): a provider that sends nothing, or stalls, has
- * its request aborted and the call ends `provider_timeout`, retried like a 503 while nothing was streamed.
+ * its request aborted and the call ends `provider_timeout`, retried like a 503 while nothing was streamed. The
+ * package's warnings about a call (a setting it dropped) go to the caller's `onWarnings`, once per call.
  */
 import type { EmbeddingModelV3, LanguageModelV3, LanguageModelV3StreamPart, SharedV3ProviderOptions } from '@ai-sdk/provider';
 import { z } from 'zod';
@@ -25,6 +26,7 @@ import { modelInfoOf, sleep } from '../provider.js';
 import { toProviderInvokeError } from './provider-errors.js';
 import { toCallOptions } from './request.js';
 import { toProviderEvents } from './stream-parts.js';
+import { toProviderWarning } from './warnings.js';
 
 export interface RetryOptions {
   /** Retries after the first attempt (default 2). */
@@ -141,6 +143,13 @@ export function createAiSdkProvider<C extends ProviderCredentials>(spec: AiSdkPr
     if (providerOptions) options.providerOptions = providerOptions;
     if (entry && !entry.temperature) delete options.temperature;
     const limits = streamTimeoutsOf(entry, spec.timeouts);
+    // The package's warnings come in each attempt's stream-start: reported once, not once per retry.
+    let warned = false;
+    const warn = (part: LanguageModelV3StreamPart) => {
+      if (warned || part.type !== 'stream-start' || part.warnings.length === 0 || !req.onWarnings) return;
+      warned = true;
+      req.onWarnings(part.warnings.map(toProviderWarning));
+    };
 
     for (let attempt = 0; ; attempt++) {
       let yielded = false;
@@ -166,6 +175,7 @@ export function createAiSdkProvider<C extends ProviderCredentials>(spec: AiSdkPr
         const watched = stream.pipeThrough(
           new TransformStream<LanguageModelV3StreamPart, LanguageModelV3StreamPart>({
             transform(part, ctrl) {
+              warn(part);
               if (isProgress(part)) arm('idle', limits.idleMs);
               ctrl.enqueue(part);
             },
