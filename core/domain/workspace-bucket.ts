@@ -72,6 +72,9 @@ export const sha256Hex = (b: Uint8Array) => crypto.createHash('sha256').update(b
 export const notFound = (err: unknown) =>
   err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.name === 'NotFound' || err.$metadata.httpStatusCode === 404);
 
+/** A key below the prefix that is a workspace's: `<workspace id>/...` (the ids are lower-case UUIDs, key()). */
+const WORKSPACE_KEY = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\//;
+
 export interface GcReport {
   workspaces: number;
   deletedManifests: number;
@@ -297,6 +300,9 @@ export class WorkspaceBucket {
     const byWorkspace = new Map<string, { key: string; lastModified: Date }[]>();
     for (const o of await this.list(this.prefix)) {
       const ws = o.key.slice(this.prefix.length).split('/')[0]!;
+      // Only workspaces (their ids are UUIDs, `<id>/...`): another prefix nested in ours (`workspaces/archive/...`),
+      // or anything else a shared bucket holds there, is not this store's to delete.
+      if (!WORKSPACE_KEY.test(o.key.slice(this.prefix.length))) continue;
       byWorkspace.set(ws, [...(byWorkspace.get(ws) ?? []), o]);
     }
     for (const [ws, objects] of byWorkspace) {

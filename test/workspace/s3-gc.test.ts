@@ -13,7 +13,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../core/platform/config.js';
 import { sha256Hex, type WorkspaceBucket } from '../../core/domain/workspace-bucket.js';
@@ -165,5 +165,23 @@ describe('the sweeper GCs the workspace bucket', () => {
     for (const e of m.entries) if (e.kind === 'file') expect(present.has(e.sha256), e.path).toBe(true);
     expect(await manifests(id.workspaceId)).toHaveLength(KEEP);
     expect(present.has(strayYoung)).toBe(false);
+  });
+
+  it('never deletes what is under the prefix but not a workspace: a neighbour prefix nested in it, a stray object', async () => {
+    // A shared bucket: another deployment (or an operator's archive) with S3_PREFIX=workspaces/archive/ writes under
+    // ours, in the same shape; and a plain object. Neither has a `latest` pointer where this store would look for one.
+    const neighbour = `workspaces/archive/${crypto.randomUUID()}/`;
+    const foreign = [
+      `${neighbour}latest`,
+      `${neighbour}manifests/0000000000001-x.json`,
+      `${neighbour}blobs/${hash('theirs')}`,
+      'workspaces/README.txt',
+    ];
+    for (const Key of foreign) await bucket().client.send(new PutObjectCommand({ Bucket: 'ws-gc', Key, Body: 'not this store’s' }));
+    await pass(Date.now() + 10 * GRACE_MS);
+    const left: string[] = [];
+    const r = await bucket().client.send(new ListObjectsV2Command({ Bucket: 'ws-gc', Prefix: 'workspaces/' }));
+    for (const o of r.Contents ?? []) left.push(o.Key!);
+    for (const key of foreign) expect(left, key).toContain(key);
   });
 });
