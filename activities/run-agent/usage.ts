@@ -1,9 +1,9 @@
 /**
  * What a finished run leaves on the message (usage, prices, and the caller's own fields: status, answer, …) in one
- * update, and on its binding and the message's own row (the session snapshot). One statement per row: each is a round trip inside the terminal
- * transaction, which the client's `message_end` waits for. A terminal without usage (the reaper's `backend_restarted`,
- * a stop the backend never confirmed) takes the run's ledger rows instead (activities/ledger-usage.ts), read in the same
- * transaction: the message shows what was billed.
+ * update, and on its binding and the message's own row (the session snapshot, both in one statement). Each statement
+ * is a round trip inside the terminal transaction, which the client's `message_end` waits for. A terminal without usage
+ * (the reaper's `backend_restarted`, a stop the backend never confirmed) takes the run's ledger rows instead
+ * (activities/ledger-usage.ts), read in the same transaction: the message shows what was billed.
  */
 import type { Prisma } from '../../core/platform/db.js';
 import type { SessionSnapshot, Usage } from '../../core/protocol/run.js';
@@ -27,12 +27,10 @@ export async function saveUsageAndSnapshot(
   await tx.message.update({ where: { id: scope.msg.id }, data: { ...message, ...usageColumns(saved) } });
   // A null snapshot leaves the stored one untouched (docs/seeds/001).
   if (snapshot && scope.bindingId) {
-    await tx.agentWorkspaceBinding.update({
-      where: { id: scope.bindingId },
-      data: { session_snapshot: snapshot as unknown as Prisma.InputJsonValue },
-    });
-    // And per message, for a regenerate or a fork from here (core/domain/session-snapshots.ts).
+    // The binding's current session and, per message, for a regenerate or a fork from here: one statement
+    // (core/domain/session-snapshots.ts).
     await saveMessageSnapshot(tx, {
+      asBindingSession: true,
       messageId: scope.msg.id,
       conversationId: scope.msg.conversation_id,
       bindingId: scope.bindingId,

@@ -28,6 +28,7 @@ import type { OutboxDispatcher } from '../../core/domain/outbox.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import { placeInThread } from '../../core/domain/turn/threads.js';
 import { conversationName, conversationTitle, markdownText } from '../../core/domain/turn-text.js';
+import { insertNewConversationTurn } from '../../core/platform/hot-sql.js';
 
 /** How long a workflow start may take before the turn counts as not started (well inside TURN_SWEEP_MIN_AGE_MS, at least 15 s). */
 const START_DEADLINE_MS = 10_000;
@@ -104,6 +105,39 @@ export async function createTurnRecords(
       ? { kind: 'account', accountId: caller.accountId, draftType: caller.draftType }
       : { kind: 'end-user', endUserId: endUser!.id };
   const files = await prepareMessageFiles(deps, app, fileCaller, body.files, body.conversation_id || null);
+  const messageMetadata = { ...opts.metadata, ...(caller.kind === 'account' ? { draft_type: caller.draftType } : {}) };
+
+  // A new conversation's first turn (the service API's usual turn) is one statement on pg (core/platform/hot-sql.ts):
+  // nothing to lock, queue or place, so none of the transaction below is needed.
+  if (!body.conversation_id) {
+    const conversationId = crypto.randomUUID();
+    // A thread's root (and the refusal of a parent in a conversation that does not exist yet): no statement.
+    const parentMessageId = await placeInThread(db, { conversationId, isNew: true, requested: body.parent_message_id });
+    const created = await insertNewConversationTurn(db, {
+      conversation: {
+        id: conversationId,
+        tenant_id: app.tenantId,
+        app_id: app.appId,
+        end_user_id: endUser?.id ?? null,
+        account_id: endUser ? null : accountId,
+        name: body.auto_generate_name ? conversationTitle(body.query) : 'New conversation',
+        inputs: body.inputs,
+        invoke_from: invokeFrom,
+        ...heldByFirstTurn(messageId),
+      },
+      message: {
+        id: messageId,
+        parent_message_id: parentMessageId,
+        api_token_id: apiTokenId,
+        query: body.query,
+        workflow_id: workflowId,
+        metadata: messageMetadata,
+      },
+      files: files.map((f) => ({ id: crypto.randomUUID(), ...f })),
+    });
+    const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
+    return { messageId, conversationId, workflowId, createdAt: unixSeconds(created), input };
+  }
 
   const { conversationId, createdAt, queued } = await db.$transaction(
     async (
@@ -189,7 +223,7 @@ export async function createTurnRecords(
           query: body.query,
           inputs: body.inputs as object,
           workflow_id: workflowId,
-          metadata: { ...opts.metadata, ...(caller.kind === 'account' ? { draft_type: caller.draftType } : {}) },
+          metadata: messageMetadata,
         },
       });
       await createMessageFiles(tx, messageId, files);

@@ -14,6 +14,8 @@ type Tx = Prisma.TransactionClient;
 /**
  * Records the snapshot `messageId`'s turn ended with (idempotent: a replayed terminal writes the same row), and prunes
  * the conversation when it holds too many. Runs inside the terminal's transaction, as one statement in the common case.
+ * `asBindingSession`: the same statement also makes it the binding's current session (`session_snapshot`), which the
+ * terminal wrote as a statement of its own before (a round trip inside the transaction `message_end` waits for).
  */
 export async function saveMessageSnapshot(
   tx: Tx,
@@ -24,11 +26,16 @@ export async function saveMessageSnapshot(
     snapshot: SessionSnapshot;
     pendingToolCallId?: string | null;
     perBranch: number;
+    asBindingSession?: boolean;
   },
 ): Promise<void> {
   const json = JSON.stringify(s.snapshot);
-  const [row] = await tx.$queryRaw<{ live: number }[]>`
-    with saved as (
+  const [row] = await tx.$queryRaw<{ live: number; bound: number }[]>`
+    with bound as (
+      update agent_workspace_bindings set session_snapshot = ${json}::jsonb, updated_at = now()
+       where id = ${s.bindingId}::uuid and ${s.asBindingSession ?? false}::boolean
+      returning id
+    ), saved as (
       insert into message_session_snapshots (message_id, conversation_id, binding_id, snapshot, size_bytes, pending_tool_call_id, updated_at)
       values (${s.messageId}::uuid, ${s.conversationId}::uuid, ${s.bindingId}::uuid, ${json}::jsonb, ${Buffer.byteLength(json)}::int,
               ${s.pendingToolCallId ?? null}, now())
@@ -38,7 +45,10 @@ export async function saveMessageSnapshot(
       returning message_id
     )
     select (select count(*)::int from message_session_snapshots
-             where conversation_id = ${s.conversationId}::uuid and snapshot is not null and message_id <> ${s.messageId}::uuid) + 1 as live`;
+             where conversation_id = ${s.conversationId}::uuid and snapshot is not null and message_id <> ${s.messageId}::uuid) + 1 as live,
+           (select count(*)::int from bound) as bound`;
+  // As Prisma's update of the binding did: a binding that is gone fails the terminal (and rolls it back).
+  if (s.asBindingSession && row?.bound !== 1) throw new Error(`session snapshot: binding ${s.bindingId} not found`);
   if ((row?.live ?? 0) > 2 * s.perBranch) await pruneSessionSnapshots(tx, s.conversationId, s.perBranch);
 }
 

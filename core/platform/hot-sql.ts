@@ -132,6 +132,62 @@ const EVENTS_AFTER = {
      where not exists (select 1 from batch)`,
 };
 
+/**
+ * A new conversation's first turn, as the api's start transaction wrote it through Prisma in four statements (BEGIN,
+ * the conversation, the message, COMMIT; one more for files): the conversation born holding the turn's lock, the
+ * message at the thread's root, and its files — one statement, which is its own transaction. Foreign keys are checked
+ * at the statement's end, so the rows may reference each other. Columns not listed take the schema's defaults, as
+ * Prisma's create did (created_at/updated_at from the server's clock here).
+ */
+const START_NEW_CONVERSATION = {
+  name: 'hot_start_new_conversation_v1',
+  text: `
+    with conv as (
+      insert into conversations (id, tenant_id, app_id, end_user_id, account_id, name, inputs, invoke_from,
+                                 active_message_id, dialogue_count)
+      values ($1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6, $7::jsonb, $8, $9::uuid, $10::int)
+      returning id
+    ), msg as (
+      insert into messages (id, parent_message_id, tenant_id, app_id, conversation_id, end_user_id, account_id,
+                            invoke_from, api_token_id, query, inputs, workflow_id, metadata)
+      select $9::uuid, $11::uuid, $2::uuid, $3::uuid, conv.id, $4::uuid, $5::uuid, $8, $12::uuid, $13, $7::jsonb, $14,
+             $15::jsonb
+        from conv
+      returning id, created_at
+    ), files as (
+      insert into message_files (id, message_id, type, transfer_method, url, upload_file_id, belongs_to)
+      select f.id, msg.id, f.type, f.transfer_method, f.url, f.upload_file_id, 'user'
+        from msg cross join jsonb_to_recordset($16::jsonb) as f(id uuid, type text, transfer_method text, url text, upload_file_id uuid)
+      returning 1
+    )
+    select msg.created_at, (select count(*) from files)::int as files from msg`,
+};
+
+/** What START_NEW_CONVERSATION writes (ids made by the caller, as Prisma made them client-side). */
+export interface NewConversationTurn {
+  conversation: {
+    id: string;
+    tenant_id: string;
+    app_id: string;
+    end_user_id: string | null;
+    account_id: string | null;
+    name: string;
+    inputs: unknown;
+    invoke_from: string;
+    active_message_id: string;
+    dialogue_count: number;
+  };
+  message: {
+    id: string;
+    parent_message_id: string;
+    api_token_id: string | null;
+    query: string;
+    workflow_id: string;
+    metadata: unknown;
+  };
+  files: { id: string; type: string; transfer_method: string; url: string | null; upload_file_id: string | null }[];
+}
+
 /** Runs a hot statement on the client's pool: named (prepared once per connection) unless the client says not to. */
 async function hotQuery<R extends pg.QueryResultRow>(db: Db, q: { name: string; text: string }, values: unknown[]) {
   const { pool, prepared } = poolOf(db);
@@ -193,4 +249,31 @@ export async function readEventsAfter(
   // UNION ALL promises no order across its arms; within the batch it is the read's (seq), kept by sorting.
   events.sort((a, b) => a.seq - b.seq);
   return { events, terminalSeq };
+}
+
+/** Writes a new conversation's first turn in one statement; returns the message's created_at. */
+export async function insertNewConversationTurn(db: Db, t: NewConversationTurn): Promise<Date> {
+  const c = t.conversation;
+  const m = t.message;
+  const res = await hotQuery<{ created_at: Date; files: number }>(db, START_NEW_CONVERSATION, [
+    c.id,
+    c.tenant_id,
+    c.app_id,
+    c.end_user_id,
+    c.account_id,
+    c.name,
+    JSON.stringify(c.inputs),
+    c.invoke_from,
+    c.active_message_id,
+    c.dialogue_count,
+    m.parent_message_id,
+    m.api_token_id,
+    m.query,
+    m.workflow_id,
+    JSON.stringify(m.metadata),
+    JSON.stringify(t.files),
+  ]);
+  const r = res.rows[0];
+  if (!r || r.files !== t.files.length) throw new Error(`new conversation ${c.id}: the turn's rows were not all written`);
+  return r.created_at;
 }
