@@ -3,8 +3,9 @@
 // extends, profiles, and the consistency checks (every depends_on, secret, config and volume a service names
 // must exist). It needs no Docker daemon, which these machines do not have. On success it prints the resolved
 // project as JSON (all profiles enabled) for test/unit/compose.test.ts to check the deployment's invariants.
+// Several files are merged in order, as `docker compose -f a.yml -f b.yml` merges them (the s3 override).
 //
-//	go run ./deploy/compose-check docker-compose.yml
+//	go run ./deploy/compose-check docker-compose.yml [docker-compose.s3.yml]
 package main
 
 import (
@@ -16,12 +17,12 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: compose-check <docker-compose.yml>")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: compose-check <docker-compose.yml> [override.yml ...]")
 		os.Exit(2)
 	}
 	opts, err := cli.NewProjectOptions(
-		[]string{os.Args[1]},
+		os.Args[1:],
 		cli.WithOsEnv,
 		cli.WithDotEnv,
 		cli.WithProfiles([]string{"*"}),

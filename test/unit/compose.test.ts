@@ -8,9 +8,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { SECRET_VARS } from '../../core/platform/config.js';
+import { loadConfig, SECRET_VARS } from '../../core/platform/config.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -45,15 +46,21 @@ function goBinary(): string {
   throw new Error('Go is needed to validate docker-compose.yml (deploy/compose-check): install Go or set GO_BIN');
 }
 
-let project: Project;
-beforeAll(() => {
-  const out = execFileSync(goBinary(), ['run', '.', path.join(ROOT, 'docker-compose.yml')], {
+/** The project compose-go resolves from `files` (merged in order, as `docker compose -f … -f …`). */
+function load(files: string[], env: Record<string, string> = {}): Project {
+  const out = execFileSync(goBinary(), ['run', '.', ...files.map((f) => path.join(ROOT, f))], {
     cwd: path.join(ROOT, 'deploy', 'compose-check'),
     encoding: 'utf8',
     timeout: 240_000,
     maxBuffer: 16 * 1024 * 1024,
+    env: { ...process.env, ...env },
   });
-  project = JSON.parse(out) as Project;
+  return JSON.parse(out) as Project;
+}
+
+let project: Project;
+beforeAll(() => {
+  project = load(['docker-compose.yml']);
 }, 300_000);
 
 const APP = ['api', 'worker', 'agent-backend'] as const;
@@ -135,6 +142,74 @@ describe('docker-compose.yml (validated by compose-go)', () => {
       expect(svc.volumes, name).toContainEqual(expect.objectContaining({ type: 'volume', source: 'appdata', target: '/data' }));
       expect(svc.environment).toMatchObject({ DATA_DIR: '/data', WORKSPACES_DIR: '/data/workspaces' });
     }
+  });
+});
+
+describe('docker-compose.s3.yml over docker-compose.yml (WORKSPACE_STORE=s3)', () => {
+  const S3 = { S3_BUCKET: 'agents-workspaces', S3_ENDPOINT: 'https://s3.example.com', S3_FORCE_PATH_STYLE: 'true' };
+  let s3: Project;
+  beforeAll(() => {
+    s3 = load(['docker-compose.yml', 'docker-compose.s3.yml'], S3);
+  }, 300_000);
+
+  it('runs every app role on the bucket, its keys as secret files, and the app’s config accepts the environment', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'compose-s3-'));
+    try {
+      for (const name of APP) {
+        const svc = s3.services[name]!;
+        const mounted = (svc.secrets ?? []).map((x) => x.source);
+        const env: Record<string, string> = {};
+        for (const [k, v] of Object.entries(svc.environment ?? {})) {
+          const secret = /^\/run\/secrets\/(.+)$/.exec(v ?? '')?.[1];
+          if (!secret) {
+            env[k] = v ?? '';
+            continue;
+          }
+          expect(mounted, `${name}: ${k} names a mounted secret`).toContain(secret);
+          // The secret file as Docker mounts it, with a value of this test's (the S3 keys' own, the rest distinct).
+          const file = path.join(dir, secret);
+          fs.writeFileSync(file, secret === 'database_url' ? 'postgresql://u@db/d\n' : `${secret}-${'x'.repeat(40)}\n`);
+          env[k] = file;
+        }
+        expect(env.S3_ACCESS_KEY_ID, `${name}: no key inline`).toBeUndefined();
+        const config = loadConfig(env);
+        expect(config, name).toMatchObject({
+          WORKSPACE_STORE: 's3',
+          S3_BUCKET: 'agents-workspaces',
+          S3_ENDPOINT: 'https://s3.example.com',
+          S3_FORCE_PATH_STYLE: true,
+          S3_PREFIX: 'workspaces/',
+          S3_ACCESS_KEY_ID: `s3_access_key_id-${'x'.repeat(40)}`,
+          S3_SECRET_ACCESS_KEY: `s3_secret_access_key-${'x'.repeat(40)}`,
+        });
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    for (const name of ['s3_access_key_id', 's3_secret_access_key']) expect(s3.secrets[name]!.file).toBe(path.join(ROOT, 'secrets', name));
+  });
+
+  it('gives the agent backend a /data of its own (no named volume: one per container), the api and worker still the shared one for uploads', () => {
+    const backend = s3.services['agent-backend']!.volumes!;
+    expect(backend.filter((v) => v.target === '/data')).toEqual([expect.objectContaining({ type: 'volume', target: '/data' })]);
+    expect(backend.filter((v) => v.source)).toEqual([]);
+    for (const name of ['api', 'worker'])
+      expect(s3.services[name]!.volumes, name).toContainEqual(
+        expect.objectContaining({ type: 'volume', source: 'appdata', target: '/data' }),
+      );
+    // The base file alone stays posix: the one-volume shape above.
+    expect(project.services['agent-backend']!.environment!.WORKSPACE_STORE).toBeUndefined();
+  });
+
+  it('refuses to start without a bucket', () => {
+    expect(() =>
+      execFileSync(goBinary(), ['run', '.', path.join(ROOT, 'docker-compose.yml'), path.join(ROOT, 'docker-compose.s3.yml')], {
+        cwd: path.join(ROOT, 'deploy', 'compose-check'),
+        encoding: 'utf8',
+        stdio: 'pipe',
+        env: { ...process.env, S3_BUCKET: '' },
+      }),
+    ).toThrow(/set S3_BUCKET/);
   });
 });
 

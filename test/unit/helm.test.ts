@@ -267,6 +267,56 @@ describe.runIf(t)('the Helm chart (deploy/helm/dify-agent)', () => {
     }
   });
 
+  it('with objectStorage on, every role runs WORKSPACE_STORE=s3 on the bucket’s settings (keys from their own Secret) and the agent backend mounts no shared volume', () => {
+    const secretDir = path.join(tmp, 's3-secrets');
+    const keyDir = path.join(tmp, 's3-keys');
+    fs.mkdirSync(secretDir, { recursive: true });
+    fs.mkdirSync(keyDir, { recursive: true });
+    for (const k of ['inner_api_key', 'agent_backend_token', 'execution_context_signing_key', 'shellctl_auth_token', 'postgres_password'])
+      fs.writeFileSync(path.join(secretDir, k), `${k}-0123456789abcdef\n`);
+    fs.writeFileSync(path.join(secretDir, 'encryption_key'), `${'e'.repeat(64)}\n`);
+    fs.writeFileSync(path.join(keyDir, 'access_key_id'), 'AKIAEXAMPLE\n');
+    fs.writeFileSync(path.join(keyDir, 'secret_access_key'), 'secret-example\n');
+    for (const role of Object.keys(ROLES)) {
+      const pod = find(production.objects, 'Deployment', `agents-dify-agent-${role}`).spec!.template.spec;
+      const env = Object.fromEntries(
+        (pod.containers[0].env as EnvVar[]).map((e) => [
+          e.name,
+          (e.value ?? '')
+            .replace(/^\/run\/secrets\/dify-agent\//, `${secretDir}/`)
+            .replace(/^\/run\/secrets\/object-storage\//, `${keyDir}/`),
+        ]),
+      );
+      for (const k of Object.keys(env)) if (k.endsWith('_FILE') && env[k]!.startsWith('/run/secrets/')) delete env[k];
+      const config = loadConfig(env);
+      expect(config, role).toMatchObject({
+        WORKSPACE_STORE: 's3',
+        S3_BUCKET: 'dify-agent-workspaces',
+        S3_PREFIX: 'workspaces/',
+        S3_REGION: 'eu-west-1',
+        S3_ENDPOINT: 'https://s3.eu-west-1.amazonaws.com',
+        S3_FORCE_PATH_STYLE: false,
+        S3_ACCESS_KEY_ID: 'AKIAEXAMPLE',
+        S3_SECRET_ACCESS_KEY: 'secret-example',
+      });
+      const volumes = pod.volumes as { name: string; persistentVolumeClaim?: unknown; emptyDir?: unknown }[];
+      const data = volumes.find((v) => v.name === 'data')!;
+      // The backend's /data is its own; the api and the worker still share the claim: uploads live in /data/uploads.
+      if (role === 'agent-backend') {
+        expect(volumes.filter((v) => v.persistentVolumeClaim)).toEqual([]);
+        expect(data.emptyDir).toEqual({});
+      } else expect(data.persistentVolumeClaim).toEqual({ claimName: 'agents-dify-agent-data' });
+    }
+    // Without object storage the backend shares the claim as before; its local data can be capped.
+    const d = find(defaults.objects, 'Deployment', 'agents-dify-agent-agent-backend').spec!.template.spec;
+    expect(d.volumes.find((v: { name: string }) => v.name === 'data').persistentVolumeClaim).toEqual({
+      claimName: 'agents-dify-agent-data',
+    });
+    const capped = render([PRODUCTION], ['agentBackend.localData.sizeLimit=20Gi']);
+    const c = find(capped.objects, 'Deployment', 'agents-dify-agent-agent-backend').spec!.template.spec;
+    expect(c.volumes.find((v: { name: string }) => v.name === 'data').emptyDir).toEqual({ sizeLimit: '20Gi' });
+  });
+
   it('runs every pod as non-root without privilege escalation; only the agent backend has the sandbox’s Unconfined profiles', () => {
     for (const o of defaults.objects.filter((x) => x.kind === 'Deployment' || x.kind === 'Job')) {
       const pod = o.spec!.template.spec;
@@ -293,6 +343,7 @@ describe.runIf(t)('the Helm chart (deploy/helm/dify-agent)', () => {
       [['postgresql.sslmode=require'], /\/postgresql\/sslmode/],
       [['secrets.existingSecret='], /\/secrets\/existingSecret/],
       [['objectStorage.enabled=true'], /\/objectStorage\/bucket/],
+      [['objectStorage.prefix=prod'], /\/objectStorage\/prefix/],
       [['temporal.tls.mtls=true'], /\/temporal\/tls/],
       [['api.autoscaling.targetCPUUtilizationPercentage=0'], /targetCPUUtilizationPercentage/],
       [['apii.replicas=3'], /apii/],

@@ -128,17 +128,26 @@ app.kubernetes.io/component: {{ .component }}
   value: /data/workspaces
 {{- with .Values.objectStorage }}
 {{- if .enabled }}
-- name: OBJECT_STORAGE_ENDPOINT
-  value: {{ .endpoint | quote }}
-- name: OBJECT_STORAGE_REGION
-  value: {{ .region | quote }}
-- name: OBJECT_STORAGE_BUCKET
+{{- /* WORKSPACE_STORE=s3 (docs/workspace.md "Workspaces on object storage"; the names core/platform/config.ts reads). */}}
+- name: WORKSPACE_STORE
+  value: s3
+- name: S3_BUCKET
   value: {{ .bucket | quote }}
-- name: OBJECT_STORAGE_FORCE_PATH_STYLE
+- name: S3_PREFIX
+  value: {{ .prefix | quote }}
+{{- with .endpoint }}
+- name: S3_ENDPOINT
+  value: {{ . | quote }}
+{{- end }}
+{{- with .region }}
+- name: S3_REGION
+  value: {{ . | quote }}
+{{- end }}
+- name: S3_FORCE_PATH_STYLE
   value: {{ .forcePathStyle | quote }}
-- name: OBJECT_STORAGE_ACCESS_KEY_ID_FILE
+- name: S3_ACCESS_KEY_ID_FILE
   value: /run/secrets/object-storage/{{ .credentials.accessKeyIdKey }}
-- name: OBJECT_STORAGE_SECRET_ACCESS_KEY_FILE
+- name: S3_SECRET_ACCESS_KEY_FILE
   value: /run/secrets/object-storage/{{ .credentials.secretAccessKeyKey }}
 {{- end }}
 {{- end }}
@@ -154,6 +163,25 @@ app.kubernetes.io/component: {{ .component }}
 - name: data
   persistentVolumeClaim:
     claimName: {{ include "dify-agent.claimName" . }}
+{{- end -}}
+
+{{/*
+The agent backend's volumes. With object storage its /data is the pod's own (an emptyDir: its local copies of the
+workspaces it runs, restored from the bucket when a run enters one and saved back when the run ends, and the shellctl
+token file); no volume is shared with any other pod. Without it, the shared claim like the api and the worker.
+*/}}
+{{- define "dify-agent.backendVolumes" -}}
+{{- if .Values.objectStorage.enabled -}}
+{{ include "dify-agent.secretVolumes" . }}
+- name: data
+  emptyDir:
+    {{- with .Values.agentBackend.localData.sizeLimit }}
+    sizeLimit: {{ . }}
+    {{- else }} {}
+    {{- end }}
+{{- else -}}
+{{ include "dify-agent.volumes" . }}
+{{- end -}}
 {{- end -}}
 
 {{/* The same without the data volume (the migration hook runs before the release's claim exists). */}}
