@@ -20,6 +20,7 @@
 
 import { conversationList } from './chat-conversations.js';
 import { forkAction } from './chat-fork.js';
+import { suggestedAfterAnswer } from './chat-suggested.js';
 import { renderCitations } from './citations.js';
 import { onPastedKey, readKey, showKeyError, storeKey } from './chat-key.js';
 import { createApi } from './lib/api.js';
@@ -242,6 +243,7 @@ async function runTurn(box, open, { query, files, waiting = false, queued = fals
       if (turn.conversationId && !state.openForm) conversations.settle(turn.conversationId, null);
       void loadConversations();
     }
+    void followUps.show(box);
   }
 }
 
@@ -531,6 +533,7 @@ function send(query, files = state.files.filter((f) => f.id)) {
     say('Wait for the upload to finish.');
     return false;
   }
+  followUps.clear();
   const running = busy ? state.turn : null;
   if (running && how === 'interrupt') {
     // The API stops it (as Stop would): what it said so far stays, marked stopped; its stream ends by itself.
@@ -673,6 +676,16 @@ const forkButton = forkAction({
   },
 });
 const renderConversations = () => conversations.render();
+// Questions to ask next under the latest answer (web/chat-suggested.js).
+const followUps = suggestedAfterAnswer({
+  api,
+  state,
+  actionButton,
+  send: (query) => send(query),
+  enabled: () => !!state.app?.followUps,
+  latest: () => lastAgentBox(),
+  busy: () => inFlight(),
+});
 
 /** Shows a conversation's thread: the newest branch, or (`branch`) the one through that message. */
 async function openConversation(id, { branch } = {}) {
@@ -734,6 +747,7 @@ async function openConversation(id, { branch } = {}) {
   const open = data.filter(
     (m) => ['paused', 'running', 'pending', 'queued'].includes(m.turn_status) && !data.some((n) => n.resumed_from_message_id === m.id),
   );
+  if (!open.length) void followUps.show(lastAgentBox());
   for (const m of open) {
     const box = boxes.get(m.id);
     box._answer = '';
@@ -767,6 +781,7 @@ async function loadApp() {
       suggested: params.suggested_questions || [],
       upload: fu.enabled ? { extensions: fu.allowed_file_extensions || [], max: fu.number_limits || 1 } : null,
       multitask: params.multitask_strategy || 'reject',
+      followUps: !!params.suggested_questions_after_answer?.enabled,
     };
     renderBusy();
     $('app-name').textContent = info.name;
@@ -775,6 +790,8 @@ async function loadApp() {
     $('attach').hidden = !state.app.upload;
     if (state.app.upload) $('file').accept = state.app.upload.extensions.join(',');
     if (!state.conversationId) showWelcome();
+    // A reload opens the conversation beside this: its latest answer gets its questions once the page knows the feature.
+    else void followUps.show(lastAgentBox());
   } catch (err) {
     if (err.status !== 401) say(err.message);
   }

@@ -234,6 +234,7 @@ function fillForm(c, shelf) {
   $('f-citations').checked = c.features?.retriever_resource?.enabled !== false;
   $('f-opening').value = c.features?.opening_statement ?? '';
   $('f-suggested').value = (c.features?.suggested_questions ?? []).join('\n');
+  $('f-follow-ups').checked = !!c.features?.suggested_questions_after_answer?.enabled;
   $('f-runtime').checked = !!c.runtime?.enabled;
   $('f-shell').checked = !!c.shell?.enabled;
 }
@@ -269,6 +270,7 @@ function readForm() {
   c.features = {
     ...c.features,
     retriever_resource: { enabled: $('f-citations').checked },
+    suggested_questions_after_answer: { enabled: $('f-follow-ups').checked },
     opening_statement: $('f-opening').value.trim(),
     // One question a line, blank lines dropped (Dify's list of questions).
     suggested_questions: $('f-suggested')
