@@ -74,6 +74,15 @@ export interface LoopContext {
   logger?: Logger;
 }
 
+/** What one model request streamed: its text, reasoning and tool calls, its usage and the metadata to send back. */
+interface StepResult {
+  text: string;
+  reasoning: string;
+  toolCalls: StepToolCall[];
+  callUsage: Omit<ModelCallUsage, 'latency'> | null;
+  assistantMetadata: DifyAssistantMetadata;
+}
+
 interface StepToolCall {
   index: number;
   id: string;
@@ -84,13 +93,66 @@ interface StepToolCall {
   providerMetadata?: ProviderMetadata;
 }
 
-export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
-  const { instances, emitter, signal, usage, state } = ctx;
-  const of = <K extends LayerInstance['capability']['kind']>(kind: K) =>
-    instances.filter((i) => i.capability.kind === kind) as Array<
-      LayerInstance & { capability: Extract<LayerInstance['capability'], { kind: K }> }
-    >;
+type Capability<K extends LayerInstance['capability']['kind']> = Extract<LayerInstance['capability'], { kind: K }>;
+type Instance<K extends LayerInstance['capability']['kind']> = LayerInstance & { capability: Capability<K> };
+/** The run's layers of one capability kind. */
+type LayersOf = <K extends LayerInstance['capability']['kind']>(kind: K) => Array<Instance<K>>;
+type ToolOwners = Map<string, Instance<'toolset'>>;
 
+/** What every step of a run sends the model: instructions, the bound model, the tools and which toolset owns each. */
+interface RunSetup {
+  system: string;
+  binding: ReturnType<Capability<'model'>['binding']>;
+  executionContext: ExecutionContextLayerConfig;
+  model: ReturnType<ModelCaller>;
+  toolOwners: ToolOwners;
+  toolSpecs: ToolSpec[];
+  /** As the AI SDK declares them, without `execute`: streamText stops at the tool calls and this loop executes them. */
+  tools: Record<string, Tool>;
+  /** The window each call's prompt must fit (the api's catalogue for the tenant; else the built-in catalogue's). */
+  contextWindow: number | undefined;
+  maxOutput: number | undefined;
+  toolTokens: number;
+}
+
+/**
+ * The loop in its phases: set the run up, open the conversation (history, a resumed call closed, the user's message),
+ * then one model step after another — each ends the run (no tool calls, or ask_human deferred) or runs its tools.
+ */
+export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
+  const { signal, usage, state } = ctx;
+  const of: LayersOf = <K extends LayerInstance['capability']['kind']>(kind: K) =>
+    ctx.instances.filter((i) => i.capability.kind === kind) as Array<Instance<K>>;
+  const run = setUpRun(ctx, of);
+  await openConversation(ctx, of, run.executionContext);
+  if (!run.system && state.messages.length === 0) throw new Error('nothing to send to the model: no instructions, history or user prompt');
+
+  for (;;) {
+    throwIfAborted(signal);
+    if (usage.modelRequests >= ctx.limits.maxModelRequests) {
+      throw new RunLimitExceededError(`the run reached its limit of ${ctx.limits.maxModelRequests} model requests`);
+    }
+    const { step, assistant } = await modelStep(ctx, run);
+    state.lastText = step.text;
+
+    if (step.toolCalls.length === 0) {
+      state.messages.push(assistant);
+      state.partialText = '';
+      return { kind: 'succeeded', output: step.text };
+    }
+    if (usage.toolCalls + step.toolCalls.length > ctx.limits.maxToolCalls) {
+      throw new RunLimitExceededError(`the run reached its limit of ${ctx.limits.maxToolCalls} tool calls`);
+    }
+    usage.toolCalls += step.toolCalls.length;
+    const { toolMessages, deferred } = await runToolCalls(ctx, run, step.toolCalls);
+    state.messages.push(assistant, ...toolMessages);
+    state.partialText = '';
+    if (deferred) return { kind: 'deferred', call: deferred, output: step.text };
+  }
+}
+
+/** The instructions, the bound model with its caller, and the tools of every toolset. */
+function setUpRun(ctx: LoopContext, of: LayersOf): RunSetup {
   const system = of('instructions')
     .map((i) => i.capability.instructions())
     .filter((t): t is string => Boolean(t))
@@ -115,7 +177,7 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
     executionContext,
   });
 
-  const toolOwners = new Map<string, LayerInstance & { capability: { kind: 'toolset' } }>();
+  const toolOwners: ToolOwners = new Map();
   const toolSpecs: ToolSpec[] = [];
   for (const ts of of('toolset')) {
     for (const spec of ts.capability.tools()) {
@@ -123,14 +185,28 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
       toolSpecs.push(spec);
     }
   }
-  // No `execute`: streamText stops at the tool calls and this loop executes them itself.
   const tools: Record<string, Tool> = {};
   for (const t of toolSpecs) {
     tools[t.name] = tool({ description: t.description, inputSchema: jsonSchema(t.parameters as Parameters<typeof jsonSchema>[0]) });
   }
-  const hasTools = toolSpecs.length > 0;
+  const builtin = BUILTIN_CATALOGUE.resolve(binding.provider, binding.model);
+  return {
+    system,
+    binding,
+    executionContext,
+    model,
+    toolOwners,
+    toolSpecs,
+    tools,
+    contextWindow: binding.contextWindow ?? builtin?.context_window,
+    maxOutput: binding.maxOutput ?? builtin?.max_output,
+    toolTokens: toolDefinitionTokens(toolSpecs),
+  };
+}
 
-  // Earlier turns, then close any deferred call left open (resume with its result, or "unavailable").
+/** Earlier turns, then any deferred call left open closed (resumed with its result, or "unavailable"), then the query. */
+async function openConversation(ctx: LoopContext, of: LayersOf, executionContext: ExecutionContextLayerConfig): Promise<void> {
+  const { emitter, state, signal } = ctx;
   state.messages = [...(of('history')[0]?.capability.messages() ?? [])];
   const results = ctx.request.deferred_tool_results?.calls ?? {};
   const closed = closeDanglingToolCalls(state.messages, results);
@@ -153,171 +229,166 @@ export async function runAgentLoop(ctx: LoopContext): Promise<LoopResult> {
   if (user && !resending) {
     state.messages.push(await augmentUserMessage(user, of('toolset'), { runId: ctx.runId, signal, executionContext }));
   }
-  if (!system && state.messages.length === 0) throw new Error('nothing to send to the model: no instructions, history or user prompt');
+}
 
+/** One model request: the prompt fitted to the window, streamed as events, and the assistant message it makes. */
+async function modelStep(ctx: LoopContext, run: RunSetup): Promise<{ step: StepResult; assistant: PromptMessage }> {
+  const { emitter, signal, usage, state } = ctx;
+  const { binding, contextWindow } = run;
   const { settings } = binding;
-  // The window each call's prompt must fit (the api's catalogue for the tenant; else the built-in catalogue's).
-  const builtin = BUILTIN_CATALOGUE.resolve(binding.provider, binding.model);
-  const contextWindow = binding.contextWindow ?? builtin?.context_window;
-  const maxOutput = binding.maxOutput ?? builtin?.max_output;
-  const toolTokens = toolDefinitionTokens(toolSpecs);
-  for (;;) {
-    throwIfAborted(signal);
-    if (usage.modelRequests >= ctx.limits.maxModelRequests) {
-      throw new RunLimitExceededError(`the run reached its limit of ${ctx.limits.maxModelRequests} model requests`);
-    }
-    const callIndex = usage.beginModelRequest();
-    state.partialText = '';
-    // One streamText call = one model request with its own call_index. maxRetries: 0 because the
-    // model adapter (InnerLlmModel) retries transport failures itself, before and during the stream,
-    // replaying the same call_index and skipping what was already streamed (SDK retries would only
-    // cover the start, and would also retry the model's own errors).
-    // The instructions are ours (layers), not user input: kept as the leading system message so a
-    // run without any user message still sends them.
-    // Fitted into the model's context window: the oldest turns left out when the conversation outgrew it (history.ts).
-    const fit = contextWindow
-      ? fitToContextWindow(system || null, state.messages, {
-          contextWindow,
-          maxTokens: settings.max_tokens,
-          maxOutput,
-          extraTokens: toolTokens,
-        })
-      : null;
-    const sent = fit ? fit.messages : state.messages;
-    if (fit?.dropped_messages) {
-      ctx.logger?.info(
-        {
-          runId: ctx.runId,
-          call_index: callIndex,
-          dropped_messages: fit.dropped_messages,
-          dropped_turns: fit.dropped_turns,
-          prompt_tokens: fit.prompt_tokens,
-          budget_tokens: fit.budget_tokens,
-          context_window: contextWindow,
-        },
-        'agent loop: history trimmed to the model context window',
-      );
-    }
-    const prompt: PromptMessage[] = [...(system ? [{ role: 'system' as const, content: system }] : []), ...sent];
-    const result = streamText({
-      model,
-      messages: toModelMessages(prompt),
-      allowSystemInMessages: true,
-      ...(hasTools ? { tools, toolChoice: 'auto' as const } : {}),
-      ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
-      ...(settings.top_p !== undefined ? { topP: settings.top_p } : {}),
-      ...(settings.presence_penalty !== undefined ? { presencePenalty: settings.presence_penalty } : {}),
-      ...(settings.frequency_penalty !== undefined ? { frequencyPenalty: settings.frequency_penalty } : {}),
-      ...(settings.max_tokens !== undefined ? { maxOutputTokens: settings.max_tokens } : {}),
-      ...(settings.stop_sequences?.length ? { stopSequences: settings.stop_sequences } : {}),
-      maxRetries: 0,
-      abortSignal: signal,
-      // Reasoning options travel beside the call index: the AI SDK has no common option for them (inner-llm-model.ts).
-      providerOptions: {
-        dify: {
-          call_index: callIndex,
-          ...(settings.thinking_budget !== undefined ? { thinking_budget: settings.thinking_budget } : {}),
-          ...(settings.reasoning_effort !== undefined ? { reasoning_effort: settings.reasoning_effort } : {}),
-        },
-      },
-      // URLs go to the model as they are (the api fetches what it needs); nothing is downloaded here.
-      experimental_download: async (files) => files.map(() => null),
-      // Errors arrive as `error` parts of fullStream and end the run; no console logging.
-      onError: () => undefined,
-    });
-
-    // A stop cuts the call before it reports usage: what it consumed and generated still counts (estimated).
-    const requestStartedAt = Date.now();
-    const step = await consumeStep(result.fullStream, ctx, (generated) =>
-      usage.addCutModelCall(prompt, generated, binding.prices ?? priceFor(binding.provider, binding.model)),
-    );
-    // The request's own usage (the agent log's iteration: tokens, price, latency; issue 18), before its tool calls.
-    if (step.callUsage) {
-      await emitter.event('pydantic_ai_event', {
-        event_kind: 'model_response',
+  const callIndex = usage.beginModelRequest();
+  state.partialText = '';
+  // One streamText call = one model request with its own call_index. maxRetries: 0 because the
+  // model adapter (InnerLlmModel) retries transport failures itself, before and during the stream,
+  // replaying the same call_index and skipping what was already streamed (SDK retries would only
+  // cover the start, and would also retry the model's own errors).
+  // The instructions are ours (layers), not user input: kept as the leading system message so a
+  // run without any user message still sends them.
+  // Fitted into the model's context window: the oldest turns left out when the conversation outgrew it (history.ts).
+  const fit = contextWindow
+    ? fitToContextWindow(run.system || null, state.messages, {
+        contextWindow,
+        maxTokens: settings.max_tokens,
+        maxOutput: run.maxOutput,
+        extraTokens: run.toolTokens,
+      })
+    : null;
+  const sent = fit ? fit.messages : state.messages;
+  if (fit?.dropped_messages) {
+    ctx.logger?.info(
+      {
+        runId: ctx.runId,
         call_index: callIndex,
-        usage: { ...step.callUsage, latency: Math.round(Date.now() - requestStartedAt) / 1000 },
-        ...(fit?.dropped_messages ? { history_trimmed: historyTrimmed(fit, contextWindow!) } : {}),
-      });
-    }
-    // With the provider metadata the next request must send back (signed thinking, thought signatures, encrypted
-    // reasoning): it lives in history, so in the session snapshot (docs/models.md "Provider metadata that must round-trip").
-    const { reasoning_parts, content_provider_metadata } = step.assistantMetadata;
-    const assistant: PromptMessage = {
-      role: 'assistant',
-      content: step.text,
-      ...(step.reasoning ? { reasoning_content: step.reasoning } : {}),
-      ...(reasoning_parts?.some((r) => r.provider_metadata) ? { reasoning_parts } : {}),
-      ...(content_provider_metadata ? { content_provider_metadata } : {}),
-      ...(step.toolCalls.length
-        ? {
-            tool_calls: step.toolCalls.map((c): ToolCall => ({
-              id: c.id,
-              type: 'function',
-              function: { name: c.name, arguments: c.rawArgs },
-              ...(c.providerMetadata ? { provider_metadata: c.providerMetadata } : {}),
-            })),
-          }
-        : {}),
-    };
-    state.lastText = step.text;
-
-    if (step.toolCalls.length === 0) {
-      state.messages.push(assistant);
-      state.partialText = '';
-      return { kind: 'succeeded', output: step.text };
-    }
-    if (usage.toolCalls + step.toolCalls.length > ctx.limits.maxToolCalls) {
-      throw new RunLimitExceededError(`the run reached its limit of ${ctx.limits.maxToolCalls} tool calls`);
-    }
-    usage.toolCalls += step.toolCalls.length;
-
-    const toolMessages: PromptMessage[] = [];
-    let deferred: DeferredToolCall | null = null;
-    for (const call of step.toolCalls) {
-      throwIfAborted(signal);
-      await emitter.event('pydantic_ai_event', {
-        event_kind: 'function_tool_call',
-        index: call.index,
-        tool_call_id: call.id,
-        tool_name: call.name,
-        args: call.args,
-      });
-      const toolStartedAt = Date.now();
-      let outcome = await dispatchTool(call, toolOwners, ctx, executionContext);
-      if (outcome.kind === 'deferred') {
-        if (!deferred) {
-          deferred = { tool_call_id: call.id, tool_name: call.name, args: outcome.args, metadata: outcome.metadata };
-          continue;
-        }
-        outcome = { kind: 'result', result: 'Only one ask_human call per turn: ask one question at a time.', isError: true };
-      }
-      toolMessages.push({
-        role: 'tool',
-        tool_call_id: call.id,
-        name: call.name,
-        content: typeof outcome.result === 'string' ? outcome.result : JSON.stringify(outcome.result ?? null),
-      });
-      await emitter.event('pydantic_ai_event', {
-        event_kind: 'function_tool_result',
-        index: call.index,
-        tool_call_id: call.id,
-        tool_name: call.name,
-        result: outcome.result,
-        is_error: Boolean(outcome.isError),
-        duration_ms: Date.now() - toolStartedAt,
-        ...(outcome.files?.length ? { files: outcome.files } : {}),
-      });
-    }
-    state.messages.push(assistant, ...toolMessages);
-    state.partialText = '';
-    if (deferred) return { kind: 'deferred', call: deferred, output: step.text };
+        dropped_messages: fit.dropped_messages,
+        dropped_turns: fit.dropped_turns,
+        prompt_tokens: fit.prompt_tokens,
+        budget_tokens: fit.budget_tokens,
+        context_window: contextWindow,
+      },
+      'agent loop: history trimmed to the model context window',
+    );
   }
+  const prompt: PromptMessage[] = [...(run.system ? [{ role: 'system' as const, content: run.system }] : []), ...sent];
+  const result = streamText({
+    model: run.model,
+    messages: toModelMessages(prompt),
+    allowSystemInMessages: true,
+    ...(run.toolSpecs.length > 0 ? { tools: run.tools, toolChoice: 'auto' as const } : {}),
+    ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
+    ...(settings.top_p !== undefined ? { topP: settings.top_p } : {}),
+    ...(settings.presence_penalty !== undefined ? { presencePenalty: settings.presence_penalty } : {}),
+    ...(settings.frequency_penalty !== undefined ? { frequencyPenalty: settings.frequency_penalty } : {}),
+    ...(settings.max_tokens !== undefined ? { maxOutputTokens: settings.max_tokens } : {}),
+    ...(settings.stop_sequences?.length ? { stopSequences: settings.stop_sequences } : {}),
+    maxRetries: 0,
+    abortSignal: signal,
+    // Reasoning options travel beside the call index: the AI SDK has no common option for them (inner-llm-model.ts).
+    providerOptions: {
+      dify: {
+        call_index: callIndex,
+        ...(settings.thinking_budget !== undefined ? { thinking_budget: settings.thinking_budget } : {}),
+        ...(settings.reasoning_effort !== undefined ? { reasoning_effort: settings.reasoning_effort } : {}),
+      },
+    },
+    // URLs go to the model as they are (the api fetches what it needs); nothing is downloaded here.
+    experimental_download: async (files) => files.map(() => null),
+    // Errors arrive as `error` parts of fullStream and end the run; no console logging.
+    onError: () => undefined,
+  });
+
+  // A stop cuts the call before it reports usage: what it consumed and generated still counts (estimated).
+  const requestStartedAt = Date.now();
+  const step = await consumeStep(result.fullStream, ctx, (generated) =>
+    usage.addCutModelCall(prompt, generated, binding.prices ?? priceFor(binding.provider, binding.model)),
+  );
+  // The request's own usage (the agent log's iteration: tokens, price, latency; issue 18), before its tool calls.
+  if (step.callUsage) {
+    await emitter.event('pydantic_ai_event', {
+      event_kind: 'model_response',
+      call_index: callIndex,
+      usage: { ...step.callUsage, latency: Math.round(Date.now() - requestStartedAt) / 1000 },
+      ...(fit?.dropped_messages ? { history_trimmed: historyTrimmed(fit, contextWindow!) } : {}),
+    });
+  }
+  return { step, assistant: assistantMessageOf(step) };
+}
+
+/**
+ * The step as the history's assistant message, with the provider metadata the next request must send back (signed
+ * thinking, thought signatures, encrypted reasoning): it lives in history, so in the session snapshot
+ * (docs/models.md "Provider metadata that must round-trip").
+ */
+function assistantMessageOf(step: StepResult): PromptMessage {
+  const { reasoning_parts, content_provider_metadata } = step.assistantMetadata;
+  return {
+    role: 'assistant',
+    content: step.text,
+    ...(step.reasoning ? { reasoning_content: step.reasoning } : {}),
+    ...(reasoning_parts?.some((r) => r.provider_metadata) ? { reasoning_parts } : {}),
+    ...(content_provider_metadata ? { content_provider_metadata } : {}),
+    ...(step.toolCalls.length
+      ? {
+          tool_calls: step.toolCalls.map((c): ToolCall => ({
+            id: c.id,
+            type: 'function',
+            function: { name: c.name, arguments: c.rawArgs },
+            ...(c.providerMetadata ? { provider_metadata: c.providerMetadata } : {}),
+          })),
+        }
+      : {}),
+  };
+}
+
+/** A step's tool calls in order, each published as call and result; the first ask_human is deferred, a second refused. */
+async function runToolCalls(
+  ctx: LoopContext,
+  run: RunSetup,
+  calls: StepToolCall[],
+): Promise<{ toolMessages: PromptMessage[]; deferred: DeferredToolCall | null }> {
+  const { emitter, signal } = ctx;
+  const toolMessages: PromptMessage[] = [];
+  let deferred: DeferredToolCall | null = null;
+  for (const call of calls) {
+    throwIfAborted(signal);
+    await emitter.event('pydantic_ai_event', {
+      event_kind: 'function_tool_call',
+      index: call.index,
+      tool_call_id: call.id,
+      tool_name: call.name,
+      args: call.args,
+    });
+    const toolStartedAt = Date.now();
+    let outcome = await dispatchTool(call, run.toolOwners, ctx, run.executionContext);
+    if (outcome.kind === 'deferred') {
+      if (!deferred) {
+        deferred = { tool_call_id: call.id, tool_name: call.name, args: outcome.args, metadata: outcome.metadata };
+        continue;
+      }
+      outcome = { kind: 'result', result: 'Only one ask_human call per turn: ask one question at a time.', isError: true };
+    }
+    toolMessages.push({
+      role: 'tool',
+      tool_call_id: call.id,
+      name: call.name,
+      content: typeof outcome.result === 'string' ? outcome.result : JSON.stringify(outcome.result ?? null),
+    });
+    await emitter.event('pydantic_ai_event', {
+      event_kind: 'function_tool_result',
+      index: call.index,
+      tool_call_id: call.id,
+      tool_name: call.name,
+      result: outcome.result,
+      is_error: Boolean(outcome.isError),
+      duration_ms: Date.now() - toolStartedAt,
+      ...(outcome.files?.length ? { files: outcome.files } : {}),
+    });
+  }
+  return { toolMessages, deferred };
 }
 
 async function dispatchTool(
   call: StepToolCall,
-  owners: Map<string, LayerInstance & { capability: { kind: 'toolset' } }>,
+  owners: ToolOwners,
   ctx: LoopContext,
   executionContext: ExecutionContextLayerConfig,
 ): Promise<ToolOutcome> {
@@ -347,13 +418,7 @@ async function consumeStep(
   stream: ReadableStream<TextStreamPart<ToolSet>>,
   ctx: LoopContext,
   onCut: (generated: string) => void,
-): Promise<{
-  text: string;
-  reasoning: string;
-  toolCalls: StepToolCall[];
-  callUsage: Omit<ModelCallUsage, 'latency'> | null;
-  assistantMetadata: DifyAssistantMetadata;
-}> {
+): Promise<StepResult> {
   const { emitter, usage, state, signal } = ctx;
   const reader = stream.getReader();
   let textIndex = -1;
