@@ -52,88 +52,76 @@ const STREAM_COUNTER_TTL_S = 3_600;
 
 export { upsertCounters };
 
-export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger: Logger }) {
-  const { db, config, logger } = deps;
-  const store = prismaStore(db);
-  const limiter = (keyPrefix: string, points: number, duration: number) =>
-    new RateLimiterPostgres({
-      storeClient: store,
-      storeType: 'client',
-      tableName: TABLE,
-      tableCreated: true,
-      clearExpiredByTimeout: false,
-      keyPrefix,
-      points,
-      duration,
-    });
-  // The public API's counters (rows `<prefix>:<key>`, as rate-limiter-flexible names them), taken in one statement per round.
-  const counter = (prefix: string, limit: number, durationS: number) => ({ prefix, limit, durationS });
-  const keyRate = counter('rate_key', config.RATE_LIMIT_KEY_PER_MINUTE, 60);
-  const userRate = counter('rate_user', config.RATE_LIMIT_USER_PER_MINUTE, 60);
-  const keyStreams = counter('streams_key', config.STREAMS_PER_KEY, STREAM_COUNTER_TTL_S);
-  const userStreams = counter('streams_user', config.STREAMS_PER_USER, STREAM_COUNTER_TTL_S);
-  type Counter = ReturnType<typeof counter>;
-  type Take = { counter: Counter; key: string };
+type Deps = { db: Db; config: RateLimitConfig; logger: Logger };
 
-  /**
-   * Consumes one point of each counter in one statement: per take whether it is within its limit, and how long until
-   * its window ends when not. A store failure lets everything through (as `take` does).
-   */
-  const takeAll = async (takes: Take[]): Promise<{ ok: boolean; msBeforeNext: number }[]> => {
-    try {
-      const rows = await upsertCounters(
-        db,
-        takes.map((t) => ({ key: `${t.counter.prefix}:${t.key}`, points: 1, durationS: t.counter.durationS })),
-      );
-      return takes.map((t) => {
-        const row = rows.get(`${t.counter.prefix}:${t.key}`);
-        if (!row) return { ok: true, msBeforeNext: 0 };
-        const msBeforeNext = row.expire === null ? -1 : Math.max(row.expire - Date.now(), 0);
-        return { ok: row.points <= t.counter.limit, msBeforeNext };
-      });
-    } catch (err) {
-      logger.warn({ err: (err as Error)?.message }, 'rate limit store unavailable; request let through');
-      return takes.map(() => ({ ok: true, msBeforeNext: 0 }));
-    }
-  };
-  /** Gives one point of each counter back, in one statement (a concurrency counter's release). */
-  const giveAll = (takes: Take[]) =>
-    void upsertCounters(
+/** The public API's and the console's limits, as two middlewares. */
+export function createRateLimits(deps: Deps): { middleware: RequestHandler; consoleMiddleware: RequestHandler } {
+  return { middleware: publicApiLimits(deps), consoleMiddleware: consoleLimits(deps) };
+}
+
+// What a request is, and whose: the key's hash, the end user it names, whether it opens a stream or starts a turn.
+const keyOf = (req: Request) => hashApiKey(/^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '').slice(0, 32);
+const userOf = (req: Request): string | null => {
+  const fromBody = req.body && typeof req.body === 'object' ? (req.body as { user?: unknown }).user : undefined;
+  const u = typeof fromBody === 'string' ? fromBody : typeof req.query.user === 'string' ? req.query.user : null;
+  return u && u.length <= 255 && !u.includes('\u0000') ? u : null;
+};
+const isStream = (req: Request) =>
+  (req.method === 'POST' && req.path === '/chat-messages') || (req.method === 'GET' && /^\/chat-messages\/[^/]+\/events$/.test(req.path));
+const isTurnStart = (req: Request) =>
+  req.method === 'POST' && (req.path === '/chat-messages' || /^\/form\/human_input\/[^/]+$/.test(req.path));
+const DEBUG = '^/apps/[^/]+/agent/debug';
+const isDebugStream = (req: Request) =>
+  (req.method === 'POST' && new RegExp(`${DEBUG}/chat-messages$`).test(req.path)) ||
+  (req.method === 'GET' && new RegExp(`${DEBUG}/chat-messages/[^/]+/events$`).test(req.path));
+const isDebugTurnStart = (req: Request) =>
+  req.method === 'POST' && (new RegExp(`${DEBUG}/chat-messages$`).test(req.path) || new RegExp(`${DEBUG}/forms/[^/]+$`).test(req.path));
+
+function tooMany(res: Response, what: string, retryAfterS: number): HttpError {
+  res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfterS))));
+  return new HttpError(429, 'too_many_requests', `Too many ${what}; retry later.`);
+}
+
+// The public API's counters (rows `<prefix>:<key>`, as rate-limiter-flexible names them), taken in one statement per round.
+type Counter = { prefix: string; limit: number; durationS: number };
+type Take = { counter: Counter; key: string };
+
+/**
+ * Consumes one point of each counter in one statement: per take whether it is within its limit, and how long until
+ * its window ends when not. A store failure lets everything through (as the console's `take` does).
+ */
+async function takeAll(db: Db, logger: Logger, takes: Take[]): Promise<{ ok: boolean; msBeforeNext: number }[]> {
+  try {
+    const rows = await upsertCounters(
       db,
-      takes.map((t) => ({ key: `${t.counter.prefix}:${t.key}`, points: -1, durationS: t.counter.durationS })),
-    ).catch(() => undefined);
+      takes.map((t) => ({ key: `${t.counter.prefix}:${t.key}`, points: 1, durationS: t.counter.durationS })),
+    );
+    return takes.map((t) => {
+      const row = rows.get(`${t.counter.prefix}:${t.key}`);
+      if (!row) return { ok: true, msBeforeNext: 0 };
+      const msBeforeNext = row.expire === null ? -1 : Math.max(row.expire - Date.now(), 0);
+      return { ok: row.points <= t.counter.limit, msBeforeNext };
+    });
+  } catch (err) {
+    logger.warn({ err: (err as Error)?.message }, 'rate limit store unavailable; request let through');
+    return takes.map(() => ({ ok: true, msBeforeNext: 0 }));
+  }
+}
 
-  const tooMany = (res: Response, what: string, retryAfterS: number) => {
-    res.setHeader('Retry-After', String(Math.max(1, Math.ceil(retryAfterS))));
-    return new HttpError(429, 'too_many_requests', `Too many ${what}; retry later.`);
-  };
+/** Gives one point of each counter back, in one statement (a concurrency counter's release). */
+function giveAll(db: Db, takes: Take[]): void {
+  void upsertCounters(
+    db,
+    takes.map((t) => ({ key: `${t.counter.prefix}:${t.key}`, points: -1, durationS: t.counter.durationS })),
+  ).catch(() => undefined);
+}
 
-  /** true: consumed; false: over the limit (`rejected` set); a store failure counts as consumed. */
-  const take = async (l: RateLimiterPostgres, key: string, out: { msBeforeNext?: number }): Promise<boolean> => {
-    try {
-      await l.consume(key, 1);
-      return true;
-    } catch (err) {
-      if (err instanceof RateLimiterRes) {
-        out.msBeforeNext = err.msBeforeNext;
-        return false;
-      }
-      logger.warn({ err: (err as Error)?.message }, 'rate limit store unavailable; request let through');
-      return true;
-    }
-  };
-  const give = (l: RateLimiterPostgres, key: string) => void l.reward(key, 1).catch(() => undefined);
-
-  const keyOf = (req: Request) => hashApiKey(/^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '').slice(0, 32);
-  const userOf = (req: Request): string | null => {
-    const fromBody = req.body && typeof req.body === 'object' ? (req.body as { user?: unknown }).user : undefined;
-    const u = typeof fromBody === 'string' ? fromBody : typeof req.query.user === 'string' ? req.query.user : null;
-    return u && u.length <= 255 && !u.includes('\u0000') ? u : null;
-  };
-  const isStream = (req: Request) =>
-    (req.method === 'POST' && req.path === '/chat-messages') || (req.method === 'GET' && /^\/chat-messages\/[^/]+\/events$/.test(req.path));
-  const isTurnStart = (req: Request) =>
-    req.method === 'POST' && (req.path === '/chat-messages' || /^\/form\/human_input\/[^/]+$/.test(req.path));
+/** Mount on /v1 after the key check and body parsing. */
+function publicApiLimits({ db, config, logger }: Deps): RequestHandler {
+  const keyRate: Counter = { prefix: 'rate_key', limit: config.RATE_LIMIT_KEY_PER_MINUTE, durationS: 60 };
+  const userRate: Counter = { prefix: 'rate_user', limit: config.RATE_LIMIT_USER_PER_MINUTE, durationS: 60 };
+  const keyStreams: Counter = { prefix: 'streams_key', limit: config.STREAMS_PER_KEY, durationS: STREAM_COUNTER_TTL_S };
+  const userStreams: Counter = { prefix: 'streams_user', limit: config.STREAMS_PER_USER, durationS: STREAM_COUNTER_TTL_S };
 
   /** Turns in progress of an app's end user (by session id): one statement, none when the user is new. */
   const userTurnsInProgress = async (appId: string, user: string): Promise<number> => {
@@ -143,8 +131,7 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
     return rows[0]?.n ?? 0;
   };
 
-  /** Mount on /v1 after the key check and body parsing. */
-  const middleware: RequestHandler = async (req: Request, res: Response, next: NextFunction) => {
+  return async (req: Request, res: Response, next: NextFunction) => {
     try {
       const app = appCtx(req);
       const key = keyOf(req);
@@ -161,7 +148,7 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
       const streamTakes: Take[] = stream ? [{ counter: keyStreams, key }] : [];
       if (stream && userKey) streamTakes.push({ counter: userStreams, key: userKey });
       const [taken, appTurns, userTurns] = await Promise.all([
-        takeAll([...takes, ...streamTakes]),
+        takeAll(db, logger, [...takes, ...streamTakes]),
         turnStart ? db.message.count({ where: { app_id: app.appId, status: inProgress } }) : 0,
         turnStart && user ? userTurnsInProgress(app.appId, user) : 0,
       ]);
@@ -181,7 +168,7 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
                 : null;
       if (stream) {
         // A refused consume still counted: concurrency counters give it back at once (so does a refused request).
-        const release = () => giveAll(streamTakes);
+        const release = () => giveAll(db, streamTakes);
         if (refusal) release();
         else res.once('close', release);
       }
@@ -191,17 +178,41 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
       next(err);
     }
   };
+}
+
+/** Mount in the console router after its key check (issue 17 L6: debugger streams and turns are capped too). */
+function consoleLimits({ db, config, logger }: Deps): RequestHandler {
+  const store = prismaStore(db);
+  const limiter = (keyPrefix: string, points: number, duration: number) =>
+    new RateLimiterPostgres({
+      storeClient: store,
+      storeType: 'client',
+      tableName: TABLE,
+      tableCreated: true,
+      clearExpiredByTimeout: false,
+      keyPrefix,
+      points,
+      duration,
+    });
+  /** true: consumed; false: over the limit (`msBeforeNext` set); a store failure counts as consumed. */
+  const take = async (l: RateLimiterPostgres, key: string, out: { msBeforeNext?: number }): Promise<boolean> => {
+    try {
+      await l.consume(key, 1);
+      return true;
+    } catch (err) {
+      if (err instanceof RateLimiterRes) {
+        out.msBeforeNext = err.msBeforeNext;
+        return false;
+      }
+      logger.warn({ err: (err as Error)?.message }, 'rate limit store unavailable; request let through');
+      return true;
+    }
+  };
+  const give = (l: RateLimiterPostgres, key: string) => void l.reward(key, 1).catch(() => undefined);
   const consoleRate = limiter('console_rate', config.RATE_LIMIT_KEY_PER_MINUTE, 60);
   const consoleStreams = limiter('console_streams', config.STREAMS_PER_KEY, STREAM_COUNTER_TTL_S);
-  const DEBUG = '^/apps/[^/]+/agent/debug';
-  const isDebugStream = (req: Request) =>
-    (req.method === 'POST' && new RegExp(`${DEBUG}/chat-messages$`).test(req.path)) ||
-    (req.method === 'GET' && new RegExp(`${DEBUG}/chat-messages/[^/]+/events$`).test(req.path));
-  const isDebugTurnStart = (req: Request) =>
-    req.method === 'POST' && (new RegExp(`${DEBUG}/chat-messages$`).test(req.path) || new RegExp(`${DEBUG}/forms/[^/]+$`).test(req.path));
 
-  /** Mount in the console router after its key check (issue 17 L6: debugger streams and turns are capped too). */
-  const consoleMiddleware: RequestHandler = async (req: Request, res: Response, next: NextFunction) => {
+  return async (req: Request, res: Response, next: NextFunction) => {
     try {
       const caller = req.consoleCtx;
       if (!caller) return next();
@@ -228,5 +239,4 @@ export function createRateLimits(deps: { db: Db; config: RateLimitConfig; logger
       next(err);
     }
   };
-  return { middleware, consoleMiddleware };
 }
