@@ -32,9 +32,15 @@ async function loadApps() {
     const ul = $('apps');
     ul.textContent = '';
     for (const a of data) {
-      const li = el('li', a.id === state.appId ? 'active' : '', a.name);
+      const li = el('li', a.id === state.appId ? 'active' : '');
       li.dataset.app = a.id;
       li.dataset.icon = a.icon || '';
+      // The name is a button, so the keyboard reaches it (Tab) and opens the app (Enter, Space); a click anywhere on
+      // the row still opens it. Beside, not around, Duplicate and Delete: no control inside another.
+      const name = el('button', 'app-open', a.name);
+      name.type = 'button';
+      if (a.id === state.appId) name.setAttribute('aria-current', 'true');
+      li.append(name);
       li.addEventListener('click', () => void openApp(a));
       // Duplicate and Delete (api/console/apps.ts): icons, so the item's text stays the app's name.
       const actions = el('span', 'app-actions');
@@ -122,7 +128,12 @@ $('app-confirm').addEventListener('keydown', (ev) => ev.key === 'Escape' && clos
 
 async function openApp(a) {
   state.appId = a.id;
-  for (const li of $('apps').children) li.classList.toggle('active', li.dataset.app === a.id);
+  for (const li of $('apps').children) {
+    li.classList.toggle('active', li.dataset.app === a.id);
+    const open = li.querySelector('.app-open');
+    if (li.dataset.app === a.id) open?.setAttribute('aria-current', 'true');
+    else open?.removeAttribute('aria-current');
+  }
   $('agent-name').textContent = a.name;
   for (const id of ['editor', 'debugger', 'annotations', 'multitask']) $(id).hidden = false;
   $('ann-enabled').checked = a.annotation_reply.enabled;

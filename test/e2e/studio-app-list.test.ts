@@ -4,7 +4,8 @@
  * duplicate is listed and opened, its config the source's shared draft; Delete asks first, naming the app, and Cancel
  * keeps it; a confirmed delete removes it from the list and the database, and when it was the open app the studio
  * leaves it for another; deleting another app keeps the open one; an app with a turn waiting for a human is refused
- * with the api's message and stays listed.
+ * with the api's message and stays listed. And the list is the keyboard's too: Tab reaches each app's name after
+ * "New agent", Enter or Space opens it, its Duplicate and Delete following it in the tab order.
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,6 +107,52 @@ describe.runIf(chromiumPath)('issue 42: the studio’s app list duplicates and d
       expect(await names()).toContain(`Busy ${size.name}`);
       expect(await stack.db.app.count({ where: { id: busy.appId } })).toBe(1);
       expect(await active()).toBe('Demo Agent');
+      expect(failures).toEqual([]);
+    }, 120_000);
+
+    it(`opens an app from the keyboard: Tab to its name, Enter or Space (${size.name})`, async () => {
+      const target = await createAgentApp(stack.db, stack.demo!.tenantId, { name: `Keyboard ${size.name}`, soul: demoSoulConfig() });
+      const failures: string[] = [];
+      const s = await openStudio(stack, failures, { viewport: size.viewport, expected: noBuildDraftYet });
+      open.push(s.browser);
+      const page = s.page;
+      const active = () => page.locator('#apps li.active').textContent();
+      await expect.poll(active).toBe('Demo Agent');
+      const names = await page.locator('#apps li').allTextContents();
+      const at = names.indexOf(`Keyboard ${size.name}`);
+      const home = names.indexOf('Demo Agent');
+      expect(at).toBeGreaterThanOrEqual(0);
+      /** The focused element: its text, and whether it is the open-control of a row of the list. */
+      const focused = () =>
+        page.evaluate(() => {
+          const e = document.activeElement as HTMLElement | null;
+          return { text: e?.textContent ?? '', row: e?.parentElement?.matches('#apps li') === true && e.tagName === 'BUTTON' };
+        });
+      const tab = async (n: number, shift = false) => {
+        for (let i = 0; i < n; i++) await page.keyboard.press(shift ? 'Shift+Tab' : 'Tab');
+      };
+
+      // From "New agent", Tab reaches the first app's name; each row is its name, Duplicate, Delete.
+      await page.locator('button.new-app').focus();
+      await tab(1);
+      expect(await focused()).toEqual({ text: names[0], row: true });
+      await tab(3 * at);
+      expect(await focused()).toEqual({ text: `Keyboard ${size.name}`, row: true });
+      expect(await axeViolations(page)).toEqual([]);
+      await screenshot(page, `studio-app-list-keyboard-${size.name}.png`, false);
+      await page.keyboard.press('Enter');
+      await expect.poll(active).toBe(`Keyboard ${size.name}`);
+      await expect.poll(() => page.locator('#agent-name').textContent()).toBe(`Keyboard ${size.name}`);
+      expect(await page.locator('#apps li.active .app-open').getAttribute('aria-current')).toBe('true');
+
+      // Back to the demo agent's name and Space opens it.
+      await page.locator('#apps li.active .app-open').focus();
+      await tab(3 * Math.abs(at - home), home < at);
+      expect(await focused()).toEqual({ text: 'Demo Agent', row: true });
+      await page.keyboard.press('Space');
+      await expect.poll(active).toBe('Demo Agent');
+      await expect.poll(() => page.locator('#agent-name').textContent()).toBe('Demo Agent');
+      await stack.db.app.deleteMany({ where: { id: target.appId } });
       expect(failures).toEqual([]);
     }, 120_000);
   }
