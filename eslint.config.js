@@ -23,6 +23,9 @@ const AGENT_BACKEND_DOMAIN_EXCEPTIONS = [
   // It prepares the workspace and reads/writes its marker by descriptor, as the api places files (issue 45:
   // docs/security.md "Root never walks a tenant tree").
   'workspace-fs',
+  // The workspace's identity marker (WORKSPACES_DIR/.markers/<id>): the backend writes it and checks it on entry, the
+  // api writes it for a fork and the api and the worker remove it with a retired or lost workspace — one format.
+  'workspace-marker',
   // With WORKSPACE_STORE=s3 it saves and restores the workspace (workspace/store.ts) with the walk and the writer that
   // copy a tenant tree by descriptor (the fork's), under the same rule.
   'workspace-tree',

@@ -12,7 +12,7 @@ import { withProviderTools } from '../../core/domain/tools/providers.js';
 import type { ActivityDeps } from '../deps.js';
 import { SESSION_CONFIG_CHANGED_MESSAGE, turnFailure } from '../errors.js';
 import type { AgentBackendRun } from '../../core/generated/prisma/client.js';
-import type { Binding } from './binding.js';
+import type { Binding } from '../../core/domain/turn/bindings.js';
 import { placeTurnFiles } from './workspace-files.js';
 import { outputQuotaLimits } from '../../core/domain/output-quota.js';
 import { workspaceUid } from '../../core/protocol/workspace-uid.js';

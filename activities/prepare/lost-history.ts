@@ -18,7 +18,7 @@ import { whitelistModelSettings, type AgentSoulConfig } from '../../core/domain/
 import { threadNodes, threadTo } from '../../core/domain/message-thread.js';
 import type { PromptMessage } from '../../core/protocol/inner-llm.js';
 import type { ActivityDeps } from '../deps.js';
-import type { Binding } from './binding.js';
+import type { Binding } from '../../core/domain/turn/bindings.js';
 
 /** What the model is told with the first turn after the loss: its files are gone, its memory of the conversation is not. */
 export const LOST_WORKSPACE_NOTE =

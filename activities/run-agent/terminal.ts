@@ -8,7 +8,7 @@ import { bucketOf } from '../../core/domain/workspace-bucket.js';
 import path from 'node:path';
 import { CancelledFailure } from '@temporalio/common';
 import { removeTree } from '../../core/domain/workspace-tree.js';
-import { removeMarker } from '../../agent-backend/workspace/marker.js';
+import { removeMarker } from '../../core/domain/workspace-marker.js';
 import type { RunEvent, SessionSnapshot, Usage } from '../../core/protocol/run.js';
 import { classifyFailure } from '../classify-failure.js';
 import { turnCitations } from '../citations.js';
@@ -94,7 +94,7 @@ async function failed(scope: RunScope, ev: Extract<TerminalEvent, { type: 'run_f
       ev.run_id,
     );
     // The backend found the binding's workspace gone (seed 001 binding_lost, issue 31): the binding and its workspace
-    // are retired with the failure, and the owner's next turn starts the next binding (activities/prepare/binding.ts).
+    // are retired with the failure, and the owner's next turn starts the next binding (activities/prepare/binding.ts, core/domain/turn/bindings.ts).
     if (d.reason === 'binding_lost' && scope.bindingId) await retireLostBinding(tx, scope.bindingId);
     return [...streamed, ...errorEvents(msg, err, usage)];
   });

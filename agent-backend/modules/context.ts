@@ -9,7 +9,8 @@ import { ExecutionContextLayerConfig, LlmLayerConfig } from '../../core/protocol
 import { formatZodError } from '../errors.js';
 import { mintStubToken } from '../stub-token.js';
 import type { ShellResult } from '../workspace/exec.js';
-import { checkWorkspaceMarker, writeMarker } from '../workspace/marker.js';
+import { writeMarker } from '../../core/domain/workspace-marker.js';
+import { checkWorkspaceMarker } from '../workspace/marker.js';
 import { ProcessSet, type Sandbox } from '../workspace/sandbox.js';
 import { posixWorkspaceStore, type WorkspaceStore } from '../workspace/store.js';
 import type { WorkspaceAuthorizer } from '../workspace-authorizer.js';

@@ -40,7 +40,7 @@ import {
   type Pointer,
 } from '../../core/domain/workspace-bucket.js';
 import { removeTree, TreeWriter, walkTree } from '../../core/domain/workspace-tree.js';
-import { writeMarker, type WorkspaceIdentity } from './marker.js';
+import { writeMarker, type WorkspaceIdentity } from '../../core/domain/workspace-marker.js';
 
 /** The directory of local records, in WORKSPACES_DIR (never a workspace id). */
 export const STORE_STATE_DIR = '.store';

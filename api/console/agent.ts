@@ -23,7 +23,7 @@ import { jsonBody } from '../../core/platform/json-guard.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import { validatedSoul } from './agent-config-validation.js';
 import { AgentSoulConfig } from '../../core/domain/soul.js';
-import { retireBuildDraftBinding } from '../../activities/prepare/binding.js';
+import { retireBuildDraftBinding } from '../../core/domain/turn/bindings.js';
 import { buildComposition } from '../../core/domain/soul-composition.js';
 import type { AppContext } from '../auth.js';
 import { consoleApp } from './auth.js';

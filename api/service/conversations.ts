@@ -21,7 +21,7 @@ import {
 import { conversationTitle } from '../../core/domain/turn-text.js';
 import { findOwnedConversation } from '../ownership.js';
 import { unixSeconds } from '../../core/platform/time.js';
-import { retireBinding } from '../../activities/prepare/binding.js';
+import { retireBinding } from '../../core/domain/turn/bindings.js';
 import { forkConversation, type ForkConfig } from './fork.js';
 
 type ConversationRow = { id: string; name: string; inputs: unknown; status: string; created_at: Date; updated_at: Date };

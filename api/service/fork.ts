@@ -23,8 +23,8 @@ import { copyTree, removeTree, TreeBudgetExceeded, TreeWriter, type CopyReport }
 import { checkCopyUnderLock, copyBudget, WorkspaceCopyRefused } from '../../core/domain/workspace-copy-quota.js';
 import { bucketOf, BucketCopyOverBudget, type BucketConfig, type WorkspaceBucket } from '../../core/domain/workspace-bucket.js';
 import { workspaceUid } from '../../core/protocol/workspace-uid.js';
-import { LEGACY_MARKER_FILE, removeMarker, writeMarker } from '../../agent-backend/workspace/marker.js';
-import { HOME_SNAPSHOT_ID, sessionScopeKey, workspaceIdFor } from '../../activities/prepare/binding.js';
+import { LEGACY_MARKER_FILE, removeMarker, writeMarker } from '../../core/domain/workspace-marker.js';
+import { HOME_SNAPSHOT_ID, sessionScopeKey, workspaceIdFor } from '../../core/domain/turn/bindings.js';
 import { HttpError } from '../errors.js';
 import { sessionOrRefuse } from '../../core/domain/turn/threads.js';
 

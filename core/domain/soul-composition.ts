@@ -41,7 +41,7 @@ export interface BuildInput {
   workspaceId?: string;
   /** The workspace should exist already (its binding's snapshot holds a runtime layer: an earlier turn entered it). */
   workspaceExpected?: boolean;
-  /** The workspace's generation, recorded in its identity marker (agent-backend/workspace/marker.ts). */
+  /** The workspace's generation, recorded in its identity marker (core/domain/workspace-marker.ts). */
   workspaceGeneration?: number;
   /** The turn's files as placed into the workspace (runtime enabled): the model gets these paths, not URLs. */
   workspaceFiles?: PlacedFile[];

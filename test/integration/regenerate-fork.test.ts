@@ -14,7 +14,7 @@ import type { Stack } from '../../stack/start-stack.js';
 import { assertAuditClean } from '../faults/audit.js';
 import { chat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
-import { markerPath } from '../../agent-backend/workspace/marker.js';
+import { markerPath } from '../../core/domain/workspace-marker.js';
 
 const PER_BRANCH = 2;
 let stack: Stack;

@@ -14,7 +14,7 @@ import { loadConfig } from '../../core/platform/config.js';
 import { createDb, poolOf, type Db } from '../../core/platform/db.js';
 import { createLogger } from '../../core/platform/logger.js';
 import { createAgentApp } from '../../core/domain/seed.js';
-import { sessionScopeKey, workspaceIdFor } from '../../activities/prepare/binding.js';
+import { sessionScopeKey, workspaceIdFor } from '../../core/domain/turn/bindings.js';
 import { freshDatabase } from '../support/db.js';
 import { readTurnContextRow } from '../../core/platform/hot-sql.js';
 import { Prisma } from '../../core/platform/db.js';

@@ -1,5 +1,6 @@
 /**
- * The workspace identity marker (issue 31, agent-backend/workspace/marker.ts): new, own, lost, foreign, replaced, and the
+ * The workspace identity marker (issue 31, core/domain/workspace-marker.ts; checked on entry by
+ * agent-backend/workspace/marker.ts): new, own, lost, foreign, replaced, and the
  * two layouts of earlier releases (an in-tree `.dify-workspace`, none at all) — kept valid and moved out of the tree.
  */
 import fs from 'node:fs';
@@ -7,14 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RunRefusedError } from '../../agent-backend/errors.js';
-import {
-  checkWorkspaceMarker,
-  LEGACY_MARKER_FILE,
-  markerPath,
-  readMarker,
-  removeMarker,
-  writeMarker,
-} from '../../agent-backend/workspace/marker.js';
+import { checkWorkspaceMarker } from '../../agent-backend/workspace/marker.js';
+import { LEGACY_MARKER_FILE, markerPath, readMarker, removeMarker, writeMarker } from '../../core/domain/workspace-marker.js';
 
 const id = { workspaceId: '11111111-1111-4111-8111-111111111111', generation: 1 };
 const other = '22222222-2222-4222-8222-222222222222';

@@ -14,7 +14,7 @@ import type { LayerSpec } from '../../core/protocol/run.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { buildComposition } from '../../core/domain/soul-composition.js';
 import { BINDING_LOST_MESSAGE } from '../../activities/classify-failure.js';
-import { LEGACY_MARKER_FILE, markerPath } from '../../agent-backend/workspace/marker.js';
+import { LEGACY_MARKER_FILE, markerPath } from '../../core/domain/workspace-marker.js';
 import { chat, readFrames, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 import { upload } from '../api/helpers.js';

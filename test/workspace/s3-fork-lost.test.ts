@@ -16,7 +16,7 @@ import path from 'node:path';
 import { DeleteObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { BINDING_LOST_MESSAGE } from '../../activities/classify-failure.js';
-import { markerPath } from '../../agent-backend/workspace/marker.js';
+import { markerPath } from '../../core/domain/workspace-marker.js';
 import { AgentSoulConfig, demoSoulConfig } from '../../core/domain/soul.js';
 import { WorkspaceBucket } from '../../core/domain/workspace-bucket.js';
 import { S3Server } from '../../stack/s3-server.js';

@@ -11,7 +11,7 @@ import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/clien
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { S3Server } from '../../stack/s3-server.js';
 import { S3WorkspaceStore } from '../../agent-backend/workspace/store.js';
-import { readMarker } from '../../agent-backend/workspace/marker.js';
+import { readMarker } from '../../core/domain/workspace-marker.js';
 
 let server: S3Server;
 let tmp: string;

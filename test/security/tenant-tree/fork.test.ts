@@ -19,7 +19,7 @@ import { removeTree } from '../../../core/domain/workspace-tree.js';
 import { TurnSweeper } from '../../../worker/sweeper.js';
 import { startSandboxStack, type SandboxStack } from '../sandbox/support.js';
 import { leaks, repeatFor, rootOnlyTarget, startRacer, targetIntact, type Target } from './racer.js';
-import { MARKERS_DIR } from '../../../agent-backend/workspace/marker.js';
+import { MARKERS_DIR } from '../../../core/domain/workspace-marker.js';
 
 const MiB = 1024 * 1024;
 let s: SandboxStack;
