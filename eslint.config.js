@@ -84,6 +84,31 @@ export default tseslint.config(
     },
   },
   {
+    // The api stands on core/ (the turn's records and their verbs in core/domain/turn/, the workflow contract in
+    // core/protocol/): activities/ are the worker's turn steps, and agent-backend/ is another process, reached over
+    // HTTP. One exception, by name: a user stop of a message still queued ends it at once, with the very ending the
+    // queue's coordinator uses (activities/conversation-queue.ts stopQueuedMessage), so the two cannot drift.
+    files: ['api/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+(agent-backend(/|\\.js$|$)|activities(/(?!conversation-queue\\.js$)|\\.js$|$))',
+              message: "the api may not import activities/ or agent-backend/: take the turn's records from core/ (core/domain/turn/).",
+            },
+            {
+              regex: '^(\\.\\./)+activities/conversation-queue\\.js$',
+              allowImportNames: ['stopQueuedMessage'],
+              message: 'the api takes only stopQueuedMessage (the queued-message stop) from activities/conversation-queue.ts.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The agent backend is its own process: it shares core's platform and protocol, not core's domain.
     files: ['agent-backend/**/*.ts'],
     rules: {
