@@ -1,9 +1,9 @@
 /**
  * `npm run build`: the production build into dist/ — the TypeScript of the runnable entry points compiled by
  * tsc (tsconfig.build.json: api, worker, agent backend, admin CLI, migrate), then the workflow code bundled once
- * from the compiled workflows/ into dist/workflow-bundle.js, which a compiled worker loads instead of bundling at
- * start (worker.ts). Why tsc and not a bundler: the output keeps the source layout module for module, so stack
- * traces, source maps and the project-root lookups (core/platform/project-root.ts) work unchanged, and the Prisma client
+ * from the compiled workflows/ into dist/workflow-bundle.js (and its variants without the interceptors of metrics
+ * and tracing, worker/telemetry.ts PREBUILT_BUNDLES), which a compiled worker loads instead of bundling at start.
+ * Why tsc and not a bundler: the output keeps the source layout module for module, so stack traces, source maps and the project-root lookups (core/platform/project-root.ts) work unchanged, and the Prisma client
  * and the Temporal native bridge stay ordinary node_modules imports. The pages (web/) are built by Vite into
  * <dist>/web (scripts/build-web.ts), where the compiled api serves them from.
  *
@@ -19,6 +19,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectRoot } from '../core/platform/project-root.js';
 import { buildWeb } from './build-web.js';
+import { PREBUILT_BUNDLES } from '../worker/telemetry.js';
 
 const ROOT = projectRoot(import.meta.url);
 const { values: args } = parseArgs({ options: { 'out-dir': { type: 'string' }, 'no-check': { type: 'boolean' } } });
@@ -33,19 +34,24 @@ function compile(): void {
   if (r.status !== 0) throw new Error(`tsc failed (exit ${r.status ?? r.signal})`);
 }
 
+/** One bundle per set of workflow interceptor modules (worker/telemetry.ts PREBUILT_BUNDLES); returns the largest's size. */
 async function bundleWorkflows(): Promise<number> {
   const quiet = () => undefined;
-  const { code } = await bundleWorkflowCode({
-    workflowsPath: path.join(DIST, 'workflows', 'index.js'),
-    // Turn metrics and workflow spans (worker/telemetry.ts): switched on and off at run time by their sinks.
-    workflowInterceptorModules: [
-      path.join(DIST, 'workflows', 'interceptors.js'),
-      createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'),
-    ],
-    logger: { log: quiet, info: quiet, warn: console.warn, error: console.error, debug: quiet, trace: quiet } as never,
-  });
-  fs.writeFileSync(path.join(DIST, 'workflow-bundle.js'), code);
-  return code.length;
+  let largest = 0;
+  for (const b of Object.values(PREBUILT_BUNDLES)) {
+    const { code } = await bundleWorkflowCode({
+      workflowsPath: path.join(DIST, 'workflows', 'index.js'),
+      // Turn metrics and workflow spans (worker/telemetry.ts): a compiled worker loads the bundle of what is on.
+      workflowInterceptorModules: [
+        ...(b.metrics ? [path.join(DIST, 'workflows', 'interceptors.js')] : []),
+        ...(b.tracing ? [createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')] : []),
+      ],
+      logger: { log: quiet, info: quiet, warn: console.warn, error: console.error, debug: quiet, trace: quiet } as never,
+    });
+    fs.writeFileSync(path.join(DIST, b.file), code);
+    largest = Math.max(largest, code.length);
+  }
+  return largest;
 }
 
 const started = Date.now();

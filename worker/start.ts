@@ -37,7 +37,8 @@ export const WORKFLOWS_PATH = path.join(here, 'workflows', compiled ? 'index.js'
 /**
  * The compiled build ships the workflow code already bundled (scripts/build.ts, from the same compiled
  * workflows/): a production worker starts without webpack work and runs exactly the code that was built and
- * tested. From sources (tsx) the worker bundles workflows/ itself at start, as before.
+ * tested. From sources (tsx) the worker bundles workflows/ itself at start, as before. This is the bundle with every
+ * interceptor module; beside it are those with fewer (worker/telemetry.ts PREBUILT_BUNDLES), loaded by what is on.
  */
 export const WORKFLOW_BUNDLE_PATH = path.join(here, 'workflow-bundle.js');
 
@@ -52,9 +53,9 @@ async function workflowCodeAndTelemetry(
   config: Config,
   logger: Logger,
 ): Promise<WorkflowCode & Pick<WorkerOptions, 'interceptors' | 'sinks'>> {
-  const telemetry = workerTelemetryOptions({ prebuiltBundle: compiled });
+  const { prebuiltBundle, ...telemetry } = workerTelemetryOptions({ prebuiltBundle: compiled });
   const cacheDir = config.WORKER_WORKFLOW_BUNDLE_CACHE_DIR;
-  if (compiled || !cacheDir) return { ...workflowCode(), ...telemetry };
+  if (compiled || !cacheDir) return { ...workflowCode(prebuiltBundle), ...telemetry };
   const { workflowModules = [], ...interceptors } = telemetry.interceptors ?? {};
   const { code } = await cachedWorkflowBundle({
     dir: cacheDir,
@@ -65,11 +66,11 @@ async function workflowCodeAndTelemetry(
   return { workflowBundle: { code }, ...telemetry, interceptors };
 }
 
-function workflowCode(): WorkflowCode {
+function workflowCode(prebuiltBundle: string | undefined): WorkflowCode {
   if (!compiled) return { workflowsPath: WORKFLOWS_PATH };
-  if (!fs.existsSync(WORKFLOW_BUNDLE_PATH))
-    throw new Error(`${WORKFLOW_BUNDLE_PATH} is missing: run \`npm run build\` (it bundles the workflows).`);
-  return { workflowBundle: { codePath: WORKFLOW_BUNDLE_PATH } };
+  const codePath = path.join(here, prebuiltBundle ?? path.basename(WORKFLOW_BUNDLE_PATH));
+  if (!fs.existsSync(codePath)) throw new Error(`${codePath} is missing: run \`npm run build\` (it bundles the workflows).`);
+  return { workflowBundle: { codePath } };
 }
 
 export interface RunningWorker {

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../stack/ports.js';
 import { pgUrl } from '../support/db.js';
 import { chat } from '../support/sse.js';
+import { PREBUILT_BUNDLES } from '../../worker/telemetry.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const DIR = path.join(inject('testDataDir'), 'compiled');
@@ -113,13 +114,13 @@ beforeAll(async () => {
   const build = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts', '--no-check', '--out-dir', OUT], {
     cwd: ROOT,
     encoding: 'utf8',
-    timeout: 150_000,
+    timeout: 240_000,
   });
   if (build.status !== 0) throw new Error(`build failed: ${build.stdout}\n${build.stderr}`);
   fs.rmSync(APP, { recursive: true, force: true });
   copiedToRuntime = assembleRuntime();
   env = productionEnv(await emptyDatabase());
-}, 180_000);
+}, 270_000);
 
 afterAll(async () => {
   await Promise.all(
@@ -141,6 +142,16 @@ describe('compiled production entry points', () => {
     for (const f of ['api/main.js', 'worker.js', 'agent-backend/main.js', 'cli/admin.js', 'scripts/migrate.js', 'workflow-bundle.js'])
       expect(fs.existsSync(path.join(OUT, f)), f).toBe(true);
     expect(fs.readFileSync(path.join(OUT, 'workflow-bundle.js'), 'utf8')).toContain('agentTurn');
+    // One bundle per set of interceptor modules (worker/telemetry.ts): with metrics and tracing off, none.
+    for (const b of Object.values(PREBUILT_BUNDLES)) {
+      const code = fs.readFileSync(path.join(OUT, b.file), 'utf8');
+      expect(code, b.file).toContain('agentTurn');
+      expect([b.file, code.includes('OpenTelemetryInboundInterceptor'), code.includes('turnMetrics')]).toEqual([
+        b.file,
+        b.tracing,
+        b.metrics,
+      ]);
+    }
   });
 
   it('import only declared production dependencies (the image prunes the dev dependencies)', () => {
@@ -151,7 +162,7 @@ describe('compiled production entry points', () => {
         .readdirSync(dir, { withFileTypes: true })
         .flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]));
     // The workflow bundle is self-contained (webpack); every other module imports packages by name.
-    for (const file of walk(OUT).filter((f) => f.endsWith('.js') && !f.endsWith('workflow-bundle.js'))) {
+    for (const file of walk(OUT).filter((f) => f.endsWith('.js') && !/workflow-bundle(-\w+)?\.js$/.test(f))) {
       const js = fs.readFileSync(file, 'utf8');
       const specs = [
         ...js.matchAll(/^(?:import|export)\s[^;]*?from\s+["']([^"'.][^"']*)["']/gm),
