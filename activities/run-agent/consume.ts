@@ -45,7 +45,14 @@ export async function consumeRun(scope: RunScope, backendRunId: string): Promise
     for (;;) {
       const streamAbort = new AbortController();
       const it = backend.streamEvents(backendRunId, committer.cursor, streamAbort.signal)[Symbol.asyncIterator]();
-      let next: Promise<IteratorResult<RunEvent>> = it.next();
+      // Each read starts before the event it follows is handled (commits await the database): marked handled at once,
+      // so a stream that breaks meanwhile (a backend killed mid-turn) is no unhandled rejection; firstOf still sees it.
+      const read = () => {
+        const p = it.next();
+        p.catch(() => undefined);
+        return p;
+      };
+      let next: Promise<IteratorResult<RunEvent>> = read();
       try {
         for (;;) {
           const r = await firstOf(next, soonest(committer.dueIn(config.DELTA_DEBOUNCE_MS), stop.timeLeft()), lost.signal);
@@ -56,7 +63,7 @@ export async function consumeRun(scope: RunScope, backendRunId: string): Promise
             continue;
           }
           if (r.done) break;
-          next = it.next();
+          next = read();
           const ev = r.value;
           if (committer.cursor !== null && Number(ev.id) <= Number(committer.cursor)) continue;
           reconnects = 0;

@@ -122,6 +122,30 @@ describe('runAgent (activity)', () => {
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   });
 
+  it('a stream that breaks while the event before it is being committed rejects no read unhandled (a backend killed mid-turn)', async () => {
+    // The read after an event is started before that event is handled; the first text is committed at once (a
+    // database write), and the stream breaks meanwhile: that read rejects while nobody awaits it yet. Unhandled, the
+    // process guard logs it as fatal ("a missing error handler") and UNCAUGHT_ERROR_POLICY=exit ends the worker.
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const backend = new ScriptedBackend();
+      const { messageId } = await preparedTurn();
+      backend.breakAfter = 2; // run_started, the first text, then the break
+      const a = attempt(backend, 1);
+      const outcome = a.run(messageId);
+      backend.delta('First, ');
+      backend.delta('then the rest.');
+      backend.succeed({ output: 'First, then the rest.' });
+      await expect(outcome).resolves.toEqual({ status: 'succeeded' });
+      expect(streamedAnswer(await clientEvents(messageId))).toBe('First, then the rest.');
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('reattaches after a broken event stream without repeating or losing text', async () => {
     const backend = new ScriptedBackend();
     const { messageId } = await preparedTurn();
