@@ -62,6 +62,10 @@ export interface S3ServerOptions {
   accessKeyId: string;
   secretAccessKey: string;
   logFile?: string;
+  /** The address every listener binds and announces (default 127.0.0.1): a test host's, with `wrap`. */
+  host?: string;
+  /** Runs weed inside something, e.g. a test host's network namespace (stack/netns.ts HostNetwork.wrap). */
+  wrap?: (argv: string[]) => string[];
 }
 
 /** A running `weed mini`: its S3 endpoint and the credentials of its one identity. */
@@ -90,6 +94,7 @@ export class S3Server {
     const weed = locateWeed({ log: (m) => console.error(`[s3] ${m}`) });
     fs.mkdirSync(opts.dataDir, { recursive: true });
     const logFile = opts.logFile ?? path.join(opts.dataDir, 'weed.log');
+    const host = opts.host ?? '127.0.0.1';
     // Every listener on a port of ours (the defaults, and port + 10000 for gRPC, would collide between files).
     const [master, masterGrpc, volume, volumeGrpc, filer, filerGrpc, s3, s3Grpc] = await Promise.all(
       Array.from({ length: 8 }, () => freePort()),
@@ -97,8 +102,8 @@ export class S3Server {
     const args = [
       'mini',
       `-dir=${opts.dataDir}`,
-      '-ip=127.0.0.1',
-      '-ip.bind=127.0.0.1',
+      `-ip=${host}`,
+      `-ip.bind=${host}`,
       `-master.port=${master}`,
       `-master.port.grpc=${masterGrpc}`,
       `-volume.port=${volume}`,
@@ -118,7 +123,8 @@ export class S3Server {
     ];
     const fd = fs.openSync(logFile, 'a');
     // weed mini creates its admin identity and the bucket from these (weed/command/mini.go).
-    const child = spawn(weed, args, {
+    const [cmd, ...argv] = opts.wrap ? opts.wrap([weed, ...args]) : [weed, ...args];
+    const child = spawn(cmd!, argv, {
       stdio: ['ignore', fd, fd],
       env: {
         PATH: process.env.PATH ?? '',
@@ -129,7 +135,7 @@ export class S3Server {
       },
     });
     fs.closeSync(fd);
-    const server = new S3Server(child, `http://127.0.0.1:${s3}`, opts, logFile);
+    const server = new S3Server(child, `http://${host}:${s3}`, opts, logFile);
     await server.waitReady();
     return server;
   }
