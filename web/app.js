@@ -87,10 +87,9 @@ page.forkButton = forkAction({
     await page.openConversation(id);
   },
 });
-// Questions to ask next under the latest answer.
+// Questions to ask next under the latest answer (web/chat-suggested.js).
 page.followUps = suggestedAfterAnswer({
-  api,
-  state,
+  questions: async (id) => (await api.get(`/v1/messages/${id}/suggested?user=${page.q(state.user)}`)).data,
   actionButton,
   send: (query) => page.send(query),
   enabled: () => !!state.app?.followUps,

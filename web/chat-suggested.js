@@ -1,15 +1,16 @@
 // Suggested questions after an answer (issue 42, Dify's "follow-up" feature): under the latest finished answer, the
-// three questions GET /v1/messages/{id}/suggested gives (the api asks the agent's model once per message and keeps
-// them), as buttons — a click (or Enter / Space) sends that question. Only while the app's
-// `suggested_questions_after_answer` is on (GET /v1/parameters) and no turn is in flight; a new message removes them.
+// three questions the api gives (GET /v1/messages/{id}/suggested on the chat page, the console's
+// …/agent/debug/messages/{id}/suggested-questions in the studio's debugger; the api asks the agent's model once per
+// message and keeps them), as buttons — a click (or Enter / Space) sends that question. Only while the feature is on
+// (the chat page: GET /v1/parameters; the debugger: its draft) and no turn is in flight; a new message removes them.
 import './chat-suggested.css';
 
 /**
- * `ctx`: {api, state, actionButton, send(query), enabled() → bool, latest() → the last answer's box,
- * busy() → a turn is in flight}. Returns {show(box), clear()}.
+ * `ctx`: {questions(messageId) → Promise<string[]>, actionButton, send(query), enabled() → bool, latest() → the last
+ * answer's box, busy() → a turn is in flight}. Returns {show(box), clear()}.
  */
 export function suggestedAfterAnswer(ctx) {
-  const { api, state, actionButton } = ctx;
+  const { actionButton } = ctx;
   /** Bumped by every show/clear: an answer that arrives after a newer one (or a new message) is dropped. */
   let generation = 0;
 
@@ -31,7 +32,7 @@ export function suggestedAfterAnswer(ctx) {
     const mine = generation;
     let data;
     try {
-      ({ data } = await api.get(`/v1/messages/${box.dataset.messageId}/suggested?user=${encodeURIComponent(state.user)}`));
+      data = await ctx.questions(box.dataset.messageId);
     } catch {
       return; // a nicety: the page works the same without it (turned off since, the model refused, …)
     }

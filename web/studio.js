@@ -6,6 +6,7 @@
 // in this tab's sessionStorage.
 
 import { forkAction } from './chat-fork.js';
+import { suggestedAfterAnswer } from './chat-suggested.js';
 import { renderCitations } from './citations.js';
 import { createApi } from './lib/api.js';
 import { pickedModel, showModel, takesSetting } from './studio-model-picker.js';
@@ -165,6 +166,8 @@ async function loadDraft() {
   if (!d) d = await getJson(appPath('/agent/draft'));
   const shelf = await loadBuiltinTools();
   state.config = structuredClone(d.config);
+  // The debugger's conversation may have opened before the draft: its latest answer gets its questions now.
+  void followUps.show([...$('messages').querySelectorAll('.msg.agent')].pop());
   const fresh = build && d.draft_type !== 'BUILD_DRAFT';
   $('merge').hidden = !build;
   $('draft-info').textContent = fresh ? 'new build draft (from the shared draft)' : `${d.draft_type} revision ${d.revision}`;
@@ -572,6 +575,16 @@ const forkButton = forkAction({
   opened: (id) => openDebugConversation(id),
 });
 
+// Questions to ask next under the latest debugger answer, when the draft it runs on has them on (web/chat-suggested.js).
+const followUps = suggestedAfterAnswer({
+  questions: async (id) => (await getJson(debugPath(`/messages/${id}/suggested-questions`))).data,
+  actionButton,
+  send: (query) => void chat(query),
+  enabled: () => !!state.config?.features?.suggested_questions_after_answer?.enabled,
+  latest: () => [...$('messages').querySelectorAll('.msg.agent')].pop(),
+  busy: () => !$('stop').disabled,
+});
+
 /** The actions under a finished debugger answer (the fork; Inspect is in its header). */
 function addActions(box) {
   box.querySelector('.actions')?.remove();
@@ -621,6 +634,7 @@ async function follow(box, taskId) {
     addActions(box);
   } finally {
     setBusy(false);
+    void followUps.show(box);
   }
 }
 
@@ -631,6 +645,7 @@ function setBusy(busy) {
 }
 
 async function chat(query) {
+  followUps.clear();
   addMessage('user', query);
   const box = addMessage('agent', '');
   setBusy(true);
@@ -653,6 +668,7 @@ async function chat(query) {
     box.querySelector('.text').textContent = `Error: ${err.message}`;
   } finally {
     setBusy(false);
+    void followUps.show(box);
     if ($('target').value === 'build') void showBuildDraftMade();
   }
 }
@@ -710,7 +726,7 @@ async function openDebugConversation(id) {
     const box = boxes.get(last.id);
     box.querySelector('.text').textContent = '';
     void follow(box, last.id);
-  }
+  } else if (last) void followUps.show(boxes.get(last.id));
 }
 
 // --- the turn inspector --------------------------------------------------------------------------------------

@@ -27,6 +27,10 @@ import { lastEventId, streamTurn } from '../turns/stream.js';
 import { requestStop } from '../turns/stop.js';
 import { messageJson, messagePage } from '../service/messages.js';
 import { toConversation } from '../service/conversations.js';
+import { suggestionAnswerer } from '../service/suggested.js';
+import { findBuildDraft, findSharedDraft } from '../../core/domain/agent-configs.js';
+import { AgentSoulConfig } from '../../core/domain/soul.js';
+import type { ProviderRegistry } from '../../core/domain/llm/provider.js';
 
 export const DEBUGGER = 'debugger';
 
@@ -57,6 +61,8 @@ export interface ConsoleDebuggerDeps {
   backend: Pick<AgentBackendClient, 'cancelRun'>;
   config: Config;
   logger: Logger;
+  /** The deployment's model providers, for suggested questions (default: from `config`). */
+  providers?: ProviderRegistry;
 }
 
 export function consoleDebuggerRoutes(deps: ConsoleDebuggerDeps): Router {
@@ -87,6 +93,25 @@ export function consoleDebuggerRoutes(deps: ConsoleDebuggerDeps): Router {
     if (!form || !msg) throw new HttpError(404, 'human_input_form_not_found', 'Form not found.');
     return form;
   }
+
+  const suggest = suggestionAnswerer(deps);
+  /**
+   * Dify's console twin of GET /v1/messages/{id}/suggested (its debugger asks `…/chat-messages/{id}/suggested-questions`):
+   * `{data: [questions]}` after one of the caller's debugger answers, when the draft that turn ran on (its
+   * `metadata.draft_type`) has `features.suggested_questions_after_answer` on — the debugger tries the draft being edited.
+   */
+  r.get(`${base}/messages/:message_id/suggested-questions`, async (req, res) => {
+    const { owned } = await scope(req);
+    const { agent } = await consoleApp(db, req);
+    const id = parseOr400(Uuid, req.params.message_id, 'message_id');
+    const msg = await db.message.findFirst({ where: { id, ...owned, rolled_back_at: null, conversation: { deleted_at: null } } });
+    if (!msg) throw new HttpError(404, 'message_not_exists', 'Message Not Exists.');
+    const build = (msg.metadata as { draft_type?: string } | null)?.draft_type === 'BUILD_DRAFT';
+    const draft = build ? await findBuildDraft(db, agent.id, msg.account_id) : await findSharedDraft(db, agent.id);
+    const soul = AgentSoulConfig.safeParse(draft?.config ?? null);
+    if (!soul.success) throw new HttpError(404, 'agent_draft_not_found', 'The draft this turn ran on is gone.');
+    res.json({ data: await suggest(msg, soul.data) });
+  });
 
   /** A file for the caller's debugger turns (multipart `file`; no `user`: the console account owns it). */
   r.post(`${base}/files/upload`, async (req, res) => {

@@ -35,6 +35,9 @@ export const CONSOLE_DEBUGGER_RESPONSES = {
     has_more: z.boolean(),
     data: z.array(MessageResponse.extend({ draft_type: z.enum(['DRAFT', 'BUILD_DRAFT']).describe('The draft the turn ran on.') })),
   }),
+  DebugSuggestedQuestionsResponse: z.object({
+    data: z.array(z.string()).max(3).describe('Up to three questions, in order (none when the model answered none).'),
+  }),
 };
 
 const NOT_YOURS = ' Only the account that started the debugger turn sees it: another account of the tenant, or another tenant, gets 404.';
@@ -100,6 +103,23 @@ export function consoleDebuggerPaths(
           responses: { '200': { description: 'A page of messages.', content: json(ref('DebugMessageListResponse')) }, ...errors() },
         },
         ...queryParams(DebugMessagesQuery),
+      ),
+    },
+    [`${base}/messages/{message_id}/suggested-questions`]: {
+      get: op(
+        {
+          operationId: 'getDebugSuggestedQuestions',
+          summary:
+            "Dify's console twin of GET /v1/messages/{message_id}/suggested for one of your debugger answers: `{data: [questions]}` when the " +
+            'draft the turn ran on has `features.suggested_questions_after_answer` on (403 `app_suggested_questions_after_answer_disabled` ' +
+            'otherwise, 409 `message_not_finished` while the turn runs), from the same per-message store and billing.' +
+            NOT_YOURS,
+          responses: {
+            '200': { description: 'The suggested questions.', content: json(ref('DebugSuggestedQuestionsResponse')) },
+            ...errors(403, 409),
+          },
+        },
+        pathParam('message_id', 'The message id of a finished debugger turn.'),
       ),
     },
     [`${base}/chat-messages/{task_id}/events`]: {

@@ -13,6 +13,7 @@ import { Router } from 'express';
 import type { z } from 'zod';
 import type { Config } from '../../core/platform/config.js';
 import type { Db } from '../../core/platform/db.js';
+import type { Message } from '../../core/generated/prisma/client.js';
 import type { Logger } from '../../core/platform/logger.js';
 import { AgentSoulConfig } from '../../core/domain/soul.js';
 import { parseEncryptionKey } from '../../core/domain/llm/credentials.js';
@@ -35,17 +36,42 @@ export interface SuggestedDeps {
   providers?: ProviderRegistry;
 }
 
-export function suggestedRoutes(deps: SuggestedDeps): Router {
-  const r = Router();
-  const { db } = deps;
+/**
+ * The checks and answer both doors share (this route and the studio debugger's, api/console/debugger.ts): the config's
+ * flag (403), a turn in flight (409), then the questions, a gateway refusal as its registry code.
+ */
+export function suggestionAnswerer(deps: SuggestedDeps): (message: Message, soul: AgentSoulConfig) => Promise<string[]> {
   const log = deps.logger.child({ component: 'suggested-questions' });
   // Without the gateway cache: one read of credentials and pool per call, which this rare request can afford.
   const llm = createLlmInvoker({
-    db,
+    db: deps.db,
     providers: deps.providers ?? createDefaultProviders(deps.config),
     encryptionKey: parseEncryptionKey(deps.config.ENCRYPTION_KEY),
     logger: log,
   });
+  return async (message, soul) => {
+    if (!soul.features.suggested_questions_after_answer.enabled)
+      throw new HttpError(403, 'app_suggested_questions_after_answer_disabled', 'Function Suggested questions after answer disabled.');
+    if (IN_FLIGHT.has(message.status))
+      throw new HttpError(
+        409,
+        'message_not_finished',
+        'The message has not finished its turn yet: ask for its suggestions after its answer.',
+      );
+    try {
+      return await suggestedQuestions({ db: deps.db, llm, logger: log }, message, soul);
+    } catch (err) {
+      if (!(err instanceof SuggestionRefused)) throw err;
+      if (err.kind === 'quota') throw new HttpError(400, 'provider_quota_exceeded', "Your quota for the app's model has been used up.");
+      throw new HttpError(400, 'completion_request_error', err.message);
+    }
+  };
+}
+
+export function suggestedRoutes(deps: SuggestedDeps): Router {
+  const r = Router();
+  const { db } = deps;
+  const answer = suggestionAnswerer(deps);
 
   r.get('/messages/:message_id/suggested', async (req, res) => {
     const app = appCtx(req);
@@ -62,26 +88,8 @@ export function suggestedRoutes(deps: SuggestedDeps): Router {
     const agent = app.agentId ? await db.agent.findUnique({ where: { id: app.agentId }, include: { active_config_snapshot: true } }) : null;
     const soul = AgentSoulConfig.safeParse(agent?.active_config_snapshot?.config_snapshot ?? null);
     if (!soul.success) throw new HttpError(400, 'app_unavailable', 'App unavailable, please check your app configurations.');
-    if (!soul.data.features.suggested_questions_after_answer.enabled)
-      throw new HttpError(403, 'app_suggested_questions_after_answer_disabled', 'Function Suggested questions after answer disabled.');
-    if (IN_FLIGHT.has(message.status))
-      throw new HttpError(
-        409,
-        'message_not_finished',
-        'The message has not finished its turn yet: ask for its suggestions after its answer.',
-      );
-
-    try {
-      const body: z.input<typeof SuggestedQuestionsResponse> = {
-        result: 'success',
-        data: await suggestedQuestions({ db, llm, logger: log }, message, soul.data),
-      };
-      res.json(body);
-    } catch (err) {
-      if (!(err instanceof SuggestionRefused)) throw err;
-      if (err.kind === 'quota') throw new HttpError(400, 'provider_quota_exceeded', "Your quota for the app's model has been used up.");
-      throw new HttpError(400, 'completion_request_error', err.message);
-    }
+    const body: z.input<typeof SuggestedQuestionsResponse> = { result: 'success', data: await answer(message, soul.data) };
+    res.json(body);
   });
 
   return r;

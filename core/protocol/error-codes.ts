@@ -115,9 +115,9 @@ export const ERROR_CODES = {
   },
   app_suggested_questions_after_answer_disabled: {
     status: [403],
-    audience: ['service'],
+    audience: SC,
     meaning:
-      "GET /v1/messages/{id}/suggested while the agent's active config has `features.suggested_questions_after_answer` off (Dify's code and status)",
+      "GET /v1/messages/{id}/suggested while the agent's active config has `features.suggested_questions_after_answer` off (the debugger's twin: the draft the turn ran on; Dify's code and status)",
   },
   session_snapshot_pruned: {
     status: [409],

@@ -3,13 +3,15 @@
  * `features.suggested_questions_after_answer` flag as GET /v1/parameters reports it, 403 while it is off, and once on
  * three questions from the agent's model (the demo model's deterministic answer, DEMO_MODEL.md) for the message's own
  * user; the model call is one ledger row under the message's billing id, and a second or concurrent GET is answered
- * from the per-message store without another. Another user's message is 404 (never 403), a turn in flight 409.
+ * from the per-message store without another. Another user's message is 404 (never 403), a turn in flight 409. The
+ * studio debugger's twin (GET /console/api/apps/{id}/agent/debug/messages/{id}/suggested-questions, Dify's `{data}`)
+ * follows the draft the debugger turn ran on.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { demoSoulConfig } from '../../core/domain/soul.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { consoleClient } from '../support/console-api.js';
-import { chat } from '../support/sse.js';
+import { chat, readFrames } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
 import { api } from './helpers.js';
 
@@ -118,5 +120,52 @@ describe('GET /v1/messages/{id}/suggested', () => {
     expect((await stack.db.message.findUniqueOrThrow({ where: { id: messageId } })).status).toBe('paused');
     expect(await suggested(messageId, 'frank')).toMatchObject({ status: 409, body: { code: 'message_not_finished' } });
     expect(await ledgerRows(messageId)).toEqual([]);
+  });
+});
+
+describe('GET /console/api/apps/{app_id}/agent/debug/messages/{id}/suggested-questions', () => {
+  async function saveDraft(enabled: boolean): Promise<void> {
+    const soul = demoSoulConfig();
+    soul.features.suggested_questions_after_answer = { enabled };
+    expect((await consoleApi('PUT', `/apps/${stack.demo!.appId}/agent/draft`, { config: soul })).status).toBe(200);
+  }
+  async function debugAnswer(query: string): Promise<string> {
+    const res = await fetch(`${stack.apiUrl}/console/api/apps/${stack.demo!.appId}/agent/debug/chat-messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${stack.demo!.consoleKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query, draft: 'draft' }),
+    });
+    expect(res.status).toBe(200);
+    const end = (await readFrames(res)).at(-1)!;
+    expect(end.event).toBe('message_end');
+    return end.data.message_id as string;
+  }
+  const debugSuggested = (messageId: string) =>
+    consoleApi('GET', `/apps/${stack.demo!.appId}/agent/debug/messages/${messageId}/suggested-questions`);
+
+  it("follows the debugger turn's draft: 403 while off, then three questions billed once", async () => {
+    // Published on, the shared draft off: the debugger tries the draft.
+    await publish(true);
+    await saveDraft(false);
+    const messageId = await debugAnswer('Draft question');
+    expect(await debugSuggested(messageId)).toMatchObject({ status: 403, body: { code: 'app_suggested_questions_after_answer_disabled' } });
+    await saveDraft(true);
+    const first = await debugSuggested(messageId);
+    expect(first).toEqual({
+      status: 200,
+      body: { data: ['Tell me more about: Draft question', 'Can you give an example?', 'What should I ask next?'] },
+    });
+    expect(await debugSuggested(messageId)).toEqual(first);
+    expect(await ledgerRows(messageId)).toHaveLength(1);
+  });
+
+  it("answers 404 for an end user's message: the debugger's route sees only the account's debugger turns", async () => {
+    await publish(true);
+    await saveDraft(true);
+    const messageId = await answered('grace', 'An end user asks');
+    expect(await debugSuggested(messageId)).toMatchObject({ status: 404, body: { code: 'message_not_exists' } });
+    // And the service route never serves a debugger turn.
+    const debugId = await debugAnswer('Console only');
+    expect(await suggested(debugId, 'grace')).toMatchObject({ status: 404, body: { code: 'message_not_exists' } });
   });
 });

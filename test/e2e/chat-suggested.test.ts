@@ -5,6 +5,7 @@
  * on the chat page the latest finished answer carries three question buttons (GET /v1/messages/{id}/suggested, the
  * demo model's deterministic ones), a keyboard Enter on one sends it as the next message, the old ones go and the new
  * answer gets its own; a reload shows them again from the api's per-message store (still one ledger row a message).
+ * The studio's debugger does the same on the draft it runs (the console's …/debug/messages/{id}/suggested-questions).
  */
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +84,43 @@ describe.runIf(chromiumPath)('issue 42: suggested questions after an answer', ()
         expect(((await params.json()) as { suggested_questions_after_answer: unknown }).suggested_questions_after_answer).toEqual({
           enabled: !was,
         });
+        expect(failures).toEqual([]);
+      } finally {
+        await s.browser.close();
+      }
+    }, 120_000);
+  }
+
+  for (const size of SIZES) {
+    it(`the studio's debugger shows them under its latest answer, from the draft it runs (${size.name})`, async () => {
+      const soul = demoSoulConfig();
+      soul.features.suggested_questions_after_answer = { enabled: true };
+      expect((await consoleApi('PUT', `/apps/${stack.demo!.appId}/agent/draft`, { config: soul })).status).toBe(200);
+      const failures: string[] = [];
+      const s = await openStudio(stack, failures, { viewport: size.viewport });
+      try {
+        const page = s.page;
+        await expect.poll(() => page.isChecked('#f-follow-ups')).toBe(true);
+        await page.waitForLoadState('networkidle');
+        await page.click('#new-debug');
+        const query = `Debug me on a ${size.name}`;
+        await page.fill('#query', query);
+        await page.click('#send');
+        const agents = page.locator('#messages .msg.agent');
+        await expect
+          .poll(() => agents.last().getByRole('group', { name: 'Suggested questions' }).getByRole('button').allTextContents(), {
+            timeout: 30_000,
+          })
+          .toEqual([`Tell me more about: ${query}`, 'Can you give an example?', 'What should I ask next?']);
+        expect(await axeViolations(page)).toEqual([]);
+        await screenshot(page, `chat-suggested-debugger-${size.name}.png`, false);
+        await agents.last().getByRole('button', { name: 'What should I ask next?' }).focus();
+        await page.keyboard.press('Enter');
+        await expect
+          .poll(() => agents.last().locator('.follow-up').allTextContents(), { timeout: 30_000 })
+          .toEqual(['Tell me more about: What should I ask next?', 'Can you give an example?', 'What should I ask next?']);
+        expect(await page.locator('#messages .follow-ups').count()).toBe(1);
+        expect(await agents.count()).toBe(2);
         expect(failures).toEqual([]);
       } finally {
         await s.browser.close();
