@@ -70,9 +70,62 @@ export interface RunningBackend {
   close(opts?: { abandonRuns?: boolean }): Promise<void>;
 }
 
+/**
+ * The backend in its parts: options, the run manager, the module registry, the HTTP app and the listeners. Nothing
+ * listens or runs in the background until `start`.
+ */
 export function createAgentBackend(deps: AgentBackendDeps) {
   const { config, logger, store } = deps;
-  const options: AgentBackendOptions = {
+  const options = backendOptions(deps);
+  const limits: RunLimits = {
+    maxModelRequests: config.RUN_MAX_MODEL_REQUESTS,
+    maxToolCalls: config.RUN_MAX_TOOL_CALLS,
+    maxWallClockMs: config.RUN_MAX_WALL_CLOCK_MS,
+  };
+  const hub = new EventHub();
+  // The Local runtime (agent workspaces + shellctl); runtime/shell are unavailable without SHELLCTL_AUTH_TOKEN.
+  const sandbox = new Sandbox(config, logger.child({ component: 'sandbox' }));
+  const runs = createRunManager(deps, options, hub);
+  const registry = deps.registry ?? createModuleRegistry(deps, sandbox);
+  const app = backendApp(deps, { options, runs, registry, limits, sandbox });
+  // The stub is not on this listener: only its socket serves it (nothing outside the sandbox needs it).
+  const stub = stubRoutes({
+    store,
+    logger,
+    apiUrl: config.apiUrl,
+    innerApiKey: config.INNER_API_KEY,
+    tokenSecret: config.AGENT_BACKEND_TOKEN,
+    fetch: deps.fetch,
+    maxJsonDepth: config.JSON_MAX_DEPTH,
+  });
+
+  let background = false;
+  const startBackground = async () => {
+    if (background) return;
+    background = true;
+    store.onReconnect(() => void runs.onStoreReconnected());
+    await store.listen({
+      onEvents: (runId, seq) => hub.notify(runId, seq),
+      onCancel: (runId) =>
+        void runs.onRemoteCancel(runId).catch((err) => logger.warn({ err, runId }, 'agent backend: cancel delivery failed')),
+      onReconnect: () => void runs.onStoreReconnected(),
+    });
+    runs.startBackground();
+  };
+
+  return {
+    app,
+    runs,
+    instanceId: options.instanceId,
+    async start(port = config.AGENT_BACKEND_PORT, host = config.AGENT_BACKEND_HOST): Promise<RunningBackend> {
+      await startBackground();
+      return listen(deps, { app, stub, runs, sandbox, instanceId: options.instanceId }, port, host);
+    },
+  };
+}
+
+function backendOptions({ config, options }: AgentBackendDeps): AgentBackendOptions {
+  return {
     instanceId: `${process.pid}-${crypto.randomUUID()}`,
     // The run lease (issue 30; AGENT_RUN_LEASE_*, core/platform/config.ts): by default renewed every second on the lease's own
     // connection, lapsed after 5 s, checked every second by every replica: a dead backend's runs fail within ~6 s of
@@ -84,16 +137,13 @@ export function createAgentBackend(deps: AgentBackendDeps) {
     retentionIntervalMs: 3_600_000,
     pollMs: 1_000,
     keepAliveMs: config.SSE_PING_MS,
-    ...deps.options,
+    ...options,
   };
-  const limits: RunLimits = {
-    maxModelRequests: config.RUN_MAX_MODEL_REQUESTS,
-    maxToolCalls: config.RUN_MAX_TOOL_CALLS,
-    maxWallClockMs: config.RUN_MAX_WALL_CLOCK_MS,
-  };
-  const hub = new EventHub();
-  // The Local runtime (agent workspaces + shellctl); runtime/shell are unavailable without SHELLCTL_AUTH_TOKEN.
-  const sandbox = new Sandbox(config, logger.child({ component: 'sandbox' }));
+}
+
+/** Runs in this process, their model calls through the api's inner LLM endpoint, provider tools through the api. */
+function createRunManager(deps: AgentBackendDeps, options: AgentBackendOptions, hub: EventHub): RunManager {
+  const { config, logger, store } = deps;
   const modelCaller =
     deps.llm ?? createInnerLlmCaller({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch, logger });
   // Provider tools (API, MCP) are called by the api, which holds their credentials (docs/tools.md).
@@ -106,7 +156,7 @@ export function createAgentBackend(deps: AgentBackendDeps) {
       fetch: deps.fetch,
       logger,
     });
-  const runs = new RunManager(store, hub, modelCaller, toolResolver, logger, {
+  return new RunManager(store, hub, modelCaller, toolResolver, logger, {
     instanceId: options.instanceId,
     coalesce: { ms: config.BACKEND_DELTA_COALESCE_MS, chars: config.BACKEND_DELTA_COALESCE_CHARS },
     heartbeatMs: options.heartbeatMs,
@@ -115,7 +165,29 @@ export function createAgentBackend(deps: AgentBackendDeps) {
     retentionHours: config.RUN_RETENTION_HOURS,
     retentionIntervalMs: options.retentionIntervalMs,
   });
+}
 
+/** The layers a composition can name, with what they reach: the sandbox, knowledge, workspaces and the builtin shelf. */
+function createModuleRegistry({ config, logger, fetch }: AgentBackendDeps, sandbox: Sandbox): ModuleRegistry {
+  const knowledge = createKnowledgeClient({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch });
+  const workspaces = createWorkspaceAuthorizer({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch });
+  // The builtin shelf's http_request: the SSRF guard with its own switch, the api's tool limits (docs/tools.md).
+  const builtins = {
+    fetch: createGuardedFetch({ allowPrivate: config.HTTP_REQUEST_ALLOW_PRIVATE_NETWORK }),
+    timeoutMs: config.TOOL_TIMEOUT_MS,
+    maxResponseBytes: config.TOOL_MAX_RESPONSE_BYTES,
+    logger: logger.child({ component: 'builtin_tools' }),
+  };
+  const workspaceStore = createWorkspaceStore(config, logger.child({ component: 'workspace-store' }));
+  return createRegistry([], { sandbox, knowledge, workspaces, workspaceStore, builtins });
+}
+
+/** The TCP listener's routes: probes, then the run protocol behind the backend token, then 404 and the error handler. */
+function backendApp(
+  { config, logger, store }: AgentBackendDeps,
+  parts: { options: AgentBackendOptions; runs: RunManager; registry: ModuleRegistry; limits: RunLimits; sandbox: Sandbox },
+): express.Express {
+  const { options, runs, registry, limits, sandbox } = parts;
   const app = express();
   app.disable('x-powered-by');
   // A run's spans join the turn's trace: POST /runs carries the runAgent activity's traceparent (tracing on).
@@ -128,27 +200,6 @@ export function createAgentBackend(deps: AgentBackendDeps) {
   app.use(
     opsRoutes({ store, apiUrl: config.apiUrl, activeRuns: () => runs.activeRunIds.length, isolation: () => sandbox.isolationReport() }),
   );
-  // The stub is not on this listener: only its socket serves it (nothing outside the sandbox needs it).
-  const stub = stubRoutes({
-    store,
-    logger,
-    apiUrl: config.apiUrl,
-    innerApiKey: config.INNER_API_KEY,
-    tokenSecret: config.AGENT_BACKEND_TOKEN,
-    fetch: deps.fetch,
-    maxJsonDepth: config.JSON_MAX_DEPTH,
-  });
-  const knowledge = createKnowledgeClient({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch });
-  const workspaces = createWorkspaceAuthorizer({ apiUrl: config.apiUrl, innerApiKey: config.INNER_API_KEY, fetch: deps.fetch });
-  // The builtin shelf's http_request: the SSRF guard with its own switch, the api's tool limits (docs/tools.md).
-  const builtins = {
-    fetch: createGuardedFetch({ allowPrivate: config.HTTP_REQUEST_ALLOW_PRIVATE_NETWORK }),
-    timeoutMs: config.TOOL_TIMEOUT_MS,
-    maxResponseBytes: config.TOOL_MAX_RESPONSE_BYTES,
-    logger: logger.child({ component: 'builtin_tools' }),
-  };
-  const workspaceStore = createWorkspaceStore(config, logger.child({ component: 'workspace-store' }));
-  const registry = deps.registry ?? createRegistry([], { sandbox, knowledge, workspaces, workspaceStore, builtins });
   app.use(
     ['/runs', '/modules', '/compositions'],
     bearerAuth(config.AGENT_BACKEND_TOKEN),
@@ -182,68 +233,56 @@ export function createAgentBackend(deps: AgentBackendDeps) {
     if (e.status === 503) res.set('Retry-After', String(RETRY_AFTER_S));
     res.status(e.status).json({ code: e.code, message: e.message, status: e.status });
   });
+  return app;
+}
 
-  let background = false;
-  const startBackground = async () => {
-    if (background) return;
-    background = true;
-    store.onReconnect(() => void runs.onStoreReconnected());
-    await store.listen({
-      onEvents: (runId, seq) => hub.notify(runId, seq),
-      onCancel: (runId) =>
-        void runs.onRemoteCancel(runId).catch((err) => logger.warn({ err, runId }, 'agent backend: cancel delivery failed')),
-      onReconnect: () => void runs.onStoreReconnected(),
+/** The TCP listener, then the stub's socket (the sandbox is told where it is), then the shell prepared in the background. */
+async function listen(
+  { config, logger }: AgentBackendDeps,
+  parts: { app: express.Express; stub: express.Router; runs: RunManager; sandbox: Sandbox; instanceId: string },
+  port: number,
+  host: string,
+): Promise<RunningBackend> {
+  const { app, stub, runs, sandbox, instanceId } = parts;
+  const server = app.listen(port, host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  const actual = (server.address() as AddressInfo).port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${actual}`;
+  let stubServer: Awaited<ReturnType<typeof startStubServer>>;
+  try {
+    stubServer = await startStubServer({
+      router: stub,
+      socketPath: stubSocketPath({ explicit: config.AGENT_STUB_SOCKET, dataDir: config.dataDir, port: actual }),
+      logger,
+      privateDir: !config.AGENT_STUB_SOCKET,
     });
-    runs.startBackground();
-  };
-
+  } catch (err) {
+    server.close();
+    throw err;
+  }
+  logger.info({ url, stubSocket: stubServer.socketPath, instanceId }, 'agent backend listening');
+  sandbox.setStubSocket(stubServer.socketPath);
+  if (sandbox.unavailableReason) logger.info(`agent workspace: runtime/shell unavailable: ${sandbox.unavailableReason}`);
+  else
+    void sandbox
+      .prepare()
+      .catch((err: unknown) =>
+        logger.error({ err: (err as Error).message }, 'agent workspace: shellctl is not ready; shell runs will fail until it is'),
+      );
   return {
-    app,
-    runs,
-    instanceId: options.instanceId,
-    async start(port = config.AGENT_BACKEND_PORT, host = config.AGENT_BACKEND_HOST): Promise<RunningBackend> {
-      await startBackground();
-      const server = app.listen(port, host);
-      await new Promise<void>((resolve, reject) => {
-        server.once('listening', resolve);
-        server.once('error', reject);
-      });
-      const actual = (server.address() as AddressInfo).port;
-      const url = `http://${host.includes(':') ? `[${host}]` : host}:${actual}`;
-      let stubServer: Awaited<ReturnType<typeof startStubServer>>;
-      try {
-        stubServer = await startStubServer({
-          router: stub,
-          socketPath: stubSocketPath({ explicit: config.AGENT_STUB_SOCKET, dataDir: config.dataDir, port: actual }),
-          logger,
-          privateDir: !config.AGENT_STUB_SOCKET,
-        });
-      } catch (err) {
-        server.close();
-        throw err;
-      }
-      logger.info({ url, stubSocket: stubServer.socketPath, instanceId: options.instanceId }, 'agent backend listening');
-      sandbox.setStubSocket(stubServer.socketPath);
-      if (sandbox.unavailableReason) logger.info(`agent workspace: runtime/shell unavailable: ${sandbox.unavailableReason}`);
-      else
-        void sandbox
-          .prepare()
-          .catch((err: unknown) =>
-            logger.error({ err: (err as Error).message }, 'agent workspace: shellctl is not ready; shell runs will fail until it is'),
-          );
-      return {
-        url,
-        port: actual,
-        stubSocket: stubServer.socketPath,
-        isolation: () => sandbox.isolationReport(),
-        close: async (opts = {}) => {
-          server.close();
-          server.closeAllConnections();
-          const stubClosed = stubServer.close();
-          await runs.shutdown(opts.abandonRuns ? 'abandon' : 'graceful');
-          await stubClosed;
-        },
-      };
+    url,
+    port: actual,
+    stubSocket: stubServer.socketPath,
+    isolation: () => sandbox.isolationReport(),
+    close: async (opts = {}) => {
+      server.close();
+      server.closeAllConnections();
+      const stubClosed = stubServer.close();
+      await runs.shutdown(opts.abandonRuns ? 'abandon' : 'graceful');
+      await stubClosed;
     },
   };
 }
