@@ -123,6 +123,31 @@ describe('GET /v1/messages/{id}/suggested', () => {
   });
 });
 
+describe('GET /v1/messages/{id}/suggested on used-up credits', () => {
+  it("answers 400 provider_quota_exceeded when the tenant's credit pool is used up, and bills nothing", async () => {
+    await publish(true);
+    const messageId = await answered('heidi', 'Credits please');
+    const tenantId = stack.demo!.tenantId;
+    // The demo tenant's pool (if any) used up, then put back as it was.
+    const before = await stack.db.creditPool.findUnique({ where: { tenant_id: tenantId } });
+    await stack.db.creditPool.upsert({
+      where: { tenant_id: tenantId },
+      create: { tenant_id: tenantId, quota_limit: 10n, quota_used: 10n },
+      update: { quota_used: before?.quota_limit ?? 10n },
+    });
+    try {
+      expect(await suggested(messageId, 'heidi')).toMatchObject({ status: 400, body: { code: 'provider_quota_exceeded' } });
+      expect(await ledgerRows(messageId)).toEqual([]);
+      expect(await stack.db.messageSuggestedQuestion.count({ where: { message_id: messageId } })).toBe(0);
+    } finally {
+      if (before) await stack.db.creditPool.update({ where: { tenant_id: tenantId }, data: { quota_used: before.quota_used } });
+      else await stack.db.creditPool.delete({ where: { tenant_id: tenantId } });
+    }
+    // With credits again, the same message gets its questions.
+    expect((await suggested(messageId, 'heidi')).status).toBe(200);
+  });
+});
+
 describe('GET /console/api/apps/{app_id}/agent/debug/messages/{id}/suggested-questions', () => {
   async function saveDraft(enabled: boolean): Promise<void> {
     const soul = demoSoulConfig();
