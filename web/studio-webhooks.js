@@ -5,16 +5,6 @@
 
 import { button, console$, count, currentAppId, el, field, input, register, say, when } from './studio-common.js';
 
-/** api/console/webhooks.ts WEBHOOK_EVENTS (the create's 400 catches a drift). */
-const EVENTS = [
-  'turn.succeeded',
-  'turn.failed',
-  'turn.stopped',
-  'turn.human_input_required',
-  'schedule.run_completed',
-  'schedule.run_failed',
-];
-
 const section = el('section', 'screen');
 section.id = 'webhooks-screen';
 section.setAttribute('aria-labelledby', 'webhooks-title');
@@ -55,12 +45,26 @@ function showUrlError(message) {
 url.addEventListener('input', () => showUrlError(''));
 const events = el('fieldset', 'events');
 events.append(el('legend', '', 'Events'));
-for (const e of EVENTS) {
-  const label = el('label', 'check');
-  const box = input({ type: 'checkbox', value: e });
-  box.checked = true;
-  label.append(box, ` ${e}`);
-  events.append(label);
+// The events from the api (GET /webhook-events: api/console/webhooks.ts WEBHOOK_EVENTS, what the create accepts), read
+// once, when the screen first opens; the checkboxes are made from it, never from a list kept in this page.
+let eventsRead = null;
+function loadEvents() {
+  eventsRead ??= console$.get('/webhook-events').then(
+    ({ data }) => {
+      for (const e of data) {
+        const label = el('label', 'check');
+        const box = input({ type: 'checkbox', value: e });
+        box.checked = true;
+        label.append(box, ` ${e}`);
+        events.append(label);
+      }
+    },
+    (err) => {
+      eventsRead = null; // the next show asks again
+      throw err;
+    },
+  );
+  return eventsRead;
 }
 const add = el('button', 'primary', 'Add endpoint');
 add.type = 'submit';
@@ -198,5 +202,5 @@ register({
   name: 'webhooks',
   title: 'Webhooks',
   el: section,
-  show: () => ((section.querySelector('#wh-secret').hidden = true), load()),
+  show: () => ((section.querySelector('#wh-secret').hidden = true), Promise.all([loadEvents(), load()])),
 });

@@ -58,6 +58,13 @@ export const UpdateWebhookBody = z
   })
   .strict();
 
+/** Every event a webhook can ask for, as the studio's event checkboxes read it (GET /console/api/webhook-events). */
+export const WebhookEventListResponse = z.object({
+  data: z
+    .array(z.enum(WEBHOOK_EVENTS))
+    .describe('The event names, in the order the studio lists them; a new webhook gets all of them by default.'),
+});
+
 /** A webhook as the console shows it (the userinfo of a row saved before it was refused, masked). */
 export function webhookView(row: AppWebhook) {
   return { id: row.id, url: withoutUserinfo(row.url), events: row.events, enabled: row.enabled, created_at: unixSeconds(row.created_at) };
@@ -110,6 +117,11 @@ export function webhookRoutes(deps: { db: Db; temporal: Client; config: Config; 
     if (!row) throw new HttpError(404, 'webhook_delivery_not_found', 'No such delivery for this webhook.');
     return { hook, row };
   }
+
+  // Not under an app: the same for every one. The studio makes its checkboxes from it, never from a list of its own.
+  r.get('/webhook-events', auth, (_req, res) => {
+    res.json(WebhookEventListResponse.parse({ data: [...WEBHOOK_EVENTS] }));
+  });
 
   /** Newest first, a page at a time (api/pagination.ts), as every console list. */
   r.get('/apps/:app_id/webhooks', auth, async (req, res) => {

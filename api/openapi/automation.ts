@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { PAGE_PARAMETERS } from '../pagination.js';
 import { CreateScheduleBody } from '../console/schedules.js';
-import { CreateWebhookBody, UpdateWebhookBody, WEBHOOK_EVENTS } from '../console/webhooks.js';
+import { CreateWebhookBody, UpdateWebhookBody, WEBHOOK_EVENTS, WebhookEventListResponse } from '../console/webhooks.js';
 import { DebugForkRequest } from '../console/fork.js';
 import { ForkConversationResponse } from '../schemas.js';
 import { appIdParam, pathParam } from './params.js';
@@ -91,6 +91,7 @@ export const AUTOMATION_RESPONSES = {
   WebhookResponse,
   CreatedWebhookResponse,
   WebhookListResponse,
+  WebhookEventListResponse,
   WebhookDeliveryResponse,
   WebhookDeliveryDetailResponse,
   WebhookDeliveryListResponse,
@@ -161,6 +162,14 @@ export function automationPaths(errors: (...statuses: number[]) => Record<string
       'One run now (even while paused), under the overlap policy.',
       '202',
     ),
+    '/console/api/webhook-events': {
+      get: op(
+        'listWebhookEvents',
+        'Every event a webhook can ask for in `events` (docs/PROTOCOL.md "Scheduled turns and webhooks"); the studio makes its event checkboxes from it.',
+        [],
+        { '200': ok('The events.', 'WebhookEventListResponse') },
+      ),
+    },
     '/console/api/apps/{app_id}/webhooks': {
       get: op('listAppWebhooks', "The app's webhooks (never their secrets), newest first, a page at a time.", [appId, ...PAGE_PARAMETERS], {
         '200': ok('The webhooks.', 'WebhookListResponse'),

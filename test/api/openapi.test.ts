@@ -6,6 +6,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiDocument } from '../../api/openapi/index.js';
+import { WEBHOOK_EVENTS } from '../../api/console/webhooks.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { chat, type ClientFrame } from '../support/sse.js';
 import { startTestStack } from '../support/stack.js';
@@ -293,6 +294,9 @@ describe('the document describes what the api sends', () => {
     check('ParametersResponse', (await api(stack.apiUrl, key, 'GET', '/v1/parameters?user=spec3')).body);
     check('AppInfoResponse', (await api(stack.apiUrl, key, 'GET', '/v1/info')).body);
     check('BuiltinToolListResponse', (await api(stack.apiUrl, stack.demo!.consoleKey, 'GET', '/console/api/builtin-tools')).body);
+    const events = await api(stack.apiUrl, stack.demo!.consoleKey, 'GET', '/console/api/webhook-events');
+    check('WebhookEventListResponse', events.body);
+    expect(events.body).toEqual({ data: [...WEBHOOK_EVENTS] });
     const up = await upload(stack.apiUrl, key, tinyPng(), 'spec.png', 'spec3');
     expect(up.status).toBe(201);
     check('UploadFileResponse', up.body);

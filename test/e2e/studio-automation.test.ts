@@ -186,6 +186,16 @@ describe.runIf(chromiumPath)('the studio’s New agent, Schedules and Webhooks s
 
   it('Webhooks: an endpoint with its secret shown once, a schedule run delivered after a failed attempt, redelivered', async () => {
     await screen('webhooks');
+    // The event checkboxes are the api's list (GET /console/api/webhook-events), not one kept in the page.
+    const listed = (await (
+      await fetch(`${stack.apiUrl}/console/api/webhook-events`, { headers: { authorization: `Bearer ${stack.demo!.consoleKey}` } })
+    ).json()) as { data: string[] };
+    expect(listed.data).toContain('schedule.run_completed');
+    const boxes = () => page.locator('#wh-create input[type="checkbox"]').evaluateAll((bs) => bs.map((b) => (b as HTMLInputElement).value));
+    await expect.poll(boxes).toEqual(listed.data);
+    expect(
+      await page.evaluate(() => performance.getEntriesByType('resource').some((e) => e.name.endsWith('/console/api/webhook-events'))),
+    ).toBe(true);
     // A URL the api refuses (user:password@ would be stored and shown in clear): the reason shows under the field.
     await page.fill('#wh-url', 'http://user:pw@127.0.0.1:9/hooks');
     await page.click('#wh-create button[type="submit"]');
