@@ -8,6 +8,12 @@
  * A NOTIFY sent while the connection is down is lost: after every reconnect (PostgreSQL restarted, failed over) the
  * watch reads the keys of the streams it holds and ends those revoked meanwhile. A stream also checks its key once
  * when it starts (hold), since a request let through by another replica's auth cache may start after the NOTIFY.
+ *
+ * Until the connection listens, a revoke reaches this replica's streams only at the next reconnect's sweep, so the
+ * api's /readyz reports `credential_watch: false` meanwhile and the api waits for the first attempt before it serves
+ * (api/wire.ts). A start that fails for any reason is retried: a watch that gave up would leave revocation
+ * unenforced on this replica for its whole life while everything else looked healthy (a connect that timed out on a
+ * loaded machine did exactly that).
  */
 import pg from 'pg';
 import type { Db } from '../core/platform/db.js';
@@ -31,15 +37,29 @@ export class CredentialWatch {
   /** The handlers of the streams open in this process, by key id. */
   private readonly holders = new Map<string, Set<() => void>>();
 
-  constructor(private readonly opts: { databaseUrl: string; db: Db; logger?: Logger }) {}
+  /** Those waiting in whenListening(), told when a connection listens. */
+  private readonly listeners = new Set<() => void>();
 
-  /** Starts listening; PostgreSQL unreachable now is retried in the background (as the event notifier does). */
+  constructor(
+    private readonly opts: {
+      databaseUrl: string;
+      db: Db;
+      logger?: Logger;
+      /** How long one connect may take (config PG_LISTEN_CONNECT_TIMEOUT_MS). */
+      connectTimeoutMs?: number;
+    },
+  ) {}
+
+  /**
+   * Makes the first attempt to listen; resolves when it listens or that attempt failed (never rejects): a failure is
+   * logged and retried in the background with backoff, whatever the error, until it listens or stop().
+   */
   async start(): Promise<void> {
     try {
       await this.connect();
+      if (this.listening) this.opts.logger?.info('credential watch listening');
     } catch (err) {
-      if (!isDependencyUnavailable(err)) throw err;
-      this.opts.logger?.warn({ err: (err as Error).message }, 'credential watch: PostgreSQL unreachable at start; retrying');
+      this.logFailure(err, 'at start');
       this.reconnect(RECONNECT_MIN_MS);
     }
   }
@@ -47,6 +67,22 @@ export class CredentialWatch {
   /** True while the LISTEN connection is up. */
   get listening(): boolean {
     return this.client !== null;
+  }
+
+  /** Resolves true once the watch listens (at once if it does), or false after `ms` or at stop(). */
+  whenListening(ms: number): Promise<boolean> {
+    if (this.listening) return Promise.resolve(true);
+    if (this.closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.listeners.delete(onListen);
+        resolve(ok);
+      };
+      const onListen = () => done(this.listening);
+      const timer = setTimeout(() => done(false), ms);
+      this.listeners.add(onListen);
+    });
   }
 
   /**
@@ -81,6 +117,16 @@ export class CredentialWatch {
     this.closed = true;
     await this.client?.end().catch(() => undefined);
     this.client = null;
+    for (const fn of [...this.listeners]) fn();
+  }
+
+  private logFailure(err: unknown, when: string): void {
+    const msg = (err as Error).message;
+    // Unreachable or slow PostgreSQL is expected during an outage; anything else (a refused login, a bad URL) is
+    // an operator's to fix, and revocation is not enforced here until it is.
+    if (isDependencyUnavailable(err))
+      this.opts.logger?.warn({ err: msg }, `credential watch: could not listen ${when}; retrying (/readyz: credential_watch false)`);
+    else this.opts.logger?.error({ err: msg }, `credential watch: could not listen ${when}; retrying (/readyz: credential_watch false)`);
   }
 
   private revoked(tokenId: string): void {
@@ -116,7 +162,7 @@ export class CredentialWatch {
   private async connect(): Promise<void> {
     const client = new pg.Client({
       connectionString: this.opts.databaseUrl,
-      connectionTimeoutMillis: 5_000,
+      connectionTimeoutMillis: this.opts.connectTimeoutMs ?? 10_000,
       application_name: CREDENTIAL_WATCH_APPLICATION,
     });
     client.on('notification', (n) => {
@@ -146,6 +192,7 @@ export class CredentialWatch {
       return;
     }
     this.client = client;
+    for (const fn of [...this.listeners]) fn();
     // Whatever was revoked while no one listened: the auth cache may hold it, and its streams must end.
     evictAppKeyId('*');
     await this.check([...this.holders.keys()]);
@@ -161,8 +208,10 @@ export class CredentialWatch {
           this.reconnecting = false;
           if (!this.closed) this.opts.logger?.info('credential watch reconnected');
         },
-        () => {
+        (err: unknown) => {
           this.reconnecting = false;
+          if (this.closed) return;
+          this.logFailure(err, 'on reconnect');
           this.reconnect(Math.min(delayMs * 2, RECONNECT_MAX_MS));
         },
       );

@@ -30,9 +30,13 @@ if (weakSecrets.length)
   );
 const db = createDb(config.DATABASE_URL, { max: 20, preparedStatements: config.HOT_SQL_PREPARED });
 const connection = lazyTemporalConnection(config.TEMPORAL_ADDRESS, temporalSecurity(config));
-const notifier = new EventNotifier(config.DATABASE_URL, logger);
+const notifier = new EventNotifier(config.DATABASE_URL, logger, config.PG_LISTEN_CONNECT_TIMEOUT_MS);
 await notifier.start();
-const { app, stop: stopBackground } = createWiredApi({
+const {
+  app,
+  started,
+  stop: stopBackground,
+} = createWiredApi({
   db,
   connection,
   notifier,
@@ -40,6 +44,7 @@ const { app, stop: stopBackground } = createWiredApi({
   logger,
   agentBackendUrl: () => config.agentBackendUrl,
 });
+await started();
 const server = createHttpServer(app, config).listen(config.API_PORT, config.API_HOST, () =>
   logger.info({ port: config.API_PORT }, 'api listening'),
 );

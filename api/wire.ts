@@ -102,8 +102,14 @@ export function createWiredApi(deps: {
   outbox.start();
   const unwatch = watchTemporal(connection, logger.child({ component: 'api' }));
   // A revoked app key's open streams end on every replica, whichever revoked it (issue 47).
-  const credentials = new CredentialWatch({ databaseUrl: config.DATABASE_URL!, db, logger: logger.child({ component: 'api' }) });
-  credentials.start().catch((err: Error) => logger.error({ err: err.message }, 'credential watch could not start'));
+  const credentials = new CredentialWatch({
+    databaseUrl: config.DATABASE_URL!,
+    db,
+    logger: logger.child({ component: 'api' }),
+    connectTimeoutMs: config.PG_LISTEN_CONNECT_TIMEOUT_MS,
+  });
+  // Its first attempt (never rejects; a failure is retried in the background): the caller awaits it before serving.
+  const watchStarted = credentials.start();
   // One provider registry: model calls (inner LLM) and knowledge embeddings.
   const providers = createDefaultProviders(config);
   const embed = createEmbedder(providers);
@@ -177,7 +183,8 @@ export function createWiredApi(deps: {
           ),
         ),
       ]);
-      return { database, temporal: temporalUp, agent_backend: agentBackend };
+      // Not listening: a revoke would not end this replica's streams until it reconnects (api/credential-watch.ts).
+      return { database, temporal: temporalUp, agent_backend: agentBackend, credential_watch: credentials.listening };
     },
   });
   /** Stops the background work (outbox dispatcher, Temporal and credential watches); the caller closes db and connection. */
@@ -186,5 +193,15 @@ export function createWiredApi(deps: {
     await credentials.stop();
     await outbox.stop();
   };
-  return { app, temporal, outbox, credentials, stop };
+  /**
+   * Resolves once the credential watch's first attempt to listen is over (bounded by PG_LISTEN_CONNECT_TIMEOUT_MS):
+   * await it before serving, so that an api that comes up listens before it takes streams; if it failed, this says
+   * so and the api serves anyway (PostgreSQL-only outages must not keep it down) with /readyz 503 until it listens.
+   */
+  const started = async () => {
+    await watchStarted;
+    if (!credentials.listening)
+      logger.warn('serving before the credential watch listens: /readyz reports credential_watch false until it does');
+  };
+  return { app, temporal, outbox, credentials, started, stop };
 }

@@ -107,6 +107,9 @@ export interface StopOptions {
   onDrain?: (inFlight: number) => void;
 }
 
+/** How long startStack waits for the api's credential watch to listen before it hands the stack out anyway. */
+const STACK_WATCH_WAIT_MS = 60_000;
+
 /** How long runs stopped at the end of a drain get to confirm (run_cancelled) and be committed. */
 const DRAIN_STOP_CONFIRM_MS = 5_000;
 
@@ -178,6 +181,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       stops.push(() => workerChild.stop('SIGTERM', config.SHUTDOWN_DRAIN_MS + 60_000));
     }
     drain = drainTurns(logger, backend?.runs ?? null, () => stack.worker);
+    // Ready means what the api's /readyz says: a stack handed out before its credential watch listens would let a
+    // revoked key's streams go on (a test's revoke, a user's). Its first attempt failed (a loaded machine, a slow
+    // server) and is being retried: wait for it, told by the watch, not by polling.
+    if (!(await api.credentials.whenListening(STACK_WATCH_WAIT_MS)))
+      logger.warn({ waited_ms: STACK_WATCH_WAIT_MS }, 'the credential watch still does not listen; serving anyway (/readyz 503)');
     return stack;
   } catch (err) {
     await stop();
@@ -283,7 +291,7 @@ async function startTemporal(config: Config, opts: StackOptions, stops: Stops): 
 /** The api, listening before the agent backend starts (the backend calls back into it). */
 async function startApi(db: Db, config: Config, opts: StackOptions, t: TemporalPart, stops: Stops) {
   const { logger } = opts;
-  const notifier = new EventNotifier(config.DATABASE_URL!, logger);
+  const notifier = new EventNotifier(config.DATABASE_URL!, logger, config.PG_LISTEN_CONNECT_TIMEOUT_MS);
   await notifier.start();
   stops.push(() => notifier.stop());
   // The agent backend's address is known only after its phase: the api reads it through this holder.
@@ -292,6 +300,8 @@ async function startApi(db: Db, config: Config, opts: StackOptions, t: TemporalP
     app,
     temporal,
     outbox,
+    credentials,
+    started,
     stop: stopApiBackground,
   } = createWiredApi({
     db,
@@ -303,6 +313,7 @@ async function startApi(db: Db, config: Config, opts: StackOptions, t: TemporalP
     agentBackendUrl: () => backendHolder.url,
   });
   stops.push(stopApiBackground);
+  await started();
   const server = createHttpServer(app, config).listen(config.API_PORT, config.API_HOST);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
@@ -316,7 +327,7 @@ async function startApi(db: Db, config: Config, opts: StackOptions, t: TemporalP
       }),
   );
   const apiUrl = config.API_INTERNAL_URL ?? `http://${config.API_HOST}:${(server.address() as AddressInfo).port}`;
-  return { apiUrl, temporal, outbox, backendHolder };
+  return { apiUrl, temporal, outbox, credentials, backendHolder };
 }
 
 interface BackendRuns {

@@ -346,7 +346,7 @@ function paths(): Record<string, Record<string, JsonSchema>> {
       get: {
         operationId: 'readyz',
         tags: ['ops'],
-        summary: 'Database, Temporal and the agent backend are reachable.',
+        summary: 'Database, Temporal and the agent backend are reachable, and the credential watch listens.',
         security: [],
         responses: { '200': { description: 'Ready.' }, '503': { description: 'Not ready; `checks` says what is down.' } },
       },

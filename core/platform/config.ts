@@ -33,6 +33,9 @@ export const EnvSchema = z.object({
    * `false` behind PgBouncer in transaction mode (a prepared statement lives on one server connection; the next
    * transaction may get another): the same statements go unnamed, parsed each time. */
   HOT_SQL_PREPARED: bool.default(true),
+  /** How long opening a LISTEN connection (the api's event notifier and credential watch) may take before the attempt
+   * counts as failed and is retried, in ms. A loaded server can take seconds to accept; the pool waits as long. */
+  PG_LISTEN_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** Port of the embedded PostgreSQL. */
   EMBEDDED_PG_PORT: int(54329),
   /** Embedded PostgreSQL flushes commits to disk (fsync, synchronous commit). `false` trades safety

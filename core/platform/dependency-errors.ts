@@ -12,9 +12,10 @@ const PRISMA_CONNECTION_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2
 // @prisma/adapter-pg's DriverAdapterError kinds for a lost or refused connection.
 const ADAPTER_CONNECTION_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-// node-postgres' own messages for a dead or unobtainable connection.
+// node-postgres' own messages for a dead or unobtainable connection. `timeout expired` (exactly, no code) is what a
+// pg.Client's connect rejects with when connectionTimeoutMillis passes: a slow or overloaded server, not a bad request.
 const PG_MESSAGES =
-  /Connection terminated|connection error and is not queryable|not queryable|timeout exceeded when trying to connect|Client was closed and is not queryable|Can't reach database server|connect ECONNREFUSED|read ECONNRESET/i;
+  /Connection terminated|connection error and is not queryable|not queryable|timeout exceeded when trying to connect|Client was closed and is not queryable|Can't reach database server|connect ECONNREFUSED|read ECONNRESET|^timeout expired$/i;
 // gRPC UNAVAILABLE (14) and DEADLINE_EXCEEDED (4): the Temporal frontend is down or unreachable.
 const GRPC_UNAVAILABLE = new Set([4, 14]);
 

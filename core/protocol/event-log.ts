@@ -156,6 +156,8 @@ export class EventNotifier {
   constructor(
     private readonly databaseUrl: string,
     private readonly logger?: Logger,
+    /** How long one connect may take (config PG_LISTEN_CONNECT_TIMEOUT_MS); past it the attempt is retried. */
+    private readonly connectTimeoutMs = 10_000,
   ) {
     this.emitter.setMaxListeners(0);
   }
@@ -181,7 +183,7 @@ export class EventNotifier {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: 5_000 });
+    const client = new pg.Client({ connectionString: this.databaseUrl, connectionTimeoutMillis: this.connectTimeoutMs });
     client.on('notification', (n) => {
       if (n.channel !== 'message_events') for (const fn of this.channels.get(n.channel) ?? []) fn(n.payload);
       else if (n.payload) this.emitter.emit(n.payload);

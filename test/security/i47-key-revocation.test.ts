@@ -7,7 +7,9 @@
  * same database, the demo model's slow answers.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { CREDENTIAL_WATCH_APPLICATION } from '../../api/credential-watch.js';
@@ -81,11 +83,22 @@ const settled = (id: string) =>
     return ['succeeded', 'stopped', 'failed'].includes(m.status) ? m : null;
   });
 
-/** A separate api process, as in production, on this stack's database, Temporal and agent backend. */
-async function startReplica(): Promise<{ url: string; child: ChildProcess }> {
+const readyz = (url: string) =>
+  fetch(`${url}/readyz`).then(async (r) => ({
+    status: r.status,
+    checks: ((await r.json()) as { checks: Record<string, boolean> }).checks,
+  }));
+
+/**
+ * A separate api process, as in production, on this stack's database, Temporal and agent backend; handed out once its
+ * /readyz says ready (its credential watch listens), or with `until: 'healthz'` as soon as it serves.
+ */
+async function startReplica(
+  opts: { name?: string; env?: Record<string, string>; until?: 'readyz' | 'healthz' } = {},
+): Promise<{ url: string; child: ChildProcess }> {
   const apiPort = await freePort();
   fs.mkdirSync(dataDir, { recursive: true });
-  const log = fs.openSync(path.join(dataDir, 'api-replica.log'), 'a');
+  const log = fs.openSync(path.join(dataDir, `${opts.name ?? 'api-replica'}.log`), 'a');
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'api/main.ts')], {
     cwd: ROOT,
     env: {
@@ -96,17 +109,81 @@ async function startReplica(): Promise<{ url: string; child: ChildProcess }> {
       AGENT_BACKEND_URL: stack.agentBackendUrl,
       API_PORT: String(apiPort),
       API_INTERNAL_URL: '',
+      ...opts.env,
     },
     stdio: ['ignore', log, log],
   });
   const url = `http://127.0.0.1:${apiPort}`;
-  await eventually('the replica answers /healthz', () =>
-    fetch(`${url}/healthz`).then(
+  const until = opts.until ?? 'readyz';
+  await eventually(`the replica answers /${until}`, () =>
+    fetch(`${url}/${until}`).then(
       (r) => r.ok,
       () => false,
     ),
   );
   return { url, child };
+}
+
+async function stopReplica(r: { child: ChildProcess } | undefined): Promise<void> {
+  if (r?.child.exitCode !== null || r.child.signalCode !== null) return;
+  const gone = once(r.child, 'exit');
+  r.child.kill('SIGTERM');
+  await gone;
+}
+
+/**
+ * PostgreSQL behind a TCP relay that, while `holding`, never answers the connections of credential watches (their
+ * startup message names application_name CREDENTIAL_WATCH_APPLICATION): what a server too loaded to accept looks like
+ * to the watch, whose connect then times out. Every other connection is relayed as is.
+ */
+class WatchHoldingRelay {
+  holding = true;
+  /** Held watch connections the client gave up on (its connect timed out). */
+  gaveUp = 0;
+  private readonly gaveUpEvents = new EventTarget();
+  private readonly sockets = new Set<net.Socket>();
+  private readonly server = net.createServer((client) => this.relay(client));
+  constructor(private readonly upstream: { host: string; port: number }) {}
+
+  async start(): Promise<number> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** Resolves once a held watch connection was given up by its client. */
+  nextGiveUp(): Promise<void> {
+    return new Promise((resolve) => this.gaveUpEvents.addEventListener('gave-up', () => resolve(), { once: true }));
+  }
+
+  private relay(client: net.Socket): void {
+    this.sockets.add(client);
+    client.once('data', (first) => {
+      if (this.holding && first.includes(CREDENTIAL_WATCH_APPLICATION)) {
+        client.on('close', () => {
+          this.gaveUp++;
+          this.gaveUpEvents.dispatchEvent(new Event('gave-up'));
+        });
+        return;
+      }
+      const up = net.connect(this.upstream.port, this.upstream.host);
+      this.sockets.add(up);
+      up.write(first);
+      client.pipe(up).pipe(client);
+      const close = () => {
+        client.destroy();
+        up.destroy();
+      };
+      client.on('error', close).on('close', close);
+      up.on('error', close).on('close', close);
+    });
+    client.on('error', () => client.destroy());
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise((r) => this.server.close(r));
+  }
 }
 
 beforeAll(async () => {
@@ -115,11 +192,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (replica?.child.exitCode === null) {
-    const gone = new Promise((r) => replica.child.once('exit', r));
-    replica.child.kill('SIGTERM');
-    await gone;
-  }
+  await stopReplica(replica);
   await stack?.stop();
 });
 
@@ -233,4 +306,44 @@ describe('revoking an app key', () => {
     expectEndedByRevoke([...turn.head, ...(await turn.reader.read())], turn.taskId);
     expect((await settled(turn.taskId)).status).toBe('succeeded');
   });
+
+  it('an api whose watch cannot listen yet is not ready (/readyz 503 credential_watch: false), retries, and then ends a revoked stream', async () => {
+    const pgUrl = new URL(stack.databaseUrl);
+    const relay = new WatchHoldingRelay({ host: pgUrl.hostname, port: Number(pgUrl.port) });
+    const relayUrl = new URL(stack.databaseUrl);
+    relayUrl.hostname = '127.0.0.1';
+    relayUrl.port = String(await relay.start());
+    let late: { url: string; child: ChildProcess } | undefined;
+    try {
+      const firstGiveUp = relay.nextGiveUp();
+      // The api serves (/healthz) after its watch's first attempt, which times out here.
+      late = await startReplica({
+        name: 'api-late-watch',
+        env: { DATABASE_URL: relayUrl.toString(), PG_LISTEN_CONNECT_TIMEOUT_MS: '1000' },
+        until: 'healthz',
+      });
+      await firstGiveUp;
+      const notReady = await readyz(late.url);
+      expect(notReady.checks).toMatchObject({ database: true, credential_watch: false });
+      expect(notReady.status).toBe(503);
+
+      // The server accepts again: the watch's retries get through, and the api says it is ready.
+      relay.holding = false;
+      let last = notReady;
+      await eventually('the late api is ready', async () => (last = await readyz(late!.url)).status === 200).catch((err: Error) => {
+        throw new Error(`${err.message}; its last /readyz: ${JSON.stringify(last)}`);
+      });
+      expect(relay.gaveUp).toBeGreaterThanOrEqual(1);
+
+      const { id, key } = await newKey('late-watch');
+      const turn = await openTurn(late.url, key, 'lena');
+      expect((await consoleCall(`/api-keys/${id}`, 'DELETE')).status).toBe(204);
+      expectEndedByRevoke([...turn.head, ...(await turn.reader.read())], turn.taskId);
+      expect((await settled(turn.taskId)).status).toBe('succeeded');
+    } finally {
+      await stopReplica(late);
+      await relay.stop();
+    }
+    // A process of its own to start and stop, on a machine that may be loaded.
+  }, 180_000);
 });
