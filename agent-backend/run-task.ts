@@ -48,10 +48,77 @@ class ResourceScope implements RunResources {
   }
 }
 
+/** What the run's layers did: entered and exited (cleanly or not), and the loop's result or failure. */
+interface LayersOutcome {
+  instances: LayerInstance[];
+  result: LoopResult | undefined;
+  failure: unknown;
+  exitedCleanly: boolean;
+}
+
+/**
+ * A run in two phases: its layers entered, the loop run and the layers exited (runLayers), then one terminal event
+ * published from what happened (the run's abort cause first, then its failure).
+ */
 export async function executeRun(input: RunTaskInput): Promise<void> {
-  const { runId, plan, emitter, signal, logger } = input;
+  const { plan, emitter, signal, logger } = input;
   const usage = new UsageMeter();
   const state: LoopState = { messages: [], partialText: '', lastText: '', nextPartIndex: 0 };
+  const { instances, result, failure, exitedCleanly } = await runLayers(input, usage, state);
+
+  const cause = abortCause(signal);
+  if (cause?.kind === 'abandon') {
+    emitter.detach();
+    return;
+  }
+  const snapshot = exitedCleanly ? buildSnapshot(plan, instances, logger) : null;
+  const u: Usage = usage.snapshot();
+  // Partial output: the interrupted response's text, else the latest complete one.
+  const output = state.partialText || state.lastText;
+
+  if (!failure && result) {
+    if (!snapshot) {
+      await emitter.terminal(
+        'run_failed',
+        {
+          error: 'the run finished but its layers did not exit cleanly',
+          reason: 'layer_exit_failed',
+          session_snapshot: null,
+          usage: u,
+          output,
+        },
+        { status: 'failed', error: 'the run finished but its layers did not exit cleanly' },
+      );
+      return;
+    }
+    const finalOutput = finalize(instances, result.output);
+    const data =
+      result.kind === 'deferred'
+        ? { session_snapshot: snapshot, usage: u, deferred_tool_call: result.call, output: finalOutput }
+        : { session_snapshot: snapshot, usage: u, output: finalOutput };
+    await emitter.terminal('run_succeeded', data, { status: 'succeeded' });
+    return;
+  }
+
+  if (cause?.kind === 'cancel') {
+    await emitter.terminal(
+      'run_cancelled',
+      { reason: cause.reason ?? null, message: cause.message ?? null, session_snapshot: snapshot, usage: u, output },
+      { status: 'cancelled' },
+    );
+    return;
+  }
+  const { error, reason, errorType } = failureOf(cause, failure, input);
+  await emitter.terminal(
+    'run_failed',
+    { error, error_type: errorType, reason, session_snapshot: snapshot, usage: u, output },
+    { status: 'failed', error, error_type: errorType },
+  );
+}
+
+/** Enters every layer, runs the loop, then writes the history back and exits the layers and resources in reverse. */
+async function runLayers(input: RunTaskInput, usage: UsageMeter, state: LoopState): Promise<LayersOutcome> {
+  const { runId, plan, emitter, signal, logger } = input;
   const resources = new ResourceScope();
   let instances: LayerInstance[] = [];
   const entered: LayerInstance[] = [];
@@ -102,83 +169,31 @@ export async function executeRun(input: RunTaskInput): Promise<void> {
     }
     if (!(await resources.releaseAll(logger))) exitedCleanly = false;
   }
+  return { instances, result, failure, exitedCleanly };
+}
 
-  const cause = abortCause(signal);
-  if (cause?.kind === 'abandon') {
-    emitter.detach();
-    return;
-  }
-  const snapshot = exitedCleanly ? buildSnapshot(plan, instances, logger) : null;
-  const u: Usage = usage.snapshot();
-  // Partial output: the interrupted response's text, else the latest complete one.
-  const output = state.partialText || state.lastText;
-
-  if (!failure && result) {
-    if (!snapshot) {
-      await emitter.terminal(
-        'run_failed',
-        {
-          error: 'the run finished but its layers did not exit cleanly',
-          reason: 'layer_exit_failed',
-          session_snapshot: null,
-          usage: u,
-          output,
-        },
-        { status: 'failed', error: 'the run finished but its layers did not exit cleanly' },
-      );
-      return;
-    }
-    const finalOutput = finalize(instances, result.output);
-    const data =
-      result.kind === 'deferred'
-        ? { session_snapshot: snapshot, usage: u, deferred_tool_call: result.call, output: finalOutput }
-        : { session_snapshot: snapshot, usage: u, output: finalOutput };
-    await emitter.terminal('run_succeeded', data, { status: 'succeeded' });
-    return;
-  }
-
-  if (cause?.kind === 'cancel') {
-    await emitter.terminal(
-      'run_cancelled',
-      { reason: cause.reason ?? null, message: cause.message ?? null, session_snapshot: snapshot, usage: u, output },
-      { status: 'cancelled' },
-    );
-    return;
-  }
-  let error: string;
-  let reason: string | null = null;
-  let errorType: string | null = null;
+/** A failed run's error, reason and Dify error type: what stopped it (timeout, shutdown, the store), else what it threw. */
+function failureOf(
+  cause: ReturnType<typeof abortCause>,
+  failure: unknown,
+  { runId, logger }: RunTaskInput,
+): { error: string; reason: string | null; errorType: string | null } {
   if (cause?.kind === 'store_failed') {
     // The emitter turns this terminal into its own run_failed (it knows what could not be stored).
-    error = 'the run could not store its events';
-    reason = cause.reason;
-  } else if (cause?.kind === 'timeout') {
-    error = `the run exceeded its wall-clock limit of ${cause.limitMs} ms`;
-    reason = 'run_timeout';
-  } else if (cause?.kind === 'shutdown') {
-    error = 'the agent backend shut down while the run was in progress';
-    reason = 'backend_restarted';
-  } else if (failure instanceof RunLimitExceededError) {
-    error = failure.message;
-    errorType = 'agent_run_limit_exceeded';
-  } else if (failure instanceof RunRefusedError) {
-    error = failure.message;
-    errorType = failure.errorType;
-    reason = failure.reason;
-  } else if (failure instanceof ModelCallError) {
-    error = failure.message;
-    // The gateway's actionable code when it sent one (provider_auth_failed, …), else the Dify kind.
-    reason = failure.code ?? failure.errorType;
-  } else {
-    error = (failure as Error)?.message ?? String(failure);
-    reason = 'internal_error';
-    logger.error({ err: failure, runId }, 'agent backend: run failed unexpectedly');
+    return { error: 'the run could not store its events', reason: cause.reason, errorType: null };
   }
-  await emitter.terminal(
-    'run_failed',
-    { error, error_type: errorType, reason, session_snapshot: snapshot, usage: u, output },
-    { status: 'failed', error, error_type: errorType },
-  );
+  if (cause?.kind === 'timeout') {
+    return { error: `the run exceeded its wall-clock limit of ${cause.limitMs} ms`, reason: 'run_timeout', errorType: null };
+  }
+  if (cause?.kind === 'shutdown') {
+    return { error: 'the agent backend shut down while the run was in progress', reason: 'backend_restarted', errorType: null };
+  }
+  if (failure instanceof RunLimitExceededError) return { error: failure.message, reason: null, errorType: 'agent_run_limit_exceeded' };
+  if (failure instanceof RunRefusedError) return { error: failure.message, reason: failure.reason, errorType: failure.errorType };
+  // The gateway's actionable code when it sent one (provider_auth_failed, …), else the Dify kind.
+  if (failure instanceof ModelCallError) return { error: failure.message, reason: failure.code ?? failure.errorType, errorType: null };
+  logger.error({ err: failure, runId }, 'agent backend: run failed unexpectedly');
+  return { error: (failure as Error)?.message ?? String(failure), reason: 'internal_error', errorType: null };
 }
 
 function finalize(instances: LayerInstance[], text: string): string {
