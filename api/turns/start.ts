@@ -28,7 +28,8 @@ import type { OutboxDispatcher } from '../../core/domain/outbox.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import { placeInThread } from '../../core/domain/turn/threads.js';
 import { conversationName, conversationTitle, markdownText } from '../../core/domain/turn-text.js';
-import { insertNewConversationTurn } from '../../core/platform/hot-sql.js';
+import { insertFollowUpTurn, insertNewConversationTurn } from '../../core/platform/hot-sql.js';
+import { UUID_NIL } from '../../core/domain/message-thread.js';
 
 /** How long a workflow start may take before the turn counts as not started (well inside TURN_SWEEP_MIN_AGE_MS, at least 15 s). */
 const START_DEADLINE_MS = 10_000;
@@ -137,6 +138,43 @@ export async function createTurnRecords(
     });
     const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
     return { messageId, conversationId, workflowId, createdAt: unixSeconds(created), input };
+  }
+
+  // A follow-up in a free conversation, on the thread's newest message: one statement too. Busy, or a branch from an
+  // earlier message (regenerate), goes the transaction's way below.
+  if (!body.parent_message_id) {
+    const conversationId = body.conversation_id;
+    const r = await insertFollowUpTurn(db, {
+      conversationId,
+      tenantId: app.tenantId,
+      appId: app.appId,
+      endUserId: endUser?.id ?? null,
+      accountId: endUser ? null : accountId,
+      invokeFrom,
+      rootParentId: UUID_NIL,
+      message: {
+        id: messageId,
+        parent_message_id: UUID_NIL,
+        api_token_id: apiTokenId,
+        query: body.query,
+        inputs: body.inputs,
+        workflow_id: workflowId,
+        metadata: messageMetadata,
+      },
+      files: files.map((f) => ({ id: crypto.randomUUID(), ...f })),
+    });
+    if (!r.found) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
+    if (r.createdAt) {
+      const input: AgentTurnInput = {
+        tenantId: app.tenantId,
+        appId: app.appId,
+        agentId: app.agentId,
+        conversationId,
+        messageId,
+        invokeFrom,
+      };
+      return { messageId, conversationId, workflowId, createdAt: unixSeconds(r.createdAt), input };
+    }
   }
 
   const { conversationId, createdAt, queued } = await db.$transaction(

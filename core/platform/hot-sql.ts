@@ -188,6 +188,58 @@ export interface NewConversationTurn {
   files: { id: string; type: string; transfer_method: string; url: string | null; upload_file_id: string | null }[];
 }
 
+/**
+ * A follow-up turn in a conversation that is free, as the start transaction wrote it through Prisma in six statements
+ * (BEGIN, the conversation, its lock, the newest message, the message, COMMIT; one more for files): the conversation
+ * found by its owner, its lock taken by the conditional update, the message after the newest one (the thread's
+ * parent), its files. The lock is the update's row lock, taken before the insert's key-share lock on the same row (the
+ * insert reads the update's output), as the transaction took them. Busy (the lock is held): nothing is written, and
+ * the caller goes the transaction's way (409 or the conversation's queue).
+ */
+const START_FOLLOW_UP = {
+  name: 'hot_start_follow_up_v1',
+  text: `
+    with conv as (
+      select id from conversations
+       where id = $1::uuid and app_id = $2::uuid and invoke_from = $5 and deleted_at is null
+         and case when $3::uuid is not null then end_user_id = $3::uuid else account_id is not distinct from $4::uuid end
+    ), lock as (
+      update conversations c set active_message_id = $6::uuid, dialogue_count = c.dialogue_count + 1, updated_at = now()
+       where c.id = (select id from conv) and c.active_message_id is null
+      returning c.id, c.tenant_id
+    ), newest as (
+      select m.id from messages m where m.conversation_id = $1::uuid order by m.created_at desc, m.id desc limit 1
+    ), msg as (
+      insert into messages (id, parent_message_id, tenant_id, app_id, conversation_id, end_user_id, account_id,
+                            invoke_from, api_token_id, query, inputs, workflow_id, metadata)
+      select $6::uuid, coalesce((select id from newest), $7::uuid), $8::uuid, $2::uuid, lock.id, $3::uuid, $4::uuid, $5,
+             $9::uuid, $10, $11::jsonb, $12, $13::jsonb
+        from lock
+      returning id, created_at
+    ), files as (
+      insert into message_files (id, message_id, type, transfer_method, url, upload_file_id, belongs_to)
+      select f.id, msg.id, f.type, f.transfer_method, f.url, f.upload_file_id, 'user'
+        from msg cross join jsonb_to_recordset($14::jsonb) as f(id uuid, type text, transfer_method text, url text, upload_file_id uuid)
+      returning 1
+    )
+    select (select count(*) from conv)::int as found, (select created_at from msg) as created_at,
+           (select count(*) from files)::int as files`,
+};
+
+/** What START_FOLLOW_UP writes: the message of NewConversationTurn, in an existing conversation. */
+export interface FollowUpTurn {
+  conversationId: string;
+  tenantId: string;
+  appId: string;
+  endUserId: string | null;
+  accountId: string | null;
+  invokeFrom: string;
+  /** The thread's root, when the conversation has no message yet. */
+  rootParentId: string;
+  message: NewConversationTurn['message'] & { id: string; inputs: unknown };
+  files: NewConversationTurn['files'];
+}
+
 /** Runs a hot statement on the client's pool: named (prepared once per connection) unless the client says not to. */
 async function hotQuery<R extends pg.QueryResultRow>(db: Db, q: { name: string; text: string }, values: unknown[]) {
   const { pool, prepared } = poolOf(db);
@@ -276,4 +328,31 @@ export async function insertNewConversationTurn(db: Db, t: NewConversationTurn):
   const r = res.rows[0];
   if (!r || r.files !== t.files.length) throw new Error(`new conversation ${c.id}: the turn's rows were not all written`);
   return r.created_at;
+}
+
+/**
+ * Writes a follow-up turn in one statement when its conversation is free. `found` false: no such conversation of this
+ * owner (404); `createdAt` null: it is busy, nothing was written.
+ */
+export async function insertFollowUpTurn(db: Db, t: FollowUpTurn): Promise<{ found: boolean; createdAt: Date | null }> {
+  const m = t.message;
+  const res = await hotQuery<{ found: number; created_at: Date | null; files: number }>(db, START_FOLLOW_UP, [
+    t.conversationId,
+    t.appId,
+    t.endUserId,
+    t.accountId,
+    t.invokeFrom,
+    m.id,
+    t.rootParentId,
+    t.tenantId,
+    m.api_token_id,
+    m.query,
+    JSON.stringify(m.inputs),
+    m.workflow_id,
+    JSON.stringify(m.metadata),
+    JSON.stringify(t.files),
+  ]);
+  const r = res.rows[0]!;
+  if (r.created_at && r.files !== t.files.length) throw new Error(`message ${m.id}: the turn's rows were not all written`);
+  return { found: r.found > 0, createdAt: r.created_at };
 }

@@ -11,11 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTurnRecords } from '../../api/turns/start.js';
 import { loadConfig } from '../../core/platform/config.js';
 import { createDb, type Db, type Prisma } from '../../core/platform/db.js';
-import { insertNewConversationTurn } from '../../core/platform/hot-sql.js';
+import { insertFollowUpTurn, insertNewConversationTurn } from '../../core/platform/hot-sql.js';
 import { ensureDemoData, type DemoData } from '../../core/domain/seed.js';
 import { saveMessageSnapshot } from '../../core/domain/session-snapshots.js';
 import { UUID_NIL } from '../../core/domain/message-thread.js';
-import { heldByFirstTurn } from '../../core/domain/turn/turn-lock.js';
+import { heldByFirstTurn, takeTurnLock } from '../../core/domain/turn/turn-lock.js';
+import { placeInThread } from '../../core/domain/turn/threads.js';
 import { conversationTitle } from '../../core/domain/turn-text.js';
 import type { AppContext } from '../../api/auth.js';
 import type { ChatRequest } from '../../api/schemas.js';
@@ -201,6 +202,128 @@ describe("a new conversation's first turn", () => {
       }),
     ).rejects.toMatchObject({ status: 404 });
     expect(await db.message.count()).toBe(before);
+  });
+});
+
+describe('a follow-up turn in a free conversation', () => {
+  /** A conversation with one ended turn, free again, of `endUserId`. */
+  async function freeConversation(endUserId: string) {
+    const first = newTurn({ endUserId });
+    await insertNewConversationTurn(db, first);
+    await db.conversation.update({ where: { id: first.conversation.id }, data: { active_message_id: null } });
+    return first;
+  }
+  function followUp(first: ReturnType<typeof newTurn>, files = 0) {
+    const messageId = crypto.randomUUID();
+    return {
+      conversationId: first.conversation.id,
+      tenantId: demo.tenantId,
+      appId: demo.appId,
+      endUserId: first.conversation.end_user_id,
+      accountId: null,
+      invokeFrom: 'service-api',
+      rootParentId: UUID_NIL,
+      message: {
+        id: messageId,
+        parent_message_id: UUID_NIL,
+        api_token_id: app.apiTokenId!,
+        query: 'and then? é😀',
+        inputs: { again: true },
+        workflow_id: `agent-turn-${messageId}`,
+        metadata: { k: 'v' },
+      },
+      files: newTurn({ files }).files,
+    };
+  }
+  /** api/turns/start.ts's transaction for a free conversation as it was on the ORM. */
+  async function ormFollowUp(t: ReturnType<typeof followUp>) {
+    await db.$transaction(async (tx) => {
+      const conv = await tx.conversation.findFirst({
+        where: { id: t.conversationId, app_id: t.appId, end_user_id: t.endUserId, invoke_from: t.invokeFrom, deleted_at: null },
+      });
+      expect(conv).not.toBeNull();
+      expect(await takeTurnLock(tx, t.conversationId, t.message.id)).toBe(true);
+      const parent = await placeInThread(tx, { conversationId: t.conversationId, isNew: false, requested: undefined });
+      const { parent_message_id: _p, ...m } = t.message;
+      await tx.message.create({
+        data: {
+          ...m,
+          parent_message_id: parent,
+          tenant_id: t.tenantId,
+          app_id: t.appId,
+          conversation_id: t.conversationId,
+          end_user_id: t.endUserId,
+          account_id: t.accountId,
+          invoke_from: t.invokeFrom,
+          inputs: m.inputs as object,
+          metadata: m.metadata as object,
+        },
+      });
+      if (t.files.length)
+        await tx.messageFile.createMany({
+          data: t.files.map(({ id: _id, ...f }) => ({ message_id: t.message.id, belongs_to: 'user', ...f })),
+        });
+    });
+  }
+
+  it('is one statement writing the rows the ORM transaction wrote, its parent the newest message', async () => {
+    const endUser = await db.endUser.create({ data: { tenant_id: demo.tenantId, app_id: demo.appId, session_id: 'u-follow' } });
+    for (const files of [2, 0]) {
+      const [a, b] = [await freeConversation(endUser.id), await freeConversation(endUser.id)];
+      // A second message in each, so that the parent is the newest of two (each way wrote its own).
+      const [hot0, orm0] = [followUp(a), followUp(b)];
+      await insertFollowUpTurn(db, hot0);
+      await ormFollowUp(orm0);
+      for (const id of [a.conversation.id, b.conversation.id])
+        await db.conversation.update({ where: { id }, data: { active_message_id: null } });
+      const hot = followUp(a, files);
+      const orm = followUp(b, files);
+      let r: Awaited<ReturnType<typeof insertFollowUpTurn>> | undefined;
+      expect(await counted.count(async () => (r = await insertFollowUpTurn(counted.db, hot)))).toBe(1);
+      expect(r).toMatchObject({ found: true, createdAt: expect.any(Date) });
+      await ormFollowUp(orm);
+      const rows = async (previous: ReturnType<typeof followUp>, t: ReturnType<typeof followUp>) => {
+        const x = await turnRows(t.conversationId, t.message.id);
+        const prev = { [previous.message.id]: '<previous message>' };
+        return { ...x, conversation: comparable(x.conversation, prev), message: comparable(x.message, prev) };
+      };
+      const [ha, ob] = [await rows(hot0, hot), await rows(orm0, orm)];
+      expect(ha).toEqual(ob);
+      expect(ha.conversation).toMatchObject({ active_message_id: '<message>', dialogue_count: 3 });
+      expect(ha.message).toMatchObject({ parent_message_id: '<previous message>', api_token_id: app.apiTokenId, status: 'pending' });
+      expect(ha.files).toHaveLength(files);
+    }
+  });
+
+  it('busy: writes nothing (the transaction then answers 409); not its owner: not found', async () => {
+    const endUser = await db.endUser.create({ data: { tenant_id: demo.tenantId, app_id: demo.appId, session_id: 'u-busy' } });
+    const other = await db.endUser.create({ data: { tenant_id: demo.tenantId, app_id: demo.appId, session_id: 'u-other' } });
+    const first = await freeConversation(endUser.id);
+    expect((await insertFollowUpTurn(db, followUp(first))).createdAt).not.toBeNull();
+    const before = await db.message.count({ where: { conversation_id: first.conversation.id } });
+    expect(await insertFollowUpTurn(db, followUp(first, 1))).toEqual({ found: true, createdAt: null });
+    expect(await insertFollowUpTurn(db, { ...followUp(first), endUserId: other.id })).toEqual({ found: false, createdAt: null });
+    expect(await db.message.count({ where: { conversation_id: first.conversation.id } })).toBe(before);
+    const conv = await db.conversation.findUniqueOrThrow({ where: { id: first.conversation.id } });
+    expect(conv.dialogue_count).toBe(2);
+    // Through createTurnRecords: the chat request's 409 and 404, as before.
+    const body = { query: 'q', inputs: {}, user: 'u-busy', response_mode: 'streaming', conversation_id: first.conversation.id, files: [] };
+    await expect(
+      createTurnRecords({ db, config }, app, body as unknown as ChatRequest, 'service-api', { kind: 'end-user' }),
+    ).rejects.toMatchObject({ status: 409, code: 'conversation_busy' });
+    await expect(
+      createTurnRecords({ db, config }, app, { ...body, user: 'u-other' } as unknown as ChatRequest, 'service-api', { kind: 'end-user' }),
+    ).rejects.toMatchObject({ status: 404, code: 'conversation_not_exists' });
+    // Free again: createTurnRecords takes it in one statement after admission and the end user.
+    await db.conversation.update({ where: { id: first.conversation.id }, data: { active_message_id: null } });
+    await createTurnRecords({ db: counted.db, config }, app, { ...body, query: 'warm' } as unknown as ChatRequest, 'service-api', {
+      kind: 'end-user',
+    }).then(() => db.conversation.update({ where: { id: first.conversation.id }, data: { active_message_id: null } }));
+    expect(
+      await counted.count(() =>
+        createTurnRecords({ db: counted.db, config }, app, body as unknown as ChatRequest, 'service-api', { kind: 'end-user' }),
+      ),
+    ).toBe(3);
   });
 });
 
