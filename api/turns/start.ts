@@ -107,77 +107,135 @@ export async function createTurnRecords(
       : { kind: 'end-user', endUserId: endUser!.id };
   const files = await prepareMessageFiles(deps, app, fileCaller, body.files, body.conversation_id || null);
   const messageMetadata = { ...opts.metadata, ...(caller.kind === 'account' ? { draft_type: caller.draftType } : {}) };
-
+  const t: TurnFacts = {
+    app,
+    agentId: app.agentId,
+    body,
+    invokeFrom,
+    endUserId: endUser?.id ?? null,
+    accountId,
+    owner,
+    apiTokenId,
+    messageId,
+    workflowId,
+    files,
+    messageMetadata,
+    queueMetadata: { ...opts.metadata },
+  };
   // A new conversation's first turn (the service API's usual turn) is one statement on pg (core/platform/hot-sql.ts):
-  // nothing to lock, queue or place, so none of the transaction below is needed.
-  if (!body.conversation_id) {
-    const conversationId = crypto.randomUUID();
-    // A thread's root (and the refusal of a parent in a conversation that does not exist yet): no statement.
-    const parentMessageId = await placeInThread(db, { conversationId, isNew: true, requested: body.parent_message_id });
-    const created = await insertNewConversationTurn(db, {
-      conversation: {
-        id: conversationId,
-        tenant_id: app.tenantId,
-        app_id: app.appId,
-        end_user_id: endUser?.id ?? null,
-        account_id: endUser ? null : accountId,
-        name: body.auto_generate_name ? conversationTitle(body.query) : 'New conversation',
-        inputs: body.inputs,
-        invoke_from: invokeFrom,
-        ...heldByFirstTurn(messageId),
-      },
-      message: {
-        id: messageId,
-        parent_message_id: parentMessageId,
-        api_token_id: apiTokenId,
-        query: body.query,
-        workflow_id: workflowId,
-        metadata: messageMetadata,
-      },
-      files: files.map((f) => ({ id: crypto.randomUUID(), ...f })),
-    });
-    const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
-    return { messageId, conversationId, workflowId, createdAt: unixSeconds(created), input };
-  }
-
+  // nothing to lock, queue or place, so none of the locked transaction is needed.
+  if (!body.conversation_id) return firstTurn(db, t);
   // A follow-up in a free conversation, on the thread's newest message: one statement too. Busy, or a branch from an
-  // earlier message (regenerate), goes the transaction's way below.
+  // earlier message (regenerate), goes the locked transaction's way.
   if (!body.parent_message_id) {
-    const conversationId = body.conversation_id;
-    const r = await insertFollowUpTurn(db, {
-      conversationId,
-      tenantId: app.tenantId,
-      appId: app.appId,
-      endUserId: endUser?.id ?? null,
-      accountId: endUser ? null : accountId,
-      invokeFrom,
-      rootParentId: UUID_NIL,
-      message: {
-        id: messageId,
-        parent_message_id: UUID_NIL,
-        api_token_id: apiTokenId,
-        query: body.query,
-        inputs: body.inputs,
-        workflow_id: workflowId,
-        metadata: messageMetadata,
-      },
-      files: files.map((f) => ({ id: crypto.randomUUID(), ...f })),
-    });
-    if (!r.found) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
-    if (r.createdAt) {
-      const input: AgentTurnInput = {
-        tenantId: app.tenantId,
-        appId: app.appId,
-        agentId: app.agentId,
-        conversationId,
-        messageId,
-        invokeFrom,
-      };
-      return { messageId, conversationId, workflowId, createdAt: unixSeconds(r.createdAt), input };
-    }
+    const followUp = await freeFollowUp(db, t, body.conversation_id);
+    if (followUp) return followUp;
   }
+  return lockedTurn(deps, t, opts.multitask);
+}
 
-  const { conversationId, createdAt, queued } = await db.$transaction(
+/** What every way of writing a turn needs: who asks, the ids, the prepared files and the message's metadata. */
+interface TurnFacts {
+  app: AppContext;
+  agentId: string;
+  body: ChatRequest;
+  invokeFrom: InvokeFrom;
+  endUserId: string | null;
+  accountId: string | null;
+  owner: { end_user_id: string } | { account_id: string | null };
+  apiTokenId: string | null;
+  messageId: string;
+  workflowId: string;
+  files: Awaited<ReturnType<typeof prepareMessageFiles>>;
+  messageMetadata: Record<string, string>;
+  /** A queued message's metadata: the caller's own (a queued turn is a service-API end user's, never a draft's). */
+  queueMetadata: Record<string, string>;
+}
+
+/** A new conversation born holding its first turn's lock, its message and files: one statement. */
+async function firstTurn(db: Db, t: TurnFacts): Promise<TurnRecords> {
+  const conversationId = crypto.randomUUID();
+  // A thread's root (and the refusal of a parent in a conversation that does not exist yet): no statement.
+  const parentMessageId = await placeInThread(db, { conversationId, isNew: true, requested: t.body.parent_message_id });
+  const created = await insertNewConversationTurn(db, {
+    conversation: {
+      id: conversationId,
+      tenant_id: t.app.tenantId,
+      app_id: t.app.appId,
+      end_user_id: t.endUserId,
+      account_id: t.endUserId ? null : t.accountId,
+      name: t.body.auto_generate_name ? conversationTitle(t.body.query) : 'New conversation',
+      inputs: t.body.inputs,
+      invoke_from: t.invokeFrom,
+      ...heldByFirstTurn(t.messageId),
+    },
+    message: {
+      id: t.messageId,
+      parent_message_id: parentMessageId,
+      api_token_id: t.apiTokenId,
+      query: t.body.query,
+      workflow_id: t.workflowId,
+      metadata: t.messageMetadata,
+    },
+    files: t.files.map((f) => ({ id: crypto.randomUUID(), ...f })),
+  });
+  const input: AgentTurnInput = {
+    tenantId: t.app.tenantId,
+    appId: t.app.appId,
+    agentId: t.agentId,
+    conversationId,
+    messageId: t.messageId,
+    invokeFrom: t.invokeFrom,
+  };
+  return { messageId: t.messageId, conversationId, workflowId: t.workflowId, createdAt: unixSeconds(created), input };
+}
+
+/** A follow-up on the newest message of a free conversation: one statement; null when busy (the locked way decides). */
+async function freeFollowUp(db: Db, t: TurnFacts, conversationId: string): Promise<TurnRecords | null> {
+  const r = await insertFollowUpTurn(db, {
+    conversationId,
+    tenantId: t.app.tenantId,
+    appId: t.app.appId,
+    endUserId: t.endUserId,
+    accountId: t.endUserId ? null : t.accountId,
+    invokeFrom: t.invokeFrom,
+    rootParentId: UUID_NIL,
+    message: {
+      id: t.messageId,
+      parent_message_id: UUID_NIL,
+      api_token_id: t.apiTokenId,
+      query: t.body.query,
+      inputs: t.body.inputs,
+      workflow_id: t.workflowId,
+      metadata: t.messageMetadata,
+    },
+    files: t.files.map((f) => ({ id: crypto.randomUUID(), ...f })),
+  });
+  if (!r.found) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
+  if (r.createdAt) {
+    const input: AgentTurnInput = {
+      tenantId: t.app.tenantId,
+      appId: t.app.appId,
+      agentId: t.agentId,
+      conversationId,
+      messageId: t.messageId,
+      invokeFrom: t.invokeFrom,
+    };
+    return { messageId: t.messageId, conversationId, workflowId: t.workflowId, createdAt: unixSeconds(r.createdAt), input };
+  }
+  return null;
+}
+
+/**
+ * The locked way: the conversation found (or created) and its turn lock taken, else queued behind the turn in flight
+ * (multitask strategies) or refused busy; then the message placed in its thread, with its files, in one transaction.
+ */
+async function lockedTurn(
+  deps: Pick<TurnServiceDeps, 'db' | 'config'>,
+  t: TurnFacts,
+  multitask: MultitaskStrategy | 'app_default' | undefined,
+): Promise<TurnRecords> {
+  const { conversationId, createdAt, queued } = await deps.db.$transaction(
     async (
       tx,
     ): Promise<{
@@ -185,49 +243,49 @@ export async function createTurnRecords(
       createdAt: number;
       queued?: QueuedTurn;
     }> => {
-      let conversationId = body.conversation_id || null;
+      let conversationId = t.body.conversation_id || null;
       let locked = false;
       if (conversationId) {
         const conv = await tx.conversation.findFirst({
-          where: { id: conversationId, app_id: app.appId, ...owner, invoke_from: invokeFrom, deleted_at: null },
+          where: { id: conversationId, app_id: t.app.appId, ...t.owner, invoke_from: t.invokeFrom, deleted_at: null },
         });
         if (!conv) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
         // The turn lock first: inserting a message first would key-share-lock the conversation row and
         // deadlock with a racing request's lock update (active_message_id is a unique, i.e. key, column).
-        locked = await takeTurnLock(tx, conversationId, messageId);
+        locked = await takeTurnLock(tx, conversationId, t.messageId);
       } else {
         const conv = await tx.conversation.create({
           data: {
-            tenant_id: app.tenantId,
-            app_id: app.appId,
-            ...owner,
-            inputs: body.inputs as object,
-            invoke_from: invokeFrom,
-            name: body.auto_generate_name ? conversationTitle(body.query) : 'New conversation',
+            tenant_id: t.app.tenantId,
+            app_id: t.app.appId,
+            ...t.owner,
+            inputs: t.body.inputs as object,
+            invoke_from: t.invokeFrom,
+            name: t.body.auto_generate_name ? conversationTitle(t.body.query) : 'New conversation',
             // A new conversation is born holding its first turn's lock: nobody else can know its id yet.
-            ...heldByFirstTurn(messageId),
+            ...heldByFirstTurn(t.messageId),
           },
         });
         conversationId = conv.id;
         locked = true;
       }
       // Busy, with a multitask strategy (a branch — regenerate — only ever starts on a free conversation).
-      if (!locked && opts.multitask && opts.multitask !== 'reject' && !body.parent_message_id) {
+      if (!locked && multitask && multitask !== 'reject' && !t.body.parent_message_id) {
         const decision = await queueBehindTurn(tx, {
-          appId: app.appId,
-          tenantId: app.tenantId,
+          appId: t.app.appId,
+          tenantId: t.app.tenantId,
           conversationId,
-          messageId,
-          workflowId,
-          owner,
-          invokeFrom,
-          apiTokenId,
-          query: body.query,
-          inputs: body.inputs as object,
-          files,
-          metadata: { ...opts.metadata },
-          strategy: opts.multitask,
-          limit: config.CONVERSATION_QUEUE_LIMIT,
+          messageId: t.messageId,
+          workflowId: t.workflowId,
+          owner: t.owner,
+          invokeFrom: t.invokeFrom,
+          apiTokenId: t.apiTokenId,
+          query: t.body.query,
+          inputs: t.body.inputs as object,
+          files: t.files,
+          metadata: { ...t.queueMetadata },
+          strategy: multitask,
+          limit: deps.config.CONVERSATION_QUEUE_LIMIT,
         });
         if (decision.kind === 'lock_taken') locked = true;
         else if (decision.kind === 'queued') return { conversationId, createdAt: unixSeconds(decision.createdAt), queued: decision };
@@ -247,31 +305,42 @@ export async function createTurnRecords(
         });
       }
       // Its place in the thread; a branch (regenerate) moves the binding's session to its parent's (core/domain/turn/threads.ts).
-      const parentMessageId = await placeInThread(tx, { conversationId, isNew: !body.conversation_id, requested: body.parent_message_id });
+      const parentMessageId = await placeInThread(tx, {
+        conversationId,
+        isNew: !t.body.conversation_id,
+        requested: t.body.parent_message_id,
+      });
       const msg = await tx.message.create({
         data: {
-          id: messageId,
+          id: t.messageId,
           parent_message_id: parentMessageId,
-          tenant_id: app.tenantId,
-          app_id: app.appId,
+          tenant_id: t.app.tenantId,
+          app_id: t.app.appId,
           conversation_id: conversationId,
-          ...owner,
-          invoke_from: invokeFrom,
-          api_token_id: apiTokenId,
-          query: body.query,
-          inputs: body.inputs as object,
-          workflow_id: workflowId,
-          metadata: messageMetadata,
+          ...t.owner,
+          invoke_from: t.invokeFrom,
+          api_token_id: t.apiTokenId,
+          query: t.body.query,
+          inputs: t.body.inputs as object,
+          workflow_id: t.workflowId,
+          metadata: t.messageMetadata,
         },
       });
-      await createMessageFiles(tx, messageId, files);
+      await createMessageFiles(tx, t.messageId, t.files);
       // The one-in-flight-turn lock: atomic, so of two racing messages exactly one wins.
       return { conversationId, createdAt: unixSeconds(msg.created_at) };
     },
   );
 
-  const input: AgentTurnInput = { tenantId: app.tenantId, appId: app.appId, agentId: app.agentId, conversationId, messageId, invokeFrom };
-  return { messageId, conversationId, workflowId, createdAt, input, ...(queued ? { queued } : {}) };
+  const input: AgentTurnInput = {
+    tenantId: t.app.tenantId,
+    appId: t.app.appId,
+    agentId: t.agentId,
+    conversationId,
+    messageId: t.messageId,
+    invokeFrom: t.invokeFrom,
+  };
+  return { messageId: t.messageId, conversationId, workflowId: t.workflowId, createdAt, input, ...(queued ? { queued } : {}) };
 }
 
 export async function startTurn(
