@@ -56,7 +56,7 @@ describe('the api without Temporal', () => {
       const down = await readyz();
       expect(down.status).toBe(503);
       expect(down.retryAfter).not.toBeNull();
-      expect(down.body.checks).toEqual({ database: true, temporal: false, agent_backend: true });
+      expect(down.body.checks).toEqual({ database: true, temporal: false, agent_backend: true, credential_watch: true });
 
       const refused = await postChat(stack.apiUrl, stack.demo!.apiKey, { query: 'Hello?', user: 'ines' });
       expect(refused.status).toBe(503);
@@ -102,7 +102,7 @@ describe('the api without Temporal', () => {
         await new Promise((r) => setTimeout(r, 500));
         up = await readyz();
       }
-      expect(up.body.checks).toEqual({ database: true, temporal: true, agent_backend: true });
+      expect(up.body.checks).toEqual({ database: true, temporal: true, agent_backend: true, credential_watch: true });
       expect(up.status).toBe(200);
 
       const ok = await chat(stack.apiUrl, stack.demo!.apiKey, { query: '/calc 6*7', user: 'ines' });
