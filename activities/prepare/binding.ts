@@ -79,42 +79,26 @@ async function createFreshBinding(
   return rows[0] ?? null;
 }
 
+type Owner = { type: 'BUILD_DRAFT' | 'CONVERSATION'; id: string; bindingId: string | null };
+type Replaced = { id: string; incarnation: number };
+
+/**
+ * The turn's binding in its steps: the owner's current one kept (or retired when it no longer fits: a generation
+ * error), else the owner's next binding created in one statement, with an idempotent slow path for a retry or a race.
+ */
 export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
   return async function loadOrCreateBinding(ctx: TurnContext, r: Resolution): Promise<{ binding: Binding; created: boolean }> {
     const { resolved } = r;
     const { msg, agent } = ctx;
     const conv = msg.conversation;
     // A personal build draft owns its session (docs/seeds/000: owner type BUILD_DRAFT); otherwise the conversation does.
-    const owner = r.buildDraft
-      ? { type: 'BUILD_DRAFT' as const, id: r.buildDraft.id, bindingId: r.buildDraft.agent_workspace_binding_id }
-      : { type: 'CONVERSATION' as const, id: conv.id, bindingId: conv.agent_workspace_binding_id };
+    const owner: Owner = r.buildDraft
+      ? { type: 'BUILD_DRAFT', id: r.buildDraft.id, bindingId: r.buildDraft.agent_workspace_binding_id }
+      : { type: 'CONVERSATION', id: conv.id, bindingId: conv.agent_workspace_binding_id };
 
-    let replaces: { id: string; incarnation: number } | null = null;
-    if (owner.bindingId) {
-      const b =
-        r.conversationBinding?.id === owner.bindingId
-          ? r.conversationBinding
-          : await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: owner.bindingId }, include: { workspace: true } });
-      if (b.retired_at && b.retired_reason && REPLACED_ON_NEXT_TURN.has(b.retired_reason)) {
-        // Its workspace was lost, or the build draft's lifecycle retired it (issue 31): this turn starts the owner's
-        // next binding (a fresh session and workspace), in the same scope.
-        replaces = { id: b.id, incarnation: b.incarnation };
-      } else {
-        const ok =
-          b.session_scope_config_version_id === resolved.scopeId &&
-          b.config_kind === resolved.configKind &&
-          b.home_snapshot_id === b.workspace.home_snapshot_id &&
-          b.generation === b.workspace.generation &&
-          b.workspace.status === 'active' &&
-          b.retired_at === null;
-        if (!ok) {
-          await retireBinding(db, config, b.id);
-          throw generationMismatch(b);
-        }
-        const { workspace: _workspace, ...binding } = b;
-        return { binding, created: false };
-      }
-    }
+    const current = owner.bindingId ? await currentBinding({ db, config }, r, owner.bindingId) : null;
+    if (current && 'binding' in current) return { binding: current.binding, created: false };
+    const replaces = current?.replaces ?? null;
 
     const incarnation = (replaces?.incarnation ?? 0) + 1;
     const baseKey = sessionScopeKey({
@@ -142,52 +126,101 @@ export function createLoadOrCreateBinding({ db, config }: ActivityDeps) {
       replaces,
     });
     if (fresh) return { binding: fresh, created: true };
-    // Here the workspace exists (that is why the statement above inserted nothing): read it.
-    const workspace = await db.agentWorkspace.findUniqueOrThrow({ where: { id: workspaceId } });
-    // The binding may still be missing (its workspace came from an earlier attempt): insert-or-ignore by scope key,
-    // returning what it inserted; idempotent and race-safe (Prisma's upsert here is a five-statement transaction).
-    const [created] = await db.agentWorkspaceBinding.createManyAndReturn({
-      skipDuplicates: true,
-      data: {
-        tenant_id: msg.tenant_id,
-        app_id: msg.app_id,
-        agent_id: agent.id,
-        workspace_id: workspace.id,
-        owner_type: owner.type,
-        owner_id: owner.id,
-        scope_key: scopeKey,
-        agent_config_version_id: resolved.configVersionId,
-        session_scope_config_version_id: resolved.scopeId,
-        config_kind: resolved.configKind,
-        home_snapshot_id: workspace.home_snapshot_id,
-        generation: workspace.generation,
-        backend_binding_ref: `participant-${crypto.randomUUID()}`,
-        incarnation,
-      },
-    });
-    // Skipped on the owner's unique key too: an earlier attempt bound this owner and crashed before the
-    // write-back below. Same scope: it is ours. Another scope (the agent was republished meanwhile): the
-    // same generation error as a stale binding.
-    const binding =
-      created ??
-      (await db.agentWorkspaceBinding.findUnique({ where: { scope_key: scopeKey } })) ??
-      (await db.agentWorkspaceBinding.findUniqueOrThrow({
-        where: { owner_type_owner_id_incarnation: { owner_type: owner.type, owner_id: owner.id, incarnation } },
-      }));
-    if (binding.scope_key !== scopeKey) throw generationMismatch(binding);
-    // Write the binding id back to its owner (first writer wins; a retry finds it already set).
-    const was = replaces?.id ?? null;
-    if (owner.type === 'BUILD_DRAFT') {
-      await db.agentConfigDraft.updateMany({
-        where: { id: owner.id, agent_workspace_binding_id: was },
-        data: { agent_workspace_binding_id: binding.id },
-      });
-    } else {
-      await db.conversation.updateMany({
-        where: { id: conv.id, agent_workspace_binding_id: was },
-        data: { agent_workspace_binding_id: binding.id },
-      });
-    }
+    const binding = await bindAfterEarlierAttempt(db, ctx, r, { owner, scopeKey, workspaceId, incarnation, replaces });
     return { binding, created: true };
   };
+}
+
+/**
+ * The owner's binding as it is: kept when it still fits the resolved scope and its workspace; to be replaced when its
+ * workspace was lost or the build draft's lifecycle retired it; otherwise retired now and refused (a generation error).
+ */
+async function currentBinding(
+  { db, config }: Pick<ActivityDeps, 'db' | 'config'>,
+  r: Resolution,
+  bindingId: string,
+): Promise<{ binding: Binding } | { replaces: Replaced }> {
+  const { resolved } = r;
+  const b =
+    r.conversationBinding?.id === bindingId
+      ? r.conversationBinding
+      : await db.agentWorkspaceBinding.findUniqueOrThrow({ where: { id: bindingId }, include: { workspace: true } });
+  if (b.retired_at && b.retired_reason && REPLACED_ON_NEXT_TURN.has(b.retired_reason)) {
+    // Its workspace was lost, or the build draft's lifecycle retired it (issue 31): this turn starts the owner's
+    // next binding (a fresh session and workspace), in the same scope.
+    return { replaces: { id: b.id, incarnation: b.incarnation } };
+  }
+  const ok =
+    b.session_scope_config_version_id === resolved.scopeId &&
+    b.config_kind === resolved.configKind &&
+    b.home_snapshot_id === b.workspace.home_snapshot_id &&
+    b.generation === b.workspace.generation &&
+    b.workspace.status === 'active' &&
+    b.retired_at === null;
+  if (!ok) {
+    await retireBinding(db, config, b.id);
+    throw generationMismatch(b);
+  }
+  const { workspace: _workspace, ...binding } = b;
+  return { binding };
+}
+
+/**
+ * The slow path, when the one-statement create inserted nothing: the workspace exists (an earlier attempt, a race),
+ * the binding is inserted or found, and written back to its owner; each step idempotent.
+ */
+async function bindAfterEarlierAttempt(
+  db: ActivityDeps['db'],
+  { msg, agent }: TurnContext,
+  { resolved }: Resolution,
+  k: { owner: Owner; scopeKey: string; workspaceId: string; incarnation: number; replaces: Replaced | null },
+): Promise<Binding> {
+  const { owner, scopeKey, workspaceId, incarnation, replaces } = k;
+  // Here the workspace exists (that is why the statement above inserted nothing): read it.
+  const workspace = await db.agentWorkspace.findUniqueOrThrow({ where: { id: workspaceId } });
+  // The binding may still be missing (its workspace came from an earlier attempt): insert-or-ignore by scope key,
+  // returning what it inserted; idempotent and race-safe (Prisma's upsert here is a five-statement transaction).
+  const [created] = await db.agentWorkspaceBinding.createManyAndReturn({
+    skipDuplicates: true,
+    data: {
+      tenant_id: msg.tenant_id,
+      app_id: msg.app_id,
+      agent_id: agent.id,
+      workspace_id: workspace.id,
+      owner_type: owner.type,
+      owner_id: owner.id,
+      scope_key: scopeKey,
+      agent_config_version_id: resolved.configVersionId,
+      session_scope_config_version_id: resolved.scopeId,
+      config_kind: resolved.configKind,
+      home_snapshot_id: workspace.home_snapshot_id,
+      generation: workspace.generation,
+      backend_binding_ref: `participant-${crypto.randomUUID()}`,
+      incarnation,
+    },
+  });
+  // Skipped on the owner's unique key too: an earlier attempt bound this owner and crashed before the
+  // write-back below. Same scope: it is ours. Another scope (the agent was republished meanwhile): the
+  // same generation error as a stale binding.
+  const binding =
+    created ??
+    (await db.agentWorkspaceBinding.findUnique({ where: { scope_key: scopeKey } })) ??
+    (await db.agentWorkspaceBinding.findUniqueOrThrow({
+      where: { owner_type_owner_id_incarnation: { owner_type: owner.type, owner_id: owner.id, incarnation } },
+    }));
+  if (binding.scope_key !== scopeKey) throw generationMismatch(binding);
+  // Write the binding id back to its owner (first writer wins; a retry finds it already set).
+  const was = replaces?.id ?? null;
+  if (owner.type === 'BUILD_DRAFT') {
+    await db.agentConfigDraft.updateMany({
+      where: { id: owner.id, agent_workspace_binding_id: was },
+      data: { agent_workspace_binding_id: binding.id },
+    });
+  } else {
+    await db.conversation.updateMany({
+      where: { id: owner.id, agent_workspace_binding_id: was },
+      data: { agent_workspace_binding_id: binding.id },
+    });
+  }
+  return binding;
 }
