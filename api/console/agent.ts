@@ -19,6 +19,7 @@ import {
   updateDraft,
 } from '../../core/domain/agent-configs.js';
 import { devDefaultSecrets } from '../../core/platform/config.js';
+import type { Db } from '../../core/platform/db.js';
 import { jsonBody } from '../../core/platform/json-guard.js';
 import type { AgentBackendClient } from '../../core/protocol/backend-client.js';
 import { validatedSoul } from './agent-config-validation.js';
@@ -57,53 +58,76 @@ const PublishBody = z.object({ from: z.enum(['draft', 'build-draft']).default('d
 export const AnnotationBody = z.object({ question: z.string().min(1).max(2000), content: z.string().min(1).max(20_000) });
 export const AnnotationSettings = z.object({ enabled: z.boolean(), score_threshold: z.number().min(0).max(1).default(0.8) });
 
-export function consoleRoutes(
-  deps: TurnServiceDeps & Omit<ConsoleDebuggerDeps, 'backend'> & { backend: Pick<AgentBackendClient, 'validateComposition' | 'cancelRun'> },
-): Router {
+type ConsoleRouteDeps = TurnServiceDeps &
+  Omit<ConsoleDebuggerDeps, 'backend'> & { backend: Pick<AgentBackendClient, 'validateComposition' | 'cancelRun'> };
+type SoulDeps = ReturnType<typeof soulDepsOf>;
+
+/**
+ * The console's agent routes behind the console key, a body guard and the console's limits: the drafts, publishing and
+ * versions, the app's settings, the debugger's turn, then the debugger's and fork's own routers.
+ */
+export function consoleRoutes(deps: ConsoleRouteDeps): Router {
   const { db } = deps;
   const r = Router();
-  const soulDeps = {
-    db,
-    backend: deps.backend,
-    logger: deps.logger,
-    // Issue 27: no workspace is authorized on the public signing key, so a config with a runtime would not run.
-    signingKeyIsDefault: devDefaultSecrets(deps.config).includes('EXECUTION_CONTEXT_SIGNING_KEY'),
-  };
   r.use(consoleAuth(db));
   // Bodies are read only once the console key is known: 1 MB, JSON_MAX_DEPTH deep, no NUL anywhere.
   r.use(jsonBody({ limit: '1mb', maxDepth: deps.config.JSON_MAX_DEPTH, rejectNul: true }));
   // Per console key and account (docs/security.md): request rate, open debugger streams, debugger turns in progress.
   r.use(createRateLimits(deps).consoleMiddleware);
+  const soulDeps = soulDepsOf(deps);
+  draftRoutes(r, deps, soulDeps);
+  versionRoutes(r, deps, soulDeps);
+  appSettingRoutes(r, deps);
+  debugChatRoute(r, deps);
+  // Stop, re-attach, forms and history of the caller's debugger turns (behind the console key above).
+  r.use(consoleDebuggerRoutes(deps));
+  r.use(consoleForkRoutes(deps));
+  return r;
+}
 
-  /** The app and its agent, in the caller's tenant only (404 otherwise). */
-  const appOf = (req: Request) => consoleApp(db, req);
+/** What validating and saving a config needs. */
+function soulDepsOf(deps: ConsoleRouteDeps) {
+  return {
+    db: deps.db,
+    backend: deps.backend,
+    logger: deps.logger,
+    // Issue 27: no workspace is authorized on the public signing key, so a config with a runtime would not run.
+    signingKeyIsDefault: devDefaultSecrets(deps.config).includes('EXECUTION_CONTEXT_SIGNING_KEY'),
+  };
+}
 
-  type DraftRow = Awaited<ReturnType<typeof sharedDraft>>;
-  async function sharedDraft(agentId: string) {
-    const d = await findSharedDraft(db, agentId);
-    if (!d) throw new HttpError(404, 'agent_draft_not_found', 'The agent has no draft.');
-    return d;
-  }
+/** The app and its agent, in the caller's tenant only (404 otherwise). */
+const appOf = (db: Db, req: Request) => consoleApp(db, req);
 
-  const draftJson = (d: DraftRow) => ({
-    id: d.id,
-    draft_type: d.draft_type,
-    config: d.config,
-    base_version_id: d.base_version_id,
-    revision: d.revision,
-    base_revision: d.base_draft_revision,
-    updated_at: unixSeconds(d.updated_at),
-  });
+type DraftRow = Awaited<ReturnType<typeof sharedDraft>>;
+async function sharedDraft(db: Db, agentId: string) {
+  const d = await findSharedDraft(db, agentId);
+  if (!d) throw new HttpError(404, 'agent_draft_not_found', 'The agent has no draft.');
+  return d;
+}
 
+const draftJson = (d: DraftRow) => ({
+  id: d.id,
+  draft_type: d.draft_type,
+  config: d.config,
+  base_version_id: d.base_version_id,
+  revision: d.revision,
+  base_revision: d.base_draft_revision,
+  updated_at: unixSeconds(d.updated_at),
+});
+
+/** The shared draft, the caller's build draft and its merge. */
+function draftRoutes(r: Router, deps: ConsoleRouteDeps, soulDeps: SoulDeps): void {
+  const { db } = deps;
   r.get('/apps/:app_id/agent/draft', async (req, res) => {
-    const { agent } = await appOf(req);
-    res.json(draftJson(await sharedDraft(agent.id)));
+    const { agent } = await appOf(db, req);
+    res.json(draftJson(await sharedDraft(db, agent.id)));
   });
 
   r.put('/apps/:app_id/agent/draft', async (req, res) => {
-    const { app, agent, ctx } = await appOf(req);
+    const { app, agent, ctx } = await appOf(db, req);
     const body = parseOr400(DraftBody, req.body);
-    const d = await sharedDraft(agent.id);
+    const d = await sharedDraft(db, agent.id);
     const config = await validatedSoul(soulDeps, { tenantId: ctx.tenantId, soul: body.config, appId: app.id, agentId: agent.id });
     // Drafts are edited in place: their id cannot prove a retained snapshot still fits (docs/seeds/000), so the
     // topology check at run time does.
@@ -111,17 +135,17 @@ export function consoleRoutes(
   });
 
   r.get('/apps/:app_id/agent/build-draft', async (req, res) => {
-    const { agent, ctx } = await appOf(req);
+    const { agent, ctx } = await appOf(db, req);
     const d = await findBuildDraft(db, agent.id, ctx.accountId);
     if (!d) throw new HttpError(404, 'agent_build_draft_not_found', 'You have no build draft for this agent.');
     res.json(draftJson(d));
   });
 
   r.put('/apps/:app_id/agent/build-draft', async (req, res) => {
-    const { app, agent, ctx } = await appOf(req);
+    const { app, agent, ctx } = await appOf(db, req);
     const body = parseOr400(BuildDraftBody, req.body);
     if (body.base_revision !== undefined) {
-      const shared = await sharedDraft(agent.id);
+      const shared = await sharedDraft(db, agent.id);
       if (body.base_revision > shared.revision)
         throw new HttpError(400, 'invalid_param', `base_revision: the shared draft is at revision ${shared.revision}.`);
     }
@@ -145,7 +169,7 @@ export function consoleRoutes(
 
   /** Discard the caller's build draft (issue 31): the draft and its binding (with its workspace) are gone. */
   r.delete('/apps/:app_id/agent/build-draft', async (req, res) => {
-    const { agent, ctx } = await appOf(req);
+    const { agent, ctx } = await appOf(db, req);
     const build = await findBuildDraft(db, agent.id, ctx.accountId);
     if (!build) throw new HttpError(404, 'agent_build_draft_not_found', 'You have no build draft for this agent.');
     await retireBuildDraftBinding(db, deps.config, build.id);
@@ -158,7 +182,7 @@ export function consoleRoutes(
    * still at the build draft's base revision, else 409 `agent_draft_conflict` (nothing changes) unless `force`.
    */
   r.post('/apps/:app_id/agent/build-draft/merge', async (req, res) => {
-    const { app, agent, ctx } = await appOf(req);
+    const { app, agent, ctx } = await appOf(db, req);
     const { force } = parseOr400(MergeBody, req.body ?? {});
     const build = await findBuildDraft(db, agent.id, ctx.accountId);
     if (!build) throw new HttpError(404, 'agent_build_draft_not_found', 'You have no build draft for this agent.');
@@ -170,7 +194,7 @@ export function consoleRoutes(
       agentId: agent.id,
       stored: true,
     });
-    const out = await db.$transaction(async (tx) => mergeBuildDraft(tx, { shared: await sharedDraft(agent.id), build, config, force }));
+    const out = await db.$transaction(async (tx) => mergeBuildDraft(tx, { shared: await sharedDraft(db, agent.id), build, config, force }));
     if (out.status === 'conflict') {
       throw new HttpError(
         409,
@@ -185,9 +209,13 @@ export function consoleRoutes(
     await retireBuildDraftBinding(db, deps.config, build.id);
     res.json({ draft: draftJson(out.shared), build_draft: draftJson(out.build) });
   });
+}
 
+/** Publishing a draft, and the versions. */
+function versionRoutes(r: Router, deps: ConsoleRouteDeps, soulDeps: SoulDeps): void {
+  const { db } = deps;
   r.post('/apps/:app_id/agent/publish', async (req, res) => {
-    const { app, agent, ctx } = await appOf(req);
+    const { app, agent, ctx } = await appOf(db, req);
     const { from } = parseOr400(PublishBody, req.body ?? {});
     const draft = from === 'draft' ? await findSharedDraft(db, agent.id) : await findBuildDraft(db, agent.id, ctx.accountId);
     if (!draft) throw new HttpError(404, 'agent_draft_not_found', 'Nothing to publish.');
@@ -209,7 +237,7 @@ export function consoleRoutes(
   });
 
   r.get('/apps/:app_id/agent/versions', async (req, res) => {
-    const { agent } = await appOf(req);
+    const { agent } = await appOf(db, req);
     const page = pageOf(req.query);
     const [total, rows] = await Promise.all([
       db.agentConfigVersion.count({ where: { agent_id: agent.id } }),
@@ -226,9 +254,13 @@ export function consoleRoutes(
       })),
     });
   });
+}
 
+/** The app's annotations, annotation settings and multitask strategy. */
+function appSettingRoutes(r: Router, deps: ConsoleRouteDeps): void {
+  const { db } = deps;
   r.post('/apps/:app_id/annotations', async (req, res) => {
-    const { app, ctx } = await appOf(req);
+    const { app, ctx } = await appOf(db, req);
     const body = parseOr400(AnnotationBody, req.body);
     const a = await db.annotation.create({ data: { tenant_id: ctx.tenantId, app_id: app.id, ...body } });
     res
@@ -237,7 +269,7 @@ export function consoleRoutes(
   });
 
   r.put('/apps/:app_id/annotation-settings', async (req, res) => {
-    const { app } = await appOf(req);
+    const { app } = await appOf(db, req);
     const body = parseOr400(AnnotationSettings, req.body);
     await db.app.update({
       where: { id: app.id },
@@ -248,21 +280,26 @@ export function consoleRoutes(
 
   /** The app's default multitask strategy (issue 35): what a chat request without `multitask_strategy` does when busy. */
   r.get('/apps/:app_id/multitask-settings', async (req, res) => {
-    const { app } = await appOf(req);
+    const { app } = await appOf(db, req);
     const row = await db.app.findUniqueOrThrow({ where: { id: app.id }, select: { multitask_strategy: true } });
     res.json({ default_strategy: row.multitask_strategy, queue_limit: deps.config.CONVERSATION_QUEUE_LIMIT });
   });
 
   r.put('/apps/:app_id/multitask-settings', async (req, res) => {
-    const { app } = await appOf(req);
+    const { app } = await appOf(db, req);
     const body = parseOr400(MultitaskSettings, req.body);
     await db.app.update({ where: { id: app.id }, data: { multitask_strategy: body.default_strategy } });
     res.json({ default_strategy: body.default_strategy, queue_limit: deps.config.CONVERSATION_QUEUE_LIMIT });
   });
 
   /** A debugger turn against the shared draft or the caller's build draft; streams like the service API. */
+}
+
+/** A debugger turn on the caller's draft, streamed. */
+function debugChatRoute(r: Router, deps: ConsoleRouteDeps): void {
+  const { db } = deps;
   r.post('/apps/:app_id/agent/debug/chat-messages', async (req, res) => {
-    const { app, agent, ctx } = await appOf(req);
+    const { app, agent, ctx } = await appOf(db, req);
     const body = parseOr400(DebugChat, req.body);
     // "My build draft" before its first save: made from the shared draft now, so its first message runs (issue 42).
     if (body.draft === 'build')
@@ -290,12 +327,6 @@ export function consoleRoutes(
     );
     await streamTurn({ db, notifier: deps.notifier, pingMs: deps.config.SSE_PING_MS }, req, res, turn.messageId, 0);
   });
-
-  // Stop, re-attach, forms and history of the caller's debugger turns (behind the console key above).
-  r.use(consoleDebuggerRoutes(deps));
-  r.use(consoleForkRoutes(deps));
-
-  return r;
 }
 
 /** The ordered layer names a turn of this config sends (what a retained session snapshot must match). */
