@@ -152,6 +152,16 @@ interface TurnFacts {
   queueMetadata: Record<string, string>;
 }
 
+/** The workflow's input: ids only, so nothing big goes into its history. */
+const turnInput = (t: TurnFacts, conversationId: string): AgentTurnInput => ({
+  tenantId: t.app.tenantId,
+  appId: t.app.appId,
+  agentId: t.agentId,
+  conversationId,
+  messageId: t.messageId,
+  invokeFrom: t.invokeFrom,
+});
+
 /** A new conversation born holding its first turn's lock, its message and files: one statement. */
 async function firstTurn(db: Db, t: TurnFacts): Promise<TurnRecords> {
   const conversationId = crypto.randomUUID();
@@ -179,14 +189,7 @@ async function firstTurn(db: Db, t: TurnFacts): Promise<TurnRecords> {
     },
     files: t.files.map((f) => ({ id: crypto.randomUUID(), ...f })),
   });
-  const input: AgentTurnInput = {
-    tenantId: t.app.tenantId,
-    appId: t.app.appId,
-    agentId: t.agentId,
-    conversationId,
-    messageId: t.messageId,
-    invokeFrom: t.invokeFrom,
-  };
+  const input = turnInput(t, conversationId);
   return { messageId: t.messageId, conversationId, workflowId: t.workflowId, createdAt: unixSeconds(created), input };
 }
 
@@ -213,14 +216,7 @@ async function freeFollowUp(db: Db, t: TurnFacts, conversationId: string): Promi
   });
   if (!r.found) throw new HttpError(404, 'conversation_not_exists', 'Conversation Not Exists.');
   if (r.createdAt) {
-    const input: AgentTurnInput = {
-      tenantId: t.app.tenantId,
-      appId: t.app.appId,
-      agentId: t.agentId,
-      conversationId,
-      messageId: t.messageId,
-      invokeFrom: t.invokeFrom,
-    };
+    const input = turnInput(t, conversationId);
     return { messageId: t.messageId, conversationId, workflowId: t.workflowId, createdAt: unixSeconds(r.createdAt), input };
   }
   return null;
@@ -332,14 +328,7 @@ async function lockedTurn(
     },
   );
 
-  const input: AgentTurnInput = {
-    tenantId: t.app.tenantId,
-    appId: t.app.appId,
-    agentId: t.agentId,
-    conversationId,
-    messageId: t.messageId,
-    invokeFrom: t.invokeFrom,
-  };
+  const input = turnInput(t, conversationId);
   return { messageId: t.messageId, conversationId, workflowId: t.workflowId, createdAt, input, ...(queued ? { queued } : {}) };
 }
 
