@@ -160,6 +160,11 @@ describe('gateway cache invalidation across replicas', () => {
 
   it('an increment that leaves the verdict as it was sends no notification', async () => {
     const tenant = await createTenant(tdb.db, { limit: 1_000_000n });
+    // The pool's creation notifies too, and may reach this listener after the capture below starts (a CI run saw it):
+    // wait for a marker sent after it first (notifications reach a listener in commit order).
+    const created = notified('created');
+    await other.$executeRaw`select pg_notify('gateway_cache', 'created')`;
+    await created;
     const payloads: (string | undefined)[] = [];
     const off = notifier.onChannel(GATEWAY_CACHE_CHANNEL, (p) => payloads.push(p));
     await other.$executeRaw`update credit_pools set quota_used = quota_used + 5 where tenant_id = ${tenant}::uuid`;
